@@ -1,0 +1,31 @@
+# Set-up and checks. Every target installs what it needs first, so each works on a fresh clone.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup test render catalog data
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip==25.3
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+test: setup
+	$(PY) -m pytest
+
+# Until the main job lands (issue: the `greenops` demo on the Automation API), render the dev
+# stack's workloads for three placements and validate them against the upstream CRDs.
+render: setup
+	$(VENV)/bin/greenops render --stack dev --provider azure --region swedencentral
+	$(VENV)/bin/greenops render --stack dev --provider gcp --region europe-west9
+	$(VENV)/bin/greenops render --stack dev --provider aws --region eu-north-1
+
+catalog: setup
+	$(VENV)/bin/greenops catalog
+
+# Re-derive data/ from the raw public data (not committed; see data/SOURCES.md).
+data: setup
+	$(PY) scripts/derive_data.py

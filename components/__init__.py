@@ -1,0 +1,1 @@
+"""Pulumi ComponentResources that install the GreenOps platform on a Kubernetes cluster."""

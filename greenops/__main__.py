@@ -1,0 +1,5 @@
+import sys
+
+from greenops.cli import main
+
+sys.exit(main())

@@ -1,0 +1,115 @@
+"""Typed schema of the curated files in ``data/``; the derive script writes exactly these shapes."""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class _Fact(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Region(_Fact):
+    provider: str
+    name: str
+    displayName: str
+    country: str = Field(min_length=2, max_length=2)
+    eu: bool
+    zone: str | None
+    zoneSource: str | None
+    lat: float = Field(ge=-90, le=90)
+    lon: float = Field(ge=-180, le=180)
+    availabilityZones: list[str]
+
+    @property
+    def key(self) -> str:
+        return f"{self.provider}/{self.name}"
+
+
+class RegionsFile(_Fact):
+    schemaVersion: int
+    regions: list[Region]
+
+
+class LatencyFile(_Fact):
+    schemaVersion: int
+    provider: str
+    unit: str
+    statistic: str
+    source: str
+    filledFromP95: list[str]
+    matrix: dict[str, dict[str, float]]
+
+
+class VmSize(_Fact):
+    name: str
+    family: str
+    vcpu: int = Field(gt=0)
+    memoryGb: float = Field(gt=0)
+    arch: str
+    hourlyUsd: dict[str, float] = Field(default_factory=dict, description="price per region")
+    referenceHourlyUsd: float | None = Field(default=None, description="price in a reference region, used as an index")
+    regions: list[str] | None = Field(default=None, description="regions offering it; None = no data, assumed all")
+
+    def available_in(self, region: str) -> bool:
+        return self.regions is None or region in self.regions
+
+    def price_in(self, region: str) -> float | None:
+        return self.hourlyUsd.get(region, self.referenceHourlyUsd)
+
+
+class SizesFile(_Fact):
+    schemaVersion: int
+    provider: str
+    families: list[str]
+    priceNote: str
+    availabilityNote: str | None = None
+    sizes: list[VmSize]
+
+
+class AzureImage(_Fact):
+    publisher: str
+    offer: str
+    sku: str
+    version: str
+
+    @property
+    def urn(self) -> str:
+        return f"{self.publisher}:{self.offer}:{self.sku}:{self.version}"
+
+
+class AwsAmiLookup(_Fact):
+    owner: str
+    nameFilter: str
+    ssmParameter: str
+
+
+class ImagesFile(_Fact):
+    schemaVersion: int
+    os: str
+    azure: dict[str, AzureImage]
+    gcp: dict[str, str]
+    aws: dict[str, object]
+
+
+class CarbonProfile(_Fact):
+    kind: str = Field(pattern="^(month-hour|annual-mean)$")
+    source: str
+    period: str
+    estimatedShare: float | None
+    mean: float = Field(ge=0)
+    monthHour: list[list[float]] | None = Field(default=None, description="12 x 24 UTC means")
+
+    def intensity_at(self, month: int, hour: int) -> float:
+        """Profile value for a calendar month (1-12) and UTC hour (0-23)."""
+        if self.monthHour is None:
+            return self.mean
+        return self.monthHour[month - 1][hour]
+
+
+class ProfilesFile(_Fact):
+    schemaVersion: int
+    unit: str
+    resolution: str
+    zones: dict[str, CarbonProfile]

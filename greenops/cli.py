@@ -1,0 +1,116 @@
+"""``greenops`` command line.
+
+``greenops catalog``  lists the regions the catalog knows, with zone, EU flag and carbon data.
+``greenops render``   renders a stack's workloads for an explicit placement (provider/region),
+                      validating every object against the upstream CRDs when they are present.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+
+from greenops.catalog import load_catalog, select_size
+from greenops.errors import GreenOpsError
+from greenops.models import Decision
+from greenops.renderers import render
+from greenops.stack_config import parse_stack_config
+from greenops.validation import CrdSchemas, default_crd_dir
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _stack_raw(stack: str) -> dict:
+    path = REPO / "stacks" / f"Pulumi.{stack}.yaml"
+    if not path.exists():
+        raise GreenOpsError(f"stack {stack!r}: {path.name} not found in stacks/")
+    config = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("config") or {}
+    return {k.split(":", 1)[1]: v for k, v in config.items() if k.startswith("greenops:")}
+
+
+def cmd_catalog(args: argparse.Namespace) -> int:
+    cat = load_catalog()
+    print(f"{'provider':8} {'region':24} {'country':7} {'eu':3} {'zone':14} {'carbon data':12} gaps")
+    for r in cat.regions(args.provider):
+        prof = cat.profile(r.zone) if r.zone else None
+        gaps = ", ".join(cat.placement_gaps(r.provider, r.name)) or "-"
+        print(f"{r.provider:8} {r.name:24} {r.country:7} {'yes' if r.eu else 'no':3} {r.zone or '-':14} "
+              f"{prof.kind if prof else '-':12} {gaps}")
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    cat = load_catalog()
+    config = parse_stack_config(_stack_raw(args.stack))
+    region = cat.region(args.provider, args.region)
+    start = args.at or datetime.now(timezone.utc)
+    crd_dir = default_crd_dir()
+    schemas = CrdSchemas(crd_dir) if crd_dir.is_dir() else None
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    failures = 0
+    workloads = [w for w in config.workloads if not args.workload or w.name in args.workload]
+    if not workloads:
+        raise GreenOpsError(f"stack {args.stack!r} has no workload named {args.workload}")
+    for w in workloads:
+        if args.provider not in w.eligible_providers:
+            print(f"skip  {w.name}: {args.provider} is not among its eligible providers {list(w.eligible_providers)}")
+            continue
+        try:
+            size = select_size(cat, args.provider, region.name, w.cpu, w.memory)
+            decision = Decision(provider=args.provider, region=region.name, zone=region.zone or "unknown",
+                                scheduling_time=start, vm_size=size.name, image=cat.image(args.provider, region.name))
+            objects = render(w, decision, config.render, cat)
+        except GreenOpsError as exc:
+            print(f"error {w.name}: {exc}")
+            failures += 1
+            continue
+        problems = [e for o in objects for e in schemas.errors(o)] if schemas else []
+        path = out / f"{w.name}.{args.provider}.yaml"
+        path.write_text(yaml.safe_dump_all(objects, sort_keys=False), encoding="utf-8")
+        verdict = "valid against CRDs" if schemas and not problems else ("CRDs not found" if not schemas else "INVALID")
+        print(f"ok    {w.name}: {size.name} in {region.name} ({region.zone}), {len(objects)} objects -> {path} [{verdict}]")
+        for p in problems:
+            print(f"      {p}")
+        failures += bool(problems)
+    return 1 if failures else 0
+
+
+def _utc(text: str) -> datetime:
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        raise argparse.ArgumentTypeError("time must carry an offset, e.g. 2027-01-01T00:00:00Z")
+    return value.astimezone(timezone.utc)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="greenops", description="Carbon-aware VM placement across Azure, GCP and AWS")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("catalog", help="list regions with zone, EU flag and carbon data")
+    p.add_argument("--provider", choices=load_catalog().providers)
+    p.set_defaults(func=cmd_catalog)
+    p = sub.add_parser("render", help="render a stack's workloads for an explicit provider and region")
+    p.add_argument("--stack", default="dev")
+    p.add_argument("--provider", required=True, choices=load_catalog().providers)
+    p.add_argument("--region", required=True)
+    p.add_argument("--workload", action="append", help="only this workload (repeatable)")
+    p.add_argument("--at", type=_utc, help="scheduling time to stamp (default: now)")
+    p.add_argument("--out", default="build/manifests")
+    p.set_defaults(func=cmd_render)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except GreenOpsError as exc:
+        print(f"greenops: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

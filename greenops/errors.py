@@ -1,0 +1,21 @@
+"""Errors that carry a message fit for the person who wrote the workload or the stack config.
+
+Every error names the object it is about and the reason, so callers print ``str(err)`` and never
+a traceback.
+"""
+
+
+class GreenOpsError(Exception):
+    """Base class: a user-facing failure with a self-explanatory message."""
+
+
+class CatalogError(GreenOpsError):
+    """A fact is missing from, or inconsistent in, the curated catalog in ``data/``."""
+
+
+class NoFittingSize(CatalogError):
+    """No VM size in a region offers the requested vCPU and memory."""
+
+
+class RenderError(GreenOpsError):
+    """A decision cannot be turned into provider manifests (e.g. missing settings)."""

@@ -1,0 +1,40 @@
+"""A placement decision: where and when a workload runs, and on what."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Annotated
+
+from pydantic import AwareDatetime, Field, field_serializer, field_validator
+
+from .workload import _Model
+
+Intensity = Annotated[float, Field(ge=0, description="gCO2eq/kWh, mean over the run")]
+
+
+class Decision(_Model):
+    """The output of policy + scheduler + catalog for one workload."""
+
+    provider: str
+    region: str
+    zone: str = Field(description="Electricity Maps zone id of the region")
+    scheduling_time: AwareDatetime = Field(description="start time, UTC")
+    vm_size: str
+    image: str = Field(description="provider image reference: Azure URN, GCP image path or AWS AMI id")
+    expected_intensity: Intensity | None = None
+    baseline_intensity: Intensity | None = None
+
+    @field_validator("scheduling_time", mode="after")
+    @classmethod
+    def _utc(cls, v: datetime) -> datetime:
+        return v.astimezone(timezone.utc)
+
+    @field_serializer("scheduling_time")
+    def _ser_time(self, v: datetime) -> str:
+        return v.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    @property
+    def saving_percent(self) -> float | None:
+        """Saving of the chosen run against the baseline (run now at the origin), in %."""
+        if self.expected_intensity is None or not self.baseline_intensity:
+            return None
+        return 100.0 * (1 - self.expected_intensity / self.baseline_intensity)

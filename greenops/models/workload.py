@@ -1,0 +1,192 @@
+"""The generic workload: the thesis tuple VM = (MinCPU, MinRAM, D, DL, ML) plus placement intent.
+
+Validation is done here, once, at the edge. Field names in user-facing documents are camelCase
+(as in the VmTemplate spec); Python code uses snake_case attributes.
+"""
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from .duration import format_duration, parse_duration
+
+if TYPE_CHECKING:
+    from greenops.catalog import Catalog
+
+NO_LATENCY_CONSTRAINT_MS = 2000
+
+# Workload names become Kubernetes object names with suffixes such as "-subnet" appended, and
+# Azure/GCP resource names: keep them short DNS-1123 labels.
+_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+class DataResidency(str, Enum):
+    EU = "eu"
+    NONE = "none"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True,
+        str_strip_whitespace=True,
+    )
+
+
+def _catalog(info: ValidationInfo) -> "Catalog":
+    from greenops.catalog import load_catalog
+
+    ctx = info.context or {}
+    return ctx.get("catalog") or load_catalog()
+
+
+def _now(info: ValidationInfo) -> datetime:
+    ctx = info.context or {}
+    now = ctx.get("now") or datetime.now(timezone.utc)
+    return now.astimezone(timezone.utc)
+
+
+class Workload(_Model):
+    """A delay-tolerant VM workload, provider-agnostic.
+
+    Validate with ``Workload.model_validate(data, context={"now": ..., "catalog": ...})``; both
+    context keys are optional (defaults: the current time, the embedded catalog).
+    """
+
+    name: str = Field(description="DNS-1123 label, at most 40 characters; names every derived object")
+    cpu: Annotated[int, Field(gt=0, description="minimum vCPUs (MinCPU)")]
+    memory: Annotated[float, Field(gt=0, description="minimum RAM in GB (MinRAM)")]
+    duration: timedelta = Field(description="run time D: hours as a number, or '6h', '90m', '1h30m'")
+    deadline: AwareDatetime = Field(description="DL, RFC 3339 with an offset; stored in UTC")
+    max_latency: Annotated[int, Field(gt=0, description="ML in ms from originRegion; 2000 = no constraint")] = (
+        NO_LATENCY_CONSTRAINT_MS
+    )
+    origin_region: str = Field(description="cloud region the latency is measured from")
+    eligible_providers: tuple[str, ...] = Field(default=(), validate_default=True, description="subset of the catalog's providers; empty = all")
+    data_residency: DataResidency = DataResidency.NONE
+    tenant: str = "default"
+    provider: str | None = Field(default=None, description="explicitly requested provider (policy may refuse it)")
+    region: str | None = Field(default=None, description="explicitly requested region (policy may refuse it)")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError(
+                f"{v!r} is not a valid workload name: use 1-40 lowercase letters, digits and '-', "
+                "starting with a letter and not ending with '-'"
+            )
+        return v
+
+    @field_validator("tenant")
+    @classmethod
+    def _tenant(cls, v: str) -> str:
+        if not _LABEL_VALUE.match(v):
+            raise ValueError(f"{v!r} is not a valid tenant: it must be a Kubernetes label value (1-63 of A-Z a-z 0-9 - _ .)")
+        return v
+
+    @field_validator("cpu", mode="before")
+    @classmethod
+    def _cpu_integral(cls, v: Any) -> Any:
+        if isinstance(v, bool):
+            raise ValueError("cpu must be a whole number of vCPUs")
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        return v
+
+    @field_validator("duration", mode="before")
+    @classmethod
+    def _duration(cls, v: Any) -> timedelta:
+        return parse_duration(v)
+
+    @field_validator("deadline", mode="after")
+    @classmethod
+    def _deadline_utc(cls, v: datetime) -> datetime:
+        return v.astimezone(timezone.utc)
+
+    @field_validator("eligible_providers", mode="before")
+    @classmethod
+    def _providers_list(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return tuple(p.strip() for p in v.split(",") if p.strip())
+        return v
+
+    @field_validator("eligible_providers", mode="after")
+    @classmethod
+    def _known_providers(cls, v: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        known = _catalog(info).providers
+        if not v:
+            return tuple(known)
+        lowered = tuple(dict.fromkeys(p.lower() for p in v))
+        unknown = [p for p in lowered if p not in known]
+        if unknown:
+            raise ValueError(f"unknown provider(s) {', '.join(unknown)}: choose from {', '.join(known)}")
+        return lowered
+
+    @field_validator("provider", mode="after")
+    @classmethod
+    def _known_provider(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:
+            return v
+        known = _catalog(info).providers
+        if v.lower() not in known:
+            raise ValueError(f"unknown provider {v!r}: choose from {', '.join(known)}")
+        return v.lower()
+
+    @field_validator("origin_region", mode="after")
+    @classmethod
+    def _known_origin(cls, v: str, info: ValidationInfo) -> str:
+        if not _catalog(info).find_regions(v):
+            raise ValueError(f"unknown origin region {v!r}: it is not a region of any provider in the catalog")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self, info: ValidationInfo) -> "Workload":
+        now = _now(info)
+        earliest_end = now + self.duration
+        if self.deadline < earliest_end:
+            raise ValueError(
+                f"deadline {self.deadline.isoformat()} is earlier than now plus the duration "
+                f"({earliest_end.replace(microsecond=0).isoformat()}): the workload cannot finish in time"
+            )
+        if self.provider and self.provider not in self.eligible_providers:
+            raise ValueError(
+                f"requested provider {self.provider!r} is not among eligibleProviders {list(self.eligible_providers)}"
+            )
+        if self.region:
+            matches = _catalog(info).find_regions(self.region)
+            if not matches:
+                raise ValueError(f"unknown requested region {self.region!r}")
+            if self.provider and all(r.provider != self.provider for r in matches):
+                raise ValueError(f"requested region {self.region!r} is not a region of provider {self.provider!r}")
+        return self
+
+    @field_serializer("duration")
+    def _ser_duration(self, v: timedelta) -> str:
+        return format_duration(v)
+
+    @field_serializer("deadline")
+    def _ser_deadline(self, v: datetime) -> str:
+        return v.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    @property
+    def duration_hours(self) -> float:
+        return self.duration.total_seconds() / 3600
+
+    def spec(self) -> dict[str, Any]:
+        """The workload as a JSON document with camelCase keys (stack config, OPA input)."""
+        return self.model_dump(mode="json", by_alias=True)

@@ -1,0 +1,74 @@
+"""What every provider renderer shares: settings, names and labels."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from greenops.catalog import Catalog
+from greenops.models import Decision, Workload
+
+MANAGED_BY = "greenops"
+LABEL_PREFIX = "greenops.io"
+
+
+class RenderSettings(BaseModel):
+    """Cluster-side settings that are the same for every workload of a stack."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+    namespace: str = "greenops"
+    azure_resource_group: str = Field(
+        default="greenops-workloads",
+        description="name of the ASO ResourceGroup object that owns every Azure workload resource",
+    )
+    admin_username: str = "greenops"
+    ssh_public_key: str | None = Field(default=None, description="OpenSSH public key for the admin user")
+    gcp_project: str | None = Field(default=None, description="sets cnrm.cloud.google.com/project-id when given")
+    skip_await: bool = Field(default=False, description="annotate pulumi.com/skipAwait (no controller running)")
+
+
+@dataclass(frozen=True)
+class RenderContext:
+    workload: Workload
+    decision: Decision
+    settings: RenderSettings
+    catalog: Catalog
+
+    def name(self, suffix: str | None = None) -> str:
+        """Deterministic object name derived from the workload name."""
+        return self.workload.name if suffix is None else f"{self.workload.name}-{suffix}"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {
+            f"{LABEL_PREFIX}/workload": self.workload.name,
+            f"{LABEL_PREFIX}/tenant": self.workload.tenant,
+            f"{LABEL_PREFIX}/provider": self.decision.provider,
+            f"{LABEL_PREFIX}/managed-by": MANAGED_BY,
+        }
+
+    def metadata(self, name: str, annotations: dict[str, str] | None = None) -> dict:
+        meta: dict = {"name": name, "namespace": self.settings.namespace, "labels": dict(self.labels)}
+        notes = dict(annotations or {})
+        if self.settings.skip_await:
+            notes["pulumi.com/skipAwait"] = "true"
+        if notes:
+            meta["annotations"] = notes
+        return meta
+
+    def tags(self) -> dict[str, str]:
+        """Cloud-side tags mirroring the labels, so bills and inventories show the owner."""
+        return {"greenops-workload": self.workload.name, "greenops-tenant": self.workload.tenant,
+                "managed-by": MANAGED_BY}
+
+
+class Renderer(Protocol):
+    provider: str
+
+    def __call__(self, ctx: RenderContext) -> list[dict]: ...
+
+
+RenderFn = Callable[[RenderContext], list[dict]]

@@ -1,0 +1,1 @@
+"""One module per provider; each registers a renderer with ``@renderer(<provider>)``."""

@@ -1,0 +1,69 @@
+"""ACK EC2 controller: VPC, Subnet, SecurityGroup and Instance (thesis §3.4.3)."""
+from __future__ import annotations
+
+from greenops.renderers.base import RenderContext
+from greenops.renderers.registry import renderer
+
+API = "ec2.services.k8s.aws/v1alpha1"
+REGION_ANNOTATION = "services.k8s.aws/region"
+VPC_CIDR = "10.20.0.0/16"
+SUBNET_CIDR = "10.20.1.0/24"
+
+
+def _tags(ctx: RenderContext, name: str) -> list[dict[str, str]]:
+    return [{"key": "Name", "value": name}] + [{"key": k, "value": v} for k, v in ctx.tags().items()]
+
+
+@renderer("aws")
+def render(ctx: RenderContext) -> list[dict]:
+    d = ctx.decision
+    region_note = {REGION_ANNOTATION: d.region}  # [1] ACK picks the region per object
+    vpc, subnet, sg, instance = ctx.name("vpc"), ctx.name("subnet"), ctx.name("sg"), ctx.name()
+    azs = ctx.catalog.region("aws", d.region).availabilityZones
+    subnet_spec: dict = {
+        "vpcRef": {"from": {"name": vpc}},
+        "cidrBlock": SUBNET_CIDR,
+        "tags": _tags(ctx, subnet),
+    }
+    if azs:
+        subnet_spec["availabilityZone"] = azs[0]
+    return [
+        {
+            "apiVersion": API,
+            "kind": "VPC",
+            "metadata": ctx.metadata(vpc, region_note),
+            "spec": {
+                "cidrBlocks": [VPC_CIDR],
+                "enableDNSSupport": True,
+                "enableDNSHostnames": True,
+                "tags": _tags(ctx, vpc),
+            },
+        },
+        {"apiVersion": API, "kind": "Subnet", "metadata": ctx.metadata(subnet, region_note), "spec": subnet_spec},
+        {
+            "apiVersion": API,
+            "kind": "SecurityGroup",
+            "metadata": ctx.metadata(sg, region_note),
+            "spec": {
+                "name": sg,
+                "description": f"GreenOps workload {ctx.workload.name}: egress only",
+                "vpcRef": {"from": {"name": vpc}},
+                "egressRules": [{"ipProtocol": "-1", "ipRanges": [{"cidrIP": "0.0.0.0/0"}]}],
+                "tags": _tags(ctx, sg),
+            },
+        },
+        {
+            "apiVersion": API,
+            "kind": "Instance",
+            "metadata": ctx.metadata(instance, region_note),
+            "spec": {
+                "imageID": d.image,  # [3] region-specific Ubuntu AMI
+                "instanceType": d.vm_size,  # [2]
+                "subnetRef": {"from": {"name": subnet}},
+                "minCount": 1,
+                "maxCount": 1,
+                "metadataOptions": {"httpTokens": "required"},
+                "tags": _tags(ctx, instance),
+            },
+        },
+    ]

@@ -1,0 +1,90 @@
+"""Azure Service Operator v2: VirtualNetwork, subnet, NIC and VirtualMachine (thesis §3.4.1)."""
+from __future__ import annotations
+
+from greenops.errors import RenderError
+from greenops.renderers.base import RenderContext
+from greenops.renderers.registry import renderer
+
+NETWORK_API = "network.azure.com/v1api20240301"
+COMPUTE_API = "compute.azure.com/v1api20220301"  # the version the thesis templates use
+VNET_CIDR = "10.0.0.0/16"
+SUBNET_CIDR = "10.0.0.0/24"
+
+
+def _image_reference(urn: str, workload: str) -> dict:
+    parts = urn.split(":")
+    if len(parts) != 4:
+        raise RenderError(f"workload {workload!r}: Azure image {urn!r} is not a publisher:offer:sku:version URN")
+    publisher, offer, sku, version = parts
+    return {"publisher": publisher, "offer": offer, "sku": sku, "version": version}
+
+
+@renderer("azure")
+def render(ctx: RenderContext) -> list[dict]:
+    d, s = ctx.decision, ctx.settings
+    if not s.ssh_public_key:
+        raise RenderError(
+            f"workload {ctx.workload.name!r}: Azure Linux VMs need an SSH public key; set sshPublicKey in the render settings"
+        )
+    owner = {"name": s.azure_resource_group}
+    vnet, subnet, nic, vm = ctx.name("vnet"), ctx.name("subnet"), ctx.name("nic"), ctx.name()
+    return [
+        {
+            "apiVersion": NETWORK_API,
+            "kind": "VirtualNetwork",
+            "metadata": ctx.metadata(vnet),
+            "spec": {
+                "owner": owner,
+                "location": d.region,  # [1] scheduling region
+                "addressSpace": {"addressPrefixes": [VNET_CIDR]},
+                "tags": ctx.tags(),
+            },
+        },
+        {
+            "apiVersion": NETWORK_API,
+            "kind": "VirtualNetworksSubnet",
+            "metadata": ctx.metadata(subnet),
+            "spec": {"owner": {"name": vnet}, "addressPrefix": SUBNET_CIDR},
+        },
+        {
+            "apiVersion": NETWORK_API,
+            "kind": "NetworkInterface",
+            "metadata": ctx.metadata(nic),
+            "spec": {
+                "owner": owner,
+                "location": d.region,
+                "ipConfigurations": [{
+                    "name": "primary",
+                    "privateIPAllocationMethod": "Dynamic",
+                    "subnet": {"reference": {"group": "network.azure.com", "kind": "VirtualNetworksSubnet", "name": subnet}},
+                }],
+                "tags": ctx.tags(),
+            },
+        },
+        {
+            "apiVersion": COMPUTE_API,
+            "kind": "VirtualMachine",
+            "metadata": ctx.metadata(vm),
+            "spec": {
+                "owner": owner,
+                "location": d.region,  # [1]
+                "hardwareProfile": {"vmSize": d.vm_size},  # [2] VM size
+                "storageProfile": {"imageReference": _image_reference(d.image, ctx.workload.name)},  # [3] OS
+                "osProfile": {
+                    "computerName": vm,
+                    "adminUsername": s.admin_username,
+                    "linuxConfiguration": {
+                        "disablePasswordAuthentication": True,
+                        "ssh": {"publicKeys": [{
+                            "path": f"/home/{s.admin_username}/.ssh/authorized_keys",
+                            "keyData": s.ssh_public_key,
+                        }]},
+                    },
+                },
+                "networkProfile": {"networkInterfaces": [{
+                    "reference": {"group": "network.azure.com", "kind": "NetworkInterface", "name": nic},
+                }]},
+                "tags": ctx.tags(),
+            },
+        },
+    ]

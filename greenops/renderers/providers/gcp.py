@@ -1,0 +1,64 @@
+"""GCP Config Connector: ComputeNetwork, ComputeSubnetwork and ComputeInstance (thesis §3.4.2)."""
+from __future__ import annotations
+
+from greenops.errors import RenderError
+from greenops.renderers.base import RenderContext
+from greenops.renderers.registry import renderer
+
+API = "compute.cnrm.cloud.google.com/v1beta1"
+SUBNET_CIDR = "10.10.0.0/24"
+BOOT_DISK_GB = 20
+
+
+def _labels(ctx: RenderContext) -> dict[str, str]:
+    # KCC copies metadata.labels to the GCP resource, where keys cannot contain '.' or '/'.
+    return {k.replace("greenops.io/", "greenops-"): v.lower() for k, v in ctx.labels.items()}
+
+
+def _metadata(ctx: RenderContext, name: str) -> dict:
+    notes = {"cnrm.cloud.google.com/project-id": ctx.settings.gcp_project} if ctx.settings.gcp_project else None
+    meta = ctx.metadata(name, notes)
+    meta["labels"] = _labels(ctx)
+    return meta
+
+
+@renderer("gcp")
+def render(ctx: RenderContext) -> list[dict]:
+    d = ctx.decision
+    zones = ctx.catalog.region("gcp", d.region).availabilityZones
+    if not zones:
+        raise RenderError(f"workload {ctx.workload.name!r}: no compute zone is known for GCP region {d.region!r}")
+    network, subnet, instance = ctx.name("network"), ctx.name("subnet"), ctx.name()
+    return [
+        {
+            "apiVersion": API,
+            "kind": "ComputeNetwork",
+            "metadata": _metadata(ctx, network),
+            "spec": {"autoCreateSubnetworks": False, "routingMode": "REGIONAL"},
+        },
+        {
+            "apiVersion": API,
+            "kind": "ComputeSubnetwork",
+            "metadata": _metadata(ctx, subnet),
+            "spec": {"region": d.region, "ipCidrRange": SUBNET_CIDR, "networkRef": {"name": network}},  # [1]
+        },
+        {
+            "apiVersion": API,
+            "kind": "ComputeInstance",
+            "metadata": _metadata(ctx, instance),
+            "spec": {
+                "zone": zones[0],  # [1] first compute zone of the chosen region
+                "machineType": d.vm_size,  # [2]
+                "bootDisk": {
+                    "autoDelete": True,
+                    "initializeParams": {
+                        "size": BOOT_DISK_GB,
+                        "type": "pd-balanced",
+                        "sourceImageRef": {"external": d.image},  # [3]
+                    },
+                },
+                "networkInterface": [{"subnetworkRef": {"name": subnet}}],
+                "metadata": [{"key": "enable-oslogin", "value": "TRUE"}],
+            },
+        },
+    ]
