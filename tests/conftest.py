@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from greenops.catalog import load_catalog
+from greenops.models import Workload
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="session")
+def catalog():
+    return load_catalog()
+
+
+@pytest.fixture
+def now():
+    return NOW
+
+
+@pytest.fixture
+def make_workload():
+    def make(**overrides) -> Workload:
+        data = {
+            "name": "train-1", "cpu": 4, "memory": 8, "duration": "6h",
+            "deadline": "2026-11-30T00:00:00Z", "originRegion": "italynorth", "tenant": "ml",
+        }
+        data.update(overrides)
+        return Workload.model_validate(data, context={"now": NOW})
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    path = SHARED / "data"
+    if not path.is_dir():
+        pytest.skip(f"raw public data folder {path} is absent (it is never committed)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def crd_schemas():
+    from greenops.validation import CrdSchemas, default_crd_dir
+
+    folder = default_crd_dir()
+    if not folder.is_dir():
+        pytest.skip(f"upstream CRD folder {folder} is absent: set GREENOPS_CRD_DIR to validate manifests")
+    return CrdSchemas(folder)

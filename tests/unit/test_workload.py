@@ -1,0 +1,107 @@
+from datetime import datetime, timezone
+
+import pytest
+from pydantic import ValidationError
+
+from greenops.models import DataResidency, Decision, Workload
+from tests.conftest import NOW
+
+
+def errors_of(exc: ValidationError) -> dict[str, str]:
+    return {".".join(map(str, e["loc"])) or "__root__": e["msg"] for e in exc.errors()}
+
+
+def test_thesis_tuple_and_defaults(make_workload):
+    w = make_workload()
+    assert (w.cpu, w.memory, w.duration_hours, w.max_latency) == (4, 8.0, 6.0, 2000)
+    assert w.eligible_providers == ("azure", "gcp", "aws")
+    assert w.data_residency is DataResidency.NONE
+    assert w.deadline == datetime(2026, 11, 30, tzinfo=timezone.utc)
+
+
+def test_deadline_with_offset_is_normalised_to_utc(make_workload):
+    w = make_workload(deadline="2026-11-30T02:00:00+02:00")
+    assert w.deadline == datetime(2026, 11, 30, tzinfo=timezone.utc)
+    assert w.spec()["deadline"] == "2026-11-30T00:00:00Z"
+
+
+def test_spec_is_camel_case_and_round_trips(make_workload):
+    w = make_workload(duration="90m", maxLatency=100, eligibleProviders=["gcp", "azure"], dataResidency="eu")
+    spec = w.spec()
+    assert spec["duration"] == "1h30m" and spec["maxLatency"] == 100 and spec["eligibleProviders"] == ["gcp", "azure"]
+    assert Workload.model_validate(spec, context={"now": NOW}) == w
+
+
+@pytest.mark.parametrize("field,value,fragment", [
+    ("cpu", 0, "greater than 0"),
+    ("cpu", -2, "greater than 0"),
+    ("cpu", 2.5, "integer"),
+    ("memory", 0, "greater than 0"),
+    ("memory", -1, "greater than 0"),
+    ("duration", "6 hours", "malformed duration"),
+    ("duration", "0h", "positive"),
+    ("originRegion", "atlantis-1", "unknown origin region"),
+    ("eligibleProviders", ["azure", "oracle"], "unknown provider(s) oracle"),
+    ("deadline", "2026-12-01T00:00:00", "timezone"),
+    ("deadline", "next friday", "datetime"),
+    ("maxLatency", 0, "greater than 0"),
+    ("name", "Train_1", "not a valid workload name"),
+    ("tenant", "a b", "not a valid tenant"),
+    ("dataResidency", "mars", "'eu' or 'none'"),
+    ("provider", "ibm", "unknown provider"),
+])
+def test_invalid_field_is_named_with_reason(make_workload, field, value, fragment):
+    with pytest.raises(ValidationError) as info:
+        make_workload(**{field: value})
+    errs = errors_of(info.value)
+    assert any(field in loc for loc in errs), errs
+    assert any(fragment in msg for msg in errs.values()), errs
+
+
+def test_deadline_earlier_than_now_plus_duration_is_rejected(make_workload):
+    with pytest.raises(ValidationError, match="earlier than now plus the duration"):
+        make_workload(deadline="2026-11-21T17:00:00Z", duration="6h")
+    # Exactly enough time is fine.
+    assert make_workload(deadline="2026-11-21T18:00:00Z", duration="6h").name == "train-1"
+
+
+def test_deadline_in_the_past_is_rejected(make_workload):
+    with pytest.raises(ValidationError, match="cannot finish in time"):
+        make_workload(deadline="2025-01-01T00:00:00Z")
+
+
+def test_unknown_fields_are_rejected(make_workload):
+    with pytest.raises(ValidationError) as info:
+        make_workload(gpus=1)
+    assert "gpus" in errors_of(info.value)
+
+
+def test_requested_provider_must_be_eligible(make_workload):
+    with pytest.raises(ValidationError, match="not among eligibleProviders"):
+        make_workload(provider="aws", eligibleProviders=["gcp"])
+
+
+def test_requested_region_must_belong_to_requested_provider(make_workload):
+    with pytest.raises(ValidationError, match="is not a region of provider 'gcp'"):
+        make_workload(provider="gcp", region="westeurope")
+    assert make_workload(provider="azure", region="westeurope").region == "westeurope"
+
+
+def test_providers_deduplicated_and_lowercased(make_workload):
+    assert make_workload(eligibleProviders=["GCP", "gcp", "aws"]).eligible_providers == ("gcp", "aws")
+
+
+def test_decision_saving_and_utc():
+    d = Decision(provider="gcp", region="europe-west9", zone="FR",
+                 scheduling_time="2026-11-22T03:00:00+01:00", vm_size="e2-standard-4",
+                 image="projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts",
+                 expected_intensity=30, baseline_intensity=120)
+    assert d.scheduling_time == datetime(2026, 11, 22, 2, tzinfo=timezone.utc)
+    assert d.saving_percent == pytest.approx(75.0)
+    assert d.model_dump(mode="json", by_alias=True)["schedulingTime"] == "2026-11-22T02:00:00Z"
+
+
+def test_decision_rejects_negative_intensity():
+    with pytest.raises(ValidationError, match="greater than or equal to 0"):
+        Decision(provider="gcp", region="r", zone="FR", scheduling_time="2026-11-22T00:00:00Z",
+                 vm_size="x", image="y", expected_intensity=-1)
