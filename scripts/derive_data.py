@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import re
 import sys
 from collections import defaultdict
@@ -185,10 +184,10 @@ def derive_regions(src: Path, countries: Countries, problems: list[str]) -> list
 
 
 def fix_gcp_latitudes(regions: list[dict], zone_of: dict, problems: list[str]) -> None:
-    """The region-picker file stores some southern-hemisphere latitudes without their sign.
+    """Prefer Electricity Maps' data-centre coordinates when a region list disagrees by > 5 degrees.
 
-    Electricity Maps' data-centre coordinates are authoritative where both exist; we take them
-    whenever the two disagree by more than 5 degrees.
+    Seen: GCP africa-south1 has lost its latitude sign in region-picker, and the cloudping list
+    puts AWS ca-central-1 in Toronto, while the region is in Montreal.
     """
     for r in regions:
         em = zone_of.get((r["provider"], r["name"]))

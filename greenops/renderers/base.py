@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -63,12 +63,6 @@ class RenderContext:
         """Cloud-side tags mirroring the labels, so bills and inventories show the owner."""
         return {"greenops-workload": self.workload.name, "greenops-tenant": self.workload.tenant,
                 "managed-by": MANAGED_BY}
-
-
-class Renderer(Protocol):
-    provider: str
-
-    def __call__(self, ctx: RenderContext) -> list[dict]: ...
 
 
 RenderFn = Callable[[RenderContext], list[dict]]
