@@ -4,8 +4,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test render catalog data
+.PHONY: setup tools test render catalog data
 setup: $(STAMP)
+
+# Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver) -> .tools/bin
+tools: setup
+	bash tools/install.sh
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +17,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-test: setup
+test: setup tools
 	$(PY) -m pytest
 
 # Until the main job lands (issue: the `greenops` demo on the Automation API), render the dev

@@ -1,0 +1,1 @@
+"""Local, loopback-only stand-ins for a cluster and its tools."""

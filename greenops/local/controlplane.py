@@ -1,0 +1,188 @@
+"""A throw-away Kubernetes control plane on loopback: etcd + kube-apiserver (+ controller-manager).
+
+No kubelet runs, so pods never start; CRDs, custom objects, namespaces and admission webhooks work
+as in a real cluster. Used by the smoke and end-to-end tests and by ``greenops demo``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from greenops.errors import GreenOpsError
+from greenops.local.tools import tool_path
+
+ADMIN_TOKEN_USER = "greenops-admin"
+
+
+class ControlPlaneError(GreenOpsError):
+    """The local control plane could not start; the message says which part and why."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class _Proc:
+    name: str
+    popen: subprocess.Popen
+    log: Path
+
+
+@dataclass
+class LocalControlPlane:
+    """Start with ``with LocalControlPlane() as cp:``; everything lives under one temp folder."""
+
+    with_controller_manager: bool = False
+    startup_timeout: float = 90.0
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-cp-")))
+    token: str = field(default_factory=lambda: os.urandom(16).hex())
+    _procs: list[_Proc] = field(default_factory=list)
+    api_port: int = 0
+    etcd_port: int = 0
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def __enter__(self) -> "LocalControlPlane":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.api_port}"
+
+    def start(self) -> None:
+        self.etcd_port, peer = free_port(), free_port()
+        self._spawn("etcd", [
+            tool_path("etcd"),
+            "--name", "greenops", "--data-dir", str(self.workdir / "etcd"),
+            "--listen-client-urls", f"http://127.0.0.1:{self.etcd_port}",
+            "--advertise-client-urls", f"http://127.0.0.1:{self.etcd_port}",
+            "--listen-peer-urls", f"http://127.0.0.1:{peer}",
+            "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+            "--initial-cluster", f"greenops=http://127.0.0.1:{peer}",
+            "--log-level", "warn",
+        ])
+        self._wait(f"http://127.0.0.1:{self.etcd_port}/health", "etcd", headers={})
+
+        key = self.workdir / "sa.key"
+        key.write_bytes(rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+        tokens = self.workdir / "tokens.csv"
+        tokens.write_text(f'{self.token},{ADMIN_TOKEN_USER},{ADMIN_TOKEN_USER},"system:masters"\n')
+        self.api_port = free_port()
+        self._spawn("kube-apiserver", [
+            tool_path("kube-apiserver"),
+            "--etcd-servers", f"http://127.0.0.1:{self.etcd_port}",
+            "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+            "--secure-port", str(self.api_port),
+            "--cert-dir", str(self.workdir / "pki"),
+            "--token-auth-file", str(tokens),
+            "--authorization-mode", "RBAC",
+            "--service-account-issuer", "https://kubernetes.default.svc",
+            "--service-account-key-file", str(key),
+            "--service-account-signing-key-file", str(key),
+            "--service-cluster-ip-range", "10.96.0.0/24",
+            "--enable-priority-and-fairness=false",
+            "--disable-admission-plugins", "ServiceAccount",
+            "--v", "1",
+        ])
+        self._wait(f"{self.server}/readyz", "kube-apiserver")
+        self.write_kubeconfig()
+        if self.with_controller_manager:
+            self._spawn("kube-controller-manager", [
+                tool_path("kube-controller-manager"),
+                "--kubeconfig", str(self.kubeconfig_path),
+                "--bind-address", "127.0.0.1", "--secure-port", str(free_port()),
+                "--controllers", "namespace,garbage-collector",
+                "--service-account-private-key-file", str(key),
+                "--leader-elect=false", "--v", "1",
+            ])
+
+    def stop(self) -> None:
+        for proc in reversed(self._procs):
+            if proc.popen.poll() is None:
+                proc.popen.send_signal(signal.SIGTERM)
+                try:
+                    proc.popen.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.popen.kill()
+                    proc.popen.wait()
+        self._procs.clear()
+        if os.environ.get("GREENOPS_KEEP_CONTROLPLANE") != "1":
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # -- helpers ------------------------------------------------------------------------------
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.workdir / "kubeconfig"
+
+    def kubeconfig(self) -> dict:
+        return {
+            "apiVersion": "v1", "kind": "Config", "current-context": "greenops-local",
+            "clusters": [{"name": "greenops-local", "cluster": {
+                "server": self.server, "insecure-skip-tls-verify": True}}],
+            "users": [{"name": ADMIN_TOKEN_USER, "user": {"token": self.token}}],
+            "contexts": [{"name": "greenops-local", "context": {"cluster": "greenops-local", "user": ADMIN_TOKEN_USER}}],
+        }
+
+    def write_kubeconfig(self) -> Path:
+        self.kubeconfig_path.write_text(yaml.safe_dump(self.kubeconfig()))
+        self.kubeconfig_path.chmod(0o600)
+        return self.kubeconfig_path
+
+    def client(self, timeout: float = 30.0) -> httpx.Client:
+        """An httpx client authenticated as cluster admin (the serving cert is self-signed)."""
+        return httpx.Client(base_url=self.server, verify=False, timeout=timeout,
+                            headers={"Authorization": f"Bearer {self.token}"})
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.popen.pid for p in self._procs]
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        log = self.workdir / f"{name}.log"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        fh = log.open("wb")
+        popen = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 start_new_session=True)
+        self._procs.append(_Proc(name, popen, log))
+
+    def _wait(self, url: str, name: str, headers: dict | None = None) -> None:
+        proc = self._procs[-1]
+        deadline = time.monotonic() + self.startup_timeout
+        hdrs = {"Authorization": f"Bearer {self.token}"} if headers is None else headers
+        last = "no answer yet"
+        while time.monotonic() < deadline:
+            if proc.popen.poll() is not None:
+                tail = proc.log.read_text(errors="replace")[-2000:]
+                raise ControlPlaneError(f"{name} exited with code {proc.popen.returncode}:\n{tail}")
+            try:
+                r = httpx.get(url, verify=False, timeout=2.0, headers=hdrs)
+                if r.status_code == 200:
+                    return
+                last = f"HTTP {r.status_code}: {r.text[:200]}"
+            except httpx.HTTPError as exc:
+                last = str(exc)
+            time.sleep(0.25)
+        raise ControlPlaneError(f"{name} did not become ready within {self.startup_timeout:.0f}s ({last})")
