@@ -8,6 +8,7 @@ from importlib.metadata import version as dist_version
 from pathlib import Path
 
 import pytest
+import yaml
 
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.tools import REPO, TOOLS_BIN, pulumi_env
@@ -45,14 +46,15 @@ def test_helm_reports_a_current_kubernetes(tools, tmp_path):
     (chart / "templates" / "cm.yaml").write_text(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kv}\ndata: {minor: {{ .Capabilities.KubeVersion.Minor | quote }}}\n")
     out = run([tools["helm"], "template", str(chart)])
-    minor = int(out.split("minor:")[1].split()[0].strip('"'))
-    assert minor >= 30, out
+    minor = int(yaml.safe_load(out)["data"]["minor"])
+    assert minor >= 30, out  # an unset version makes helm assume Kubernetes 1.20
 
 
 def test_pulumi_engine_runs_a_dynamic_resource_and_renders_kubernetes_yaml(tools, tmp_path):
     """Real CLI + the python dynamic-provider shim + the Kubernetes plugin in render mode."""
     from pulumi import automation as auto
 
+    tools["pulumi"], tools["pulumi-resource-kubernetes"], tools["pulumi-resource-pulumi-python"]
     rendered = tmp_path / "rendered"
 
     def program():
@@ -70,7 +72,6 @@ def test_pulumi_engine_runs_a_dynamic_resource_and_renders_kubernetes_yaml(tools
     env = pulumi_env({
         "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
         "PYTHONPATH": str(REPO),  # the provider process imports tests.tools.echo_provider
-        "KUBECONFIG": str(tmp_path / "no-cluster"),
     })
     (tmp_path / "state").mkdir()
     stack = auto.create_or_select_stack(
@@ -106,6 +107,7 @@ def test_local_control_plane_accepts_a_crd_and_a_custom_object_and_tears_down(to
                 "type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}],
         },
     }
+    tools["etcd"], tools["kube-apiserver"]
     with LocalControlPlane() as cp:
         pids, workdir = cp.pids, cp.workdir
         with cp.client() as k:
@@ -143,8 +145,7 @@ def test_pulumi_cli_previews_a_python_project_through_the_language_host(tools, t
         "                      opts=pulumi.ResourceOptions(provider=renderer))\n"
         "pulumi.export('echoed', echo.echoed)\n")
     (tmp_path / "state").mkdir()
-    env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "PYTHONPATH": str(REPO),
-                      "KUBECONFIG": str(tmp_path / "no-cluster")})
+    env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "PYTHONPATH": str(REPO)})
 
     def pulumi(*args):
         return subprocess.run([tools["pulumi"], *args, "--non-interactive", "--cwd", str(project)],
