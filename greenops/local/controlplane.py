@@ -156,6 +156,22 @@ class LocalControlPlane:
         return httpx.Client(base_url=self.server, verify=False, timeout=timeout,
                             headers={"Authorization": f"Bearer {self.token}"})
 
+    def create_crd(self, crd: dict, timeout: float = 30.0) -> None:
+        """Create a CRD server-side (large schemas too) and wait until it is Established."""
+        name = crd["metadata"]["name"]
+        with self.client() as k:
+            r = k.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd)
+            if r.status_code not in (201, 409):
+                raise ControlPlaneError(f"CRD {name}: HTTP {r.status_code}: {r.text[:500]}")
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                got = k.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}").json()
+                conditions = (got.get("status") or {}).get("conditions") or []
+                if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                    return
+                time.sleep(0.1)
+        raise ControlPlaneError(f"CRD {name} was not Established within {timeout:.0f}s")
+
     @property
     def pids(self) -> list[int]:
         return [p.popen.pid for p in self._procs]

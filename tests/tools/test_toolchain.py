@@ -112,11 +112,7 @@ def test_local_control_plane_accepts_a_crd_and_a_custom_object_and_tears_down(to
         pids, workdir = cp.pids, cp.workdir
         with cp.client() as k:
             assert k.get("/readyz").text == "ok"
-            assert k.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd).status_code == 201
-            for _ in range(100):
-                got = k.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}").json()
-                if any(c["type"] == "Established" and c["status"] == "True" for c in got.get("status", {}).get("conditions", [])):
-                    break
+            cp.create_crd(crd)
             obj = {"apiVersion": "smoke.greenops.io/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"size": 3}}
             r = k.post("/apis/smoke.greenops.io/v1/namespaces/default/widgets", json=obj)
             assert r.status_code == 201, r.text
