@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .catalog import Catalog, data_dir, haversine_km
 from .schema import CarbonProfile, Region, VmSize
-from .sizing import select_size
+from .sizing import fits, select_size, size_order
 
 
 @cache
@@ -19,4 +19,4 @@ def load_catalog(root: Path | None = None) -> Catalog:
     return _load((root or data_dir()).resolve())
 
 
-__all__ = ["CarbonProfile", "Catalog", "Region", "VmSize", "data_dir", "haversine_km", "load_catalog", "select_size"]
+__all__ = ["CarbonProfile", "Catalog", "Region", "VmSize", "data_dir", "haversine_km", "fits", "load_catalog", "select_size", "size_order"]
