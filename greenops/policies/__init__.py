@@ -1,0 +1,1 @@
+"""Placement policy as code: Rego packages, their bundle and their settings."""

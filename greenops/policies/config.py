@@ -1,0 +1,43 @@
+"""Platform-admin policy settings shipped in the bundle as ``data.greenops.config``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from greenops.errors import GreenOpsError
+
+DEFAULTS = Path(__file__).resolve().parent / "defaults.yaml"
+
+
+class SchedulerCall(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout_seconds: float = Field(default=4.0, gt=0, le=30, description="per attempt; within the webhook timeout")
+    attempts: int = Field(default=2, ge=1, le=3, description="http.send attempts before failing closed")
+    req_timeout: int = Field(default=3, gt=0, description="req_timeout sent to the scheduler, seconds")
+
+
+class PolicyConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    default_providers: list[str] = Field(default_factory=lambda: ["azure", "gcp", "aws"],
+                                         description="providers a workload may use when policy says nothing else")
+    tenant_vcpu_quota: dict[str, int] = Field(default_factory=dict, description="per-tenant cap on placed vCPUs")
+    default_tenant_vcpu_quota: int | None = Field(default=None, gt=0, description="cap for tenants not listed; null = none")
+    scheduler: SchedulerCall = Field(default_factory=SchedulerCall)
+
+    def document(self) -> dict:
+        return self.model_dump(mode="json")
+
+
+def load_policy_config(path: Path | None = None) -> PolicyConfig:
+    path = path or DEFAULTS
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return PolicyConfig.model_validate(raw)
+    except FileNotFoundError:
+        raise GreenOpsError(f"policy config {path} not found") from None
+    except (yaml.YAMLError, ValidationError) as exc:
+        raise GreenOpsError(f"policy config {path} is invalid: {exc}") from None

@@ -1,0 +1,74 @@
+# The GreenOps scheduler as OPA's external data source (thesis §3.6.3, §3.6.9).
+#
+# Its URL comes from the environment variable SCHEDULER_URL, as in the thesis. Calls never raise:
+# a failed or malformed answer becomes `error`, and the admission policy fails closed on it.
+package greenops.scheduler
+
+import rego.v1
+
+settings := data.greenops.config.scheduler
+
+url := trim_suffix(opa.runtime().env.SCHEDULER_URL, "/")
+
+# The thesis request body.
+request_body(spec, zones) := {
+	"number_of_jobs": 1,
+	"eligible_regions": zones,
+	"deadline": spec.deadline,
+	"duration": spec.durationHours,
+	"cpu": spec.cpu,
+	"memory": spec.memory,
+	"req_timeout": settings.req_timeout,
+}
+
+# One attempt; the attempt number keeps OPA's per-query cache from answering a retry with the
+# failure it is retrying.
+_send(body, attempt) := http.send({
+	"method": "POST",
+	"url": sprintf("%v/scheduling", [url]),
+	"headers": {"Content-Type": "application/json", "X-GreenOps-Attempt": sprintf("%v", [attempt])},
+	"body": body,
+	"timeout": sprintf("%vs", [settings.timeout_seconds]),
+	"raise_error": false,
+	"force_json_decode": true,
+})
+
+_answered(resp) if {
+	resp.status_code == 200
+	is_string(resp.body.scheduling_location)
+	is_string(resp.body.scheduling_time)
+}
+
+# call(body) is {"ok": true, "answer": {...}} or {"ok": false, "error": "..."}; at most
+# `settings.attempts` requests are made.
+call(body) := result if {
+	not url
+	result := {"ok": false, "error": "SCHEDULER_URL is not set in OPA's environment"}
+} else := result if {
+	r := _send(body, 1)
+	_answered(r)
+	result := {"ok": true, "answer": r.body}
+} else := result if {
+	settings.attempts >= 2
+	r := _send(body, 2)
+	_answered(r)
+	result := {"ok": true, "answer": r.body}
+} else := result if {
+	settings.attempts >= 3
+	r := _send(body, 3)
+	_answered(r)
+	result := {"ok": true, "answer": r.body}
+} else := result if {
+	r := _send(body, settings.attempts)
+	result := {"ok": false, "error": _failure(r)}
+}
+
+_failure(r) := sprintf("scheduler at %v unreachable: %v", [url, r.error.message]) if r.status_code == 0
+
+else := sprintf("scheduler at %v answered HTTP %v: %v", [url, r.status_code, _detail(r)]) if r.status_code != 200
+
+else := sprintf("scheduler at %v answered without scheduling_location/scheduling_time", [url])
+
+_detail(r) := sprintf("%v", [r.body.detail]) if r.body.detail
+
+else := sprintf("%v", [object.get(r, "raw_body", "")])

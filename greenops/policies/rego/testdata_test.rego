@@ -1,0 +1,71 @@
+# A small catalog for the policy unit tests: the thesis' 4-region Azure latency example
+# (listing 3.17) plus two regions each on GCP and AWS.
+package greenops.testdata
+
+import rego.v1
+
+region(zone, eu) := {"zone": zone, "eu": eu, "country": "XX", "placeable": true, "gaps": []}
+
+catalog := {
+	"providers": ["azure", "gcp", "aws"],
+	"regions": {
+		"azure": {
+			"italynorth": region("IT-NO", true),
+			"francecentral": region("FR", true),
+			"japaneast": region("JP-TK", false),
+			"westus": region("US-CAL-CISO", false),
+			"norwayeast": {"zone": "NO-NO1", "eu": false, "country": "NO", "placeable": false, "gaps": ["no carbon data for zone NO-NO1"]},
+		},
+		"gcp": {"europe-west8": region("IT-NO", true), "europe-west9": region("FR", true)},
+		"aws": {"eu-south-1": region("IT-NO", true), "us-east-1": region("US-MIDA-PJM", false)},
+	},
+	"region_provider": {
+		"italynorth": "azure", "francecentral": "azure", "japaneast": "azure", "westus": "azure",
+		"norwayeast": "azure", "europe-west8": "gcp", "europe-west9": "gcp", "eu-south-1": "aws",
+		"us-east-1": "aws",
+	},
+	"nearest": {
+		"italynorth": {"azure": "italynorth", "gcp": "europe-west8", "aws": "eu-south-1"},
+		"westus": {"azure": "westus", "gcp": "europe-west9", "aws": "us-east-1"},
+		"europe-west8": {"azure": "italynorth", "gcp": "europe-west8", "aws": "eu-south-1"},
+	},
+	"latency": {
+		"azure": {
+			"italynorth": {"italynorth": 0, "japaneast": 249, "francecentral": 24, "westus": 165},
+			"japaneast": {"italynorth": 252, "japaneast": 0, "francecentral": 252, "westus": 108},
+			"francecentral": {"italynorth": 25, "japaneast": 251, "francecentral": 0, "westus": 150},
+			"westus": {"italynorth": 165, "japaneast": 108, "francecentral": 150, "westus": 0},
+		},
+		"gcp": {"europe-west8": {"europe-west9": 20}, "europe-west9": {"europe-west8": 20}},
+		"aws": {"eu-south-1": {"us-east-1": 100}, "us-east-1": {"eu-south-1": 100}},
+	},
+	"sizes": {
+		"azure": {"Standard_F4s_v2": {"vcpu": 4, "memory": 8}, "Standard_E2as_v4": {"vcpu": 2, "memory": 16}},
+		"gcp": {"e2-standard-4": {"vcpu": 4, "memory": 16}},
+		"aws": {"c6a.xlarge": {"vcpu": 4, "memory": 8}},
+	},
+	"size_order": {
+		"azure": {r: ["Standard_E2as_v4", "Standard_F4s_v2"] | some r in ["italynorth", "francecentral", "japaneast", "westus", "norwayeast"]},
+		"gcp": {"europe-west8": ["e2-standard-4"], "europe-west9": ["e2-standard-4"]},
+		"aws": {"eu-south-1": ["c6a.xlarge"], "us-east-1": ["c6a.xlarge"]},
+	},
+	"prices": {
+		"azure": {r: {} | some r in ["italynorth", "francecentral", "japaneast", "westus", "norwayeast"]},
+		"gcp": {"europe-west8": {"e2-standard-4": 0.16}, "europe-west9": {"e2-standard-4": 0.15}},
+		"aws": {"eu-south-1": {"c6a.xlarge": 0.15}, "us-east-1": {"c6a.xlarge": 0.15}},
+	},
+}
+
+config := {
+	"default_providers": ["azure", "gcp", "aws"],
+	"tenant_vcpu_quota": {"small": 8},
+	"default_tenant_vcpu_quota": null,
+	"scheduler": {"timeout_seconds": 1, "attempts": 2, "req_timeout": 3},
+}
+
+workload := {
+	"name": "w1", "cpu": 2, "memory": 4, "duration": "6h", "deadline": "2030-01-01T00:00:00Z",
+	"originRegion": "italynorth", "maxLatency": 2000,
+}
+
+with_fields(fields) := object.union(workload, fields)

@@ -1,0 +1,67 @@
+package greenops.workload_test
+
+import rego.v1
+
+import data.greenops.testdata
+import data.greenops.workload
+
+test_duration_forms if {
+	workload.duration_hours(6) == 6
+	workload.duration_hours("6") == 6
+	workload.duration_hours("6h") == 6
+	workload.duration_hours("90m") == 1.5
+	workload.duration_hours("1h30m") == 1.5
+	workload.duration_hours("0.5h") == 0.5
+}
+
+test_malformed_durations_are_undefined if {
+	every d in ["", "h", "6 hours", "6d", "-1h", 0, -2, "0h", true, null, [6]] {
+		not workload.duration_hours(d)
+	}
+}
+
+test_defaults_applied if {
+	spec := workload.normalize(testdata.workload) with data.greenops.catalog as testdata.catalog
+		with data.greenops.config as testdata.config
+	spec.maxLatency == 2000
+	spec.dataResidency == "none"
+	spec.tenant == "default"
+	spec.eligibleProviders == ["azure", "gcp", "aws"]
+	spec.durationHours == 6
+	spec.region == null
+}
+
+test_vmtemplate_names_and_requested_region if {
+	spec := workload.normalize({"vmName": "vm", "cpu": 1, "memory": 2, "duration": "3h",
+		"deadline": "2030-01-01T00:00:00Z", "originRegion": "italynorth", "schedulingLocation": "francecentral"})
+		with data.greenops.catalog as testdata.catalog
+		with data.greenops.config as testdata.config
+	spec.name == "vm"
+	spec.region == "francecentral"
+}
+
+test_each_bad_field_is_named if {
+	bad := {"cpu": 0, "memory": "lots", "duration": "6 hours", "deadline": "tomorrow", "maxLatency": -1,
+		"originRegion": "atlantis", "eligibleProviders": ["azure", "oracle"], "dataResidency": "mars",
+		"tenant": "", "provider": "ibm"}
+	problems := workload.problems(testdata.with_fields(bad)) with data.greenops.catalog as testdata.catalog
+	count(problems) == 10
+	every field, _ in bad {
+		some p in problems
+		startswith(p, sprintf("%v:", [field]))
+	}
+}
+
+test_missing_fields_are_named if {
+	problems := workload.problems({"name": "x"}) with data.greenops.catalog as testdata.catalog
+	problems == ["cpu: missing", "deadline: missing", "duration: missing", "memory: missing", "originRegion: missing"]
+}
+
+test_fractional_cpu_is_refused if {
+	some p in workload.problems(testdata.with_fields({"cpu": 2.5})) with data.greenops.catalog as testdata.catalog
+	p == "cpu: must be a whole number of vCPUs greater than 0"
+}
+
+test_non_object_spec if {
+	workload.problems("nope") == ["workload spec must be an object"]
+}
