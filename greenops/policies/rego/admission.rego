@@ -30,7 +30,7 @@ response := _deny(_malformed) if _malformed
 
 else := {"allowed": true} if not _targets_vmtemplate
 
-else := _deny(sprintf("%v: spec must be an object", [_subject])) if not is_object(request.object.spec)
+else := _deny(sprintf("%v: spec must be an object", [_subject])) if not is_object(_field(_field(request, "object"), "spec"))
 
 else := _patch(_existing_decision) if _keep_existing
 
@@ -59,24 +59,37 @@ _patch(d) := {
 }
 
 # --- shape checks: a malformed review gets a clean answer, never an evaluation error -----------
+# (A builtin called on an undefined value is undefined even under `not`, so every field is read
+# through _field, which turns "absent" and "wrong type" into null.)
+_obj(x) := x if is_object(x)
+
+else := {}
+
+_field(x, key) := object.get(_obj(x), key, null)
+
 _malformed := "malformed AdmissionReview: body must be an object" if not is_object(input)
 
-else := "malformed AdmissionReview: request missing" if not is_object(request)
+else := "malformed AdmissionReview: request missing" if not is_object(_field(input, "request"))
 
-else := "malformed AdmissionReview: request.uid must be a string" if not is_string(request.uid)
+else := "malformed AdmissionReview: request.uid must be a string" if not is_string(_field(request, "uid"))
 
-else := "malformed AdmissionReview: request.kind.kind must be a string" if not is_string(request.kind.kind)
+else := "malformed AdmissionReview: request.kind.kind must be a string" if {
+	not is_string(_field(_field(request, "kind"), "kind"))
+}
 
-else := "malformed AdmissionReview: request.operation must be a string" if not is_string(request.operation)
+else := "malformed AdmissionReview: request.operation must be a string" if not is_string(_field(request, "operation"))
 
 _targets_vmtemplate if {
 	request.kind.kind == "VmTemplate"
 	request.operation in {"CREATE", "UPDATE"}
 }
 
-_metadata := object.get(request.object, "metadata", {})
+_metadata := _obj(_field(_field(request, "object"), "metadata"))
 
-_subject := sprintf("VmTemplate %v/%v", [object.get(_metadata, "namespace", object.get(request, "namespace", "")), object.get(_metadata, "name", object.get(request, "name", ""))])
+_subject := sprintf("VmTemplate %v/%v", [
+	object.get(_metadata, "namespace", object.get(request, "namespace", "")),
+	object.get(_metadata, "name", object.get(request, "name", "")),
+])
 
 # The workload as the placement policy reads it: vmName (or the object's name) names it.
 _workload := object.union({"name": object.get(request.object.spec, "vmName", object.get(_metadata, "name", ""))}, request.object.spec)
@@ -93,7 +106,7 @@ _selection := s if {
 }
 
 # --- UPDATE keeps a decision unless the spec that drove it changed ----------------------------
-_old := object.get(object.get(request, "oldObject", {}), "spec", {})
+_old := _obj(_field(_field(request, "oldObject"), "spec"))
 
 _existing_decision := {k: _old[k] | some k in ["provider", "schedulingLocation", "schedulingTime", "vmSize"]; _old[k]}
 
