@@ -84,10 +84,11 @@ def build(out: Path, revision: str, catalog: Catalog | None = None, config: Poli
     with tempfile.TemporaryDirectory(prefix="greenops-bundle-") as tmp:
         src = stage(Path(tmp) / "bundle", catalog, config)
         out.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [tool_path("opa"), "build", "--bundle", str(src), "--revision", revision, "--output", str(out)]
+        # Built from inside the folder so file names in the bundle are relative ("/placement.rego").
+        cmd = [tool_path("opa"), "build", "--bundle", ".", "--revision", revision, "--output", str(out.resolve())]
         manifest = {"revision": revision, "roots": ROOTS}
         (src / ".manifest").write_text(json.dumps(manifest))
-        result = subprocess.run(cmd, capture_output=True, text=True)
+        result = subprocess.run(cmd, capture_output=True, text=True, cwd=src)
         if result.returncode != 0:
             raise GreenOpsError(f"opa build failed for the policy bundle:\n{result.stderr.strip()}")
     return out

@@ -1,0 +1,78 @@
+"""Run a real OPA server on loopback with the policy bundle (tests, benchmarks, ``greenops demo``)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from greenops.errors import GreenOpsError
+from greenops.local.controlplane import free_port
+from greenops.local.tools import tool_path
+
+from .bundle import build, default_revision
+
+
+@dataclass
+class OpaServer:
+    """``with OpaServer(scheduler_url=...) as opa: opa.url`` builds the bundle and serves it."""
+
+    scheduler_url: str | None = None
+    bundle: Path | None = None
+    startup_timeout: float = 30.0
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-opa-")))
+    port: int = 0
+    _proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> "OpaServer":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        bundle = self.bundle or build(self.workdir / "policy-bundle.tar.gz", default_revision())
+        self.port = free_port()
+        env = dict(os.environ)
+        if self.scheduler_url:
+            env["SCHEDULER_URL"] = self.scheduler_url
+        self.log = self.workdir / "opa.log"
+        self._proc = subprocess.Popen(
+            [tool_path("opa"), "run", "--server", "--addr", f"127.0.0.1:{self.port}", "--log-level", "error",
+             "--bundle", str(bundle)],
+            stdout=self.log.open("wb"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise GreenOpsError(f"opa exited with code {self._proc.returncode}: {self.log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/health?bundles", timeout=1.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise GreenOpsError(f"opa did not become healthy within {self.startup_timeout:.0f}s")
+
+    def stop(self) -> None:
+        if self._proc and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()

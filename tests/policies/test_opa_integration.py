@@ -1,0 +1,227 @@
+"""The real OPA server with the real bundle, over loopback."""
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import tarfile
+from pathlib import Path
+
+import httpx
+import pytest
+
+from greenops.catalog import select_size
+from greenops.policies.bundle import ROOTS, build, stage
+from greenops.policies.client import OpaClient, PolicyDenied, PolicyUnavailable
+
+pytestmark = pytest.mark.integration
+
+WORKLOAD = {"name": "etl", "cpu": 4, "memory": 8, "duration": "2h", "deadline": "2030-01-01T00:00:00Z",
+            "originRegion": "italynorth", "tenant": "data"}
+
+
+def vmtemplate(**spec):
+    base = {"vmName": "vm-1", "cpu": 2, "memory": 4, "duration": "3h", "deadline": "2030-01-01T00:00:00Z",
+            "maxLatency": 100, "originRegion": "italynorth", "eligibleProviders": ["azure"], "tenant": "t1"}
+    base.update(spec)
+    return {"apiVersion": "composition.krateo.io/v1-2-0", "kind": "VmTemplate",
+            "metadata": {"name": "vm-1", "namespace": "greenops"}, "spec": base}
+
+
+def review(op="CREATE", obj=None, old=None, kind="VmTemplate"):
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "1f1c", "kind": {"group": "composition.krateo.io", "version": "v1-2-0", "kind": kind},
+        "operation": op, "namespace": "greenops", "name": "vm-1", "object": obj, "oldObject": old}}
+
+
+def admit(opa, body) -> dict:
+    r = httpx.post(f"{opa.url}/", json=body, timeout=10)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def patch_of(answer) -> dict:
+    ops = json.loads(base64.b64decode(answer["response"]["patch"]))
+    assert all(op["op"] == "add" for op in ops)
+    return {op["path"].removeprefix("/spec/"): op["value"] for op in ops}
+
+
+# --- the Data API decision -------------------------------------------------------------------
+def test_thesis_latency_example_on_the_real_catalog(opa, catalog):
+    with OpaClient(opa.url) as c:
+        d = c.decision(dict(WORKLOAD, eligibleProviders=["azure"], maxLatency=100))
+    azure = d["eligible"]["azure"]
+    assert {"italynorth", "francecentral"} <= set(azure)
+    assert "japaneast" not in azure and "westus" not in azure
+    for region in azure:
+        assert region == "italynorth" or catalog.latency_ms("azure", "italynorth", region) <= 100
+
+
+def test_eu_residency_on_the_real_catalog(opa, catalog):
+    with OpaClient(opa.url) as c:
+        d = c.decision(dict(WORKLOAD, dataResidency="eu"))
+    regions = [(p, r) for p, rs in d["eligible"].items() for r in rs]
+    assert len(regions) > 20
+    assert all(catalog.region(p, r).eu for p, r in regions)
+    assert d["zones"] == sorted({catalog.region(p, r).zone for p, r in regions})
+
+
+def test_rego_picks_the_same_size_as_python(opa, catalog):
+    with OpaClient(opa.url) as c:
+        for cpu, mem in [(1, 1), (2, 16), (4, 8), (8, 64), (16, 32)]:
+            d = c.decision(dict(WORKLOAD, cpu=cpu, memory=mem, dataResidency="eu"))
+            for cand in d["candidates"]:
+                assert cand["vmSize"] == select_size(catalog, cand["provider"], cand["region"], cpu, mem).name
+
+
+def test_zone_maps_back_to_a_candidate(opa, catalog):
+    with OpaClient(opa.url) as c:
+        d = c.decision(dict(WORKLOAD, dataResidency="eu"), zone="FR")
+    sel = d["selection"]
+    assert sel["zone"] == "FR" and catalog.region(sel["provider"], sel["region"]).zone == "FR"
+    fr = [x for x in d["candidates"] if x["zone"] == "FR"]
+    assert sel == fr[0] and sel["latencyMs"] == min(x["latencyMs"] for x in fr)
+
+
+def test_conflict_is_refused_with_the_constraint_chain(opa):
+    with OpaClient(opa.url) as c, pytest.raises(PolicyDenied) as info:
+        c.require_allowed(dict(WORKLOAD, originRegion="westus", dataResidency="eu", maxLatency=20))
+    assert "dataResidency eu leaves" in str(info.value) and "maxLatency 20 ms from westus leaves 0" in str(info.value)
+
+
+def test_quota_from_the_placed_list(opa):
+    placed = [{"name": f"w{i}", "tenant": "research", "cpu": 64} for i in range(4)]
+    with OpaClient(opa.url) as c:
+        d = c.decision(dict(WORKLOAD, tenant="research"), placed=placed)
+    assert d["errors"] == ['workload "etl": tenant research would use 260 vCPU, above its quota of 256 (256 placed + 4 requested)']
+
+
+def test_unreachable_opa_is_a_clear_error():
+    with OpaClient("http://127.0.0.1:9", attempts=2, backoff=0.01, timeout=0.5) as c, pytest.raises(PolicyUnavailable) as info:
+        c.decision(WORKLOAD)
+    assert "OPA at http://127.0.0.1:9 did not answer the placement query" in str(info.value)
+
+
+# --- the admission path (system.main, POST /) --------------------------------------------------
+def test_create_is_patched_from_the_schedulers_answer(opa, scheduler, catalog):
+    scheduler.mode = "zone:FR"
+    scheduler.requests.clear()
+    answer = admit(opa, review(obj=vmtemplate()))
+    assert answer["response"]["uid"] == "1f1c" and answer["response"]["allowed"] is True
+    patch = patch_of(answer)
+    # Zone FR maps back to the Azure region in FR nearest to the origin (France South, 12 ms).
+    fr = [r.name for r in catalog.regions_in_zone("FR", "azure")]
+    nearest = min(fr, key=lambda r: catalog.latency_ms("azure", "italynorth", r))
+    assert patch == {"provider": "azure", "schedulingLocation": nearest,
+                     "schedulingTime": "2027-01-01T02:00:00Z", "vmSize": select_size(catalog, "azure", nearest, 2, 4).name}
+    sent = scheduler.requests[-1]
+    assert sent["number_of_jobs"] == 1 and sent["duration"] == 3 and sent["cpu"] == 2 and sent["memory"] == 4
+    assert "FR" in sent["eligible_regions"] and "JP-TK" not in sent["eligible_regions"]
+    assert sent["deadline"] == "2030-01-01T00:00:00Z"
+
+
+def test_patch_respects_eu_residency_and_latency(opa, scheduler, catalog):
+    scheduler.mode = "first"
+    answer = admit(opa, review(obj=vmtemplate(eligibleProviders=["azure", "gcp", "aws"], dataResidency="eu", maxLatency=50)))
+    patch = patch_of(answer)
+    region = catalog.region(patch["provider"], patch["schedulingLocation"])
+    assert region.eu
+    origin = catalog.nearest_region(patch["provider"], *(lambda r: (r.lat, r.lon))(catalog.region("azure", "italynorth")))
+    assert region.name == origin.name or catalog.latency_ms(patch["provider"], origin.name, region.name) <= 50
+
+
+def test_conflict_is_denied(opa, scheduler):
+    answer = admit(opa, review(obj=vmtemplate(originRegion="westus", dataResidency="eu", maxLatency=10)))
+    assert answer["response"]["allowed"] is False
+    assert "no eligible region" in answer["response"]["status"]["message"]
+
+
+def test_scheduler_failure_fails_closed(opa, scheduler):
+    scheduler.mode = "error"
+    answer = admit(opa, review(obj=vmtemplate()))
+    msg = answer["response"]["status"]["message"]
+    assert answer["response"]["allowed"] is False
+    assert "failing closed" in msg and "HTTP 500: forecast store unavailable" in msg
+    scheduler.mode = "first"
+
+
+def test_quota_denies_through_replicated_vmtemplates(opa, scheduler):
+    placed = {"greenops": {f"big-{i}": {"spec": {"vmName": f"big-{i}", "tenant": "media", "cpu": 64, "provider": "gcp",
+                                               "schedulingLocation": "europe-west9"}} for i in range(2)}}
+    assert httpx.put(f"{opa.url}/v1/data/kubernetes/vmtemplates", json=placed).status_code == 204
+    try:
+        answer = admit(opa, review(obj=vmtemplate(tenant="media", cpu=4, memory=8)))
+        assert "tenant media would use 132 vCPU, above its quota of 128" in answer["response"]["status"]["message"]
+        eu = httpx.post(f"{opa.url}/v1/data/greenops/visibility/placed_in_eu", json={}).json()["result"]
+        assert {w["name"] for w in eu} == {"big-0", "big-1"}
+        hit = httpx.post(f"{opa.url}/v1/data/greenops/visibility/affected", json={"input": {"region": "europe-west9"}}).json()["result"]
+        assert len(hit) == 2
+        miss = httpx.post(f"{opa.url}/v1/data/greenops/visibility/affected", json={"input": {"region": "westus"}}).json()["result"]
+        assert miss == []
+    finally:
+        httpx.delete(f"{opa.url}/v1/data/kubernetes/vmtemplates")
+
+
+def test_unchanged_update_keeps_the_decision_without_calling_the_scheduler(opa, scheduler):
+    decided = vmtemplate(provider="azure", schedulingLocation="italynorth", schedulingTime="2029-12-29T00:00:00Z",
+                         vmSize="Standard_F2s_v2")
+    before = len(scheduler.requests)
+    answer = admit(opa, review(op="UPDATE", obj=vmtemplate(), old=decided))
+    assert patch_of(answer)["schedulingLocation"] == "italynorth"
+    assert len(scheduler.requests) == before
+
+
+@pytest.mark.parametrize("body,message", [
+    ({}, "malformed AdmissionReview: request missing"),
+    ([], "malformed AdmissionReview: body must be an object"),
+    ({"request": "x"}, "malformed AdmissionReview: request missing"),
+    ({"request": {"uid": None}}, "malformed AdmissionReview: request.uid must be a string"),
+    ({"request": {"uid": "u", "kind": "VmTemplate", "operation": "CREATE"}}, "malformed AdmissionReview: request.kind.kind must be a string"),
+    ({"request": {"uid": "u", "kind": {"kind": "VmTemplate"}, "operation": ["CREATE"]}}, "malformed AdmissionReview: request.operation must be a string"),
+])
+def test_malformed_reviews_get_a_clean_answer(opa, body, message):
+    answer = admit(opa, body)
+    assert answer["response"]["allowed"] is False and answer["response"]["status"]["message"] == message
+
+
+@pytest.mark.parametrize("spec_patch,fragment", [
+    ({"cpu": "four"}, "cpu: must be a whole number"),
+    ({"deadline": 12}, "deadline: 12 is not an RFC 3339 time"),
+    ({"eligibleProviders": "azure"}, "eligibleProviders: must be a list"),
+    ({"originRegion": None}, "originRegion: unknown region"),
+])
+def test_wrong_types_in_the_spec_are_named(opa, spec_patch, fragment):
+    answer = admit(opa, review(obj=vmtemplate(**spec_patch)))
+    assert answer["response"]["allowed"] is False and fragment in answer["response"]["status"]["message"]
+
+
+def test_vmtemplate_without_spec(opa):
+    answer = admit(opa, review(obj={"metadata": {"name": "vm-1", "namespace": "greenops"}}))
+    assert answer["response"]["status"]["message"] == "VmTemplate greenops/vm-1: spec must be an object"
+
+
+def test_unknown_kinds_pass_unchanged(opa):
+    answer = admit(opa, review(obj={"metadata": {"name": "cm"}, "data": {}}, kind="ConfigMap"))
+    assert answer["response"] == {"uid": "1f1c", "allowed": True}
+
+
+# --- the bundle ------------------------------------------------------------------------------
+def test_bundle_manifest_roots_and_revision(opa_binary, tmp_path):
+    out = build(tmp_path / "b.tar.gz", "test-rev")
+    with tarfile.open(out) as tar:
+        names = set(tar.getnames())
+        manifest = json.load(tar.extractfile("/.manifest"))
+        data = json.load(tar.extractfile("/data.json"))
+    assert manifest["revision"] == "test-rev" and manifest["roots"] == ROOTS
+    assert {"/admission.rego", "/placement.rego", "/system.rego", "/data.json"} <= names
+    assert not [n for n in names if n.endswith("_test.rego")]
+    assert set(data["greenops"]) == {"catalog", "config"}
+
+
+def test_rego_unit_tests_pass(opa_binary, tmp_path):
+    src = stage(tmp_path / "b", include_tests=True)
+    result = subprocess.run([opa_binary, "test", str(src), "--format", "json"], capture_output=True, text=True)
+    report = json.loads(result.stdout)
+    failed = [t["name"] for t in report if t.get("fail") or t.get("error")]
+    assert result.returncode == 0 and not failed, failed
+    assert len(report) >= 50
