@@ -43,13 +43,20 @@ def catalog_document(catalog: Catalog) -> dict:
                  for p in catalog.providers}
         for r in catalog.regions()
     }
-    sizes, order, prices = {}, {}, {}
+    # Regions whose size preference order is the same share one ladder (every Azure and AWS
+    # region does), so Rego picks a size once per ladder rather than once per region.
+    ladders, ladder_of, prices = {}, {}, {}
     for p in catalog.providers:
-        sizes[p] = {s.name: {"vcpu": s.vcpu, "memory": s.memoryGb} for s in catalog.sizes(p)}
-        order[p], prices[p] = {}, {}
+        ladders[p], ladder_of[p], prices[p] = {}, {}, {}
+        ids: dict[str, str] = {}
         for r in catalog.regions(p):
             ranked = size_order(catalog, p, r.name)
-            order[p][r.name] = [s.name for s in ranked]
+            ladder = size_ladder(ranked)
+            key = json.dumps(ladder)
+            if key not in ids:
+                ids[key] = f"L{len(ids)}"
+                ladders[p][ids[key]] = ladder
+            ladder_of[p][r.name] = ids[key]
             prices[p][r.name] = {s.name: s.price_in(r.name) for s in ranked if s.price_in(r.name) is not None}
     return {
         "providers": list(catalog.providers),
@@ -57,10 +64,24 @@ def catalog_document(catalog: Catalog) -> dict:
         "region_provider": region_provider,
         "nearest": nearest,
         "latency": {p: catalog.latency_matrix(p).matrix for p in catalog.providers},
-        "sizes": sizes,
-        "size_order": order,
+        "size_ladders": ladders,
+        "ladder_of": ladder_of,
         "prices": prices,
     }
+
+
+def size_ladder(ranked: list) -> list[list]:
+    """``[vcpu, memory, name]`` in preference order, without the sizes that can never win.
+
+    A size is never the first fit if an earlier one has at least as many vCPUs and as much memory:
+    whenever it fits, that earlier one fits too. Dropping those keeps Rego's scan short and its pick equal
+    to Python's ``select_size``.
+    """
+    kept: list[list] = []
+    for s in ranked:
+        if not any(k[0] >= s.vcpu and k[1] >= s.memoryGb for k in kept):
+            kept.append([s.vcpu, s.memoryGb, s.name])
+    return kept
 
 
 def bundle_data(catalog: Catalog, config: PolicyConfig) -> dict:

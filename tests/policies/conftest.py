@@ -1,55 +1,10 @@
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
+from greenops.local.scheduler_standin import SchedulerStandIn
+
 from greenops.local.tools import ToolMissing, tool_path
-
-
-class SchedulerStandIn:
-    """A scheduler on loopback answering the thesis contract; `mode` picks its behaviour.
-
-    "first": the first eligible zone, two hours after the request's earliest start;
-    "error": HTTP 500; "zone:<Z>": always zone Z.
-    """
-
-    def __init__(self):
-        self.mode = "first"
-        self.requests: list[dict] = []
-        stand_in = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                stand_in.requests.append(body)
-                if stand_in.mode == "error":
-                    self._send(500, {"detail": "forecast store unavailable"})
-                    return
-                zone = stand_in.mode.split(":", 1)[1] if stand_in.mode.startswith("zone:") else body["eligible_regions"][0]
-                self._send(200, {"scheduling_location": zone, "scheduling_time": "2027-01-01T02:00:00Z"})
-
-            def _send(self, code, payload):
-                data = json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture(scope="session")

@@ -36,7 +36,12 @@ stage_latency := {[p, r] | some [p, r] in stage_residency; latency_ok(p, r)}
 
 stage_request := {[p, r] | some [p, r] in stage_latency; request_ok(p, r)}
 
-stage_size := {[p, r] | some [p, r] in stage_request; size_for(p, r)}
+# The size each remaining region would use: picked once per distinct ladder, per query.
+size_by_ladder := {[p, id]: n | some p in providers; some id, ladder in catalog.size_ladders[p]; n := first_fit(ladder)}
+
+chosen_size := {pair: n | some pair in stage_request; n := size_by_ladder[[pair[0], catalog.ladder_of[pair[0]][pair[1]]]]}
+
+stage_size := {pair | some pair, _ in chosen_size}
 
 residency_ok(_, _) if spec.dataResidency != "eu"
 
@@ -72,13 +77,10 @@ _region_requested(_) if spec.region == null
 
 _region_requested(r) if spec.region == r
 
-# First size in the region's preference order (cheapest, else smallest) that fits.
-size_for(p, r) := fitting[0] if {
-	fitting := [n |
-		some n in catalog.size_order[p][r]
-		catalog.sizes[p][n].vcpu >= spec.cpu
-		catalog.sizes[p][n].memory >= spec.memory
-	]
+# First size in a region's preference order (cheapest, else smallest) that fits. A ladder is
+# [vcpu, memory, name] in that order, pruned of sizes that can never be first (see bundle.py).
+first_fit(ladder) := fitting[0] if {
+	fitting := [s[2] | some s in ladder; s[0] >= spec.cpu; s[1] >= spec.memory]
 	count(fitting) > 0
 }
 
@@ -103,8 +105,8 @@ candidates := [c |
 	c := {
 		"provider": p, "region": r, "zone": catalog.regions[p][r].zone,
 		"latencyMs": _latency_or(p, r, null),
-		"vmSize": size_for(p, r),
-		"hourlyUsd": object.get(catalog.prices[p][r], size_for(p, r), null),
+		"vmSize": chosen_size[[p, r]],
+		"hourlyUsd": object.get(catalog.prices[p][r], chosen_size[[p, r]], null),
 	}
 ]
 
@@ -116,7 +118,7 @@ _unknown := 1000000
 
 _rank_key(p, r) := [
 	_latency_or(p, r, _unknown),
-	object.get(catalog.prices[p][r], size_for(p, r), _unknown),
+	object.get(catalog.prices[p][r], chosen_size[[p, r]], _unknown),
 	provider_rank[p], p, r,
 ]
 
@@ -185,7 +187,7 @@ else := sprintf("it is more than %v ms from %v", [spec.maxLatency, spec.originRe
 
 else := "no VM size there fits the requested vCPU and memory" if {
 	p := catalog.region_provider[r]
-	not size_for(p, r)
+	not chosen_size[[p, r]]
 }
 
 else := sprintf("provider %v was requested", [spec.provider])

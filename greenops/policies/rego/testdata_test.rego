@@ -39,15 +39,15 @@ catalog := {
 		"gcp": {"europe-west8": {"europe-west9": 20}, "europe-west9": {"europe-west8": 20}},
 		"aws": {"eu-south-1": {"us-east-1": 100}, "us-east-1": {"eu-south-1": 100}},
 	},
-	"sizes": {
-		"azure": {"Standard_F4s_v2": {"vcpu": 4, "memory": 8}, "Standard_E2as_v4": {"vcpu": 2, "memory": 16}},
-		"gcp": {"e2-standard-4": {"vcpu": 4, "memory": 16}},
-		"aws": {"c6a.xlarge": {"vcpu": 4, "memory": 8}},
+	"size_ladders": {
+		"azure": {"L0": [[2, 16, "Standard_E2as_v4"], [4, 8, "Standard_F4s_v2"]]},
+		"gcp": {"L0": [[4, 16, "e2-standard-4"]]},
+		"aws": {"L0": [[4, 8, "c6a.xlarge"]]},
 	},
-	"size_order": {
-		"azure": {r: ["Standard_E2as_v4", "Standard_F4s_v2"] | some r in ["italynorth", "francecentral", "japaneast", "westus", "norwayeast"]},
-		"gcp": {"europe-west8": ["e2-standard-4"], "europe-west9": ["e2-standard-4"]},
-		"aws": {"eu-south-1": ["c6a.xlarge"], "us-east-1": ["c6a.xlarge"]},
+	"ladder_of": {
+		"azure": {r: "L0" | some r in ["italynorth", "francecentral", "japaneast", "westus", "norwayeast"]},
+		"gcp": {"europe-west8": "L0", "europe-west9": "L0"},
+		"aws": {"eu-south-1": "L0", "us-east-1": "L0"},
 	},
 	"prices": {
 		"azure": {r: {} | some r in ["italynorth", "francecentral", "japaneast", "westus", "norwayeast"]},

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Decision and admission latency of the real OPA with the full catalog, over loopback.
+
+    .venv/bin/python benchmarks/policy_latency.py [--decisions 3000] [--reviews 1000]
+
+Prints p50/p90/p99/max in milliseconds, measured client-side with one keep-alive connection,
+after a warm-up. The admission round trip includes OPA's http.send to a local scheduler.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+
+import httpx
+
+from greenops.catalog import load_catalog
+from greenops.local.scheduler_standin import SchedulerStandIn
+from greenops.policies.server import OpaServer
+
+
+def percentiles(samples: list[float]) -> str:
+    s = sorted(samples)
+    pick = lambda q: s[min(len(s) - 1, int(q * len(s)))]  # noqa: E731
+    return (f"n={len(s)} p50={pick(0.50):.2f} p90={pick(0.90):.2f} p99={pick(0.99):.2f} "
+            f"max={s[-1]:.2f} mean={statistics.fmean(s):.2f} ms")
+
+
+def workloads(n: int, seed: int = 7):
+    cat = load_catalog()
+    origins = [r.name for r in cat.regions() if r.zone]
+    rnd = random.Random(seed)
+    for i in range(n):
+        yield {
+            "name": f"bench-{i}", "cpu": rnd.choice([1, 2, 4, 8, 16]), "memory": rnd.choice([2, 4, 8, 16, 32, 64]),
+            "duration": rnd.choice(["1h", "90m", "6h"]), "deadline": "2030-01-01T00:00:00Z",
+            "originRegion": rnd.choice(origins), "maxLatency": rnd.choice([50, 100, 200, 2000]),
+            "dataResidency": rnd.choice(["eu", "none"]), "tenant": "bench",
+        }
+
+
+def timed(client: httpx.Client, path: str, body: dict) -> float:
+    t = time.perf_counter()
+    r = client.post(path, json=body)
+    elapsed = (time.perf_counter() - t) * 1000
+    r.raise_for_status()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--decisions", type=int, default=3000)
+    parser.add_argument("--reviews", type=int, default=1000)
+    args = parser.parse_args()
+    scheduler = SchedulerStandIn()
+    try:
+        with OpaServer(scheduler_url=scheduler.url) as opa, httpx.Client(base_url=opa.url, timeout=10) as client:
+            for w in workloads(200, seed=1):
+                timed(client, "/v1/data/greenops/placement/decision", {"input": {"workload": w}})
+            decision = [timed(client, "/v1/data/greenops/placement/decision", {"input": {"workload": w}})
+                        for w in workloads(args.decisions)]
+            print(f"decision  (POST /v1/data/greenops/placement/decision, full catalog): {percentiles(decision)}")
+            reviews = []
+            for i, w in enumerate(workloads(args.reviews, seed=3)):
+                spec = dict(w, vmName=w.pop("name"))
+                body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+                    "uid": str(i), "kind": {"group": "composition.krateo.io", "version": "v1", "kind": "VmTemplate"},
+                    "operation": "CREATE", "object": {"metadata": {"name": f"vm-{i}", "namespace": "bench"}, "spec": spec}}}
+                reviews.append(timed(client, "/", body))
+            print(f"admission (POST /, system.main, incl. http.send to a local scheduler): {percentiles(reviews)}")
+            print(f"scheduler calls made by OPA: {len(scheduler.requests)}")
+    finally:
+        scheduler.close()
+
+
+if __name__ == "__main__":
+    main()
