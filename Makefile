@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup tools test render catalog data
+.PHONY: setup tools test render catalog data bundle bench-policy
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver) -> .tools/bin
@@ -33,3 +33,10 @@ catalog: setup
 # Re-derive data/ from the raw public data (not committed; see data/SOURCES.md).
 data: setup
 	$(PY) scripts/derive_data.py
+
+# The versioned OPA policy bundle (Rego + data derived from data/) -> dist/policy-bundle.tar.gz
+bundle: setup tools
+	$(PY) -m greenops.policies.bundle --out dist/policy-bundle.tar.gz
+
+bench-policy: setup tools
+	$(PY) benchmarks/policy_latency.py
