@@ -31,7 +31,13 @@ GO_VERSION=$(go env GOVERSION)
 
 # module version pinned in a wrapper's go.mod
 pinned() { (cd "$WRAPPERS/$1" && go list -m -f '{{.Version}}' "$2"); }
-module_dir() { (cd "$WRAPPERS/$1" && go list -m -f '{{.Dir}}' "$2"); }
+# a pinned module's source folder, downloading it first on a cold module cache
+module_dir() {
+    local dir
+    dir=$(cd "$WRAPPERS/$1" && go mod download "$2" && go list -m -f '{{.Dir}}' "$2")
+    [ -n "$dir" ] && [ -d "$dir" ] || { echo "module $2 has no source folder" >&2; return 1; }
+    echo "$dir"
+}
 
 cache_key() {
     cat "$WRAPPERS/$1/go.mod" "$WRAPPERS/$1/go.sum" "$WRAPPERS/$1"/*.go <(echo "$GO_VERSION $2") \
@@ -49,7 +55,13 @@ build_tool() {
         say "$name $label: building (cold builds take minutes)"
         start=$(date +%s)
         rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
-        if ! (cd "$WRAPPERS/$name" && "build_$name" "$dir.tmp" "$label") >"$CACHE/$name.log" 2>&1; then
+        # Not inside `if`: errexit must stay in force in the build function.
+        local rc=0
+        set +e
+        (set -e; cd "$WRAPPERS/$name" && "build_$name" "$dir.tmp" "$label") >"$CACHE/$name.log" 2>&1
+        rc=$?
+        set -e
+        if [ "$rc" -ne 0 ]; then
             tail -n 30 "$CACHE/$name.log" >&2
             fail "$name $label (full log: $CACHE/$name.log)"
         fi
@@ -77,7 +89,8 @@ build_pulumi() {
 
 build_pulumi-kubernetes() {
     local out=$1 v=$2 src work
-    src=$(module_dir pulumi-kubernetes github.com/pulumi/pulumi-kubernetes/provider/v4)/cmd/pulumi-resource-kubernetes
+    src=$(module_dir pulumi-kubernetes github.com/pulumi/pulumi-kubernetes/provider/v4)
+    src=$src/cmd/pulumi-resource-kubernetes
     # Build in a scratch copy of the wrapper so the generated embed files never land in the checkout.
     work=$(mktemp -d)
     trap 'rm -rf "$work"' RETURN

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from greenops.catalog import Catalog, haversine_km, load_catalog, size_order
+from greenops.catalog import Catalog, fits, haversine_km, load_catalog, size_order
 from greenops.errors import GreenOpsError
 from greenops.local.tools import REPO, tool_path
 
@@ -43,45 +43,52 @@ def catalog_document(catalog: Catalog) -> dict:
                  for p in catalog.providers}
         for r in catalog.regions()
     }
-    # Regions whose size preference order is the same share one ladder (every Azure and AWS
-    # region does), so Rego picks a size once per ladder rather than once per region.
-    ladders, ladder_of, prices = {}, {}, {}
+    # Size choice as a table lookup. A size fits (cpu, memory) exactly when it fits the smallest
+    # catalog vCPU and memory levels at or above them, so the first fit of every level pair is
+    # precomputed. Regions with the same preference order share one table (every Azure and AWS
+    # region does).
+    cpu_levels = sorted({s.vcpu for p in catalog.providers for s in catalog.sizes(p)})
+    mem_levels = sorted({s.memoryGb for p in catalog.providers for s in catalog.sizes(p)})
+    tables, ladder_of, prices = {}, {}, {}
     for p in catalog.providers:
-        ladders[p], ladder_of[p], prices[p] = {}, {}, {}
+        tables[p], ladder_of[p], prices[p] = {}, {}, {}
         ids: dict[str, str] = {}
         for r in catalog.regions(p):
             ranked = size_order(catalog, p, r.name)
-            ladder = size_ladder(ranked)
-            key = json.dumps(ladder)
+            key = json.dumps([s.name for s in ranked])
             if key not in ids:
                 ids[key] = f"L{len(ids)}"
-                ladders[p][ids[key]] = ladder
+                tables[p][ids[key]] = [[_first_fit(ranked, c, m) for m in mem_levels] for c in cpu_levels]
             ladder_of[p][r.name] = ids[key]
             prices[p][r.name] = {s.name: s.price_in(r.name) for s in ranked if s.price_in(r.name) is not None}
+    # Region sets as objects ({region: true}), so Rego gets them with object.keys and combines
+    # them with set intersection instead of iterating region by region.
+    placeable = {p: {r: True for r, v in regions[p].items() if v["placeable"]} for p in catalog.providers}
+    eu = {p: {r: True for r, v in regions[p].items() if v["eu"]} for p in catalog.providers}
+    ladder_regions = {p: {} for p in catalog.providers}
+    for p in catalog.providers:
+        for r, lid in ladder_of[p].items():
+            ladder_regions[p].setdefault(lid, {})[r] = True
     return {
         "providers": list(catalog.providers),
         "regions": regions,
+        "placeable": placeable,
+        "eu": eu,
+        "ladder_regions": ladder_regions,
+        "region_zone": {r: v["zone"] for p in catalog.providers for r, v in regions[p].items()},
         "region_provider": region_provider,
         "nearest": nearest,
         "latency": {p: catalog.latency_matrix(p).matrix for p in catalog.providers},
-        "size_ladders": ladders,
+        "cpu_levels": cpu_levels,
+        "memory_levels": mem_levels,
+        "size_tables": tables,
         "ladder_of": ladder_of,
         "prices": prices,
     }
 
 
-def size_ladder(ranked: list) -> list[list]:
-    """``[vcpu, memory, name]`` in preference order, without the sizes that can never win.
-
-    A size is never the first fit if an earlier one has at least as many vCPUs and as much memory:
-    whenever it fits, that earlier one fits too. Dropping those keeps Rego's scan short and its pick equal
-    to Python's ``select_size``.
-    """
-    kept: list[list] = []
-    for s in ranked:
-        if not any(k[0] >= s.vcpu and k[1] >= s.memoryGb for k in kept):
-            kept.append([s.vcpu, s.memoryGb, s.name])
-    return kept
+def _first_fit(ranked: list, cpu: float, memory: float) -> str | None:
+    return next((s.name for s in ranked if fits(s, cpu, memory)), None)
 
 
 def bundle_data(catalog: Catalog, config: PolicyConfig) -> dict:

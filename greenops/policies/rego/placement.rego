@@ -3,18 +3,16 @@
 # Query:  POST /v1/data/greenops/placement/decision
 #         {"input": {"workload": {...}, "placed": [{"name", "tenant", "cpu"}], "zone": "FR"?}}
 # Answer: eligible regions per provider, the Electricity Maps zones to send to the scheduler,
-#         ranked candidates, `errors` (empty when allowed) and, when `zone` is given, the
-#         candidate that zone maps back to.
+#         `errors` (empty when allowed) and, when `zone` is given, the `selection` that zone
+#         maps back to. /v1/data/greenops/placement/candidates ranks every eligible region.
 package greenops.placement
 
 import rego.v1
 
+import data.greenops.catalog
+import data.greenops.config
 import data.greenops.quota
 import data.greenops.workload
-
-catalog := data.greenops.catalog
-
-config := data.greenops.config
 
 provider_rank := {p: i | some i, p in catalog.providers}
 
@@ -25,90 +23,99 @@ spec := workload.normalize(input.workload)
 # --- Eligible providers: the workload's wish intersected with the platform's default --------
 providers := {p | some p in spec.eligibleProviders; p in config.default_providers}
 
-# --- Regions, filtered one constraint at a time so a conflict can say which one emptied it ---
-stage_provider := {[p, r] | some p in providers; some r, _ in catalog.regions[p]}
+# --- Eligible regions ----------------------------------------------------------------------
+# Per provider, an intersection of region sets: placeable, EU when required, within latency of
+# the origin, explicitly requested, and with a fitting size.
+default eligible := {}
 
-stage_placeable := {[p, r] | some [p, r] in stage_provider; catalog.regions[p][r].placeable}
+eligible := {p: sort(rs) | some p in providers; rs := _eligible_set(p)}
 
-stage_residency := {[p, r] | some [p, r] in stage_placeable; residency_ok(p, r)}
+_eligible_set(p) := ((object.keys(catalog.placeable[p]) & residency_set[p]) & reachable[p]) & sized[p]
 
-stage_latency := {[p, r] | some [p, r] in stage_residency; latency_ok(p, r)}
+eligible_pairs := {[p, r] | some p, regions in eligible; some r in regions}
 
-stage_request := {[p, r] | some [p, r] in stage_latency; request_ok(p, r)}
+default zones := []
 
-# The size each remaining region would use: picked once per distinct ladder, per query.
-size_by_ladder := {[p, id]: n | some p in providers; some id, ladder in catalog.size_ladders[p]; n := first_fit(ladder)}
+zones := sort({catalog.region_zone[r] | some regions in eligible; some r in regions})
 
-chosen_size := {pair: n | some pair in stage_request; n := size_by_ladder[[pair[0], catalog.ladder_of[pair[0]][pair[1]]]]}
+residency_set := {p: rs | some p in providers; rs := _residency(p)}
 
-stage_size := {pair | some pair, _ in chosen_size}
+_residency(p) := object.keys(catalog.eu[p]) if spec.dataResidency == "eu"
 
-residency_ok(_, _) if spec.dataResidency != "eu"
+else := object.keys(catalog.regions[p])
 
-residency_ok(p, r) if {
-	spec.dataResidency == "eu"
-	catalog.regions[p][r].eu
-}
+# Regions whose size table has a fitting size.
+sized := {p: rs | some p in providers; rs := union({object.keys(catalog.ladder_regions[p][id]) | some [q, id], _ in size_by_ladder; q == p})}
+
+# Regions within maxLatency of the origin (all regions without a constraint), narrowed to an
+# explicitly requested region or provider.
+reachable := {p: rs | some p in providers; rs := within_latency[p] & requested_regions[p]}
+
+within_latency := {p: _within_latency(p) | some p in providers}
+
+_within_latency(p) := object.keys(catalog.regions[p]) if spec.maxLatency >= workload.no_latency_constraint
+
+else := {r | some r, ms in catalog.latency[p][origin[p]]; ms <= spec.maxLatency} | {origin[p]}
+
+requested_regions := {p: rs | some p in providers; rs := _requested(p)}
+
+_requested(p) := object.keys(catalog.regions[p]) if {
+	spec.region == null
+	_provider_requested(p)
+} else := {spec.region} if {
+	_provider_requested(p)
+	catalog.region_provider[spec.region] == p
+} else := set()
+
+residency_ok(p, r) if r in residency_set[p]
 
 # The origin may belong to another provider: latency is then measured from that provider's
 # region nearest to the origin (by great circle, precomputed in the bundle data).
-origin_for(p) := spec.originRegion if catalog.region_provider[spec.originRegion] == p
+origin := {p: o | some p in providers; o := _origin_for(p)}
+
+_origin_for(p) := spec.originRegion if catalog.region_provider[spec.originRegion] == p
 
 else := catalog.nearest[spec.originRegion][p]
 
-latency_ms(p, r) := 0 if origin_for(p) == r
+latency_ms(p, r) := 0 if origin[p] == r
 
-else := catalog.latency[p][origin_for(p)][r]
+else := catalog.latency[p][origin[p]][r]
 
-latency_ok(_, _) if spec.maxLatency >= workload.no_latency_constraint
+latency_ok(p, r) if r in within_latency[p]
 
-latency_ok(p, r) if latency_ms(p, r) <= spec.maxLatency
-
-request_ok(p, r) if {
-	_provider_requested(p)
-	_region_requested(r)
-}
+request_ok(p, r) if r in requested_regions[p]
 
 _provider_requested(_) if spec.provider == null
 
 _provider_requested(p) if spec.provider == p
 
-_region_requested(_) if spec.region == null
+# The size a region would use: the first fit in its preference order (cheapest, else
+# smallest), read from a table indexed by the catalog's vCPU and memory levels at or above the
+# request (see bundle.py). Regions with the same preference order share a table.
+cpu_level := min({i | some i, c in catalog.cpu_levels; c >= spec.cpu})
 
-_region_requested(r) if spec.region == r
+memory_level := min({j | some j, m in catalog.memory_levels; m >= spec.memory})
 
-# First size in a region's preference order (cheapest, else smallest) that fits. A ladder is
-# [vcpu, memory, name] in that order, pruned of sizes that can never be first (see bundle.py).
-first_fit(ladder) := fitting[0] if {
-	fitting := [s[2] | some s in ladder; s[0] >= spec.cpu; s[1] >= spec.memory]
-	count(fitting) > 0
+size_by_ladder := {[p, id]: n |
+	some p in providers
+	some id, table in catalog.size_tables[p]
+	n := table[cpu_level][memory_level]
+	n != null
 }
 
-eligible_pairs := stage_size
+size_in(p, r) := size_by_ladder[[p, catalog.ladder_of[p][r]]]
 
-default eligible := {}
+# --- Ranking: lowest latency, then cheapest size (unknown prices after known ones), then ---
+# provider order, then region name. Computed for the zone being mapped back, or on demand for
+# every eligible region (`candidates`, not part of the decision document).
+candidate(p, r) := {
+	"provider": p, "region": r, "zone": catalog.regions[p][r].zone,
+	"latencyMs": _latency_or(p, r, null),
+	"vmSize": size_in(p, r),
+	"hourlyUsd": object.get(catalog.prices[p][r], size_in(p, r), null),
+}
 
-eligible := {p: sort([r | some [q, r] in eligible_pairs; q == p]) | some p in providers}
-
-default zones := []
-
-zones := sort({catalog.regions[p][r].zone | some [p, r] in eligible_pairs})
-
-# Candidates ranked for mapping a zone back: lowest latency, then cheapest size (unknown prices
-# after known ones), then provider order, then region name.
-default candidates := []
-
-candidates := [c |
-	some key in sort([_rank_key(p, r) | some [p, r] in eligible_pairs])
-	p := key[3]
-	r := key[4]
-	c := {
-		"provider": p, "region": r, "zone": catalog.regions[p][r].zone,
-		"latencyMs": _latency_or(p, r, null),
-		"vmSize": chosen_size[[p, r]],
-		"hourlyUsd": object.get(catalog.prices[p][r], chosen_size[[p, r]], null),
-	}
-]
+ranked(pairs) := [candidate(key[3], key[4]) | some key in sort([_rank_key(p, r) | some [p, r] in pairs])]
 
 _latency_or(p, r, d) := v if {
 	v := latency_ms(p, r)
@@ -118,16 +125,20 @@ _unknown := 1000000
 
 _rank_key(p, r) := [
 	_latency_or(p, r, _unknown),
-	object.get(catalog.prices[p][r], chosen_size[[p, r]], _unknown),
+	object.get(catalog.prices[p][r], size_in(p, r), _unknown),
 	provider_rank[p], p, r,
 ]
+
+default candidates := []
+
+candidates := ranked(eligible_pairs)
 
 # The candidate a scheduler-chosen zone maps back to.
 default selection := null
 
 selection := matches[0] if {
 	is_string(input.zone)
-	matches := [c | some c in candidates; c.zone == input.zone]
+	matches := ranked({[p, r] | some [p, r] in eligible_pairs; catalog.regions[p][r].zone == input.zone})
 	count(matches) > 0
 }
 
@@ -187,12 +198,25 @@ else := sprintf("it is more than %v ms from %v", [spec.maxLatency, spec.originRe
 
 else := "no VM size there fits the requested vCPU and memory" if {
 	p := catalog.region_provider[r]
-	not chosen_size[[p, r]]
+	not size_in(p, r)
 }
 
 else := sprintf("provider %v was requested", [spec.provider])
 
 # An empty set caused by conflicting intent: report the chain of constraints that emptied it.
+# These stages are evaluated only on this error path.
+stage_provider := {[p, r] | some p in providers; some r, _ in catalog.regions[p]}
+
+stage_placeable := {[p, r] | some [p, r] in stage_provider; catalog.regions[p][r].placeable}
+
+stage_residency := {[p, r] | some [p, r] in stage_placeable; residency_ok(p, r)}
+
+stage_latency := {[p, r] | some [p, r] in stage_residency; latency_ok(p, r)}
+
+stage_request := {[p, r] | some [p, r] in stage_latency; request_ok(p, r)}
+
+stage_size := {[p, r] | some [p, r] in stage_request; size_in(p, r)}
+
 conflict_errors := [msg |
 	count(providers) > 0
 	count(eligible_pairs) == 0
@@ -225,6 +249,5 @@ decision := {
 	"errors": errors,
 	"eligible": eligible,
 	"zones": zones,
-	"candidates": candidates,
 	"selection": selection,
 }

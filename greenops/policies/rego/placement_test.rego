@@ -92,11 +92,23 @@ test_allowed_requested_region_narrows_the_set if {
 	d.zones == ["FR"]
 }
 
+candidates(fields) := c if {
+	c := placement.candidates with input as {"workload": testdata.with_fields(fields)}
+		with data.greenops.catalog as testdata.catalog
+		with data.greenops.config as testdata.config
+}
+
 test_size_is_the_first_fitting_in_preference_order if {
-	d := decide({"eligibleProviders": ["azure"], "cpu": 2, "memory": 16, "region": "italynorth"})
-	d.candidates[0].vmSize == "Standard_E2as_v4"
-	d2 := decide({"eligibleProviders": ["azure"], "cpu": 4, "memory": 8, "region": "italynorth"})
-	d2.candidates[0].vmSize == "Standard_F4s_v2"
+	candidates({"eligibleProviders": ["azure"], "cpu": 2, "memory": 16, "region": "italynorth"})[0].vmSize == "Standard_E2as_v4"
+	candidates({"eligibleProviders": ["azure"], "cpu": 4, "memory": 8, "region": "italynorth"})[0].vmSize == "Standard_F4s_v2"
+}
+
+test_candidates_are_ranked_by_latency_then_price_then_provider if {
+	c := candidates({"dataResidency": "eu", "maxLatency": 30})
+	[[x.provider, x.region] | some x in c] == [
+		["aws", "eu-south-1"], ["gcp", "europe-west8"], ["azure", "italynorth"],
+		["gcp", "europe-west9"], ["azure", "francecentral"],
+	]
 }
 
 # Mapping a zone back: lowest latency first.

@@ -6,7 +6,7 @@ package greenops.scheduler
 
 import rego.v1
 
-settings := data.greenops.config.scheduler
+import data.greenops.config.scheduler as settings
 
 url := trim_suffix(opa.runtime().env.SCHEDULER_URL, "/")
 

@@ -19,6 +19,26 @@ catalog := {
 		"gcp": {"europe-west8": region("IT-NO", true), "europe-west9": region("FR", true)},
 		"aws": {"eu-south-1": region("IT-NO", true), "us-east-1": region("US-MIDA-PJM", false)},
 	},
+	"placeable": {
+		"azure": {"italynorth": true, "francecentral": true, "japaneast": true, "westus": true},
+		"gcp": {"europe-west8": true, "europe-west9": true},
+		"aws": {"eu-south-1": true, "us-east-1": true},
+	},
+	"eu": {
+		"azure": {"italynorth": true, "francecentral": true},
+		"gcp": {"europe-west8": true, "europe-west9": true},
+		"aws": {"eu-south-1": true},
+	},
+	"ladder_regions": {
+		"azure": {"L0": {"italynorth": true, "francecentral": true, "japaneast": true, "westus": true, "norwayeast": true}},
+		"gcp": {"L0": {"europe-west8": true, "europe-west9": true}},
+		"aws": {"L0": {"eu-south-1": true, "us-east-1": true}},
+	},
+	"region_zone": {
+		"italynorth": "IT-NO", "francecentral": "FR", "japaneast": "JP-TK", "westus": "US-CAL-CISO",
+		"norwayeast": "NO-NO1", "europe-west8": "IT-NO", "europe-west9": "FR", "eu-south-1": "IT-NO",
+		"us-east-1": "US-MIDA-PJM",
+	},
 	"region_provider": {
 		"italynorth": "azure", "francecentral": "azure", "japaneast": "azure", "westus": "azure",
 		"norwayeast": "azure", "europe-west8": "gcp", "europe-west9": "gcp", "eu-south-1": "aws",
@@ -39,10 +59,14 @@ catalog := {
 		"gcp": {"europe-west8": {"europe-west9": 20}, "europe-west9": {"europe-west8": 20}},
 		"aws": {"eu-south-1": {"us-east-1": 100}, "us-east-1": {"eu-south-1": 100}},
 	},
-	"size_ladders": {
-		"azure": {"L0": [[2, 16, "Standard_E2as_v4"], [4, 8, "Standard_F4s_v2"]]},
-		"gcp": {"L0": [[4, 16, "e2-standard-4"]]},
-		"aws": {"L0": [[4, 8, "c6a.xlarge"]]},
+	# sizes: azure Standard_E2as_v4 (2, 16), Standard_F4s_v2 (4, 8); gcp e2-standard-4 (4, 16);
+	# aws c6a.xlarge (4, 8). Tables are indexed [cpu level][memory level].
+	"cpu_levels": [2, 4],
+	"memory_levels": [8, 16],
+	"size_tables": {
+		"azure": {"L0": [["Standard_E2as_v4", "Standard_E2as_v4"], ["Standard_F4s_v2", null]]},
+		"gcp": {"L0": [["e2-standard-4", "e2-standard-4"], ["e2-standard-4", "e2-standard-4"]]},
+		"aws": {"L0": [["c6a.xlarge", null], ["c6a.xlarge", null]]},
 	},
 	"ladder_of": {
 		"azure": {r: "L0" | some r in ["italynorth", "francecentral", "japaneast", "westus", "norwayeast"]},

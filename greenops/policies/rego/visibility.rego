@@ -6,7 +6,7 @@ package greenops.visibility
 
 import rego.v1
 
-catalog := data.greenops.catalog
+import data.greenops.catalog
 
 placed := [summary |
 	some ns, name
