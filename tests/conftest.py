@@ -3,6 +3,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
+import os
+
 import pytest
 
 from greenops.catalog import load_catalog
@@ -52,3 +54,15 @@ def crd_schemas():
     if not folder.is_dir():
         pytest.skip(f"upstream CRD folder {folder} is absent: set GREENOPS_CRD_DIR to validate manifests")
     return CrdSchemas(folder)
+
+
+def require_tool(name: str) -> str:
+    """Path of a pinned tool; skips locally when it is not built, fails in CI (which builds them)."""
+    from greenops.local.tools import ToolMissing, tool_path
+
+    try:
+        return tool_path(name)
+    except ToolMissing as exc:
+        if os.environ.get("CI"):
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))

@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from greenops.errors import GreenOpsError
+from greenops.local.service import LoopbackService
 from greenops.local.tools import tool_path
 
 ADMIN_TOKEN_USER = "greenops-admin"
@@ -44,7 +45,7 @@ class _Proc:
 
 
 @dataclass
-class LocalControlPlane:
+class LocalControlPlane(LoopbackService):
     """Start with ``with LocalControlPlane() as cp:``; everything lives under one temp folder."""
 
     with_controller_manager: bool = False
@@ -56,17 +57,6 @@ class LocalControlPlane:
     etcd_port: int = 0
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def __enter__(self) -> "LocalControlPlane":
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
     @property
     def server(self) -> str:
         return f"https://127.0.0.1:{self.api_port}"

@@ -12,13 +12,14 @@ import httpx
 
 from greenops.errors import GreenOpsError
 from greenops.local.controlplane import free_port
+from greenops.local.service import LoopbackService
 from greenops.local.tools import tool_path
 
 from .bundle import build, default_revision
 
 
 @dataclass
-class OpaServer:
+class OpaServer(LoopbackService):
     """``with OpaServer(scheduler_url=...) as opa: opa.url`` builds the bundle and serves it."""
 
     scheduler_url: str | None = None
@@ -31,17 +32,6 @@ class OpaServer:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> "OpaServer":
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
     def start(self) -> None:
         bundle = self.bundle or build(self.workdir / "policy-bundle.tar.gz", default_revision())

@@ -4,18 +4,12 @@ import pytest
 
 from greenops.local.scheduler_standin import SchedulerStandIn
 
-from greenops.local.tools import ToolMissing, tool_path
+from tests.conftest import require_tool
 
 
 @pytest.fixture(scope="session")
 def opa_binary():
-    try:
-        return tool_path("opa")
-    except ToolMissing as exc:
-        import os
-        if os.environ.get("CI"):
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
+    return require_tool("opa")
 
 
 @pytest.fixture(scope="module")
