@@ -1,0 +1,1 @@
+"""The GreenOps scheduler: carbon-aware choice of grid zone and start time."""

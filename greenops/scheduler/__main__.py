@@ -1,0 +1,64 @@
+"""Run the scheduler service.
+
+    python -m greenops.scheduler --host 127.0.0.1 --port 8080 [--source profiles]
+        --source profiles              bundled month x hour profiles from data/ (default)
+        --source traces:DIR            Electricity Maps CSV exports in DIR (actual values)
+        --source oip:URL               forecasts from an Open Inference Protocol v2 server, profiles as fallback
+        --source electricitymaps       the Electricity Maps API (token in ELECTRICITYMAPS_TOKEN), profiles as fallback
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+import structlog
+import uvicorn
+
+from greenops.scheduler.api import create_app
+from greenops.scheduler.sources import CarbonSource, ProfileSource, TraceSource
+
+
+def build_source(spec: str) -> CarbonSource:
+    kind, _, arg = spec.partition(":")
+    if kind == "profiles":
+        return ProfileSource()
+    if kind == "traces":
+        return TraceSource.from_directory(Path(arg))
+    if kind == "oip":
+        from greenops.scheduler.sources.oip import OipSource
+        return OipSource(arg, fallback=ProfileSource())
+    if kind == "electricitymaps":
+        from greenops.scheduler.sources.electricitymaps import ElectricityMapsSource
+        token = os.environ.get("ELECTRICITYMAPS_TOKEN")
+        if not token:
+            raise SystemExit("scheduler: --source electricitymaps needs ELECTRICITYMAPS_TOKEN in the environment")
+        return ElectricityMapsSource(token, fallback=ProfileSource())
+    raise SystemExit(f"scheduler: unknown --source {spec!r} (profiles, traces:DIR, oip:URL, electricitymaps)")
+
+
+def configure_logging(fmt: str) -> None:
+    renderer = structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=False)
+    structlog.configure(processors=[structlog.processors.add_log_level,
+                                    structlog.processors.TimeStamper(fmt="iso", utc=True), renderer])
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m greenops.scheduler", description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--source", default=os.environ.get("GREENOPS_CARBON_SOURCE", "profiles"))
+    parser.add_argument("--capacity-vcpu", type=float, default=float(os.environ.get("GREENOPS_CAPACITY_VCPU", 512)),
+                        help="vCPUs each zone offers per hourly slot (the black-hole guard)")
+    parser.add_argument("--log-format", choices=["json", "console"], default="json")
+    args = parser.parse_args(argv)
+    configure_logging(args.log_format)
+    app = create_app(build_source(args.source), capacity_vcpu=args.capacity_vcpu)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""Carbon-intensity series and the window arithmetic the scheduler is built on.
+
+A series is piecewise constant: ``values[i]`` holds over ``[start + i*step, start + (i+1)*step)``,
+which is how Electricity Maps and the Let's Wait Awhile traces report intensity. Times are UTC
+epoch seconds (floats), so start times need not fall on a data point.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+import pandas as pd
+
+
+def to_epoch(t: datetime) -> float:
+    return t.astimezone(timezone.utc).timestamp()
+
+
+def from_epoch(s: float) -> datetime:
+    return datetime.fromtimestamp(s, tz=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Series:
+    start: float  # epoch seconds of values[0]
+    step: float  # seconds
+    values: np.ndarray = field(repr=False)
+
+    def __post_init__(self):
+        if self.step <= 0:
+            raise ValueError("series step must be positive")
+        if self.values.ndim != 1 or len(self.values) == 0:
+            raise ValueError("series needs at least one value")
+        if not np.all(np.isfinite(self.values)):
+            raise ValueError("series contains missing or infinite values")
+
+    @property
+    def end(self) -> float:
+        return self.start + self.step * len(self.values)
+
+    @property
+    def boundaries(self) -> np.ndarray:
+        return self.start + self.step * np.arange(len(self.values) + 1)
+
+    @classmethod
+    def from_pandas(cls, s: pd.Series) -> "Series":
+        """A regular, UTC-indexed pandas series (gaps are filled forward, then backward)."""
+        if len(s) < 2:
+            raise ValueError("need at least two points to infer the step")
+        idx = pd.DatetimeIndex(s.index)
+        idx = idx.tz_localize("UTC") if idx.tz is None else idx.tz_convert("UTC")
+        step = float(pd.Series(idx).diff().dropna().mode().iloc[0].total_seconds())
+        regular = pd.Series(s.to_numpy(dtype=float), index=idx).sort_index()
+        regular = regular[~regular.index.duplicated()].asfreq(f"{int(step)}s").ffill().bfill()
+        return cls(regular.index[0].timestamp(), step, regular.to_numpy(dtype=float))
+
+    def covers(self, t0: float, t1: float) -> bool:
+        return self.start <= t0 + 1e-6 and t1 <= self.end + 1e-6
+
+    def value_at(self, t: np.ndarray | float) -> np.ndarray:
+        i = np.clip(((np.asarray(t) - self.start) // self.step).astype(int), 0, len(self.values) - 1)
+        return self.values[i]
+
+    def window_means(self, starts: np.ndarray, duration: float) -> np.ndarray:
+        """Mean intensity over ``[s, s + duration)`` for every start ``s`` (exact for steps)."""
+        b = self.boundaries
+        cum = np.concatenate(([0.0], np.cumsum(self.values * self.step)))
+        lo = np.interp(starts, b, cum)
+        hi = np.interp(starts + duration, b, cum)
+        return (hi - lo) / duration
+
+    def slice(self, t0: float, t1: float) -> "Series":
+        """The data points overlapping ``[t0, t1)``."""
+        i0 = max(0, int((t0 - self.start) // self.step))
+        i1 = min(len(self.values), int(np.ceil((t1 - self.start) / self.step)))
+        return Series(self.start + i0 * self.step, self.step, self.values[i0:i1])
