@@ -33,3 +33,14 @@ class CarbonSource(ABC):
 
     def describe(self) -> str:
         return self.name
+
+
+def extend_with(primary: Series, fallback: Series, t1: float) -> Series:
+    """``primary`` continued up to ``t1`` with ``fallback``'s values, at the primary's step."""
+    import numpy as np
+
+    if primary.end >= t1:
+        return primary
+    times = primary.start + primary.step * np.arange(int(np.ceil((t1 - primary.start) / primary.step)))
+    values = np.where(times < primary.end, primary.value_at(times), fallback.value_at(times))
+    return Series(primary.start, primary.step, values)

@@ -28,7 +28,8 @@ class SeasonalNaiveSource(CarbonSource):
     def series(self, zone: str, t0: float, t1: float, now: float) -> Series:
         full = self.trace.full(zone)
         step = full.step
-        start = np.floor(t0 / step) * step
+        # on the trace's own grid, so every forecast point is one observed point
+        start = full.start + np.floor((t0 - full.start) / step) * step
         times = start + step * np.arange(max(1, int(np.ceil((t1 - start) / step))))
         # Shift every future point back by whole periods until it lies before `now`.
         k = np.where(times >= now, np.ceil((times - now + step) / self.period), 0)

@@ -1,0 +1,101 @@
+"""Forecasts served over the Open Inference Protocol v2 (KServe, MLServer).
+
+Contract with the forecasting models (see greenops/forecasting):
+  POST {url}/v2/models/forecaster-<zone>/infer   (then forecaster-generic when that model is absent)
+  inputs:  "features", FP64, shape [1, 171]: the last 168 hourly intensities (oldest first, ending
+           at the forecast start), then the forecast start's UTC hour (0-23), weekday (0=Monday)
+           and month (1-12)
+  outputs: the first output, shape [1, H]: H hourly intensities from the forecast start
+Beyond the horizon H, and when neither model answers, the fallback source fills in.
+"""
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import httpx
+import numpy as np
+import structlog
+
+from greenops.scheduler.series import Series
+
+from .base import CarbonSource, SourceUnavailable, UnknownZone, extend_with
+
+HOUR = 3600.0
+HISTORY_HOURS = 168
+log = structlog.get_logger("greenops.scheduler.oip")
+
+
+def features(history: np.ndarray, start: float) -> list[float]:
+    """The model input row: 168 hourly values, then hour of day, weekday and month of ``start``."""
+    dt = datetime.fromtimestamp(start, tz=timezone.utc)
+    return [float(x) for x in history] + [float(dt.hour), float(dt.weekday()), float(dt.month)]
+
+
+class OipSource(CarbonSource):
+    def __init__(self, url: str, history: CarbonSource | None = None, fallback: CarbonSource | None = None,
+                 timeout: float = 2.0, cache_ttl: float = 900.0, transport: httpx.BaseTransport | None = None):
+        self.url = url.rstrip("/")
+        self.fallback = fallback
+        self.history = history or fallback
+        if self.history is None:
+            raise ValueError("an OIP source needs a history source (or a fallback to use as one)")
+        self.name = f"oip({self.url})" + (f"+{fallback.name}" if fallback else "")
+        self._client = httpx.Client(base_url=self.url, timeout=timeout, transport=transport)
+        self._cache: dict[tuple[str, float], tuple[float, Series]] = {}
+        self.cache_ttl = cache_ttl
+
+    def zones(self) -> frozenset[str]:
+        return self.history.zones()
+
+    def _infer(self, model: str, row: list[float]) -> np.ndarray | None:
+        body = {"inputs": [{"name": "features", "shape": [1, len(row)], "datatype": "FP64", "data": row}]}
+        r = self._client.post(f"/v2/models/{model}/infer", json=body)
+        if r.status_code == 404:
+            return None
+        if r.status_code != 200:
+            raise SourceUnavailable(f"model {model} answered HTTP {r.status_code}: {r.text[:200]}")
+        outputs = r.json().get("outputs") or []
+        if not outputs or not outputs[0].get("data"):
+            raise SourceUnavailable(f"model {model} answered without an output tensor")
+        values = np.asarray(outputs[0]["data"], dtype=float).reshape(-1)
+        if not np.all(np.isfinite(values)):
+            raise SourceUnavailable(f"model {model} answered non-finite values")
+        return np.clip(values, 0, None)
+
+    def forecast(self, zone: str, now: float) -> Series:
+        """The model's forecast from the current hour; cached per zone and hour."""
+        start = np.floor(now / HOUR) * HOUR
+        hit = self._cache.get((zone, start))
+        if hit and time.monotonic() - hit[0] < self.cache_ttl:
+            return hit[1]
+        past = self.history.series(zone, start - HISTORY_HOURS * HOUR, start, now)
+        hours = start - HOUR * np.arange(HISTORY_HOURS, 0, -1)
+        row = features(past.value_at(hours), start)
+        try:
+            values = self._infer(f"forecaster-{zone.lower()}", row)
+            if values is None:
+                values = self._infer("forecaster-generic", row)
+        except httpx.HTTPError as exc:
+            raise SourceUnavailable(f"OIP server at {self.url} unreachable: {exc}") from exc
+        if values is None:
+            raise SourceUnavailable(f"neither forecaster-{zone.lower()} nor forecaster-generic is served at {self.url}")
+        series = Series(float(start), HOUR, values)
+        self._cache[(zone, start)] = (time.monotonic(), series)
+        return series
+
+    def series(self, zone: str, t0: float, t1: float, now: float) -> Series:
+        if zone not in self.zones():
+            raise UnknownZone(f"no history for zone {zone}")
+        try:
+            predicted = self.forecast(zone, now)
+        except SourceUnavailable as exc:
+            if self.fallback is None:
+                raise
+            log.warning("oip.fallback", zone=zone, reason=str(exc))
+            return self.fallback.series(zone, t0, t1, now)
+        if self.fallback is not None:
+            predicted = extend_with(predicted, self.fallback.series(zone, predicted.start, t1, now), t1)
+        if not predicted.covers(t0, t1):
+            raise SourceUnavailable(f"forecast for {zone} ends before the requested period")
+        return predicted.slice(t0, t1)
