@@ -37,3 +37,29 @@ class SeasonalNaiveSource(CarbonSource):
         if past.min() < full.start:
             raise UnknownZone(f"not enough history for zone {zone} to forecast from")
         return Series(float(start), step, full.value_at(past))
+
+
+class SeasonalMeanSource(CarbonSource):
+    """The mean of the last ``days`` observed values at the same time of day: a steadier
+    seasonal forecast than repeating a single day, still with no look-ahead."""
+
+    def __init__(self, trace: TraceSource, days: int = 7):
+        self.trace = trace
+        self.days = days
+        self.name = f"seasonal-mean({days}d)"
+        self._naive = SeasonalNaiveSource(trace, DAY)
+
+    def zones(self) -> frozenset[str]:
+        return self.trace.zones()
+
+    def series(self, zone: str, t0: float, t1: float, now: float) -> Series:
+        first = self._naive.series(zone, t0, t1, now)
+        full = self.trace.full(zone)
+        times = first.boundaries[:-1]
+        k = np.where(times >= now, np.ceil((times - now + full.step) / DAY), 1)
+        stack = [full.value_at(times - (k + j) * DAY) for j in range(self.days)]
+        if (times - (k + self.days - 1) * DAY).min() < full.start:
+            raise UnknownZone(f"not enough history for zone {zone} to forecast from")
+        observed = times < now
+        values = np.where(observed, full.value_at(times), np.mean(stack, axis=0))
+        return Series(first.start, first.step, values)

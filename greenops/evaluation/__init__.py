@@ -1,0 +1,1 @@
+"""Evaluation of the scheduler on real traces (greenops-eval)."""

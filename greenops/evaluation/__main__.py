@@ -1,0 +1,156 @@
+"""greenops-eval: the scheduler against baselines and the oracle on real traces.
+
+    greenops-eval [--data ../shared/data] [--out build/eval] [--jobs 2000] [--oip URL]
+
+Writes ``report.json`` and ``report.png`` to ``--out`` and prints the tables.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from greenops.evaluation.scenarios import (
+    burst_arrivals,
+    geo_arrivals,
+    nightly_arrivals,
+    nightly_with_baseline_at_nominal,
+    run,
+    summarise,
+)
+from greenops.scheduler.sources import CarbonSource, SeasonalNaiveSource, TraceSource
+from greenops.scheduler.sources.naive import SeasonalMeanSource
+
+DAY = 86400.0
+# Wiesner et al., "Let's Wait Awhile", Middleware '21: nightly jobs, ±8 h window (issue #5).
+LWA_PUBLISHED = {("DE", 8): 11.2, ("GB", 8): 7.4, ("FR", 8): 4.1}
+LWA_FILES = {"DE": "letswaitawhile_ger_ci.csv", "GB": "letswaitawhile_gb_ci.csv", "FR": "letswaitawhile_fr_ci.csv"}
+
+
+def forecasters(truth: TraceSource, oip_url: str | None) -> dict[str, CarbonSource]:
+    out: dict[str, CarbonSource] = {
+        "ours (naive 24h)": SeasonalNaiveSource(truth, DAY),
+        "ours (naive 7d)": SeasonalNaiveSource(truth, 7 * DAY),
+        "ours (mean 7d)": SeasonalMeanSource(truth, 7),
+    }
+    if oip_url:
+        from greenops.scheduler.sources.oip import OipSource
+        out["ours (model)"] = OipSource(oip_url, history=truth, fallback=SeasonalNaiveSource(truth, DAY), timeout=10)
+    return out
+
+
+def lets_wait_awhile(data: Path) -> dict:
+    truth = TraceSource.from_lwa({z: data / f for z, f in LWA_FILES.items()})
+    rows = {}
+    for zone in LWA_FILES:
+        for window in (2, 8):
+            arrivals = nightly_arrivals(zone, 2020, window)
+            table = summarise(nightly_with_baseline_at_nominal(arrivals, truth, forecasters(truth, None)))
+            rows[f"{zone} ±{window}h"] = {
+                "published_saving_percent": LWA_PUBLISHED.get((zone, window)),
+                **{name: {k: row[k] for k in ("mean_gco2_per_kwh", "saving_percent", "oracle_capture_percent")}
+                   for name, row in table.items()},
+            }
+    return rows
+
+
+def geo_temporal(truth: TraceSource, jobs: int, oip_url: str | None) -> dict:
+    arrivals = geo_arrivals(sorted(truth.zones()), jobs)
+    return summarise(run(arrivals, truth, forecasters(truth, oip_url)))
+
+
+def burst(truth: TraceSource, jobs: int, capacity: float | None) -> dict:
+    arrivals = burst_arrivals(sorted(truth.zones()), jobs)
+    return summarise(run(arrivals, truth, forecasters(truth, None), capacity_vcpu=capacity))
+
+
+def plot(report: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(18, 5.5))
+    lwa = report["lets_wait_awhile"]
+    names = list(lwa)
+    x = range(len(names))
+    for i, (series, label) in enumerate([("ours (mean 7d)", "ours, 7-day seasonal mean forecast"), ("oracle", "oracle")]):
+        axes[0].bar([v + i * 0.27 for v in x], [lwa[n][series]["saving_percent"] for n in names], 0.27, label=label)
+    axes[0].bar([v + 0.54 for v in x], [lwa[n]["published_saving_percent"] or 0 for n in names], 0.27, label="published (±8 h)")
+    axes[0].set_xticks([v + 0.27 for v in x], names, rotation=30)
+    axes[0].set_ylabel("saving vs nominal start, %")
+    axes[0].set_title("Let's Wait Awhile nightly jobs, 2020")
+    axes[0].legend()
+    for key, ax, title in [("geo_temporal", axes[1], "16 zones, 2023: mean intensity of the runs")]:
+        rows = report[key]
+        ax.bar(list(rows), [r["mean_gco2_per_kwh"] for r in rows.values()], color="tab:green")
+        ax.set_ylabel("gCO2eq/kWh (actual, energy-weighted)")
+        ax.set_title(title)
+        ax.tick_params(axis="x", rotation=30)
+    without = report["burst_without_capacity"]["ours (mean 7d)"]["placements_per_zone"]
+    within = report["burst_with_capacity"]["ours (mean 7d)"]["placements_per_zone"]
+    zones = sorted(set(without) | set(within), key=lambda z: -(within.get(z, 0)))
+    axes[2].bar([i - 0.2 for i in range(len(zones))], [without.get(z, 0) for z in zones], 0.4, label="no capacity limit")
+    axes[2].bar([i + 0.2 for i in range(len(zones))], [within.get(z, 0) for z in zones], 0.4, label="with capacity")
+    axes[2].set_xticks(range(len(zones)), zones)
+    axes[2].legend()
+    axes[2].set_title("burst of jobs: placements per zone")
+    axes[2].tick_params(axis="x", rotation=60)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def print_table(title: str, rows: dict) -> None:
+    print(f"\n{title}")
+    print(f"  {'policy':22} {'gCO2/kWh':>9} {'saving %':>9} {'of oracle %':>12}  top zones")
+    for name, r in rows.items():
+        top = ", ".join(f"{z}:{n}" for z, n in list(r["placements_per_zone"].items())[:4])
+        cap = "" if r["oracle_capture_percent"] is None else f"{r['oracle_capture_percent']:.1f}"
+        print(f"  {name:22} {r['mean_gco2_per_kwh']:9.1f} {r['saving_percent']:9.2f} {cap:>12}  {top}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="greenops-eval", description=__doc__.splitlines()[0])
+    here = Path(__file__).resolve().parents[2]
+    parser.add_argument("--data", type=Path, default=here.parent / "shared" / "data")
+    parser.add_argument("--out", type=Path, default=here / "build" / "eval")
+    parser.add_argument("--jobs", type=int, default=2000)
+    parser.add_argument("--burst", type=int, default=400, help="jobs in the burst scenario")
+    parser.add_argument("--capacity-vcpu", type=float, default=128.0,
+                        help="per zone-hour capacity in the burst scenario")
+    parser.add_argument("--oip", help="also evaluate model forecasts served at this OIP URL")
+    args = parser.parse_args(argv)
+    if not (args.data / "greendcc_ci_2023").is_dir():
+        print(f"greenops-eval: the public traces are not in {args.data} (use --data)", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    truth = TraceSource.from_directory(args.data / "greendcc_ci_2023")
+    report = {
+        "lets_wait_awhile": lets_wait_awhile(args.data),
+        "geo_temporal": geo_temporal(truth, args.jobs, args.oip),
+        "burst_without_capacity": burst(truth, args.burst, None),
+        "burst_with_capacity": burst(truth, args.burst, args.capacity_vcpu),
+    }
+    report["settings"] = {"jobs": args.jobs, "burst": args.burst, "capacity_vcpu": args.capacity_vcpu,
+                          "seconds": round(time.monotonic() - started, 1)}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "report.json").write_text(json.dumps(report, indent=1))
+    plot(report, args.out / "report.png")
+    print("Let's Wait Awhile, nightly 30-min jobs at 01:00 UTC, 2020 (saving vs the nominal start):")
+    print(f"  {'scenario':10} {'published':>9} {'naive 24h':>10} {'naive 7d':>9} {'mean 7d':>8} {'oracle':>7}")
+    for name, row in report["lets_wait_awhile"].items():
+        pub = "" if row["published_saving_percent"] is None else f"{row['published_saving_percent']:.1f}"
+        print(f"  {name:10} {pub:>9} {row['ours (naive 24h)']['saving_percent']:10.2f} "
+              f"{row['ours (naive 7d)']['saving_percent']:9.2f} {row['ours (mean 7d)']['saving_percent']:8.2f} "
+              f"{row['oracle']['saving_percent']:7.2f}")
+    print_table(f"Geographic + temporal: 16 zones, 2023, {args.jobs} jobs over the year", report["geo_temporal"])
+    print_table(f"Burst: {args.burst} jobs within 2 h, no capacity limit", report["burst_without_capacity"])
+    print_table(f"Burst: {args.burst} jobs within 2 h, {args.capacity_vcpu:g} vCPU per zone-hour", report["burst_with_capacity"])
+    print(f"\nwrote {args.out / 'report.json'} and {args.out / 'report.png'} in {report['settings']['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
