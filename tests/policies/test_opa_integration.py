@@ -123,6 +123,7 @@ def test_create_is_patched_from_the_schedulers_answer(opa, scheduler, catalog):
     assert sent["number_of_jobs"] == 1 and sent["duration"] == 3 and sent["cpu"] == 2 and sent["memory"] == 4
     assert "FR" in sent["eligible_regions"] and "JP-TK" not in sent["eligible_regions"]
     assert sent["deadline"] == "2030-01-01T00:00:00Z"
+    assert sent["origin_zone"] == "IT-NO"  # italynorth's zone, for the scheduler's baseline
 
 
 def test_patch_respects_eu_residency_and_latency(opa, scheduler, catalog):

@@ -80,6 +80,7 @@ test_scheduler_receives_the_thesis_body if {
 	contains(r.response.status.message, `"eligible_regions":["FR","IT-NO"]`)
 	contains(r.response.status.message, `"duration":3`)
 	contains(r.response.status.message, `"number_of_jobs":1`)
+	contains(r.response.status.message, `"origin_zone":"IT-NO"`)
 	contains(r.response.status.message, "http://sched:8080/scheduling")
 }
 

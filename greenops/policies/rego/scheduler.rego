@@ -6,12 +6,16 @@ package greenops.scheduler
 
 import rego.v1
 
+import data.greenops.catalog
 import data.greenops.config.scheduler as settings
 
 url := trim_suffix(opa.runtime().env.SCHEDULER_URL, "/")
 
-# The thesis request body.
-request_body(spec, zones) := {
+# The thesis request body, plus the origin's zone (for the scheduler's baseline) when the origin
+# region has carbon data.
+request_body(spec, zones) := object.union(_thesis_body(spec, zones), _origin(spec))
+
+_thesis_body(spec, zones) := {
 	"number_of_jobs": 1,
 	"eligible_regions": zones,
 	"deadline": spec.deadline,
@@ -20,6 +24,11 @@ request_body(spec, zones) := {
 	"memory": spec.memory,
 	"req_timeout": settings.req_timeout,
 }
+
+_origin(spec) := {"origin_zone": catalog.regions[p][spec.originRegion].zone} if {
+	p := catalog.region_provider[spec.originRegion]
+	catalog.regions[p][spec.originRegion].placeable
+} else := {}
 
 # One attempt; the attempt number keeps OPA's per-query cache from answering a retry with the
 # failure it is retrying.
