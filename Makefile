@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup tools test render catalog data bundle bench-policy
+.PHONY: setup tools test render catalog data bundle bench-policy scheduler eval bench-scheduler
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver) -> .tools/bin
@@ -40,3 +40,13 @@ bundle: setup tools
 
 bench-policy: setup tools
 	$(PY) benchmarks/policy_latency.py
+
+scheduler: setup
+	$(PY) -m greenops.scheduler --host 127.0.0.1 --port 8080 --log-format console
+
+# Scheduler vs baselines and the oracle on the public traces -> build/eval/report.{json,png}
+eval: setup
+	$(VENV)/bin/greenops-eval --out build/eval
+
+bench-scheduler: setup
+	$(PY) benchmarks/scheduler_latency.py
