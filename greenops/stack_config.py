@@ -40,7 +40,9 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None) -> Stac
     dupes = sorted({n for n in names if n and names.count(n) > 1})
     if dupes:
         raise StackConfigError(f"greenops:workloads: duplicate workload names {dupes}")
-    ctx = {"now": now} if now else None
+    # Structure only: whether a deadline still leaves time is checked when a workload is placed
+    # (GreenVm.check), so a placed workload whose deadline has passed stays a valid declaration.
+    ctx = {"check_deadline": False, **({"now": now} if now else {})}
     workloads = []
     errors = []
     for idx, item in enumerate(workloads_raw):

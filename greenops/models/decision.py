@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Annotated
 
-from pydantic import AwareDatetime, Field, field_serializer, field_validator
+from pydantic import AwareDatetime, Field, computed_field, field_serializer, field_validator
 
 from .workload import _Model
 
@@ -32,9 +32,19 @@ class Decision(_Model):
     def _ser_time(self, v: datetime) -> str:
         return v.strftime("%Y-%m-%dT%H:%M:%SZ")
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def saving_percent(self) -> float | None:
         """Saving of the chosen run against the baseline (run now at the origin), in %."""
         if self.expected_intensity is None or not self.baseline_intensity:
             return None
-        return 100.0 * (1 - self.expected_intensity / self.baseline_intensity)
+        return round(100.0 * (1 - self.expected_intensity / self.baseline_intensity), 2)
+
+    @classmethod
+    def from_document(cls, doc: dict) -> "Decision":
+        """Read back a decision written by ``document()`` (its computed fields are dropped)."""
+        return cls.model_validate({k: v for k, v in doc.items() if k != "savingPercent"})
+
+    def document(self) -> dict:
+        """The decision as JSON with camelCase keys, including ``savingPercent``."""
+        return self.model_dump(mode="json", by_alias=True)

@@ -64,7 +64,8 @@ class Workload(_Model):
     """A delay-tolerant VM workload, provider-agnostic.
 
     Validate with ``Workload.model_validate(data, context={"now": ..., "catalog": ...})``; both
-    context keys are optional (defaults: the current time, the embedded catalog).
+    context keys are optional (defaults: the current time, the embedded catalog). With
+    ``"check_deadline": False`` the deadline is not compared with now (an already placed workload).
     """
 
     name: str = Field(description="DNS-1123 label, at most 40 characters; names every derived object")
@@ -158,7 +159,10 @@ class Workload(_Model):
     def _consistent(self, info: ValidationInfo) -> "Workload":
         now = _now(info)
         earliest_end = now + self.duration
-        if self.deadline < earliest_end:
+        # The deadline is a constraint on placing the workload; once placed, a passing deadline
+        # must not make the declaration itself invalid (context {"check_deadline": False}).
+        check_deadline = (info.context or {}).get("check_deadline", True)
+        if check_deadline and self.deadline < earliest_end:
             raise ValueError(
                 f"deadline {self.deadline.isoformat()} is earlier than now plus the duration "
                 f"({earliest_end.replace(microsecond=0).isoformat()}): the workload cannot finish in time"

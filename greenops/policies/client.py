@@ -21,12 +21,13 @@ class PolicyDenied(GreenOpsError):
 
 class OpaClient:
     def __init__(self, url: str, timeout: float = 5.0, attempts: int = 3, backoff: float = 0.2,
-                 transport: httpx.BaseTransport | None = None):
+                 transport: httpx.BaseTransport | None = None, token: str | None = None):
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.attempts = attempts
         self.backoff = backoff
-        self._client = httpx.Client(base_url=self.url, timeout=timeout, transport=transport)
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        self._client = httpx.Client(base_url=self.url, timeout=timeout, transport=transport, headers=headers)
 
     def close(self) -> None:
         self._client.close()

@@ -1,0 +1,23 @@
+"""Where a placed workload is in its life: the time gate and retirement."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from enum import Enum
+
+
+class Status(str, Enum):
+    SCHEDULED = "Scheduled"  # decided, start time not reached: nothing provider-specific exists
+    RUNNING = "Running"  # start time reached, within its duration: the VM's manifests exist
+    COMPLETED = "Completed"  # start + duration passed: the VM is retired
+
+    @property
+    def materialised(self) -> bool:
+        return self is Status.RUNNING
+
+
+def status_at(now: datetime, start: datetime, duration: timedelta) -> Status:
+    if now < start:
+        return Status.SCHEDULED
+    if now < start + duration:
+        return Status.RUNNING
+    return Status.COMPLETED

@@ -1,0 +1,48 @@
+"""Policy, then scheduler, then the catalog: one workload becomes one Decision."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from greenops.catalog import Catalog, load_catalog
+from greenops.errors import GreenOpsError
+from greenops.models import Decision, Workload
+from greenops.policies.client import OpaClient, PolicyDenied
+
+from .scheduler_client import SchedulerClient
+
+
+class PlacementError(GreenOpsError):
+    """The workload cannot be placed; the message names it and says why."""
+
+
+def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
+          placed: list[dict] | None = None, catalog: Catalog | None = None) -> Decision:
+    """Ask OPA for the eligible zones, the scheduler for zone and time, OPA again to map the zone
+    back to a provider region and size; the image comes from the catalog. Raises PlacementError
+    (or the clients' errors) and creates nothing."""
+    catalog = catalog or load_catalog()
+    spec = workload.spec()
+    try:
+        decision = opa.require_allowed(spec, placed)
+    except PolicyDenied as exc:
+        raise PlacementError(f"policy refused it: {exc}") from None
+    origin = _origin_zone(catalog, workload.origin_region)
+    answer = scheduler.schedule(decision["zones"], workload.deadline, workload.duration_hours,
+                                workload.cpu, workload.memory, origin_zone=origin)
+    zone = answer["scheduling_location"]
+    selection = opa.decision(spec, placed, zone=zone).get("selection")
+    if not selection:
+        raise PlacementError(f"the scheduler chose zone {zone}, which maps to no eligible region")
+    start = datetime.fromisoformat(answer["scheduling_time"].replace("Z", "+00:00")).astimezone(timezone.utc)
+    return Decision(
+        provider=selection["provider"], region=selection["region"], zone=zone, scheduling_time=start,
+        vm_size=selection["vmSize"], image=catalog.image(selection["provider"], selection["region"]),
+        expected_intensity=answer.get("expected_intensity"), baseline_intensity=answer.get("baseline_intensity"),
+    )
+
+
+def _origin_zone(catalog: Catalog, region: str) -> str | None:
+    for r in catalog.find_regions(region):
+        if r.zone and catalog.profile(r.zone) is not None:
+            return r.zone
+    return None

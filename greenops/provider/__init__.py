@@ -1,0 +1,1 @@
+"""Pulumi dynamic providers."""

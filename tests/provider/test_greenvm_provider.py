@@ -1,0 +1,131 @@
+"""The GreenVm provider class, driven directly against a real OPA (the project's policies) and the
+real scheduler, both on loopback. (Under Pulumi mocks a dynamic provider never runs.)"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from greenops.errors import GreenOpsError
+from greenops.local.controlplane import free_port
+from greenops.local.scheduler import SchedulerServer
+from greenops.policies.server import OpaServer
+from greenops.provider.greenvm import GreenVmProvider
+from tests.conftest import require_tool
+
+pytestmark = pytest.mark.integration
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
+
+
+@pytest.fixture(scope="module")
+def servers():
+    require_tool("opa")
+    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+        yield opa, scheduler
+
+
+def placements_logged(scheduler) -> int:
+    return scheduler.log.read_text().count('"scheduling.placed"')
+
+
+def props(servers, **workload):
+    opa, scheduler = servers
+    w = {"name": "etl", "cpu": 4, "memory": 8, "duration": "2h",
+         "deadline": (datetime.now(timezone.utc) + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+         "originRegion": "westeurope", "dataResidency": "eu", "tenant": "data"}
+    w.update(workload)
+    return {"workload": w, "opaUrl": opa.url, "schedulerUrl": scheduler.url, "timeoutSeconds": 5, "attempts": 2,
+            "render": {"sshPublicKey": KEY, "skipAwait": True}}
+
+
+class Clock:
+    def __init__(self):
+        self.now = datetime.now(timezone.utc)
+
+    def __call__(self):
+        return self.now
+
+
+def test_check_names_the_workload_and_field(servers):
+    p = props(servers, cpu=0, duration="6 hours")
+    p["schedulerUrl"] = "localhost:8080"
+    failures = {f.property: f.reason for f in GreenVmProvider().check({}, p).failures}
+    assert failures["workload.cpu"] == "workload 'etl': Input should be greater than 0"
+    assert failures["workload.duration"].startswith("workload 'etl': malformed duration '6 hours'")
+    assert failures["schedulerUrl"] == "workload 'etl': schedulerUrl must be an http(s) URL"
+
+
+def test_check_refuses_a_new_workload_past_its_deadline_but_not_a_placed_one(servers):
+    p = props(servers, deadline="2025-01-01T00:00:00Z")
+    new = GreenVmProvider().check({}, p).failures
+    assert new and "cannot finish in time" in new[0].reason
+    assert GreenVmProvider().check(p, p).failures == []
+
+
+def test_create_places_and_gates_on_time(servers, catalog, crd_schemas):
+    clock = Clock()
+    provider = GreenVmProvider(clock)
+    created = provider.create(props(servers))
+    out = created.outs
+    d = out["decision"]
+    assert created.id == "greenvm-etl"
+    assert catalog.region(d["provider"], d["region"]).eu and d["zone"] == catalog.region(d["provider"], d["region"]).zone
+    assert d["image"] == catalog.image(d["provider"], d["region"])
+    start = datetime.fromisoformat(d["schedulingTime"].replace("Z", "+00:00"))
+
+    # Before the start: Scheduled, nothing provider-specific.
+    clock.now = start - timedelta(minutes=1)
+    gated = provider.update(created.id, out, props(servers) | {"workload": out["workload"]}).outs
+    assert gated["status"] == "Scheduled" and gated["manifests"] == []
+
+    # The gate opens: diff reports an update, update renders the manifests.
+    calls = placements_logged(servers[1])
+    clock.now = start + timedelta(seconds=1)
+    diff = provider.diff(created.id, gated, props(servers) | {"workload": out["workload"]})
+    assert diff.changes and not diff.replaces
+    running = provider.update(created.id, gated, props(servers) | {"workload": out["workload"]}).outs
+    assert running["status"] == "Running" and running["decision"] == d
+    kinds = [m["kind"] for m in running["manifests"]]
+    assert len(kinds) >= 3 and all(m["metadata"]["labels"]["greenops.io/workload"] == "etl" for m in running["manifests"])
+    assert [e for m in running["manifests"] for e in crd_schemas.errors(m)] == []
+
+    # Unchanged and still running: no change, and no scheduler call anywhere in diff/update.
+    assert not provider.diff(created.id, running, props(servers) | {"workload": out["workload"]}).changes
+
+    # Completed: retire.
+    clock.now = start + timedelta(hours=2, seconds=1)
+    assert provider.diff(created.id, running, props(servers) | {"workload": out["workload"]}).changes
+    done = provider.update(created.id, running, props(servers) | {"workload": out["workload"]}).outs
+    assert done["status"] == "Completed" and done["manifests"] == []
+    assert placements_logged(servers[1]) == calls
+
+
+def test_spec_change_replaces(servers):
+    provider = GreenVmProvider()
+    out = provider.create(props(servers)).outs
+    changed = props(servers) | {"workload": dict(out["workload"], cpu=8)}
+    diff = provider.diff("greenvm-etl", out, changed)
+    assert diff.changes and diff.replaces == ["workload"]
+    same = props(servers) | {"workload": out["workload"]}
+    assert provider.diff("greenvm-etl", out, same).changes is False
+
+
+def test_policy_conflict_fails_closed(servers):
+    with pytest.raises(GreenOpsError) as info:
+        GreenVmProvider().create(props(servers, originRegion="westus", maxLatency=10))
+    assert "workload 'etl' was not placed: policy refused it" in str(info.value)
+    assert "maxLatency 10 ms from westus leaves 0" in str(info.value)
+
+
+def test_opa_down_is_a_clear_error(servers):
+    p = props(servers)
+    p["opaUrl"] = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(GreenOpsError, match=r"workload 'etl' was not placed: OPA at http://127\.0\.0\.1:\d+ did not answer"):
+        GreenVmProvider().create(p)
+
+
+def test_scheduler_down_is_a_clear_error(servers):
+    p = props(servers)
+    p["schedulerUrl"] = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(GreenOpsError, match=r"workload 'etl' was not placed: scheduler at http://127\.0\.0\.1:\d+ did not answer"):
+        GreenVmProvider().create(p)
