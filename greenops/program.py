@@ -1,24 +1,58 @@
-"""The Pulumi program behind ``__main__.py``.
-
-So far it validates the stack's workloads and exports them; placement (the GreenVm dynamic
-provider) and the platform components are wired in by later modules.
-"""
+"""The Pulumi program behind ``__main__.py``: every workload of the stack, placed and gated."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pulumi
+import pulumi_kubernetes as k8s
 
-from greenops.stack_config import StackConfigError, parse_stack_config
+from components.workload import Endpoints, GreenWorkload, GreenWorkloadArgs
+from greenops.stack_config import StackConfig, StackConfigError, parse_stack_config
+
+SECTIONS = ("workloads", "render", "endpoints", "kubernetes")
 
 
-def _raw_config() -> dict:
+def _raw_config(cfg: pulumi.Config) -> dict:
+    return {key: cfg.get_object(key) for key in SECTIONS if cfg.get(key) is not None}
+
+
+def kubernetes_provider(config: StackConfig, cfg: pulumi.Config) -> k8s.Provider:
+    kube = config.kubernetes
+    if kube.mode == "render":
+        # Manifests are written to a folder instead of a cluster (the local default).
+        return k8s.Provider("k8s", render_yaml_to_directory=str(Path(kube.render_dir).resolve()))
+    return k8s.Provider("k8s", kubeconfig=cfg.get_secret("kubeconfig"), context=kube.context,
+                        enable_server_side_apply=True)
+
+
+def placement_row(name: str, decision: dict | None, status: str | None) -> dict:
+    d = decision or {}
+    return {"workload": name, "status": status, "provider": d.get("provider"), "region": d.get("region"),
+            "zone": d.get("zone"), "start": d.get("schedulingTime"), "size": d.get("vmSize"),
+            "expected": d.get("expectedIntensity"), "baseline": d.get("baselineIntensity"),
+            "saving%": d.get("savingPercent")}
+
+
+def run() -> list[GreenWorkload]:
     cfg = pulumi.Config("greenops")
-    return {key: cfg.get_object(key) for key in ("workloads", "render") if cfg.get(key) is not None}
-
-
-def run() -> None:
     try:
-        config = parse_stack_config(_raw_config())
+        config = parse_stack_config(_raw_config(cfg))
     except StackConfigError as exc:
         # A clean, named error instead of a Python traceback in the preview output.
         raise pulumi.RunError(str(exc)) from None
-    pulumi.export("workloads", [w.spec() for w in config.workloads])
+    provider = kubernetes_provider(config, cfg)
+    e = config.endpoints
+    endpoints = Endpoints(str(e.opa_url), str(e.scheduler_url), e.timeout_seconds, e.attempts,
+                          cfg.get_secret("opaToken"), cfg.get_secret("schedulerToken"))
+    placed = [{"name": w.name, "tenant": w.tenant, "cpu": w.cpu} for w in config.workloads]
+    rows, components = [], []
+    for w in config.workloads:
+        component = GreenWorkload(
+            w.name, GreenWorkloadArgs(w, endpoints, config.render, placed),
+            pulumi.ResourceOptions(providers={"kubernetes": provider}),
+        )
+        components.append(component)
+        rows.append(pulumi.Output.all(component.decision, component.status)
+                    .apply(lambda ds, name=w.name: placement_row(name, ds[0], ds[1])))
+    pulumi.export("placements", pulumi.Output.all(*rows))
+    return components

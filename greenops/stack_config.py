@@ -4,7 +4,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Literal
+
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
 
 from greenops.errors import GreenOpsError
 from greenops.models import Workload
@@ -15,11 +18,34 @@ class StackConfigError(GreenOpsError):
     """Bad stack configuration; the message names the key and the reason."""
 
 
+class _Section(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class EndpointsConfig(_Section):
+    """``greenops:endpoints``: where OPA and the scheduler answer."""
+
+    opa_url: AnyHttpUrl = Field(default="http://127.0.0.1:8181")
+    scheduler_url: AnyHttpUrl = Field(default="http://127.0.0.1:8080")
+    timeout_seconds: float = Field(default=10.0, gt=0, le=120)
+    attempts: int = Field(default=3, ge=1, le=10)
+
+
+class KubernetesConfig(_Section):
+    """``greenops:kubernetes``: render manifests to a folder, or apply them to a cluster."""
+
+    mode: Literal["render", "cluster"] = "render"
+    render_dir: str = "build/rendered"
+    context: str | None = Field(default=None, description="kubeconfig context; the kubeconfig itself is the secret kubernetes:kubeconfig")
+
+
 class StackConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     workloads: tuple[Workload, ...] = ()
     render: RenderSettings = Field(default_factory=RenderSettings)
+    endpoints: EndpointsConfig = Field(default_factory=EndpointsConfig)
+    kubernetes: KubernetesConfig = Field(default_factory=KubernetesConfig)
 
 
 def _describe(exc: ValidationError, where: str) -> str:
@@ -51,10 +77,15 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None) -> Stac
         except ValidationError as exc:
             name = item.get("name") if isinstance(item, dict) else None
             errors.append(_describe(exc, f"greenops:workloads[{idx}]" + (f" ({name})" if name else "")))
-    try:
-        render = RenderSettings.model_validate(raw.get("render") or {})
-    except ValidationError as exc:
-        errors.append(_describe(exc, "greenops:render"))
+    sections = {}
+    for key, model in (("render", RenderSettings), ("endpoints", EndpointsConfig), ("kubernetes", KubernetesConfig)):
+        try:
+            sections[key] = model.model_validate(raw.get(key) or {})
+        except ValidationError as exc:
+            errors.append(_describe(exc, f"greenops:{key}"))
+    unknown = sorted(set(raw) - {"workloads", "render", "endpoints", "kubernetes"})
+    if unknown:
+        errors.append(f"unknown key(s) {', '.join('greenops:' + k for k in unknown)}")
     if errors:
         raise StackConfigError("; ".join(errors))
-    return StackConfig(workloads=tuple(workloads), render=render)
+    return StackConfig(workloads=tuple(workloads), **sections)

@@ -1,26 +1,126 @@
-"""Program structure under Pulumi mocks (no engine, no cloud)."""
+"""Program structure under Pulumi mocks (no engine, no cloud, and no dynamic provider run)."""
+from __future__ import annotations
+
 import json
 
 import pulumi
 import pytest
 
+from greenops.renderers import RenderSettings, render
+from greenops.models import Decision, Workload
+
+NOW_SPEC = {"cpu": 2, "memory": 4, "duration": "1h", "deadline": "2030-01-01T00:00:00Z", "originRegion": "westeurope"}
+WORKLOADS = [dict(NOW_SPEC, name="due-now", tenant="finance"), dict(NOW_SPEC, name="later", tenant="ml")]
+SECRET_SIG, SECRET_VALUE = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
+
 
 class Mocks(pulumi.runtime.Mocks):
-    def new_resource(self, args):
-        return [args.name + "_id", args.inputs]
+    """Stands in for GreenVm: 'due-*' workloads are running (manifests rendered), others scheduled."""
+
+    def __init__(self):
+        self.resources: list[pulumi.runtime.MockResourceArgs] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        self.resources.append(args)
+        outs = dict(args.inputs)
+        if args.typ == "pulumi-python:dynamic:Resource":
+            w = Workload.model_validate(outs["workload"], context={"check_deadline": False})
+            d = Decision(provider="gcp", region="europe-west9", zone="FR", scheduling_time="2029-01-01T00:00:00Z",
+                         vm_size="e2-standard-2", image="projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts",
+                         expected_intensity=20, baseline_intensity=80)
+            due = w.name.startswith("due")
+            outs["decision"] = d.document()
+            outs["status"] = "Running" if due else "Scheduled"
+            outs["manifests"] = render(w, d, RenderSettings.model_validate(outs["render"])) if due else []
+        return [f"{args.name}-id", outs]
 
     def call(self, args):
         return {}
 
 
-WORKLOAD = {"name": "etl", "cpu": 2, "memory": 4, "duration": "1h", "deadline": "2030-01-01T00:00:00Z",
-            "originRegion": "westeurope"}
+@pytest.fixture
+def mocks():
+    m = Mocks()
+    pulumi.runtime.set_mocks(m, project="greenops-platform", stack="test", preview=False)
+    pulumi.runtime.set_all_config({
+        "greenops:workloads": json.dumps(WORKLOADS),
+        "greenops:render": json.dumps({"sshPublicKey": KEY, "skipAwait": True}),
+        "greenops:opaToken": "s3cr3t-token",
+    }, secret_keys=["greenops:opaToken"])
+    return m
+
+
+def by_type(m: Mocks, typ: str):
+    return [r for r in m.resources if r.typ == typ]
+
+
+@pulumi.runtime.test
+def test_each_workload_is_a_component_with_its_vm_and_objects(mocks):
+    from greenops import program
+
+    components = program.run()
+
+    def check(_):
+        names = {r.name for r in by_type(mocks, "greenops:index:GreenWorkload")}
+        assert names == {"due-now", "later"}
+        assert {r.name for r in by_type(mocks, "pulumi-python:dynamic:Resource")} == {"due-now-placement", "later-placement"}
+        groups = {r.name: r for r in by_type(mocks, "kubernetes:yaml/v2:ConfigGroup")}
+        assert set(groups) == {"due-now-vm", "later-vm"}
+        # The time gate: only the due workload hands objects to its ConfigGroup.
+        assert groups["later-vm"].inputs.get("objs") in ([], None)
+        objs = groups["due-now-vm"].inputs["objs"]
+        assert [o["kind"] for o in objs] == ["ComputeNetwork", "ComputeSubnetwork", "ComputeInstance"]
+        assert all(o["metadata"]["labels"]["greenops-tenant"] == "finance" for o in objs)
+        assert all(o["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true" for o in objs)
+
+    return pulumi.Output.all(*[c.objects.urn for c in components]).apply(check)
+
+
+@pulumi.runtime.test
+def test_children_are_parented_to_their_workload(mocks):
+    from greenops import program
+
+    components = program.run()
+
+    def check(urns):
+        for c, urn in zip(components, urns):
+            # a child's URN carries its parent's type: ...GreenWorkload$pulumi-python:dynamic:Resource::
+            assert "greenops:index:GreenWorkload$pulumi-python:dynamic:Resource::" in urn[0]
+            assert "greenops:index:GreenWorkload$kubernetes:yaml/v2:ConfigGroup::" in urn[1]
+
+    return pulumi.Output.all(*[pulumi.Output.all(c.vm.urn, c.objects.urn) for c in components]).apply(check)
+
+
+@pulumi.runtime.test
+def test_tokens_stay_secret(mocks):
+    from greenops import program
+
+    components = program.run()
+
+    def check(decisions):
+        for r in by_type(mocks, "pulumi-python:dynamic:Resource"):
+            token = r.inputs["opaToken"]
+            # Pulumi's wire marker for a secret value: it reaches the engine encrypted, never plain.
+            assert token == {SECRET_SIG: SECRET_VALUE, "value": "s3cr3t-token"}
+        assert "s3cr3t-token" not in json.dumps(decisions)
+
+    return pulumi.Output.all(*[c.decision for c in components]).apply(check)
 
 
 def test_bad_config_fails_with_named_error():
     pulumi.runtime.set_mocks(Mocks(), project="greenops-platform", stack="test", preview=True)
-    pulumi.runtime.set_all_config({"greenops:workloads": json.dumps([dict(WORKLOAD, cpu=-1)])})
+    pulumi.runtime.set_all_config({"greenops:workloads": json.dumps([dict(WORKLOADS[0], cpu=-1)])})
     from greenops import program
 
-    with pytest.raises(pulumi.RunError, match=r"greenops:workloads\[0\] \(etl\)\.cpu"):
+    with pytest.raises(pulumi.RunError, match=r"greenops:workloads\[0\] \(due-now\)\.cpu"):
+        program.run()
+
+
+def test_bad_endpoint_config_names_the_key():
+    pulumi.runtime.set_mocks(Mocks(), project="greenops-platform", stack="test", preview=True)
+    pulumi.runtime.set_all_config({"greenops:endpoints": json.dumps({"opaUrl": "not a url"})})
+    from greenops import program
+
+    with pytest.raises(pulumi.RunError, match=r"greenops:endpoints\.opaUrl"):
         program.run()

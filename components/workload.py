@@ -1,0 +1,63 @@
+"""GreenWorkload: one generic workload, placed by GreenVm, provisioned by a ConfigGroup when due."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from greenops.models import Workload
+from greenops.provider.greenvm import GreenVm
+from greenops.renderers import RenderSettings
+
+
+@dataclass
+class Endpoints:
+    opa_url: str
+    scheduler_url: str
+    timeout_seconds: float = 10.0
+    attempts: int = 3
+    opa_token: pulumi.Input[str] | None = None
+    scheduler_token: pulumi.Input[str] | None = None
+
+
+@dataclass
+class GreenWorkloadArgs:
+    workload: Workload
+    endpoints: Endpoints
+    render: RenderSettings = field(default_factory=RenderSettings)
+    placed: list[dict] | None = None  # other workloads of the stack, for the tenant quota
+
+
+class GreenWorkload(pulumi.ComponentResource):
+    """The GreenVm decision plus the provider-specific objects (ASO, Config Connector or ACK).
+
+    The objects exist only while the workload is due: they appear when the time gate opens and
+    are deleted when the run has completed or the workload is removed.
+    """
+
+    decision: pulumi.Output[dict]
+    status: pulumi.Output[str]
+
+    def __init__(self, name: str, args: GreenWorkloadArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("greenops:index:GreenWorkload", name, None, opts)
+        e = args.endpoints
+        props = {
+            "workload": args.workload.spec(),
+            "opaUrl": e.opa_url,
+            "schedulerUrl": e.scheduler_url,
+            "timeoutSeconds": e.timeout_seconds,
+            "attempts": e.attempts,
+            "render": args.render.model_dump(mode="json", by_alias=True),
+            "placed": args.placed,
+            "opaToken": e.opa_token,
+            "schedulerToken": e.scheduler_token,
+        }
+        self.vm = GreenVm(f"{name}-placement", props, pulumi.ResourceOptions(parent=self))
+        self.objects = k8s.yaml.v2.ConfigGroup(
+            f"{name}-vm", objs=self.vm.manifests,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm]),
+        )
+        self.decision = self.vm.decision
+        self.status = self.vm.status
+        self.register_outputs({"decision": self.decision, "status": self.status})
