@@ -19,6 +19,7 @@ class Endpoints:
     attempts: int = 3
     opa_token: pulumi.Input[str] | None = None
     scheduler_token: pulumi.Input[str] | None = None
+    lead_seconds: float = 300.0  # open the time gate this long before the start (provisioning time)
 
 
 @dataclass
@@ -52,6 +53,7 @@ class GreenWorkload(pulumi.ComponentResource):
             "placed": args.placed,
             "opaToken": e.opa_token,
             "schedulerToken": e.scheduler_token,
+            "leadSeconds": e.lead_seconds,
         }
         self.vm = GreenVm(f"{name}-placement", props, pulumi.ResourceOptions(parent=self))
         self.objects = k8s.yaml.v2.ConfigGroup(

@@ -79,6 +79,25 @@ def cmd_render(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """OPA (with the policy bundle) and the scheduler on fixed loopback ports, until Ctrl-C."""
+    import signal
+    import threading
+
+    from greenops.local.scheduler import SchedulerServer
+    from greenops.policies.server import OpaServer
+
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with SchedulerServer(port=args.scheduler_port, source=args.source) as scheduler, \
+            OpaServer(scheduler_url=scheduler.url, port=args.opa_port) as opa:
+        print(f"scheduler {scheduler.url} (source {args.source}), OPA {opa.url} with the policy bundle; Ctrl-C stops both",
+              flush=True)
+        stop.wait()
+    return 0
+
+
 def _utc(text: str) -> datetime:
     value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     if value.tzinfo is None:
@@ -100,6 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--at", type=_utc, help="scheduling time to stamp (default: now)")
     p.add_argument("--out", default="build/manifests")
     p.set_defaults(func=cmd_render)
+    p = sub.add_parser("serve", help="run OPA and the scheduler on loopback for the dev stack")
+    p.add_argument("--opa-port", type=int, default=8181)
+    p.add_argument("--scheduler-port", type=int, default=8080)
+    p.add_argument("--source", default="profiles")
+    p.set_defaults(func=cmd_serve)
     return parser
 
 

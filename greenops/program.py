@@ -6,6 +6,7 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import Endpoints, GreenWorkload, GreenWorkloadArgs
 from greenops.stack_config import StackConfig, StackConfigError, parse_stack_config
 
@@ -41,15 +42,18 @@ def run() -> list[GreenWorkload]:
         # A clean, named error instead of a Python traceback in the preview output.
         raise pulumi.RunError(str(exc)) from None
     provider = kubernetes_provider(config, cfg)
+    depends: list[pulumi.Resource] = []
+    if config.kubernetes.mode == "render":
+        depends.append(RenderModeCrds("render-mode-crds", RenderModeCrdsArgs(provider)))
     e = config.endpoints
     endpoints = Endpoints(str(e.opa_url), str(e.scheduler_url), e.timeout_seconds, e.attempts,
-                          cfg.get_secret("opaToken"), cfg.get_secret("schedulerToken"))
+                          cfg.get_secret("opaToken"), cfg.get_secret("schedulerToken"), e.provisioning_lead_seconds)
     placed = [{"name": w.name, "tenant": w.tenant, "cpu": w.cpu} for w in config.workloads]
     rows, components = [], []
     for w in config.workloads:
         component = GreenWorkload(
             w.name, GreenWorkloadArgs(w, endpoints, config.render, placed),
-            pulumi.ResourceOptions(providers={"kubernetes": provider}),
+            pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends),
         )
         components.append(component)
         rows.append(pulumi.Output.all(component.decision, component.status)

@@ -29,6 +29,8 @@ class EndpointsConfig(_Section):
     scheduler_url: AnyHttpUrl = Field(default="http://127.0.0.1:8080")
     timeout_seconds: float = Field(default=10.0, gt=0, le=120)
     attempts: int = Field(default=3, ge=1, le=10)
+    provisioning_lead_seconds: float = Field(default=300, ge=0, le=86400,
+                                             description="open the time gate this long before the start")
 
 
 class KubernetesConfig(_Section):

@@ -525,6 +525,30 @@ def derive_profiles(src: Path, regions: list[dict], problems: list[str]) -> dict
 
 
 # ---------------------------------------------------------------------------------------------
+# Upstream CRD facts
+# ---------------------------------------------------------------------------------------------
+def derive_crd_index(crd_dir: Path) -> dict:
+    """Group, kind, plural, scope and served versions of every upstream CRD we render or install.
+
+    The render-to-directory Kubernetes provider cannot ask a cluster whether a kind is namespaced;
+    these facts let the program tell it (see components/render_mode.py).
+    """
+    kinds = []
+    for path in sorted(crd_dir.glob("*.yaml")):
+        with path.open(encoding="utf-8") as fh:
+            crd = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        spec = crd["spec"]
+        kinds.append({
+            "name": crd["metadata"]["name"], "group": spec["group"], "kind": spec["names"]["kind"],
+            "plural": spec["names"]["plural"], "singular": spec["names"].get("singular", spec["names"]["kind"].lower()),
+            "scope": spec["scope"],
+            "served": [v["name"] for v in spec["versions"] if v.get("served")],
+            "storage": next(v["name"] for v in spec["versions"] if v.get("storage")),
+        })
+    return {"schemaVersion": SCHEMA_VERSION, "kinds": kinds}
+
+
+# ---------------------------------------------------------------------------------------------
 def write_json(path: Path, payload) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(payload, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
@@ -537,6 +561,7 @@ def main(argv: list[str] | None = None) -> int:
     here = Path(__file__).resolve().parent.parent
     parser.add_argument("--source", type=Path, default=here.parent / "shared" / "data")
     parser.add_argument("--out", type=Path, default=here / "data")
+    parser.add_argument("--crds", type=Path, default=here.parent / "shared" / "crds")
     args = parser.parse_args(argv)
     if not args.source.is_dir():
         print(f"derive_data: source folder {args.source} not found", file=sys.stderr)
@@ -557,6 +582,10 @@ def main(argv: list[str] | None = None) -> int:
         write_json(args.out / "sizes" / f"{p}.json", {"schemaVersion": SCHEMA_VERSION, **sizes[p]})
     write_json(args.out / "images.json", images)
     write_json(args.out / "carbon" / "profiles.json", profiles)
+    if args.crds.is_dir():
+        crds = derive_crd_index(args.crds)
+        write_json(args.out / "crds.json", crds)
+        print(f"  crd kinds={len(crds['kinds'])}")
 
     print("derived:")
     for p in PROVIDERS:

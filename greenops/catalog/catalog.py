@@ -14,6 +14,8 @@ from .schema import (
     AwsAmiLookup,
     AzureImage,
     CarbonProfile,
+    CrdKind,
+    CrdsFile,
     ImagesFile,
     LatencyFile,
     ProfilesFile,
@@ -137,6 +139,12 @@ class Catalog:
     @property
     def profile_zones(self) -> list[str]:
         return list(self._profiles.zones)
+
+    # -- upstream CRDs ------------------------------------------------------------------------
+    @cached_property
+    def crd_kinds(self) -> dict[tuple[str, str], CrdKind]:
+        """(group, kind) -> the upstream CRD's names, scope and versions."""
+        return {(k.group, k.kind): k for k in CrdsFile.model_validate(_read(self.root / "crds.json")).kinds}
 
     # -- what makes a region placeable ------------------------------------------------------
     def placement_gaps(self, provider: str, region: str) -> list[str]:

@@ -113,3 +113,19 @@ class ProfilesFile(_Fact):
     unit: str
     resolution: str
     zones: dict[str, CarbonProfile]
+
+
+class CrdKind(_Fact):
+    name: str
+    group: str
+    kind: str
+    plural: str
+    singular: str
+    scope: str = Field(pattern="^(Namespaced|Cluster)$")
+    served: list[str]
+    storage: str
+
+
+class CrdsFile(_Fact):
+    schemaVersion: int
+    kinds: list[CrdKind]

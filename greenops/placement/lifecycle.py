@@ -15,8 +15,10 @@ class Status(str, Enum):
         return self is Status.RUNNING
 
 
-def status_at(now: datetime, start: datetime, duration: timedelta) -> Status:
-    if now < start:
+def status_at(now: datetime, start: datetime, duration: timedelta, lead: timedelta = timedelta(0)) -> Status:
+    """``lead`` opens the gate that much before the start, so the VM is up when its slot begins
+    (the thesis' provisioningTimeOffset)."""
+    if now < start - lead:
         return Status.SCHEDULED
     if now < start + duration:
         return Status.RUNNING

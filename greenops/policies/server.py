@@ -35,7 +35,7 @@ class OpaServer(LoopbackService):
 
     def start(self) -> None:
         bundle = self.bundle or build(self.workdir / "policy-bundle.tar.gz", default_revision())
-        self.port = free_port()
+        self.port = self.port or free_port()
         env = dict(os.environ)
         # Every query allocates; collecting less often trims the latency tail (measured in
         # benchmarks/policy_latency.py).

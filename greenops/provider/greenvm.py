@@ -13,7 +13,7 @@ set, else the system clock.
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
 import pulumi
@@ -38,7 +38,8 @@ from greenops.renderers import RenderSettings, render
 
 # Credentials for OPA and the scheduler: kept as secrets in the state.
 SECRET_INPUTS = ["opaToken", "schedulerToken"]
-SETTINGS_KEYS = ("opaUrl", "schedulerUrl", "timeoutSeconds", "attempts", "render", "placed", "opaToken", "schedulerToken")
+SETTINGS_KEYS = ("opaUrl", "schedulerUrl", "timeoutSeconds", "attempts", "render", "placed", "opaToken",
+                 "schedulerToken", "leadSeconds")
 
 
 def system_clock() -> datetime:
@@ -50,6 +51,10 @@ def system_clock() -> datetime:
 
 def _workload(props: dict, now: datetime, check_deadline: bool = True) -> Workload:
     return Workload.model_validate(props["workload"], context={"now": now, "check_deadline": check_deadline})
+
+
+def _lead(props: dict) -> timedelta:
+    return timedelta(seconds=float(props.get("leadSeconds") or 0))
 
 
 def _name(props: dict) -> str:
@@ -116,7 +121,7 @@ class GreenVmProvider(ResourceProvider):
         if not decision:
             return DiffResult(changes=True, replaces=["workload"])
         workload = _workload(news, self.now(), check_deadline=False)
-        due = status_at(self.now(), Decision.from_document(decision).scheduling_time, workload.duration)
+        due = status_at(self.now(), Decision.from_document(decision).scheduling_time, workload.duration, _lead(news))
         return DiffResult(changes=settings_changed or due.value != olds.get("status"), replaces=[],
                           stables=["decision"])
 
@@ -140,7 +145,7 @@ class GreenVmProvider(ResourceProvider):
     # -- outputs ------------------------------------------------------------------------------
     @staticmethod
     def _outputs(props: dict, workload: Workload, decision: Decision, now: datetime) -> dict[str, Any]:
-        status = status_at(now, decision.scheduling_time, workload.duration)
+        status = status_at(now, decision.scheduling_time, workload.duration, _lead(props))
         manifests = []
         if status.materialised:
             settings = RenderSettings.model_validate(props.get("render") or {})

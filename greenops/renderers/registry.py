@@ -11,17 +11,28 @@ from greenops.models import Decision, Workload
 from .base import RenderContext, RenderFn, RenderSettings
 
 _RENDERERS: dict[str, RenderFn] = {}
+_KINDS: dict[str, list[tuple[str, str]]] = {}
 _PROVIDER_MODULES = "greenops.renderers.providers"
 
 
-def renderer(provider: str):
-    """Class-free registration: ``@renderer("gcp") def render(ctx): ...``."""
+def renderer(provider: str, kinds: list[tuple[str, str]]):
+    """Registration: ``@renderer("gcp", kinds=[(apiVersion, kind), ...]) def render(ctx): ...``.
+
+    ``kinds`` lists every object type the renderer emits (the platform installs their CRDs).
+    """
 
     def register(fn: RenderFn) -> RenderFn:
         _RENDERERS[provider] = fn
+        _KINDS[provider] = list(kinds)
         return fn
 
     return register
+
+
+def rendered_kinds() -> list[tuple[str, str]]:
+    """(apiVersion, kind) of every object any provider renderer emits."""
+    _discover()
+    return [k for provider in sorted(_KINDS) for k in _KINDS[provider]]
 
 
 def _discover() -> None:

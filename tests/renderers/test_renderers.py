@@ -134,3 +134,16 @@ def test_unknown_provider_has_no_renderer(make_workload, decide, settings):
     d = decide(w, "gcp", "europe-west9").model_copy(update={"provider": "oracle"})
     with pytest.raises(RenderError, match="no renderer for provider 'oracle'"):
         render(w, d, settings)
+
+
+@pytest.mark.parametrize("provider,region", [("azure", "westeurope"), ("gcp", "europe-west1"), ("aws", "eu-west-1")])
+def test_declared_kinds_cover_what_is_rendered(make_workload, decide, settings, catalog, provider, region):
+    from greenops.renderers import rendered_kinds
+
+    w = make_workload()
+    emitted = {(o["apiVersion"], o["kind"]) for o in render(w, decide(w, provider, region), settings)}
+    assert emitted <= set(rendered_kinds())
+    # and every declared kind is an upstream CRD in the catalog (render-mode stubs need its facts)
+    for api_version, kind in rendered_kinds():
+        fact = catalog.crd_kinds[(api_version.split("/")[0], kind)]
+        assert api_version.split("/")[1] in fact.served

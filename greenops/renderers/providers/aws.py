@@ -14,7 +14,7 @@ def _tags(ctx: RenderContext, name: str) -> list[dict[str, str]]:
     return [{"key": "Name", "value": name}] + [{"key": k, "value": v} for k, v in ctx.tags().items()]
 
 
-@renderer("aws")
+@renderer("aws", kinds=[(API, "VPC"), (API, "Subnet"), (API, "SecurityGroup"), (API, "Instance")])
 def render(ctx: RenderContext) -> list[dict]:
     d = ctx.decision
     region_note = {REGION_ANNOTATION: d.region}  # [1] ACK picks the region per object

@@ -19,7 +19,8 @@ def _image_reference(urn: str, workload: str) -> dict:
     return {"publisher": publisher, "offer": offer, "sku": sku, "version": version}
 
 
-@renderer("azure")
+@renderer("azure", kinds=[(NETWORK_API, "VirtualNetwork"), (NETWORK_API, "VirtualNetworksSubnet"),
+                          (NETWORK_API, "NetworkInterface"), (COMPUTE_API, "VirtualMachine")])
 def render(ctx: RenderContext) -> list[dict]:
     d, s = ctx.decision, ctx.settings
     if not s.ssh_public_key:

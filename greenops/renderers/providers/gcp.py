@@ -22,7 +22,7 @@ def _metadata(ctx: RenderContext, name: str) -> dict:
     return meta
 
 
-@renderer("gcp")
+@renderer("gcp", kinds=[(API, "ComputeNetwork"), (API, "ComputeSubnetwork"), (API, "ComputeInstance")])
 def render(ctx: RenderContext) -> list[dict]:
     d = ctx.decision
     zones = ctx.catalog.region("gcp", d.region).availabilityZones

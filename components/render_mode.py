@@ -1,0 +1,44 @@
+"""Scope stubs for the operators' CRDs, for the render-to-directory Kubernetes provider.
+
+A ConfigGroup must know whether each kind is namespaced. Against a cluster it asks the API
+server; in render mode there is none, and it fails on the ASO, Config Connector and ACK kinds.
+Declaring a CustomResourceDefinition through the same provider teaches it the scope. These stubs
+carry the upstream names and scope (from data/crds.json) with an open schema, are labelled
+`greenops.io/render-stub`, and exist only in render mode: a cluster gets the operators' real CRDs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from greenops.catalog import load_catalog
+from greenops.renderers import rendered_kinds
+
+
+@dataclass
+class RenderModeCrdsArgs:
+    provider: k8s.Provider
+
+
+class RenderModeCrds(pulumi.ComponentResource):
+    def __init__(self, name: str, args: RenderModeCrdsArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("greenops:index:RenderModeCrds", name, None, opts)
+        kinds = load_catalog().crd_kinds
+        self.crds = []
+        for api_version, kind in rendered_kinds():
+            group, version = api_version.split("/")
+            fact = kinds[(group, kind)]
+            self.crds.append(k8s.apiextensions.v1.CustomResourceDefinition(
+                fact.name,
+                metadata={"name": fact.name, "labels": {"greenops.io/render-stub": "true"}},
+                spec={
+                    "group": group, "scope": fact.scope,
+                    "names": {"kind": kind, "plural": fact.plural, "singular": fact.singular},
+                    "versions": [{"name": version, "served": True, "storage": True, "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
+                },
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
+            ))
+        self.register_outputs({"crds": [c.metadata["name"] for c in self.crds]})
