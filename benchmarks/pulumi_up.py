@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Wall time of `pulumi preview` and `up` for N workloads on the file backend (render mode).
+
+    .venv/bin/python benchmarks/pulumi_up.py [--workloads 5 100]
+
+Real engine, real OPA and scheduler on loopback, the GreenVm dynamic provider in its own process.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from pulumi import automation as auto
+
+from greenops import program
+from greenops.catalog import load_catalog
+from greenops.local.scheduler import SchedulerServer
+from greenops.local.tools import TOOLS_BIN, pulumi_env
+from greenops.policies.server import OpaServer
+
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBenchmarkKeyOnly greenops-bench"
+
+
+def workloads(n: int) -> list[dict]:
+    rnd = random.Random(n)
+    origins = [r.name for r in load_catalog().regions() if r.zone]
+    now = datetime.now(timezone.utc)
+    return [{"name": f"w{i:03d}", "cpu": rnd.choice([2, 4, 8]), "memory": rnd.choice([4, 8, 16]),
+             "duration": rnd.choice(["1h", "2h", "6h"]),
+             "deadline": (now + timedelta(hours=rnd.choice([8, 24, 72, 240]))).strftime("%Y-%m-%dT%H:%M:%SZ"),
+             "originRegion": rnd.choice(origins), "maxLatency": rnd.choice([100, 200, 2000]),
+             "dataResidency": rnd.choice(["eu", "none"]), "tenant": f"t{i % 7}"} for i in range(n)]
+
+
+def timed(label: str, fn):
+    t = time.perf_counter()
+    result = fn()
+    print(f"  {label:34} {time.perf_counter() - t:7.1f} s")
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workloads", type=int, nargs="+", default=[5, 100])
+    args = parser.parse_args()
+    with SchedulerServer(capacity_vcpu=1e9) as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+        for n in args.workloads:
+            tmp = Path(tempfile.mkdtemp(prefix="greenops-bench-"))
+            (tmp / "state").mkdir()
+            env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp / 'state'}"})
+            stack = auto.create_or_select_stack(
+                stack_name=f"bench{n}", project_name="greenops-platform", program=program.run,
+                opts=auto.LocalWorkspaceOptions(
+                    work_dir=str(tmp), pulumi_home=env["PULUMI_HOME"], env_vars=env,
+                    pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent)),
+                    project_settings=auto.ProjectSettings(name="greenops-platform", runtime="python")))
+            stack.set_all_config({
+                "greenops:workloads": auto.ConfigValue(json.dumps(workloads(n))),
+                "greenops:endpoints": auto.ConfigValue(json.dumps({"opaUrl": opa.url, "schedulerUrl": scheduler.url})),
+                "greenops:kubernetes": auto.ConfigValue(json.dumps({"mode": "render", "renderDir": str(tmp / "out")})),
+                "greenops:render": auto.ConfigValue(json.dumps({"sshPublicKey": KEY, "skipAwait": True})),
+            })
+            print(f"{n} workloads:")
+            timed("preview (nothing deployed yet)", stack.preview)
+            up = timed("up (place every workload)", stack.up)
+            timed("preview (unchanged)", stack.preview)
+            second = timed("up (unchanged)", stack.up)
+            print(f"  resources: {up.summary.resource_changes}; second up: {second.summary.resource_changes}")
+            stack.destroy()
+            stack.workspace.remove_stack(f"bench{n}")
+
+
+if __name__ == "__main__":
+    main()
