@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup tools test render catalog data bundle bench-policy scheduler eval bench-scheduler
+.PHONY: setup tools test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver) -> .tools/bin
@@ -50,3 +50,8 @@ eval: setup
 
 bench-scheduler: setup
 	$(PY) benchmarks/scheduler_latency.py
+
+# `pulumi up` of the dev stack: OPA and the scheduler on loopback, manifests rendered to build/rendered/dev
+dev-up: setup tools
+	mkdir -p build
+	bash scripts/dev_up.sh
