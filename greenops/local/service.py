@@ -1,6 +1,7 @@
 """The lifecycle every loopback helper shares: ``with Service() as s`` starts it and always stops it."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Self
 
 
@@ -23,3 +24,48 @@ class LoopbackService:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class ProcessService(LoopbackService):
+    """A loopback service run as one subprocess: launched, polled until ready, then terminated."""
+
+    name = "service"
+    startup_timeout: float = 30.0
+    _proc = None
+
+    def _launch(self, argv: list[str], log: "Path", env: dict[str, str] | None = None) -> None:
+        import subprocess
+
+        self.log = log
+        self._proc = subprocess.Popen(argv, stdout=log.open("ab"), stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+
+    def _wait_ready(self, url: str) -> None:
+        import time
+
+        import httpx
+
+        from greenops.errors import GreenOpsError
+
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise GreenOpsError(f"{self.name} exited with code {self._proc.returncode}: {self.log.read_text()[-2000:]}")
+            try:
+                if httpx.get(url, timeout=1.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise GreenOpsError(f"{self.name} did not become ready within {self.startup_timeout:.0f}s")
+
+    def stop(self) -> None:
+        import subprocess
+
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()

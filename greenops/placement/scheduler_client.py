@@ -1,12 +1,10 @@
-"""The scheduler's HTTP contract, from the Pulumi side (httpx, timeouts, bounded retries)."""
+"""The scheduler's HTTP contract, from the Pulumi side."""
 from __future__ import annotations
 
-import time
 from datetime import datetime
 
-import httpx
-
 from greenops.errors import GreenOpsError
+from greenops.httpclient import RetryingClient, detail
 
 
 class SchedulerUnavailable(GreenOpsError):
@@ -17,19 +15,7 @@ class SchedulerRefused(GreenOpsError):
     """The scheduler answered 4xx: the request cannot be placed as it is."""
 
 
-class SchedulerClient:
-    def __init__(self, url: str, timeout: float = 10.0, attempts: int = 3, backoff: float = 0.3,
-                 transport: httpx.BaseTransport | None = None, token: str | None = None):
-        self.url = url.rstrip("/")
-        self.timeout = timeout
-        self.attempts = attempts
-        self.backoff = backoff
-        headers = {"Authorization": f"Bearer {token}"} if token else None
-        self._client = httpx.Client(base_url=self.url, timeout=timeout, transport=transport, headers=headers)
-
-    def close(self) -> None:
-        self._client.close()
-
+class SchedulerClient(RetryingClient):
     def schedule(self, zones: list[str], deadline: datetime, duration_hours: float, cpu: float, memory: float,
                  origin_zone: str | None = None, jobs: int = 1) -> dict:
         body = {
@@ -39,26 +25,9 @@ class SchedulerClient:
         }
         if origin_zone:
             body["origin_zone"] = origin_zone
-        last = "no attempt made"
-        for attempt in range(1, self.attempts + 1):
-            try:
-                r = self._client.post("/scheduling", json=body)
-            except httpx.HTTPError as exc:
-                last = f"{type(exc).__name__}: {exc}"
-            else:
-                if r.status_code == 200:
-                    return r.json()
-                detail = _detail(r)
-                if 400 <= r.status_code < 500:
-                    raise SchedulerRefused(f"scheduler refused the request (HTTP {r.status_code}): {detail}")
-                last = f"HTTP {r.status_code}: {detail}"
-            if attempt < self.attempts:
-                time.sleep(self.backoff * attempt)
-        raise SchedulerUnavailable(f"scheduler at {self.url} did not answer ({last})")
-
-
-def _detail(r: httpx.Response) -> str:
-    try:
-        return str(r.json().get("detail", r.text[:300]))
-    except ValueError:
-        return r.text[:300]
+        r = self.post("/scheduling", body)
+        if r is not None and r.status_code == 200:
+            return r.json()
+        if r is not None and 400 <= r.status_code < 500:
+            raise SchedulerRefused(f"scheduler refused the request (HTTP {r.status_code}): {detail(r)}")
+        raise SchedulerUnavailable(f"scheduler at {self.url} did not answer ({self.last_error})")

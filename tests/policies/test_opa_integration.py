@@ -5,7 +5,6 @@ import base64
 import json
 import subprocess
 import tarfile
-from pathlib import Path
 
 import httpx
 import pytest

@@ -1,0 +1,58 @@
+"""The one HTTP client shape every GreenOps caller uses: timeouts, bounded retries, bearer token."""
+from __future__ import annotations
+
+import time
+
+import httpx
+
+
+class RetryingClient:
+    """POSTs JSON; retries transport errors and 5xx answers, returns anything else at once.
+
+    ``post`` returns the final response, or None when no attempt got an answer; ``last_error``
+    then says why, for the caller's own error message.
+    """
+
+    def __init__(self, url: str, timeout: float = 10.0, attempts: int = 3, backoff: float = 0.3,
+                 transport: httpx.BaseTransport | None = None, token: str | None = None):
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self.attempts = attempts
+        self.backoff = backoff
+        self.last_error = "no attempt made"
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        self._client = httpx.Client(base_url=self.url, timeout=timeout, transport=transport, headers=headers)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def post(self, path: str, body: dict) -> httpx.Response | None:
+        response = None
+        for attempt in range(1, self.attempts + 1):
+            try:
+                response = self._client.post(path, json=body)
+            except httpx.HTTPError as exc:
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                response = None
+            else:
+                if response.status_code < 500:
+                    return response
+                self.last_error = f"HTTP {response.status_code}: {detail(response)}"
+            if attempt < self.attempts:
+                time.sleep(self.backoff * attempt)
+        return response
+
+
+def detail(r: httpx.Response) -> str:
+    """The server's own explanation: FastAPI's ``detail`` when there is one, else the body."""
+    try:
+        payload = r.json()
+    except ValueError:
+        return r.text[:300]
+    return str(payload.get("detail", r.text[:300])) if isinstance(payload, dict) else r.text[:300]
