@@ -9,6 +9,9 @@ REGION_ANNOTATION = "services.k8s.aws/region"
 VPC_CIDR = "10.20.0.0/16"
 SUBNET_CIDR = "10.20.1.0/24"
 
+# The chart (components/charts/vm-template) reads these through its generated catalog.
+CHART_CONSTANTS = {"api": API, "vpcCidr": VPC_CIDR, "subnetCidr": SUBNET_CIDR}
+
 
 def _tags(ctx: RenderContext, name: str) -> list[dict[str, str]]:
     return [{"key": "Name", "value": name}] + [{"key": k, "value": v} for k, v in ctx.tags().items()]

@@ -10,6 +10,9 @@ COMPUTE_API = "compute.azure.com/v1api20220301"  # the version the thesis templa
 VNET_CIDR = "10.0.0.0/16"
 SUBNET_CIDR = "10.0.0.0/24"
 
+# The chart (components/charts/vm-template) reads these through its generated catalog.
+CHART_CONSTANTS = {"networkApi": NETWORK_API, "computeApi": COMPUTE_API, "vnetCidr": VNET_CIDR, "subnetCidr": SUBNET_CIDR}
+
 
 def _image_reference(urn: str, workload: str) -> dict:
     parts = urn.split(":")

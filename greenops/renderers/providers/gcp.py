@@ -8,6 +8,10 @@ from greenops.renderers.registry import renderer
 API = "compute.cnrm.cloud.google.com/v1beta1"
 SUBNET_CIDR = "10.10.0.0/24"
 BOOT_DISK_GB = 20
+BOOT_DISK_TYPE = "pd-balanced"
+
+# The chart (components/charts/vm-template) reads these through its generated catalog.
+CHART_CONSTANTS = {"api": API, "subnetCidr": SUBNET_CIDR, "bootDiskGb": BOOT_DISK_GB, "bootDiskType": BOOT_DISK_TYPE}
 
 
 def _labels(ctx: RenderContext) -> dict[str, str]:
@@ -53,7 +57,7 @@ def render(ctx: RenderContext) -> list[dict]:
                     "autoDelete": True,
                     "initializeParams": {
                         "size": BOOT_DISK_GB,
-                        "type": "pd-balanced",
+                        "type": BOOT_DISK_TYPE,
                         "sourceImageRef": {"external": d.image},  # [3]
                     },
                 },

@@ -1,0 +1,5 @@
+import sys
+
+from greenops.charts import main
+
+sys.exit(main())
