@@ -11,6 +11,7 @@ from components.workload import Endpoints, GreenWorkload, GreenWorkloadArgs
 from greenops.stack_config import StackConfig, StackConfigError, parse_stack_config
 
 SECTIONS = ("workloads", "render", "endpoints", "kubernetes")
+PLATFORM_SECRETS = ("mlflowDbPassword", "s3AccessKey", "s3SecretKey")
 
 
 def _raw_config(cfg: pulumi.Config) -> dict:
@@ -34,6 +35,27 @@ def placement_row(name: str, decision: dict | None, status: str | None) -> dict:
             "saving%": d.get("savingPercent")}
 
 
+def platform(cfg: pulumi.Config, provider: k8s.Provider) -> None:
+    """The control plane (greenops:platform), when the stack declares one."""
+    from pydantic import ValidationError
+
+    from components.config import PlatformConfig
+    from components.platform import GreenOpsPlatform, GreenOpsPlatformArgs, PlatformSecrets
+
+    raw = cfg.get_object("platform")
+    if raw is None:
+        return
+    try:
+        config = PlatformConfig.model_validate(raw)
+    except ValidationError as exc:
+        lines = [f"greenops:platform.{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
+                 for e in exc.errors()]
+        raise pulumi.RunError("; ".join(lines)) from None
+    secrets = PlatformSecrets(*(cfg.require_secret(k) if config.mlflow.enabled else None for k in PLATFORM_SECRETS))
+    GreenOpsPlatform("greenops", GreenOpsPlatformArgs(config, secrets),
+                     pulumi.ResourceOptions(providers={"kubernetes": provider}))
+
+
 def run() -> list[GreenWorkload]:
     cfg = pulumi.Config("greenops")
     try:
@@ -42,6 +64,7 @@ def run() -> list[GreenWorkload]:
         # A clean, named error instead of a Python traceback in the preview output.
         raise pulumi.RunError(str(exc)) from None
     provider = kubernetes_provider(config, cfg)
+    platform(cfg, provider)
     depends: list[pulumi.Resource] = []
     if config.kubernetes.mode == "render":
         depends.append(RenderModeCrds("render-mode-crds", RenderModeCrdsArgs(provider)))

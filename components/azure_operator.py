@@ -1,0 +1,67 @@
+"""AzureServiceOperator: ASO v2 plus the Azure identity it runs as (workload identity)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_azure_native as azure
+import pulumi_kubernetes as k8s
+
+from components.config import AzureConfig
+from components.helm import release
+
+NAMESPACE = "azureserviceoperator-system"
+SERVICE_ACCOUNT = "azureserviceoperator-default"
+# Only the groups the renderers emit: ASO installs no other CRD.
+CRD_PATTERN = "resources.azure.com/*;network.azure.com/*;compute.azure.com/*"
+CONTRIBUTOR = "b24988ac-6180-42a0-ab88-20f7382dd24c"  # built-in Azure role definition id
+
+
+@dataclass
+class AzureServiceOperatorArgs:
+    config: AzureConfig
+    chart: dict
+
+
+class AzureServiceOperator(pulumi.ComponentResource):
+    def __init__(self, name: str, args: AzureServiceOperatorArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("greenops:platform:AzureServiceOperator", name, None, opts)
+        c = args.config
+        child = pulumi.ResourceOptions(parent=self)
+        self.resource_group = azure.resources.ResourceGroup(
+            f"{name}-workloads", resource_group_name=c.resource_group, location=c.location, opts=child)
+        self.identity = azure.managedidentity.UserAssignedIdentity(
+            f"{name}-identity", resource_group_name=self.resource_group.name, location=c.location, opts=child)
+        self.federated = azure.managedidentity.FederatedIdentityCredential(
+            f"{name}-federated",
+            resource_group_name=self.resource_group.name,
+            resource_name_=self.identity.name,
+            issuer=c.oidc_issuer_url,
+            subject=f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}",
+            audiences=["api://AzureADTokenExchange"],
+            opts=child,
+        )
+        # Least privilege: Contributor on the workloads' resource group only.
+        self.role = azure.authorization.RoleAssignment(
+            f"{name}-contributor",
+            principal_id=self.identity.principal_id,
+            principal_type="ServicePrincipal",
+            role_definition_id=f"/subscriptions/{c.subscription_id}/providers/Microsoft.Authorization/roleDefinitions/{CONTRIBUTOR}",
+            scope=self.resource_group.id,
+            opts=child,
+        )
+        self.namespace = k8s.core.v1.Namespace(f"{name}-ns", metadata={"name": NAMESPACE}, opts=child)
+        self.settings = k8s.core.v1.Secret(
+            f"{name}-settings",
+            metadata={"name": "aso-controller-settings", "namespace": NAMESPACE},
+            string_data={
+                "AZURE_SUBSCRIPTION_ID": c.subscription_id,
+                "AZURE_TENANT_ID": c.tenant_id,
+                "AZURE_CLIENT_ID": self.identity.client_id,
+                "USE_WORKLOAD_IDENTITY_AUTH": "true",
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace]),
+        )
+        self.operator = release(f"{name}-aso", args.chart, NAMESPACE, {"crdPattern": CRD_PATTERN}, self,
+                                depends_on=[self.settings, self.role])
+        self.register_outputs({"clientId": self.identity.client_id, "resourceGroup": self.resource_group.name})

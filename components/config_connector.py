@@ -1,0 +1,49 @@
+"""ConfigConnector: GCP Config Connector (cluster mode) and the Google service account it runs as."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from components.config import GcpConfig
+
+KSA = "cnrm-system/cnrm-controller-manager"
+
+
+@dataclass
+class ConfigConnectorArgs:
+    config: GcpConfig
+    pin: dict
+
+
+class ConfigConnector(pulumi.ComponentResource):
+    def __init__(self, name: str, args: ConfigConnectorArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("greenops:platform:ConfigConnector", name, None, opts)
+        project = args.config.project
+        child = pulumi.ResourceOptions(parent=self)
+        self.account = gcp.serviceaccount.Account(
+            f"{name}-sa", account_id="greenops-config-connector", project=project,
+            display_name="GreenOps Config Connector", opts=child)
+        # Least privilege for the minimum set: networks, subnetworks and instances only.
+        self.compute_admin = gcp.projects.IAMMember(
+            f"{name}-compute-admin", project=project, role="roles/compute.admin",
+            member=self.account.email.apply(lambda e: f"serviceAccount:{e}"), opts=child)
+        self.workload_identity = gcp.serviceaccount.IAMMember(
+            f"{name}-workload-identity", service_account_id=self.account.name,
+            role="roles/iam.workloadIdentityUser",
+            member=f"serviceAccount:{project}.svc.id.goog[{KSA}]", opts=child)
+        # The operator itself ships as a manifest bundle (no Helm chart upstream).
+        self.operator = k8s.yaml.v2.ConfigFile(
+            f"{name}-operator", file=args.pin["operator_bundle"],
+            opts=pulumi.ResourceOptions(parent=self))
+        self.context = k8s.apiextensions.CustomResource(
+            f"{name}-config",
+            api_version="core.cnrm.cloud.google.com/v1beta1",
+            kind="ConfigConnector",
+            metadata={"name": "configconnector.core.cnrm.cloud.google.com"},
+            spec={"mode": "cluster", "googleServiceAccount": self.account.email},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.operator, self.workload_identity]),
+        )
+        self.register_outputs({"serviceAccount": self.account.email})

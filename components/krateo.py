@@ -1,0 +1,34 @@
+"""KrateoPlatform: Krateo core-provider and the VmTemplate CompositionDefinition (thesis §3.3)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.config import KrateoConfig
+from components.helm import release
+
+
+@dataclass
+class KrateoArgs:
+    config: KrateoConfig
+    core_provider: dict  # pinned chart
+
+
+class KrateoPlatform(pulumi.ComponentResource):
+    def __init__(self, name: str, args: KrateoArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("greenops:platform:KrateoPlatform", name, None, opts)
+        c = args.config
+        self.core_provider = release(f"{name}-core-provider", args.core_provider, c.namespace, {}, self)
+        # The CompositionDefinition makes core-provider generate the VmTemplate CRD from the chart's
+        # values.schema.json and run a composition-dynamic-controller for it.
+        self.composition = k8s.apiextensions.CustomResource(
+            f"{name}-vmtemplate",
+            api_version="core.krateo.io/v1alpha1",
+            kind="CompositionDefinition",
+            metadata={"name": "vmtemplate", "namespace": c.composition_namespace},
+            spec={"chart": {"url": f"{c.vm_template_chart_url}/vm-template", "version": c.vm_template_chart_version}},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.core_provider]),
+        )
+        self.register_outputs({"coreProviderVersion": args.core_provider["version"]})

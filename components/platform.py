@@ -1,0 +1,59 @@
+"""GreenOpsPlatform: the whole control plane from one validated PlatformConfig; every part can
+be switched off per stack."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from components.aws_controllers import AwsControllers, AwsControllersArgs
+from components.azure_operator import AzureServiceOperator, AzureServiceOperatorArgs
+from components.config import PlatformConfig
+from components.config_connector import ConfigConnector, ConfigConnectorArgs
+from components.krateo import KrateoArgs, KrateoPlatform
+from components.mlops import ModelServing, ModelServingArgs, ModelTracking, ModelTrackingArgs
+from components.policy_engine import PolicyEngine, PolicyEngineArgs
+from components.scheduler import GreenOpsScheduler, GreenOpsSchedulerArgs
+
+
+@dataclass
+class PlatformSecrets:
+    mlflow_db_password: pulumi.Input[str] | None = None
+    s3_access_key: pulumi.Input[str] | None = None
+    s3_secret_key: pulumi.Input[str] | None = None
+
+
+@dataclass
+class GreenOpsPlatformArgs:
+    config: PlatformConfig
+    secrets: PlatformSecrets
+
+
+class GreenOpsPlatform(pulumi.ComponentResource):
+    def __init__(self, name: str, args: GreenOpsPlatformArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("greenops:platform:GreenOpsPlatform", name, None, opts)
+        c, v = args.config, args.config.version
+        child = pulumi.ResourceOptions(parent=self)
+        self.parts: dict[str, pulumi.ComponentResource] = {}
+        if c.krateo.enabled:
+            self.parts["krateo"] = KrateoPlatform("krateo", KrateoArgs(c.krateo, v("krateo_core_provider")), child)
+        if c.azure.enabled:
+            self.parts["azure"] = AzureServiceOperator("aso", AzureServiceOperatorArgs(c.azure, v("azure_service_operator")), child)
+        if c.gcp.enabled:
+            self.parts["gcp"] = ConfigConnector("kcc", ConfigConnectorArgs(c.gcp, v("config_connector")), child)
+        if c.aws.enabled:
+            self.parts["aws"] = AwsControllers("ack", AwsControllersArgs(c.aws, v("ack_ec2")), child)
+        if c.scheduler.enabled:
+            image = c.scheduler.image or v("scheduler_image")
+            self.parts["scheduler"] = GreenOpsScheduler("scheduler", GreenOpsSchedulerArgs(c.scheduler, image), child)
+        if c.policy.enabled:
+            self.parts["policy"] = PolicyEngine("opa", PolicyEngineArgs(c.policy, v("opa_image"), v("kube_mgmt_image")), child)
+        if c.mlflow.enabled:
+            s = args.secrets
+            self.parts["mlflow"] = ModelTracking("mlflow", ModelTrackingArgs(
+                c.mlflow, v("mlflow"), v("postgresql"), v("seaweedfs"),
+                s.mlflow_db_password, s.s3_access_key, s.s3_secret_key), child)
+        if c.kserve.enabled:
+            self.parts["kserve"] = ModelServing("kserve", ModelServingArgs(
+                c.kserve, v("kserve_crd"), v("kserve"), v("mlserver_image")), child)
+        self.register_outputs({"parts": sorted(self.parts)})

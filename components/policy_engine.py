@@ -1,0 +1,142 @@
+"""PolicyEngine: OPA with the kube-mgmt sidecar, the policy bundle service, webhook TLS and the
+MutatingWebhookConfiguration for VmTemplate (thesis §3.5-3.6)."""
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_tls as tls
+
+from components.config import PolicyConfig
+
+VMTEMPLATE_GROUP = "composition.krateo.io"
+OPA_PORT = 8443
+
+
+@dataclass
+class PolicyEngineArgs:
+    config: PolicyConfig
+    opa_image: str
+    kube_mgmt_image: str
+    vmtemplate_version: str = "v1-0-0"  # Krateo names the generated API version after the chart
+
+
+def opa_config(c: PolicyConfig) -> dict:
+    """OPA's own configuration: pull the bundle from its service and hot-reload new revisions."""
+    if not c.bundle_service_url:
+        return {}
+    service: dict = {"url": c.bundle_service_url}
+    if c.bundle_service_type == "oci":
+        service["type"] = "oci"
+    return {"services": {"bundles": service},
+            "bundles": {"greenops": {"service": "bundles", "resource": c.bundle_resource,
+                                     "polling": {"min_delay_seconds": 30, "max_delay_seconds": 120}}}}
+
+
+class PolicyEngine(pulumi.ComponentResource):
+    def __init__(self, name: str, args: PolicyEngineArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("greenops:platform:PolicyEngine", name, None, opts)
+        c = args.config
+        ns = c.namespace
+        child = pulumi.ResourceOptions(parent=self)
+        host = f"opa.{ns}.svc"
+
+        # A CA and a serving certificate kept in state: stable across `up` runs, secret in state.
+        self.ca_key = tls.PrivateKey(f"{name}-ca-key", algorithm="ECDSA", ecdsa_curve="P256", opts=child)
+        self.ca = tls.SelfSignedCert(
+            f"{name}-ca", private_key_pem=self.ca_key.private_key_pem, is_ca_certificate=True,
+            validity_period_hours=24 * 365 * 5, allowed_uses=["cert_signing", "crl_signing"],
+            subject=tls.SelfSignedCertSubjectArgs(common_name="greenops-webhook-ca"), opts=child)
+        self.key = tls.PrivateKey(f"{name}-serving-key", algorithm="ECDSA", ecdsa_curve="P256", opts=child)
+        csr = tls.CertRequest(f"{name}-csr", private_key_pem=self.key.private_key_pem,
+                              dns_names=[host, f"{host}.cluster.local", "opa"], ip_addresses=["127.0.0.1"],
+                              subject=tls.CertRequestSubjectArgs(common_name=host), opts=child)
+        self.cert = tls.LocallySignedCert(
+            f"{name}-serving", cert_request_pem=csr.cert_request_pem, ca_private_key_pem=self.ca_key.private_key_pem,
+            ca_cert_pem=self.ca.cert_pem, validity_period_hours=24 * 365,
+            early_renewal_hours=24 * 30, allowed_uses=["server_auth", "digital_signature", "key_encipherment"], opts=child)
+
+        self.namespace = k8s.core.v1.Namespace(f"{name}-ns", metadata={"name": ns}, opts=child)
+        in_ns = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
+        self.tls_secret = k8s.core.v1.Secret(
+            f"{name}-tls", metadata={"name": "opa-server-tls", "namespace": ns}, type="kubernetes.io/tls",
+            string_data={"tls.crt": self.cert.cert_pem, "tls.key": self.key.private_key_pem}, opts=in_ns)
+        self.config_map = k8s.core.v1.ConfigMap(
+            f"{name}-config", metadata={"name": "opa-config", "namespace": ns},
+            data={"config.json": json.dumps(opa_config(c))}, opts=in_ns)
+
+        # Least privilege: kube-mgmt only reads VmTemplates (to replicate them into OPA).
+        self.account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata={"name": "opa", "namespace": ns}, opts=in_ns)
+        self.role = k8s.rbac.v1.ClusterRole(
+            f"{name}-replicate", metadata={"name": "greenops-opa-replicate"},
+            rules=[{"apiGroups": [VMTEMPLATE_GROUP], "resources": ["vmtemplates"], "verbs": ["get", "list", "watch"]}],
+            opts=child)
+        self.binding = k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-replicate", metadata={"name": "greenops-opa-replicate"},
+            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "greenops-opa-replicate"},
+            subjects=[{"kind": "ServiceAccount", "name": "opa", "namespace": ns}], opts=child)
+
+        labels = {"app.kubernetes.io/name": "opa", "app.kubernetes.io/part-of": "greenops"}
+        opa_args = ["run", "--server", f"--addr=0.0.0.0:{OPA_PORT}", "--tls-cert-file=/certs/tls.crt",
+                    "--tls-private-key-file=/certs/tls.key", "--optimize-store-for-read-speed", "--log-format=json"]
+        if c.bundle_service_url:
+            opa_args.append("--config-file=/config/config.json")
+        self.deployment = k8s.apps.v1.Deployment(
+            f"{name}-opa",
+            metadata={"name": "opa", "namespace": ns, "labels": labels},
+            spec={
+                "replicas": 2,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": {
+                    "serviceAccountName": "opa",
+                    "containers": [
+                        {"name": "opa", "image": args.opa_image, "args": opa_args,
+                         "env": [{"name": "SCHEDULER_URL", "value": c.scheduler_url}, {"name": "GOGC", "value": "400"}],
+                         "ports": [{"name": "https", "containerPort": OPA_PORT}],
+                         "readinessProbe": {"httpGet": {"path": "/health?bundles", "port": OPA_PORT, "scheme": "HTTPS"}},
+                         "livenessProbe": {"httpGet": {"path": "/health", "port": OPA_PORT, "scheme": "HTTPS"}},
+                         "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False},
+                         "volumeMounts": [{"name": "certs", "mountPath": "/certs", "readOnly": True},
+                                          {"name": "config", "mountPath": "/config", "readOnly": True}]},
+                        {"name": "kube-mgmt", "image": args.kube_mgmt_image,
+                         # Same pod: the sidecar talks to OPA over loopback, through OPA's serving cert.
+                         "args": [f"--opa-url=https://127.0.0.1:{OPA_PORT}/v1", "--opa-allow-insecure",
+                                  "--enable-policies=false", "--enable-data=false",
+                                  f"--replicate={VMTEMPLATE_GROUP}/{args.vmtemplate_version}/vmtemplates"],
+                         "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False}},
+                    ],
+                    "volumes": [{"name": "certs", "secret": {"secretName": "opa-server-tls"}},
+                                {"name": "config", "configMap": {"name": "opa-config"}}],
+                }},
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.tls_secret, self.config_map, self.binding]),
+        )
+        self.service = k8s.core.v1.Service(
+            f"{name}-svc", metadata={"name": "opa", "namespace": ns, "labels": labels},
+            spec={"selector": labels, "ports": [{"name": "https", "port": 443, "targetPort": OPA_PORT}]}, opts=in_ns)
+
+        client_config: dict = ({"url": c.webhook_url} if c.webhook_url
+                               else {"service": {"name": "opa", "namespace": ns, "path": "/", "port": 443}})
+        self.webhook = k8s.admissionregistration.v1.MutatingWebhookConfiguration(
+            f"{name}-webhook",
+            metadata={"name": "greenops-vmtemplate-placement"},
+            webhooks=[{
+                "name": "placement.vmtemplate.greenops.io",
+                "clientConfig": {**client_config,
+                                 "caBundle": self.ca.cert_pem.apply(lambda pem: base64.b64encode(pem.encode()).decode())},
+                "rules": [{"apiGroups": [VMTEMPLATE_GROUP], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
+                           "resources": ["vmtemplates"], "scope": "Namespaced"}],
+                "failurePolicy": "Fail",
+                "sideEffects": "None",
+                "timeoutSeconds": c.webhook_timeout_seconds,
+                "admissionReviewVersions": ["v1"],
+                "reinvocationPolicy": "Never",
+                "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                                                            "values": ["kube-system", ns]}]},
+            }],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.service]),
+        )
+        self.register_outputs({"caCert": self.ca.cert_pem, "webhook": self.webhook.metadata["name"]})
