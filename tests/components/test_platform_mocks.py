@@ -1,0 +1,216 @@
+"""Every platform component under Pulumi mocks: types and counts, key fields, secrets, stable
+certificates, and parts switched off."""
+from __future__ import annotations
+
+import base64
+import json
+
+import pulumi
+import pytest
+import yaml
+
+from components.config import VERSIONS_FILE
+
+CA_PEM = "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n"
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+PROD = {
+    "krateo": {"vmTemplateChartUrl": "oci://registry.example.com/charts"},
+    "azure": {"enabled": True, "subscriptionId": "sub-1", "tenantId": "tenant-1",
+              "oidcIssuerUrl": "https://oidc.example.com/cluster"},
+    "gcp": {"enabled": True, "project": "acme-green"},
+    "aws": {"enabled": True, "oidcProviderArn": "arn:aws:iam::123456789012:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/ABC",
+            "oidcIssuer": "oidc.eks.eu-west-1.amazonaws.com/id/ABC"},
+    "policy": {"bundleServiceUrl": "https://bundles.example.com", "webhookTimeoutSeconds": 10},
+    "kserve": {"zones": ["DE", "FR"]},
+}
+MOCK_OUTPUTS = {
+    "tls:index/selfSignedCert:SelfSignedCert": {"certPem": CA_PEM},
+    "tls:index/privateKey:PrivateKey": {"privateKeyPem": "KEY"},
+    "tls:index/certRequest:CertRequest": {"certRequestPem": "CSR"},
+    "tls:index/locallySignedCert:LocallySignedCert": {"certPem": "SERVING"},
+    "azure-native:managedidentity:UserAssignedIdentity": {"principalId": "principal-1", "clientId": "client-1", "name": "id-1"},
+    "azure-native:resources:ResourceGroup": {"id": "/subscriptions/sub-1/resourceGroups/greenops-workloads"},
+    "gcp:serviceaccount/account:Account": {"email": "kcc@acme-green.iam.gserviceaccount.com",
+                                           "name": "projects/acme-green/serviceAccounts/kcc"},
+    "aws:iam/role:Role": {"arn": "arn:aws:iam::123456789012:role/ack", "name": "ack"},
+    "aws:iam/policy:Policy": {"arn": "arn:aws:iam::123456789012:policy/ack-ec2"},
+}
+
+
+class Mocks(pulumi.runtime.Mocks):
+    def __init__(self):
+        self.resources = []
+
+    def new_resource(self, args):
+        self.resources.append(args)
+        outs = {**args.inputs, **MOCK_OUTPUTS.get(args.typ, {})}
+        return [outs.get("id", f"{args.name}-id"), outs]
+
+    def call(self, args):
+        return {}
+
+
+def run_platform(platform: dict, secrets=True) -> Mocks:
+    m = Mocks()
+    pulumi.runtime.set_mocks(m, project="greenops-platform", stack="prod", preview=False)
+    config = {"greenops:platform": json.dumps(platform), "greenops:kubernetes": json.dumps({"mode": "cluster"}),
+              "greenops:kubeconfig": "apiVersion: v1"}
+    if secrets:
+        config.update({"greenops:mlflowDbPassword": "db-pass", "greenops:s3AccessKey": "ak", "greenops:s3SecretKey": "sk"})
+    pulumi.runtime.set_all_config(config, secret_keys=["greenops:mlflowDbPassword", "greenops:s3AccessKey",
+                                                       "greenops:s3SecretKey", "greenops:kubeconfig"])
+    return m
+
+
+def unwrap(value):
+    """The value inside Pulumi's secret marker (the marker itself proves it is registered secret)."""
+    return value["value"] if isinstance(value, dict) and SECRET_SIG in value else value
+
+
+def of(m: Mocks, typ: str):
+    return [r for r in m.resources if r.typ == typ]
+
+
+def collect(platform: dict, secrets: bool = True) -> Mocks:
+    """Run the program; pulumi.runtime.test waits for every registration before returning."""
+    m = run_platform(platform, secrets)
+
+    @pulumi.runtime.test
+    def go():
+        from greenops import program
+
+        program.run()
+
+    go()
+    return m
+
+
+def test_the_whole_platform_in_prod():
+    m = collect(PROD)
+    types = [r.typ for r in m.resources]
+    components = {r.typ for r in m.resources if r.typ.startswith("greenops:platform:")}
+    assert components == {f"greenops:platform:{c}" for c in (
+        "GreenOpsPlatform", "KrateoPlatform", "AzureServiceOperator", "ConfigConnector", "AwsControllers",
+        "GreenOpsScheduler", "PolicyEngine", "ModelTracking", "ModelServing")}
+    pins = yaml.safe_load(VERSIONS_FILE.read_text())
+    releases = {r.name: r.inputs for r in of(m, "kubernetes:helm.sh/v3:Release")}
+    assert releases["krateo-core-provider"]["version"] == pins["krateo_core_provider"]["version"]
+    assert releases["aso-aso"]["version"] == pins["azure_service_operator"]["version"]
+    assert unwrap(releases["aso-aso"]["values"])["crdPattern"] == "resources.azure.com/*;network.azure.com/*;compute.azure.com/*"
+    assert releases["ack-ec2"]["chart"] == "oci://public.ecr.aws/aws-controllers-k8s/ec2-chart"
+    assert unwrap(releases["kserve-controller"]["values"])["kserve"]["controller"]["deploymentMode"] == "RawDeployment"
+    assert types.count("kubernetes:serving.kserve.io/v1beta1:InferenceService") == 3  # DE, FR, generic
+    assert len(of(m, "kubernetes:core.krateo.io/v1alpha1:CompositionDefinition")) == 1
+
+
+
+def test_webhook_configuration():
+    m = collect(PROD)
+    [hook] = of(m, "kubernetes:admissionregistration.k8s.io/v1:MutatingWebhookConfiguration")
+    [w] = hook.inputs["webhooks"]
+    assert w["rules"] == [{"apiGroups": ["composition.krateo.io"], "apiVersions": ["*"],
+                           "operations": ["CREATE", "UPDATE"], "resources": ["vmtemplates"], "scope": "Namespaced"}]
+    assert w["failurePolicy"] == "Fail" and w["sideEffects"] == "None" and w["timeoutSeconds"] == 10
+    assert w["admissionReviewVersions"] == ["v1"]
+    assert base64.b64decode(w["clientConfig"]["caBundle"]).decode() == CA_PEM  # the CA resource's own cert
+    assert w["clientConfig"]["service"] == {"name": "opa", "namespace": "opa", "path": "/", "port": 443}
+    [deploy] = [r for r in of(m, "kubernetes:apps/v1:Deployment") if r.inputs["metadata"]["name"] == "opa"]
+    opa, mgmt = deploy.inputs["spec"]["template"]["spec"]["containers"]
+    assert {"name": "SCHEDULER_URL", "value": "http://greenops-scheduler.greenops.svc:8080"} in opa["env"]
+    assert "--config-file=/config/config.json" in opa["args"]
+    assert "--replicate=composition.krateo.io/v1-0-0/vmtemplates" in mgmt["args"]
+    [role] = of(m, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
+    assert role.inputs["rules"] == [{"apiGroups": ["composition.krateo.io"], "resources": ["vmtemplates"],
+                                     "verbs": ["get", "list", "watch"]}]
+    [cm] = [r for r in of(m, "kubernetes:core/v1:ConfigMap") if r.name == "opa-config"]
+    assert json.loads(cm.inputs["data"]["config.json"])["bundles"]["greenops"]["polling"]["min_delay_seconds"] == 30
+
+
+
+def test_identities_trust_only_the_operators_and_roles_are_scoped():
+    m = collect(PROD)
+    [fic] = of(m, "azure-native:managedidentity:FederatedIdentityCredential")
+    assert fic.inputs["subject"] == "system:serviceaccount:azureserviceoperator-system:azureserviceoperator-default"
+    assert fic.inputs["issuer"] == "https://oidc.example.com/cluster"
+    [ra] = of(m, "azure-native:authorization:RoleAssignment")
+    assert ra.inputs["scope"] == "/subscriptions/sub-1/resourceGroups/greenops-workloads"
+    assert ra.inputs["principalId"] == "principal-1"
+    [aso_secret] = [r for r in of(m, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "aso-controller-settings"]
+    assert unwrap(aso_secret.inputs["stringData"])["AZURE_CLIENT_ID"] == "client-1"
+    assert unwrap(aso_secret.inputs["stringData"])["USE_WORKLOAD_IDENTITY_AUTH"] == "true"
+    members = {r.inputs["role"]: r.inputs["member"] for r in m.resources if r.typ.endswith("IAMMember")}
+    assert members["roles/iam.workloadIdentityUser"] == "serviceAccount:acme-green.svc.id.goog[cnrm-system/cnrm-controller-manager]"
+    assert members["roles/compute.admin"] == "serviceAccount:kcc@acme-green.iam.gserviceaccount.com"
+    [role] = of(m, "aws:iam/role:Role")
+    trust = json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]
+    assert trust["Condition"]["StringEquals"]["oidc.eks.eu-west-1.amazonaws.com/id/ABC:sub"] == \
+        "system:serviceaccount:ack-system:ack-ec2-controller"
+    [policy] = of(m, "aws:iam/policy:Policy")
+    actions = json.loads(policy.inputs["policy"])["Statement"][0]["Action"]
+    assert "ec2:RunInstances" in actions and "*" not in actions and "ec2:*" not in actions
+
+
+
+def test_secrets_stay_secret():
+    m = collect(PROD)
+    [creds] = [r for r in of(m, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "mlflow-credentials"]
+    # the whole stringData is registered as a secret, since its values are
+    assert set(creds.inputs["stringData"]["value"]) == {"postgres-password", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+    assert SECRET_SIG in creds.inputs["stringData"]
+    mlflow = [r for r in of(m, "kubernetes:helm.sh/v3:Release") if r.name == "mlflow-mlflow"][0]
+    assert SECRET_SIG in mlflow.inputs["values"]  # values holding a password are registered secret as a whole
+    assert unwrap(mlflow.inputs["values"])["backendStore"]["postgres"]["password"] == "db-pass"
+    for r in m.resources:
+        for word in ("db-pass", "ak", "sk"):
+            assert not list(exposed(r.inputs, word)), (r.typ, r.name, word)
+
+
+def exposed(value, word, inside_secret=False):
+    """Paths where ``word`` appears outside any secret marker."""
+    if isinstance(value, dict):
+        secret = inside_secret or SECRET_SIG in value
+        for k, v in value.items():
+            yield from (f"{k}.{p}" for p in exposed(v, word, secret))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from (f"{i}.{p}" for p in exposed(v, word, inside_secret))
+    elif value == word and not inside_secret:
+        yield ""
+
+
+
+def tls_inputs(m: Mocks) -> list:
+    return sorted((r.typ, r.name, json.dumps(r.inputs, sort_keys=True)) for r in m.resources if r.typ.startswith("tls:"))
+
+
+def test_certificates_are_declared_identically_on_every_run():
+    a, b = tls_inputs(collect(PROD)), tls_inputs(collect(PROD))
+    assert a == b and len(a) == 5  # CA key + cert, serving key + CSR + cert: state keeps them stable
+
+
+def test_disabled_parts_create_nothing():
+    off = {"krateo": {"enabled": False}, "policy": {"enabled": False}, "scheduler": {"enabled": False},
+           "mlflow": {"enabled": False}, "kserve": {"enabled": False}}
+    m = collect(off, secrets=False)
+    assert {r.typ for r in m.resources if r.typ.startswith("greenops:platform:")} == {"greenops:platform:GreenOpsPlatform"}
+    assert not [r for r in m.resources if r.typ.startswith(("kubernetes:helm", "tls:", "azure", "gcp", "aws"))]
+
+
+
+def test_bad_platform_config_names_the_key():
+    run_platform({"azure": {"enabled": True, "subscriptionId": "s"}})
+    from greenops import program
+
+    with pytest.raises(pulumi.RunError, match=r"greenops:platform\.azure: required when azure is enabled: tenantId, oidcIssuerUrl"):
+        program.run()
+
+
+@pytest.mark.crds
+def test_kserve_objects_validate_against_the_crds(crd_schemas):
+    from components.mlops import forecaster_names
+
+    m = collect(PROD)
+    objs = [{"apiVersion": r.inputs["apiVersion"], "kind": r.inputs["kind"], "metadata": r.inputs["metadata"],
+             "spec": r.inputs["spec"]} for r in m.resources if r.typ.startswith("kubernetes:serving.kserve.io")]
+    assert {o["metadata"]["name"] for o in objs if o["kind"] == "InferenceService"} == set(forecaster_names(["DE", "FR"]))
+    assert [e for o in objs for e in crd_schemas.errors(o)] == []
