@@ -85,7 +85,8 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None) -> Stac
             sections[key] = model.model_validate(raw.get(key) or {})
         except ValidationError as exc:
             errors.append(_describe(exc, f"greenops:{key}"))
-    unknown = sorted(set(raw) - {"workloads", "render", "endpoints", "kubernetes"})
+    # greenops:platform is validated by components.config.PlatformConfig (the program does both)
+    unknown = sorted(set(raw) - {"workloads", "render", "endpoints", "kubernetes", "platform"})
     if unknown:
         errors.append(f"unknown key(s) {', '.join('greenops:' + k for k in unknown)}")
     if errors:

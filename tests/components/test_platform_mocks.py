@@ -85,6 +85,24 @@ def collect(platform: dict, secrets: bool = True) -> Mocks:
     return m
 
 
+def stack_platform(stack: str) -> dict:
+    from pathlib import Path
+    config = yaml.safe_load((Path(__file__).resolve().parents[2] / "stacks" / f"Pulumi.{stack}.yaml").read_text())["config"]
+    return config["greenops:platform"]
+
+
+def test_the_prod_stack_previews_the_whole_platform():
+    m = collect(stack_platform("prod"))
+    assert len({r.typ for r in m.resources if r.typ.startswith("greenops:platform:")}) == 9
+    assert len(of(m, "kubernetes:serving.kserve.io/v1beta1:InferenceService")) == 6  # 5 zones + generic
+
+
+def test_staging_installs_only_its_parts():
+    m = collect(stack_platform("staging"), secrets=False)
+    assert {r.typ.removeprefix("greenops:platform:") for r in m.resources if r.typ.startswith("greenops:platform:")} == {
+        "GreenOpsPlatform", "KrateoPlatform", "ConfigConnector", "GreenOpsScheduler", "PolicyEngine"}
+
+
 def test_the_whole_platform_in_prod():
     m = collect(PROD)
     types = [r.typ for r in m.resources]
