@@ -525,6 +525,27 @@ def derive_profiles(src: Path, regions: list[dict], problems: list[str]) -> dict
 
 
 # ---------------------------------------------------------------------------------------------
+# Power model (Cloud Carbon Footprint methodology)
+# ---------------------------------------------------------------------------------------------
+# CCF's published constants, not in the coefficient files: memory power per GB and each cloud's PUE.
+CCF_MEMORY_WATTS_PER_GB = 0.392
+CCF_PUE = {"aws": 1.135, "gcp": 1.1, "azure": 1.185}
+
+
+def derive_power(src: Path) -> dict:
+    """Per provider: the mean min/max watts per vCPU over CPU architectures (CCF's average when the
+    microarchitecture is unknown), memory watts per GB and PUE."""
+    out = {}
+    for provider in PROVIDERS:
+        df = pd.read_csv(src / f"ccf_coefficients_{provider}_use.csv")
+        out[provider] = {"minWattsPerVcpu": round_(float(df["Min Watts"].mean()), 3),
+                         "maxWattsPerVcpu": round_(float(df["Max Watts"].mean()), 3),
+                         "memoryWattsPerGb": CCF_MEMORY_WATTS_PER_GB, "pue": CCF_PUE[provider]}
+    return {"schemaVersion": SCHEMA_VERSION, "source": "Cloud Carbon Footprint coefficients and methodology",
+            "utilisation": 0.5, "providers": out}
+
+
+# ---------------------------------------------------------------------------------------------
 # Upstream CRD facts
 # ---------------------------------------------------------------------------------------------
 def derive_crd_index(crd_dir: Path) -> dict:
@@ -582,6 +603,7 @@ def main(argv: list[str] | None = None) -> int:
         write_json(args.out / "sizes" / f"{p}.json", {"schemaVersion": SCHEMA_VERSION, **sizes[p]})
     write_json(args.out / "images.json", images)
     write_json(args.out / "carbon" / "profiles.json", profiles)
+    write_json(args.out / "power.json", derive_power(args.source))
     if args.crds.is_dir():
         crds = derive_crd_index(args.crds)
         write_json(args.out / "crds.json", crds)

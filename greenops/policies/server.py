@@ -22,11 +22,13 @@ class OpaServer(ProcessService):
     startup_timeout: float = 30.0
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-opa-")))
     port: int = 0
+    tls_cert: Path | None = None  # serve HTTPS (the API server calls webhooks over TLS only)
+    tls_key: Path | None = None
     name = "opa"
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls_cert else 'http'}://127.0.0.1:{self.port}"
 
     def start(self) -> None:
         bundle = self.bundle or build(self.workdir / "policy-bundle.tar.gz", default_revision())
@@ -38,7 +40,8 @@ class OpaServer(ProcessService):
         if self.scheduler_url:
             env["SCHEDULER_URL"] = self.scheduler_url
         # Read-optimised store: catalog lookups skip a JSON-to-AST conversion on every read.
+        tls = ["--tls-cert-file", str(self.tls_cert), "--tls-private-key-file", str(self.tls_key)] if self.tls_cert else []
         self._launch([tool_path("opa"), "run", "--server", "--addr", f"127.0.0.1:{self.port}", "--log-level", "error",
-                      "--optimize-store-for-read-speed", "--bundle", str(bundle)],
+                      "--optimize-store-for-read-speed", *tls, "--bundle", str(bundle)],
                      self.workdir / "opa.log", env=env)
         self._wait_ready(f"{self.url}/health?bundles")

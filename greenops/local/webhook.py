@@ -1,0 +1,94 @@
+"""The cluster path on a local control plane: the VmTemplate CRD (as Krateo would generate it from
+the chart's schema), a TLS identity for OPA, and the mutating webhook pointing at OPA by URL."""
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import ipaddress
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from greenops.charts import CHART_SOURCE
+
+GROUP = "composition.krateo.io"
+VERSION = "v1-0-0"  # Krateo names the API version after the chart version (1.0.0)
+
+
+@dataclass(frozen=True)
+class TlsIdentity:
+    ca_pem: bytes
+    cert_file: Path
+    key_file: Path
+
+
+def loopback_tls(folder: Path) -> TlsIdentity:
+    """A throw-away CA and a serving certificate for 127.0.0.1 / localhost."""
+    now = dt.datetime.now(dt.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "greenops-local-ca")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+          .not_valid_after(now + dt.timedelta(days=2))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=2))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
+                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    folder.mkdir(parents=True, exist_ok=True)
+    cert_file, key_file = folder / "tls.crt", folder / "tls.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    key_file.chmod(0o600)
+    return TlsIdentity(ca.public_bytes(serialization.Encoding.PEM), cert_file, key_file)
+
+
+def vmtemplate_crd() -> dict:
+    """The VmTemplate CRD as Krateo core-provider generates it from values.schema.json."""
+    schema = json.loads((CHART_SOURCE / "values.schema.json").read_text())
+    props = {}
+    for name, prop in schema["properties"].items():
+        p = {k: v for k, v in prop.items() if k in ("description", "enum", "minimum", "pattern", "items")}
+        types = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
+        if len(types) > 1:
+            p["x-kubernetes-int-or-string"] = True
+        else:
+            p["type"] = types[0]
+        if "exclusiveMinimum" in prop:
+            p["minimum"], p["exclusiveMinimum"] = prop["exclusiveMinimum"], True
+        props[name] = p
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"vmtemplates.{GROUP}"},
+        "spec": {"group": GROUP, "scope": "Namespaced",
+                 "names": {"kind": "VmTemplate", "plural": "vmtemplates", "singular": "vmtemplate", "listKind": "VmTemplateList"},
+                 "versions": [{"name": VERSION, "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                     "type": "object", "properties": {"spec": {"type": "object", "required": schema["required"], "properties": props},
+                                                       "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}]},
+    }
+
+
+def webhook_configuration(opa_url: str, ca_pem: bytes, timeout_seconds: int = 10) -> dict:
+    """Same rules as components/policy_engine.py, pointed at a URL (the local OPA)."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "greenops-vmtemplate-placement"},
+        "webhooks": [{
+            "name": "placement.vmtemplate.greenops.io",
+            "clientConfig": {"url": f"{opa_url.rstrip('/')}/", "caBundle": base64.b64encode(ca_pem).decode()},
+            "rules": [{"apiGroups": [GROUP], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
+                       "resources": ["vmtemplates"], "scope": "Namespaced"}],
+            "failurePolicy": "Fail", "sideEffects": "None", "timeoutSeconds": timeout_seconds,
+            "admissionReviewVersions": ["v1"],
+        }],
+    }
