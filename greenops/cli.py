@@ -98,6 +98,63 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _clock_env(args: argparse.Namespace) -> dict[str, str]:
+    return {"GREENOPS_NOW": args.now.strftime("%Y-%m-%dT%H:%M:%SZ")} if getattr(args, "now", None) else {}
+
+
+def cmd_stack(args: argparse.Namespace) -> int:
+    """greenops up|preview|destroy|refresh --stack S: Pulumi's progress, streamed."""
+    from greenops import automation
+
+    st = automation.stack(args.stack, env=_clock_env(args))
+    automation.run(st, args.command)
+    if args.command == "up":
+        from greenops import report
+
+        print("\n" + report.table(report.account(automation.placements(st))))
+    return 0
+
+
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    """The periodic job: open time gates, retire completed runs, place new workloads; print the changes."""
+    from greenops import automation
+
+    st = automation.stack(args.stack, env=_clock_env(args))
+    before = {r["workload"]: r for r in automation.placements(st)}
+    result = automation.run(st, "up", stream=args.verbose)
+    after = {r["workload"]: r for r in automation.placements(st)}
+    changes = []
+    for name, row in after.items():
+        old = before.get(name)
+        if old is None:
+            changes.append(f"placed   {name}: {row['provider']}/{row['region']} ({row['zone']}) from {row['start']}, {row['status']}")
+        elif old["status"] != row["status"]:
+            verb = {"Running": "started ", "Completed": "retired "}.get(row["status"], "changed ")
+            changes.append(f"{verb} {name}: {old['status']} -> {row['status']} ({row['provider']}/{row['region']})")
+    for name in sorted(set(before) - set(after)):
+        changes.append(f"removed  {name}")
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(result.summary.resource_changes.items()))
+    print(f"reconcile {args.stack}: {counts}")
+    print("\n".join(changes) if changes else "no workload changed state")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from greenops import automation, report
+
+    rows = report.account(automation.placements(automation.stack(args.stack)))
+    print(report.table(rows))
+    if args.plot:
+        print(f"plot: {report.plot(rows, Path(args.plot))}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from greenops.demo import demo
+
+    return demo(once=args.once)
+
+
 def _utc(text: str) -> datetime:
     value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     if value.tzinfo is None:
@@ -119,6 +176,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--at", type=_utc, help="scheduling time to stamp (default: now)")
     p.add_argument("--out", default="build/manifests")
     p.set_defaults(func=cmd_render)
+    for op, text in [("up", "place and provision the stack's workloads"), ("preview", "show what up would change"),
+                     ("destroy", "delete everything the stack created"), ("refresh", "read the stack's resources back")]:
+        p = sub.add_parser(op, help=text)
+        p.add_argument("--stack", required=True)
+        p.add_argument("--now", type=_utc, help="the clock for time gates (default: now)")
+        p.set_defaults(func=cmd_stack)
+    p = sub.add_parser("reconcile", help="the periodic job: open time gates, retire completed workloads")
+    p.add_argument("--stack", required=True)
+    p.add_argument("--now", type=_utc, help="the clock for time gates (default: now)")
+    p.add_argument("--verbose", action="store_true", help="stream Pulumi's progress")
+    p.set_defaults(func=cmd_reconcile)
+    p = sub.add_parser("report", help="placements and carbon accounting of a stack")
+    p.add_argument("--stack", required=True)
+    p.add_argument("--plot", help="write a PNG of the chosen zones' intensity with the runs")
+    p.set_defaults(func=cmd_report)
+    p = sub.add_parser("demo", help="the whole system on loopback: control plane, webhook, OPA, scheduler, dev stack")
+    p.add_argument("--once", action="store_true", help="tear everything down after the report")
+    p.set_defaults(func=cmd_demo)
     p = sub.add_parser("serve", help="run OPA and the scheduler on loopback for the dev stack")
     p.add_argument("--opa-port", type=int, default=8181)
     p.add_argument("--scheduler-port", type=int, default=8080)

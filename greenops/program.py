@@ -27,9 +27,10 @@ def kubernetes_provider(config: StackConfig, cfg: pulumi.Config) -> k8s.Provider
                         enable_server_side_apply=True)
 
 
-def placement_row(name: str, decision: dict | None, status: str | None) -> dict:
+def placement_row(w, decision: dict | None, status: str | None) -> dict:
     d = decision or {}
-    return {"workload": name, "status": status, "provider": d.get("provider"), "region": d.get("region"),
+    return {"workload": w.name, "tenant": w.tenant, "cpu": w.cpu, "memory": w.memory, "hours": w.duration_hours,
+            "status": status, "provider": d.get("provider"), "region": d.get("region"),
             "zone": d.get("zone"), "start": d.get("schedulingTime"), "size": d.get("vmSize"),
             "expected": d.get("expectedIntensity"), "baseline": d.get("baselineIntensity"),
             "saving%": d.get("savingPercent")}
@@ -66,7 +67,7 @@ def run() -> list[GreenWorkload]:
     provider = kubernetes_provider(config, cfg)
     platform(cfg, provider)
     depends: list[pulumi.Resource] = []
-    if config.kubernetes.mode == "render":
+    if config.kubernetes.mode == "render" or config.kubernetes.install_crd_stubs:
         depends.append(RenderModeCrds("render-mode-crds", RenderModeCrdsArgs(provider)))
     e = config.endpoints
     endpoints = Endpoints(str(e.opa_url), str(e.scheduler_url), e.timeout_seconds, e.attempts,
@@ -80,6 +81,6 @@ def run() -> list[GreenWorkload]:
         )
         components.append(component)
         rows.append(pulumi.Output.all(component.decision, component.status)
-                    .apply(lambda ds, name=w.name: placement_row(name, ds[0], ds[1])))
+                    .apply(lambda ds, w=w: placement_row(w, ds[0], ds[1])))
     pulumi.export("placements", pulumi.Output.all(*rows))
     return components

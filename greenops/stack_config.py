@@ -38,7 +38,8 @@ class KubernetesConfig(_Section):
 
     mode: Literal["render", "cluster"] = "render"
     render_dir: str = "build/rendered"
-    context: str | None = Field(default=None, description="kubeconfig context; the kubeconfig itself is the secret kubernetes:kubeconfig")
+    context: str | None = Field(default=None, description="kubeconfig context; the kubeconfig itself is the secret greenops:kubeconfig")
+    install_crd_stubs: bool = Field(default=False, description="scope-only CRDs for the operators' kinds (a local API server without operators)")
 
 
 class StackConfig(BaseModel):

@@ -113,7 +113,8 @@ def best_placement(
         starts = candidate_starts(s, now, latest, job.duration)
         if len(starts) == 0:
             continue
-        means = s.window_means(starts, job.duration)
+        # rounded so that equal windows (a flat profile) tie exactly and the earliest start wins
+        means = np.round(s.window_means(starts, job.duration), 9)
         ok = _feasible(ledger, zone, starts, job.duration, job.cpu)
         if not ok.any():
             continue

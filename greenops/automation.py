@@ -1,0 +1,57 @@
+"""The Pulumi Automation API behind the ``greenops`` command: one stack, the project's own
+program, the pinned CLI and a project-local file backend by default."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from pulumi import automation as auto  # noqa: F401 - re-exported for callers
+
+from greenops.errors import GreenOpsError
+from greenops.local.tools import REPO, TOOLS_BIN, pulumi_env
+
+PROJECT = "greenops-platform"
+
+
+class StackLocked(GreenOpsError):
+    """Another update holds the stack's lock."""
+
+
+def stack(name: str, work_dir: Path = REPO, env: dict[str, str] | None = None) -> auto.Stack:
+    """``name`` of the project in ``work_dir`` (its Pulumi.yaml and stacks/), run in-process."""
+    from greenops import program
+
+    envs = pulumi_env(env or {})
+    return auto.create_or_select_stack(
+        stack_name=name, project_name=PROJECT, program=program.run,
+        opts=auto.LocalWorkspaceOptions(work_dir=str(work_dir), pulumi_home=envs["PULUMI_HOME"], env_vars=envs,
+                                        pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent))),
+    )
+
+
+def run(st: auto.Stack, op: str, stream: bool = True) -> object:
+    """``up``, ``preview``, ``refresh`` or ``destroy``, streaming Pulumi's progress; a clear error when locked."""
+    out = sys.stdout.write if stream else None
+    try:
+        if op == "up":
+            return st.up(on_output=out, color="never")
+        if op == "preview":
+            return st.preview(on_output=out, color="never")
+        if op == "refresh":
+            return st.refresh(on_output=out, color="never")
+        if op == "destroy":
+            return st.destroy(on_output=out, color="never")
+    except auto.ConcurrentUpdateError:
+        raise StackLocked(f"stack {st.name} is being updated by another run (its lock is held); try again when it ends") from None
+    except auto.CommandError as exc:
+        raise GreenOpsError(f"pulumi {op} of stack {st.name} failed:\n{_tail(str(exc))}") from None
+    raise ValueError(op)
+
+
+def placements(st: auto.Stack) -> list[dict]:
+    out = st.outputs().get("placements")
+    return list(out.value) if out else []
+
+
+def _tail(text: str, lines: int = 25) -> str:
+    return "\n".join([ln for ln in text.splitlines() if ln.strip()][-lines:])

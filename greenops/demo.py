@@ -1,0 +1,118 @@
+"""``greenops demo``: the whole system on one machine, no cloud account.
+
+On loopback: etcd + kube-apiserver, the scheduler, OPA (HTTPS, with the policy bundle) as the
+mutating webhook for VmTemplate. Then both paths of the design:
+- Pulumi: the dev stack's sample workloads placed by GreenVm and, when due, applied to the API
+  server as ASO / Config Connector / ACK objects;
+- cluster: VmTemplates created through the API server and patched by OPA from the scheduler.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import yaml
+
+from greenops import automation, report
+from greenops.local.controlplane import LocalControlPlane
+from greenops.local.scheduler import SchedulerServer
+from greenops.local.tools import REPO
+from greenops.local.webhook import GROUP, VERSION, loopback_tls, vmtemplate_crd, webhook_configuration
+from greenops.policies.server import OpaServer
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def demo_project(folder: Path, cp: LocalControlPlane, opa_url: str, scheduler_url: str) -> Path:
+    """A copy of the project whose ``demo`` stack is the dev stack pointed at the local servers."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(REPO / "Pulumi.yaml", folder / "Pulumi.yaml")
+    (folder / "stacks").mkdir(exist_ok=True)
+    config = yaml.safe_load((REPO / "stacks" / "Pulumi.dev.yaml").read_text())["config"]
+    config["greenops:endpoints"] = {"opaUrl": opa_url, "schedulerUrl": scheduler_url, "timeoutSeconds": 10}
+    config["greenops:kubernetes"] = {"mode": "cluster", "installCrdStubs": True}
+    (folder / "stacks" / "Pulumi.demo.yaml").write_text(yaml.safe_dump({"config": config}, sort_keys=False))
+    return folder
+
+
+def vmtemplate(name: str, **spec) -> dict:
+    base = {"vmName": name, "cpu": 2, "memory": 4, "duration": "2h", "maxLatency": 2000, "tenant": "demo",
+            "deadline": (datetime.now(timezone.utc) + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    base.update(spec)
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "VmTemplate", "metadata": {"name": name}, "spec": base}
+
+
+def demo(once: bool = True) -> int:
+    work = Path(tempfile.mkdtemp(prefix="greenops-demo-"))
+    say("GreenOps demo: carbon-aware VM placement, everything on this machine (no cloud account).")
+    say("Starting a local Kubernetes API server (etcd + kube-apiserver), the scheduler and OPA...")
+    tls = loopback_tls(work / "tls")
+    with LocalControlPlane() as cp, SchedulerServer() as sched, \
+            OpaServer(scheduler_url=sched.url, tls_cert=tls.cert_file, tls_key=tls.key_file) as opa:
+        say(f"  API server {cp.server}   scheduler {sched.url}   OPA {opa.url} (policy bundle loaded)")
+        cp.create_crd(vmtemplate_crd())
+        with cp.client() as k:
+            k.post("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+                   json=webhook_configuration(opa.url, tls.ca_pem)).raise_for_status()
+            for ns in ("greenops", "demo"):
+                k.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        say("  installed: the VmTemplate CRD and the mutating webhook (VmTemplate CREATE/UPDATE -> OPA)")
+
+        say("\n1) Pulumi path: `up` of the dev stack's sample workloads against the local API server")
+        project = demo_project(work / "project", cp, opa.url, sched.url)
+        (work / "state").mkdir()
+        (work / "ca.pem").write_bytes(tls.ca_pem)
+        st = automation.stack("demo", work_dir=project, env={
+            "PULUMI_BACKEND_URL": f"file://{work / 'state'}", "KUBECONFIG": str(cp.kubeconfig_path),
+            "SSL_CERT_FILE": str(work / "ca.pem"),  # GreenVm trusts the local OPA's throw-away CA
+        })
+        st.set_config("greenops:kubeconfig", automation.auto.ConfigValue(cp.kubeconfig_path.read_text(), secret=True))
+        started = time.monotonic()
+        result = automation.run(st, "up", stream=False)
+        say(f"   {', '.join(f'{k} {v}' for k, v in result.summary.resource_changes.items())} in {time.monotonic() - started:.1f} s")
+        rows = report.account(automation.placements(st))
+        say(report.table(rows))
+        plot = report.plot(rows, REPO / "build" / "demo" / "placements.png")
+        with cp.client() as k:
+            kinds = {}
+            for api, plural in [("compute.azure.com/v1api20220301", "virtualmachines"),
+                                ("compute.cnrm.cloud.google.com/v1beta1", "computeinstances"),
+                                ("ec2.services.k8s.aws/v1alpha1", "instances")]:
+                items = k.get(f"/apis/{api}/namespaces/greenops/{plural}").json().get("items", [])
+                kinds[plural] = [i["metadata"]["name"] for i in items]
+        say(f"   VMs now in the API server (due workloads only): {json.dumps(kinds)}")
+        say(f"   plot of the chosen zones and windows: {plot}")
+
+        say("\n2) Cluster path (the thesis): VmTemplates through the API server, patched by OPA's webhook")
+        cases = [vmtemplate("etl-eu", originRegion="westeurope", dataResidency="eu"),
+                 vmtemplate("render-milan", originRegion="italynorth", maxLatency=30, cpu=8, memory=16),
+                 vmtemplate("impossible", originRegion="westus", dataResidency="eu", maxLatency=10)]
+        with cp.client() as k:
+            for vm in cases:
+                r = k.post(f"/apis/{GROUP}/{VERSION}/namespaces/demo/vmtemplates", json=vm)
+                if r.status_code == 201:
+                    s = r.json()["spec"]
+                    say(f"   admitted {vm['metadata']['name']:13} -> {s['provider']}/{s['schedulingLocation']} "
+                        f"size {s['vmSize']} at {s['schedulingTime']}")
+                else:
+                    say(f"   rejected {vm['metadata']['name']:13} -> {r.json().get('message', r.text)[:400]}")
+        if once:
+            say("\nTearing down (--once): destroying the demo stack, stopping the servers.")
+            automation.run(st, "destroy", stream=False)
+            st.workspace.remove_stack("demo")
+        else:
+            say("\nEverything stays up; Ctrl-C stops it. Try: "
+                f"KUBECONFIG={cp.kubeconfig_path} kubectl get vmtemplates -A")
+            stop = threading.Event()
+            signal.signal(signal.SIGINT, lambda *_: stop.set())
+            stop.wait()
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
