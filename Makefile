@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup tools test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up
+.PHONY: setup tools test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver) -> .tools/bin
@@ -55,3 +55,7 @@ bench-scheduler: setup
 dev-up: setup tools
 	mkdir -p build
 	bash scripts/dev_up.sh
+
+# The main job: the whole system on loopback (API server, webhook, OPA, scheduler, dev stack), once
+demo: setup tools
+	$(VENV)/bin/greenops demo --once

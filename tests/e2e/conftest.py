@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import yaml
 
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.scheduler import SchedulerServer
@@ -27,15 +24,3 @@ def cluster(tmp_path_factory):
             for ns in ("greenops", "e2e"):
                 k.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         yield {"cp": cp, "scheduler": sched, "opa": opa, "tls": tls}
-
-
-def real_crd_copies(folder: Path) -> list[dict]:
-    """Test copies of the upstream ASO/KCC/ACK CRDs: no conversion webhook runs here."""
-    out = []
-    for path in sorted(folder.glob("*.yaml")):
-        crd = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        if crd["spec"]["group"].endswith(("azure.com", "cnrm.cloud.google.com", "services.k8s.aws")):
-            crd["spec"]["conversion"] = {"strategy": "None"}
-            crd["metadata"] = {"name": crd["metadata"]["name"]}
-            out.append(crd)
-    return out
