@@ -23,7 +23,7 @@ from greenops import automation, report
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.tools import REPO
-from greenops.local.webhook import GROUP, VERSION, loopback_tls, vmtemplate_crd, webhook_configuration
+from greenops.local.webhook import GROUP, VERSION, install_admission, loopback_tls
 from greenops.policies.server import OpaServer
 
 
@@ -58,12 +58,7 @@ def demo(once: bool = True) -> int:
     with LocalControlPlane() as cp, SchedulerServer() as sched, \
             OpaServer(scheduler_url=sched.url, tls_cert=tls.cert_file, tls_key=tls.key_file) as opa:
         say(f"  API server {cp.server}   scheduler {sched.url}   OPA {opa.url} (policy bundle loaded)")
-        cp.create_crd(vmtemplate_crd())
-        with cp.client() as k:
-            k.post("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
-                   json=webhook_configuration(opa.url, tls.ca_pem)).raise_for_status()
-            for ns in ("greenops", "demo"):
-                k.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        install_admission(cp, opa.url, tls.ca_pem, ("greenops", "demo"))
         say("  installed: the VmTemplate CRD and the mutating webhook (VmTemplate CREATE/UPDATE -> OPA)")
 
         say("\n1) Pulumi path: `up` of the dev stack's sample workloads against the local API server")

@@ -92,3 +92,13 @@ def webhook_configuration(opa_url: str, ca_pem: bytes, timeout_seconds: int = 10
             "admissionReviewVersions": ["v1"],
         }],
     }
+
+
+def install_admission(cp, opa_url: str, ca_pem: bytes, namespaces: tuple[str, ...] = ()) -> None:
+    """The VmTemplate CRD, the webhook to OPA and the given namespaces, on a local control plane."""
+    cp.create_crd(vmtemplate_crd())
+    with cp.client() as k:
+        k.post("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+               json=webhook_configuration(opa_url, ca_pem)).raise_for_status()
+        for ns in namespaces:
+            k.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})

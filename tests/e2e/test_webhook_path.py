@@ -46,18 +46,15 @@ def test_conflict_is_rejected_with_a_reason(cluster):
 def test_scheduler_down_fails_closed_then_recovers(tmp_path):
     """A private OPA/scheduler pair on its own API server, so stopping the scheduler is harmless."""
     from greenops.local.controlplane import LocalControlPlane, free_port
-    from greenops.local.webhook import loopback_tls, vmtemplate_crd, webhook_configuration
+    from greenops.local.webhook import install_admission, loopback_tls
     from greenops.policies.server import OpaServer
 
     port = free_port()
     tls = loopback_tls(tmp_path)
     with LocalControlPlane() as cp, OpaServer(scheduler_url=f"http://127.0.0.1:{port}", tls_cert=tls.cert_file,
                                                tls_key=tls.key_file) as opa:
-        cp.create_crd(vmtemplate_crd())
+        install_admission(cp, opa.url, tls.ca_pem, ("e2e",))
         with cp.client() as k:
-            k.post("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
-                   json=webhook_configuration(opa.url, tls.ca_pem)).raise_for_status()
-            k.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "e2e"}})
             down = k.post(PATH, json=vmtemplate("while-down", originRegion="westeurope"))
             assert down.status_code == 403 and "failing closed" in down.json()["message"]
             assert k.get(f"{PATH}/while-down").status_code == 404  # nothing half-created
