@@ -55,7 +55,8 @@ def demo(once: bool = True) -> int:
     say("GreenOps demo: carbon-aware VM placement, everything on this machine (no cloud account).")
     say("Starting a local Kubernetes API server (etcd + kube-apiserver), the scheduler and OPA...")
     tls = loopback_tls(work / "tls")
-    with LocalControlPlane() as cp, SchedulerServer() as sched, \
+    # the controller manager runs the garbage collector, which deletions through Pulumi wait for
+    with LocalControlPlane(with_controller_manager=True) as cp, SchedulerServer() as sched, \
             OpaServer(scheduler_url=sched.url, tls_cert=tls.cert_file, tls_key=tls.key_file) as opa:
         say(f"  API server {cp.server}   scheduler {sched.url}   OPA {opa.url} (policy bundle loaded)")
         install_admission(cp, opa.url, tls.ca_pem, ("greenops", "demo"))

@@ -104,7 +104,7 @@ class LocalControlPlane(LoopbackService):
                 tool_path("kube-controller-manager"),
                 "--kubeconfig", str(self.kubeconfig_path),
                 "--bind-address", "127.0.0.1", "--secure-port", str(free_port()),
-                "--controllers", "namespace,garbage-collector",
+                "--controllers", "namespace,garbagecollector",
                 "--service-account-private-key-file", str(key),
                 "--leader-elect=false", "--v", "1",
             ])

@@ -15,7 +15,7 @@ def cluster(tmp_path_factory):
     for tool in ("etcd", "kube-apiserver", "opa", "pulumi"):
         require_tool(tool)
     tls = loopback_tls(tmp_path_factory.mktemp("tls"))
-    with LocalControlPlane() as cp, SchedulerServer(capacity_vcpu=4) as sched, \
+    with LocalControlPlane(with_controller_manager=True) as cp, SchedulerServer(capacity_vcpu=4) as sched, \
             OpaServer(scheduler_url=sched.url, tls_cert=tls.cert_file, tls_key=tls.key_file) as opa:
         install_admission(cp, opa.url, tls.ca_pem, ("greenops", "e2e"))
         yield {"cp": cp, "scheduler": sched, "opa": opa, "tls": tls}
