@@ -1,8 +1,14 @@
 """The lifecycle every loopback helper shares: ``with Service() as s`` starts it and always stops it."""
 from __future__ import annotations
 
+import subprocess
+import time
 from pathlib import Path
 from typing import Self
+
+import httpx
+
+from greenops.errors import GreenOpsError
 
 
 class LoopbackService:
@@ -33,20 +39,12 @@ class ProcessService(LoopbackService):
     startup_timeout: float = 30.0
     _proc = None
 
-    def _launch(self, argv: list[str], log: "Path", env: dict[str, str] | None = None) -> None:
-        import subprocess
-
+    def _launch(self, argv: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.log = log
         self._proc = subprocess.Popen(argv, stdout=log.open("ab"), stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL, env=env, start_new_session=True)
 
     def _wait_ready(self, url: str) -> None:
-        import time
-
-        import httpx
-
-        from greenops.errors import GreenOpsError
-
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
@@ -61,8 +59,6 @@ class ProcessService(LoopbackService):
         raise GreenOpsError(f"{self.name} did not become ready within {self.startup_timeout:.0f}s")
 
     def stop(self) -> None:
-        import subprocess
-
         if self._proc is not None and self._proc.poll() is None:
             self._proc.terminate()
             try:
