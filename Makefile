@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup tools test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
+.PHONY: setup tools mlserver forecast serve-forecasts test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver) -> .tools/bin
@@ -17,7 +17,18 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-test: setup tools
+# MLServer + its MLflow runtime in their own virtualenv (see tools/mlserver/requirements.txt)
+MLSERVER_VENV ?= .venv-mlserver
+MLSERVER_STAMP := $(MLSERVER_VENV)/.installed
+mlserver: $(MLSERVER_STAMP)
+
+$(MLSERVER_STAMP): tools/mlserver/requirements.txt
+	$(PYTHON) -m venv $(MLSERVER_VENV)
+	$(MLSERVER_VENV)/bin/python -m pip install --quiet --upgrade pip==25.3
+	$(MLSERVER_VENV)/bin/python -m pip install --quiet -r tools/mlserver/requirements.txt
+	touch $(MLSERVER_STAMP)
+
+test: setup tools mlserver
 	$(PY) -m pytest
 
 # Until the main job lands (issue: the `greenops` demo on the Automation API), render the dev
@@ -47,6 +58,15 @@ scheduler: setup
 # Scheduler vs baselines and the oracle on the public traces -> build/eval/report.{json,png}
 eval: setup
 	$(VENV)/bin/greenops-eval --out build/eval
+
+# Forecasters: train per zone + generic on the public traces, evaluate on the held-out period,
+# log and register in MLflow (build/mlflow unless MLFLOW_TRACKING_URI) -> build/forecast/report.*
+forecast: setup
+	$(VENV)/bin/greenops-forecast train
+
+# Serve the registered champions with MLServer over OIP v2 on 127.0.0.1:8085
+serve-forecasts: setup mlserver
+	$(VENV)/bin/greenops-forecast serve --port 8085
 
 bench-scheduler: setup
 	$(PY) benchmarks/scheduler_latency.py

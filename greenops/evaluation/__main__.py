@@ -1,6 +1,10 @@
 """greenops-eval: the scheduler against baselines and the oracle on real traces.
 
     greenops-eval [--data ../shared/data] [--out build/eval] [--jobs 2000] [--oip URL]
+                  [--holdout-from 2023-11-01] [--holdout-jobs 600]
+
+With --oip, model forecasts served over OIP v2 (greenops-forecast serve) join the comparison; the
+held-out scenario then measures them only on the period their training left out.
 
 Writes ``report.json`` and ``report.png`` to ``--out`` and prints the tables.
 """
@@ -10,6 +14,7 @@ import argparse
 import json
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 from greenops.evaluation.scenarios import (
@@ -41,13 +46,13 @@ def forecasters(truth: TraceSource, oip_url: str | None) -> dict[str, CarbonSour
     return out
 
 
-def lets_wait_awhile(data: Path) -> dict:
+def lets_wait_awhile(data: Path, oip_url: str | None = None) -> dict:
     truth = TraceSource.from_lwa({z: data / f for z, f in LWA_FILES.items()})
     rows = {}
     for zone in LWA_FILES:
         for window in (2, 8):
             arrivals = nightly_arrivals(zone, 2020, window)
-            table = summarise(nightly_with_baseline_at_nominal(arrivals, truth, forecasters(truth, None)))
+            table = summarise(nightly_with_baseline_at_nominal(arrivals, truth, forecasters(truth, oip_url)))
             rows[f"{zone} ±{window}h"] = {
                 "published_saving_percent": LWA_PUBLISHED.get((zone, window)),
                 **{name: {k: row[k] for k in ("mean_gco2_per_kwh", "saving_percent", "oracle_capture_percent")}
@@ -56,8 +61,8 @@ def lets_wait_awhile(data: Path) -> dict:
     return rows
 
 
-def geo_temporal(truth: TraceSource, jobs: int, oip_url: str | None) -> dict:
-    arrivals = geo_arrivals(sorted(truth.zones()), jobs)
+def geo_temporal(truth: TraceSource, jobs: int, oip_url: str | None, since: datetime | None = None) -> dict:
+    arrivals = geo_arrivals(sorted(truth.zones()), jobs, since=since)
     return summarise(run(arrivals, truth, forecasters(truth, oip_url)))
 
 
@@ -121,31 +126,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--capacity-vcpu", type=float, default=128.0,
                         help="per zone-hour capacity in the burst scenario")
     parser.add_argument("--oip", help="also evaluate model forecasts served at this OIP URL")
+    parser.add_argument("--holdout-from", default="2023-11-01",
+                        help="start of the forecasters' held-out period: the held-out geo scenario starts here")
+    parser.add_argument("--holdout-jobs", type=int, default=600)
     args = parser.parse_args(argv)
     if not (args.data / "greendcc_ci_2023").is_dir():
         print(f"greenops-eval: the public traces are not in {args.data} (use --data)", file=sys.stderr)
         return 2
     started = time.monotonic()
     truth = TraceSource.from_directory(args.data / "greendcc_ci_2023")
+    holdout = datetime.fromisoformat(args.holdout_from).replace(tzinfo=timezone.utc)
     report = {
-        "lets_wait_awhile": lets_wait_awhile(args.data),
-        "geo_temporal": geo_temporal(truth, args.jobs, args.oip),
+        "lets_wait_awhile": lets_wait_awhile(args.data, args.oip),
+        # a model trained before the holdout has seen most of the year: only the held-out
+        # scenario measures it fairly; the whole-year one is kept for the naive forecasts
+        "geo_temporal": geo_temporal(truth, args.jobs, None),
+        "geo_temporal_holdout": geo_temporal(truth, args.holdout_jobs, args.oip, since=holdout),
         "burst_without_capacity": burst(truth, args.burst, None),
         "burst_with_capacity": burst(truth, args.burst, args.capacity_vcpu),
     }
     report["settings"] = {"jobs": args.jobs, "burst": args.burst, "capacity_vcpu": args.capacity_vcpu,
+                          "holdout_from": holdout.isoformat(), "holdout_jobs": args.holdout_jobs, "oip": args.oip,
                           "seconds": round(time.monotonic() - started, 1)}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "report.json").write_text(json.dumps(report, indent=1))
     plot(report, args.out / "report.png")
     print("Let's Wait Awhile, nightly 30-min jobs at 01:00 UTC, 2020 (saving vs the nominal start):")
-    print(f"  {'scenario':10} {'published':>9} {'naive 24h':>10} {'naive 7d':>9} {'mean 7d':>8} {'oracle':>7}")
+    model = "ours (model)" if args.oip else None
+    print(f"  {'scenario':10} {'published':>9} {'naive 24h':>10} {'naive 7d':>9} {'mean 7d':>8}"
+          + (f" {'model':>7}" if model else "") + f" {'oracle':>7}")
     for name, row in report["lets_wait_awhile"].items():
         pub = "" if row["published_saving_percent"] is None else f"{row['published_saving_percent']:.1f}"
         print(f"  {name:10} {pub:>9} {row['ours (naive 24h)']['saving_percent']:10.2f} "
               f"{row['ours (naive 7d)']['saving_percent']:9.2f} {row['ours (mean 7d)']['saving_percent']:8.2f} "
-              f"{row['oracle']['saving_percent']:7.2f}")
+              + (f"{row[model]['saving_percent']:7.2f} " if model else "")
+              + f"{row['oracle']['saving_percent']:7.2f}")
     print_table(f"Geographic + temporal: 16 zones, 2023, {args.jobs} jobs over the year", report["geo_temporal"])
+    print_table(f"Held out: 16 zones, {args.holdout_jobs} jobs from {holdout:%Y-%m-%d}", report["geo_temporal_holdout"])
     print_table(f"Burst: {args.burst} jobs within 2 h, no capacity limit", report["burst_without_capacity"])
     print_table(f"Burst: {args.burst} jobs within 2 h, {args.capacity_vcpu:g} vCPU per zone-hour", report["burst_with_capacity"])
     print(f"\nwrote {args.out / 'report.json'} and {args.out / 'report.png'} in {report['settings']['seconds']} s")

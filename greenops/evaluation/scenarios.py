@@ -120,11 +120,14 @@ def nightly_with_baseline_at_nominal(arrivals: list[Arrival], truth: TraceSource
 
 
 # --- geographic + temporal on the 16 zones of 2023 -----------------------------------------
-def geo_arrivals(zones: list[str], n: int, seed: int = 2023, first_day: int = 15) -> list[Arrival]:
-    """``n`` jobs at random times of 2023 (after two weeks of history), from random origins; any of
-    ``zones`` is eligible; durations 1-12 h; slack before the deadline 0-48 h."""
+def geo_arrivals(zones: list[str], n: int, seed: int = 2023, first_day: int = 15,
+                 since: datetime | None = None) -> list[Arrival]:
+    """``n`` jobs at random times of 2023 (after two weeks of history, or from ``since``), from random
+    origins; any of ``zones`` is eligible; durations 1-12 h; slack before the deadline 0-48 h."""
     rng = np.random.default_rng(seed)
     t0 = datetime(2023, 1, 1, tzinfo=timezone.utc).timestamp() + first_day * 24 * H
+    if since is not None:
+        t0 = max(t0, since.timestamp())
     t1 = datetime(2023, 12, 25, tzinfo=timezone.utc).timestamp()
     arrivals = []
     for _ in range(n):

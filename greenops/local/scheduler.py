@@ -14,6 +14,7 @@ from greenops.local.service import ProcessService
 @dataclass
 class SchedulerServer(ProcessService):
     source: str = "profiles"
+    history: str | None = None
     capacity_vcpu: float = 512
     startup_timeout: float = 30.0
     port: int = 0
@@ -28,6 +29,7 @@ class SchedulerServer(ProcessService):
     def start(self) -> None:
         self.port = self.port or free_port()
         self._launch([sys.executable, "-m", "greenops.scheduler", "--host", "127.0.0.1", "--port", str(self.port),
-                      "--source", self.source, "--capacity-vcpu", str(self.capacity_vcpu)],
+                      "--source", self.source, "--capacity-vcpu", str(self.capacity_vcpu),
+                      *(["--history", self.history] if self.history else [])],
                      self.log, env={**os.environ, **self.env})
         self._wait_ready(f"{self.url}/readyz")

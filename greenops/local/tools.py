@@ -44,3 +44,19 @@ def pulumi_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(_env_sh())
     env.update(extra or {})
     return env
+
+
+MLSERVER_VENV = REPO / ".venv-mlserver"
+
+
+def mlserver_path() -> str:
+    """MLServer lives in its own virtualenv (``make mlserver``): it pins a FastAPI older than the
+    scheduler's, exactly as its KServe runtime image is separate from everything else."""
+    override = os.environ.get("GREENOPS_MLSERVER")
+    if override:
+        return override
+    local = MLSERVER_VENV / "bin" / "mlserver"
+    if local.exists():
+        return str(local)
+    raise ToolMissing("MLServer is not installed: run make mlserver (it creates .venv-mlserver from "
+                      "tools/mlserver/requirements.txt)")

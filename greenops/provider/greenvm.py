@@ -12,8 +12,7 @@ set, else the system clock.
 """
 from __future__ import annotations
 
-import os
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any, Callable
 
 import pulumi
@@ -30,6 +29,7 @@ from pulumi.dynamic import (
 from pydantic import ValidationError
 
 from greenops.catalog import load_catalog
+from greenops.clock import system_clock
 from greenops.errors import GreenOpsError
 from greenops.models import Decision, Workload
 from greenops.placement import SchedulerClient, place, status_at
@@ -40,13 +40,6 @@ from greenops.renderers import RenderSettings, render
 SECRET_INPUTS = ["opaToken", "schedulerToken"]
 SETTINGS_KEYS = ("opaUrl", "schedulerUrl", "timeoutSeconds", "attempts", "render", "placed", "opaToken",
                  "schedulerToken", "leadSeconds")
-
-
-def system_clock() -> datetime:
-    override = os.environ.get("GREENOPS_NOW")
-    if override:
-        return datetime.fromisoformat(override.replace("Z", "+00:00")).astimezone(timezone.utc)
-    return datetime.now(timezone.utc)
 
 
 def _workload(props: dict, now: datetime, check_deadline: bool = True) -> Workload:

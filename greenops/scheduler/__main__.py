@@ -4,6 +4,7 @@
         --source profiles              bundled month x hour profiles from data/ (default)
         --source traces:DIR            Electricity Maps CSV exports in DIR (actual values)
         --source oip:URL               forecasts from an Open Inference Protocol v2 server, profiles as fallback
+            [--history traces:DIR]     what the forecasters are fed as recent history (default: profiles)
         --source electricitymaps       the Electricity Maps API (token in ELECTRICITYMAPS_TOKEN), profiles as fallback
 """
 from __future__ import annotations
@@ -17,11 +18,12 @@ from pathlib import Path
 import structlog
 import uvicorn
 
+from greenops.clock import system_clock
 from greenops.scheduler.api import create_app
 from greenops.scheduler.sources import CarbonSource, ProfileSource, TraceSource
 
 
-def build_source(spec: str) -> CarbonSource:
+def build_source(spec: str, history: str | None = None) -> CarbonSource:
     kind, _, arg = spec.partition(":")
     if kind == "profiles":
         return ProfileSource()
@@ -29,7 +31,7 @@ def build_source(spec: str) -> CarbonSource:
         return TraceSource.from_directory(Path(arg))
     if kind == "oip":
         from greenops.scheduler.sources.oip import OipSource
-        return OipSource(arg, fallback=ProfileSource())
+        return OipSource(arg, history=build_source(history) if history else None, fallback=ProfileSource())
     if kind == "electricitymaps":
         from greenops.scheduler.sources.electricitymaps import ElectricityMapsSource
         token = os.environ.get("ELECTRICITYMAPS_TOKEN")
@@ -51,12 +53,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--source", default=os.environ.get("GREENOPS_CARBON_SOURCE", "profiles"))
+    parser.add_argument("--history", help="with --source oip:URL, the source of the recent history fed to the "
+                        "forecasters (e.g. traces:DIR); profiles when absent")
     parser.add_argument("--capacity-vcpu", type=float, default=float(os.environ.get("GREENOPS_CAPACITY_VCPU", 512)),
                         help="vCPUs each zone offers per hourly slot (the black-hole guard)")
     parser.add_argument("--log-format", choices=["json", "console"], default="json")
     args = parser.parse_args(argv)
     configure_logging(args.log_format)
-    app = create_app(build_source(args.source), capacity_vcpu=args.capacity_vcpu)
+    if args.history and not args.source.startswith("oip:"):
+        raise SystemExit("scheduler: --history only applies to --source oip:URL")
+    # GREENOPS_NOW pins the clock for replays of recorded traces (see greenops.clock)
+    app = create_app(build_source(args.source, args.history), capacity_vcpu=args.capacity_vcpu, clock=system_clock)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
 
 

@@ -12,7 +12,8 @@ import pytest
 from greenops.scheduler.series import Series
 from greenops.scheduler.sources import ProfileSource, SeasonalNaiveSource, SourceUnavailable, TraceSource, UnknownZone
 from greenops.scheduler.sources.electricitymaps import ElectricityMapsSource
-from greenops.scheduler.sources.oip import OipSource, features
+from greenops.forecasting.features import feature_row
+from greenops.scheduler.sources.oip import OipSource
 
 H = 3600.0
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -103,7 +104,7 @@ def test_oip_features_carry_history_and_calendar():
     src.series("FR", NOW, NOW + H, NOW)
     row = fake.calls[0][1]["inputs"][0]["data"]
     start = np.floor(NOW / H) * H
-    assert row[-3:] == features(np.zeros(168), start)[-3:] == [12.0, 5.0, 11.0]  # 12:00 UTC, Saturday, November
+    assert row[-3:] == feature_row(np.zeros(168), start)[-3:] == [12.0, 5.0, 11.0]  # 12:00 UTC, Saturday, November
 
 
 def test_oip_down_falls_back_to_profiles_and_without_fallback_is_unavailable():

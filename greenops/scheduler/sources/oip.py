@@ -1,6 +1,6 @@
 """Forecasts served over the Open Inference Protocol v2 (KServe, MLServer).
 
-Contract with the forecasting models (see greenops/forecasting):
+Contract with the forecasting models (the row is defined in greenops.forecasting.features):
   POST {url}/v2/models/forecaster-<zone>/infer   (then forecaster-generic when that model is absent)
   inputs:  "features", FP64, shape [1, 171]: the last 168 hourly intensities (oldest first, ending
            at the forecast start), then the forecast start's UTC hour (0-23), weekday (0=Monday)
@@ -11,25 +11,17 @@ Beyond the horizon H, and when neither model answers, the fallback source fills 
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
 
 import httpx
 import numpy as np
 import structlog
 
+from greenops.forecasting.features import HISTORY_HOURS, HOUR, INPUT_NAME, feature_row
 from greenops.scheduler.series import Series
 
 from .base import CarbonSource, SourceUnavailable, UnknownZone, extend_with
 
-HOUR = 3600.0
-HISTORY_HOURS = 168
 log = structlog.get_logger("greenops.scheduler.oip")
-
-
-def features(history: np.ndarray, start: float) -> list[float]:
-    """The model input row: 168 hourly values, then hour of day, weekday and month of ``start``."""
-    dt = datetime.fromtimestamp(start, tz=timezone.utc)
-    return [float(x) for x in history] + [float(dt.hour), float(dt.weekday()), float(dt.month)]
 
 
 class OipSource(CarbonSource):
@@ -49,7 +41,7 @@ class OipSource(CarbonSource):
         return self.history.zones()
 
     def _infer(self, model: str, row: list[float]) -> np.ndarray | None:
-        body = {"inputs": [{"name": "features", "shape": [1, len(row)], "datatype": "FP64", "data": row}]}
+        body = {"inputs": [{"name": INPUT_NAME, "shape": [1, len(row)], "datatype": "FP64", "data": row}]}
         r = self._client.post(f"/v2/models/{model}/infer", json=body)
         if r.status_code == 404:
             return None
@@ -71,7 +63,7 @@ class OipSource(CarbonSource):
             return hit[1]
         past = self.history.series(zone, start - HISTORY_HOURS * HOUR, start, now)
         hours = start - HOUR * np.arange(HISTORY_HOURS, 0, -1)
-        row = features(past.value_at(hours), start)
+        row = feature_row(past.value_at(hours), start)
         try:
             values = self._infer(f"forecaster-{zone.lower()}", row)
             if values is None:

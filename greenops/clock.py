@@ -1,0 +1,13 @@
+"""The platform's clock: ``GREENOPS_NOW`` (RFC 3339) when set, so replays, demos and tests can
+decide at a chosen instant through real processes; otherwise the system clock, in UTC."""
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+
+
+def system_clock() -> datetime:
+    override = os.environ.get("GREENOPS_NOW")
+    if override:
+        return datetime.fromisoformat(override.replace("Z", "+00:00")).astimezone(timezone.utc)
+    return datetime.now(timezone.utc)

@@ -1,0 +1,147 @@
+"""greenops-forecast: train, register, export and serve the carbon-intensity forecasters.
+
+    greenops-forecast train  --traces DIR [--zones DE,GB] [--holdout-from 2023-11-01 | --holdout-days 61]
+                             [--tracking-uri URI] [--out build/forecast] [--no-register]
+    greenops-forecast export --dest DIR [--models forecaster-de,...]      # KServe storageUri layout
+    greenops-forecast serve  [--port 8085] [--models ...]                 # MLServer, OIP v2 on loopback
+
+The tracking URI defaults to $MLFLOW_TRACKING_URI, else a local sqlite store in build/mlflow.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = REPO / "build"
+
+
+def _holdout(value: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO date: {value!r}") from None
+    return parsed.replace(tzinfo=parsed.tzinfo or timezone.utc).astimezone(timezone.utc)
+
+
+def _names(value: str | None) -> list[str] | None:
+    return [n.strip() for n in value.split(",") if n.strip()] if value else None
+
+
+def cmd_train(args) -> int:
+    from greenops.scheduler.sources import TraceSource
+
+    from . import report, tracking, training
+
+    if not args.traces.is_dir():
+        print(f"greenops-forecast: no trace directory {args.traces}", file=sys.stderr)
+        return 2
+    try:
+        traces = TraceSource.from_directory(args.traces)
+    except ValueError as exc:
+        print(f"greenops-forecast: {exc}", file=sys.stderr)
+        return 2
+    zones = _names(args.zones)
+    unknown = sorted(set(zones or []) - traces.zones())
+    if unknown:
+        print(f"greenops-forecast: no trace for zone(s) {', '.join(unknown)} in {args.traces} "
+              f"(has {', '.join(sorted(traces.zones()))})", file=sys.stderr)
+        return 2
+    holdout = args.holdout_from or training.default_holdout(traces, args.holdout_days)
+    started = time.perf_counter()
+    try:
+        result = training.train(traces, holdout, zones, horizon=args.horizon, alpha=args.alpha)
+    except ValueError as exc:
+        print(f"greenops-forecast: {exc}", file=sys.stderr)
+        return 2
+    trained = time.perf_counter() - started
+    files = report.write(result, args.out, _names(args.plot_zones) or [])
+    print(report.markdown(result))
+    print(f"trained {len(result.zones)} zone models and the generic model in {trained:.1f} s; wrote "
+          + ", ".join(str(f) for f in files))
+    if args.no_tracking:
+        return 0
+    tracking.use_tracking(args.tracking_uri, BUILD / "mlflow" / "artifacts")
+    versions = tracking.log_training(result, files, register=not args.no_register)
+    print(f"logged to {args.tracking_uri} (experiment {tracking.EXPERIMENT}); registered: "
+          + ", ".join(f"{n} v{v}" for n, v in versions.items() if v))
+    return 0
+
+
+def cmd_export(args) -> int:
+    from . import tracking
+
+    tracking.use_tracking(args.tracking_uri, BUILD / "mlflow" / "artifacts")
+    try:
+        exported = tracking.export(args.dest, _names(args.models))
+    except LookupError as exc:
+        print(f"greenops-forecast: {exc}", file=sys.stderr)
+        return 2
+    for name, path in exported.items():
+        print(f"{name}: {path}")
+    return 0
+
+
+def cmd_serve(args) -> int:
+    from greenops.errors import GreenOpsError
+    from greenops.local.mlops import MlserverServer, write_repository
+
+    from . import tracking
+
+    tracking.use_tracking(args.tracking_uri, BUILD / "mlflow" / "artifacts")
+    try:
+        exported = tracking.export(args.export_dir, _names(args.models))
+        server = MlserverServer(repository=write_repository(exported, args.repository), port=args.port)
+        with server:
+            print(f"MLServer on {server.url}: {', '.join(server.models)} (OIP v2; Ctrl-C stops it)", flush=True)
+            while server._proc.poll() is None:
+                time.sleep(1)
+    except (LookupError, GreenOpsError) as exc:
+        print(f"greenops-forecast: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def tracking_uri_default() -> str:
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{BUILD / 'mlflow' / 'mlflow.db'}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="greenops-forecast", description=__doc__.splitlines()[0])
+    parser.add_argument("--tracking-uri", default=tracking_uri_default())
+    sub = parser.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("train", help="train, evaluate on a held-out period, log and register")
+    t.add_argument("--traces", type=Path, default=REPO.parent / "shared" / "data" / "greendcc_ci_2023",
+                   help="a directory of Electricity Maps hourly CSV exports")
+    t.add_argument("--zones", help="comma-separated zones (default: every zone in --traces)")
+    t.add_argument("--holdout-from", type=_holdout, help="start of the held-out period (UTC)")
+    t.add_argument("--holdout-days", type=int, default=61, help="without --holdout-from: the last N days")
+    t.add_argument("--horizon", type=int, default=72, help="hours predicted by each forecast")
+    t.add_argument("--alpha", type=float, default=1.0, help="ridge regularisation")
+    t.add_argument("--out", type=Path, default=BUILD / "forecast")
+    t.add_argument("--plot-zones", default="DE,GB,US-CAL-CISO,SG")
+    t.add_argument("--no-register", action="store_true", help="log runs but register nothing")
+    t.add_argument("--no-tracking", action="store_true", help="evaluate and write the report only")
+    t.set_defaults(func=cmd_train)
+    e = sub.add_parser("export", help="download the champion versions in the KServe storageUri layout")
+    e.add_argument("--dest", type=Path, required=True)
+    e.add_argument("--models", help="comma-separated model names (default: every forecaster-*)")
+    e.set_defaults(func=cmd_export)
+    s = sub.add_parser("serve", help="serve the champion versions with MLServer over OIP v2")
+    s.add_argument("--port", type=int, default=8085)
+    s.add_argument("--models", help="comma-separated model names (default: every forecaster-*)")
+    s.add_argument("--export-dir", type=Path, default=BUILD / "models")
+    s.add_argument("--repository", type=Path, default=BUILD / "mlserver")
+    s.set_defaults(func=cmd_serve)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""The MLflow pyfunc wrapper MLServer's MLflow runtime serves.
+
+MLServer decodes an OIP v2 request into a dict of named tensors; this wrapper takes the
+``features`` tensor and answers one plain [n, H] FP64 tensor, the shape the scheduler reads (the
+thesis wrapped its PyTorch forecaster's custom output class the same way).
+"""
+from __future__ import annotations
+
+import mlflow.pyfunc
+import numpy as np
+
+from .estimator import CarbonForecastRegressor
+from .features import FEATURES, INPUT_NAME
+
+class OipForecaster(mlflow.pyfunc.PythonModel):
+    # The logged tensor signature validates the input; MLflow's type-hint validation has no tensor
+    # type and would reject the dict of named tensors MLServer passes in, so it is switched off.
+    _skip_type_hint_validation = True
+
+    def __init__(self, estimator: CarbonForecastRegressor):
+        self.estimator = estimator
+
+    def predict(self, context, model_input, params=None) -> np.ndarray:
+        if isinstance(model_input, dict):
+            if INPUT_NAME not in model_input:
+                raise ValueError(f"expected an input tensor named {INPUT_NAME!r}, got {sorted(model_input)}")
+            model_input = model_input[INPUT_NAME]
+        elif hasattr(model_input, "to_numpy"):
+            model_input = model_input.to_numpy()
+        rows = np.asarray(model_input, dtype=float).reshape(-1, FEATURES)
+        return np.clip(self.estimator.predict(rows), 0.0, None)

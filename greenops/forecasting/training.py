@@ -1,0 +1,134 @@
+"""Training and held-out evaluation, free of any tracking concern (MLflow logging is in tracking.py).
+
+Every zone's hourly trace is cut at ``holdout_from``: a model learns from forecasts whose whole
+target window ends before it, and is scored on every forecast starting at or after it, beside the
+baselines computed from the same rows. The generic model learns from every zone's training rows.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pandas as pd
+
+from greenops.scheduler.series import Series
+from greenops.scheduler.sources import TraceSource
+
+from .baselines import BASELINES
+from .estimator import CarbonForecastRegressor
+from .features import HOUR, windows
+from .metrics import scores
+
+DEFAULT_HORIZON = 72
+MAX_GAP_HOURS = 6
+GENERIC = "generic"
+
+
+def model_name(zone: str) -> str:
+    """The registry and OIP name: lower case, as KServe InferenceService names must be."""
+    return f"forecaster-{zone.lower()}"
+
+
+@dataclass
+class ZoneWindows:
+    zone: str
+    starts: np.ndarray
+    rows: np.ndarray
+    targets: np.ndarray
+
+    def split(self, holdout_from: float, horizon: int) -> tuple["ZoneWindows", "ZoneWindows"]:
+        train = self.starts + horizon * HOUR <= holdout_from
+        test = self.starts >= holdout_from
+        return (ZoneWindows(self.zone, self.starts[train], self.rows[train], self.targets[train]),
+                ZoneWindows(self.zone, self.starts[test], self.rows[test], self.targets[test]))
+
+
+def zone_windows(zone: str, series: Series, horizon: int) -> ZoneWindows:
+    """Every forecast of ``series``; gaps up to MAX_GAP_HOURS are interpolated, windows touching a
+    longer gap are dropped rather than learnt from."""
+    if abs(series.step - HOUR) > 1e-6:
+        raise ValueError(f"zone {zone}: the trace must be hourly, its step is {series.step:g} s")
+    values = pd.Series(series.values).interpolate(limit=MAX_GAP_HOURS, limit_area="inside").to_numpy()
+    starts, rows, targets = windows(values, series.start, horizon)
+    complete = np.isfinite(rows).all(axis=1) & np.isfinite(targets).all(axis=1)
+    return ZoneWindows(zone, starts[complete], rows[complete], targets[complete])
+
+
+@dataclass
+class ZoneResult:
+    zone: str
+    model: CarbonForecastRegressor
+    n_train: int
+    n_test: int
+    fit_seconds: float
+    scores: dict[str, dict[str, float]]  # forecaster -> metric -> value
+    test: ZoneWindows = field(repr=False)
+
+    @property
+    def name(self) -> str:
+        return model_name(self.zone)
+
+
+@dataclass
+class TrainingReport:
+    holdout_from: datetime
+    horizon: int
+    alpha: float
+    zones: list[ZoneResult]
+    generic: ZoneResult  # scores: the generic model on every zone's held-out rows, pooled
+    generic_by_zone: dict[str, dict[str, float]]
+
+    def table(self) -> list[dict]:
+        """One row per zone: MAPE/MAE of the zone model, the generic model and the baselines."""
+        out = []
+        for r in self.zones:
+            row = {"zone": r.zone, "n_train": r.n_train, "n_test": r.n_test}
+            for forecaster, metrics in r.scores.items():
+                row.update({f"{forecaster}.{k}": v for k, v in metrics.items()})
+            row.update({f"generic.{k}": v for k, v in self.generic_by_zone.get(r.zone, {}).items()})
+            out.append(row)
+        return out
+
+
+def default_holdout(traces: TraceSource, days: int) -> datetime:
+    """Midnight UTC ``days`` before the end of the latest trace."""
+    end = max(traces.full(z).end for z in traces.zones())
+    last = datetime.fromtimestamp(end, tz=timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    return last - timedelta(days=days)
+
+
+def _evaluate(model: CarbonForecastRegressor, test: ZoneWindows, horizon: int) -> dict[str, dict[str, float]]:
+    out = {"model": scores(model.predict(test.rows), test.targets)}
+    for name, baseline in BASELINES.items():
+        out[name] = scores(baseline(test.rows, horizon), test.targets)
+    return out
+
+
+def _fit(zone: str, train: ZoneWindows, test: ZoneWindows, horizon: int, alpha: float) -> ZoneResult:
+    if len(train.rows) == 0 or len(test.rows) == 0:
+        raise ValueError(f"zone {zone}: {len(train.rows)} training and {len(test.rows)} held-out forecasts; "
+                         "the trace must cover a week of history plus the horizon on both sides of the holdout")
+    started = time.perf_counter()
+    model = CarbonForecastRegressor(alpha=alpha).fit(train.rows, train.targets)
+    seconds = time.perf_counter() - started
+    return ZoneResult(zone, model, len(train.rows), len(test.rows), round(seconds, 3),
+                      _evaluate(model, test, horizon), test)
+
+
+def train(traces: TraceSource, holdout_from: datetime, zones: list[str] | None = None,
+          horizon: int = DEFAULT_HORIZON, alpha: float = 1.0, generic_stride: int = 3) -> TrainingReport:
+    zones = sorted(zones or traces.zones())
+    cut = holdout_from.timestamp()
+    splits = {z: zone_windows(z, traces.full(z), horizon).split(cut, horizon) for z in zones}
+    results = [_fit(z, train_w, test_w, horizon, alpha) for z, (train_w, test_w) in splits.items()]
+    # The generic model is what answers for a zone without its own model, so it learns from all of them.
+    pooled_train = ZoneWindows(GENERIC, *(np.concatenate(parts) for parts in zip(
+        *[(w.starts[::generic_stride], w.rows[::generic_stride], w.targets[::generic_stride])
+          for w, _ in splits.values()])))
+    pooled_test = ZoneWindows(GENERIC, *(np.concatenate(parts) for parts in zip(
+        *[(w.starts, w.rows, w.targets) for _, w in splits.values()])))
+    generic = _fit(GENERIC, pooled_train, pooled_test, horizon, alpha)
+    by_zone = {z: scores(generic.model.predict(test_w.rows), test_w.targets) for z, (_, test_w) in splits.items()}
+    return TrainingReport(holdout_from, horizon, alpha, results, generic, by_zone)
