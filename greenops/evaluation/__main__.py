@@ -63,7 +63,13 @@ def lets_wait_awhile(data: Path, oip_url: str | None = None) -> dict:
 
 def geo_temporal(truth: TraceSource, jobs: int, oip_url: str | None, since: datetime | None = None) -> dict:
     arrivals = geo_arrivals(sorted(truth.zones()), jobs, since=since)
-    return summarise(run(arrivals, truth, forecasters(truth, oip_url)))
+    sources = forecasters(truth, oip_url)
+    table = summarise(run(arrivals, truth, sources))
+    if "ours (model)" in sources:
+        # forecasts answered by each model, and how many fell back (a model that was not served
+        # must not pass for a good one)
+        table["ours (model)"]["answers"] = dict(sources["ours (model)"].answers)
+    return table
 
 
 def burst(truth: TraceSource, jobs: int, capacity: float | None) -> dict:
@@ -163,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
               + f"{row['oracle']['saving_percent']:7.2f}")
     print_table(f"Geographic + temporal: 16 zones, 2023, {args.jobs} jobs over the year", report["geo_temporal"])
     print_table(f"Held out: 16 zones, {args.holdout_jobs} jobs from {holdout:%Y-%m-%d}", report["geo_temporal_holdout"])
+    if args.oip:
+        print(f"  model forecasts answered: {report['geo_temporal_holdout']['ours (model)']['answers']}")
     print_table(f"Burst: {args.burst} jobs within 2 h, no capacity limit", report["burst_without_capacity"])
     print_table(f"Burst: {args.burst} jobs within 2 h, {args.capacity_vcpu:g} vCPU per zone-hour", report["burst_with_capacity"])
     print(f"\nwrote {args.out / 'report.json'} and {args.out / 'report.png'} in {report['settings']['seconds']} s")

@@ -88,7 +88,7 @@ def champions(client: MlflowClient, names: list[str] | None = None) -> dict[str,
     out = {}
     for name in names:
         try:
-            out[name] = client.get_model_version_by_alias(name, ALIAS).version
+            out[name] = str(client.get_model_version_by_alias(name, ALIAS).version)
         except mlflow.exceptions.MlflowException as exc:
             raise LookupError(f"model {name} has no version with alias {ALIAS!r} in the registry") from exc
     return out

@@ -96,6 +96,7 @@ def test_oip_zone_model_then_generic_then_fallback():
     calls = len(fake.calls)
     src.series("FR", NOW + 60, NOW + 2 * H, NOW + 60)
     assert len(fake.calls) == calls
+    assert src.answers == {"zone": 1, "generic": 1, "fallback": 0}
 
 
 def test_oip_features_carry_history_and_calendar():
@@ -114,6 +115,7 @@ def test_oip_down_falls_back_to_profiles_and_without_fallback_is_unavailable():
     profiles = ProfileSource()
     with_fallback = OipSource("http://oip", fallback=profiles, transport=httpx.MockTransport(down))
     assert with_fallback.series("FR", NOW, NOW + 5 * H, NOW).values.tolist() == profiles.series("FR", NOW, NOW + 5 * H, NOW).values.tolist()
+    assert with_fallback.answers["fallback"] == 1
     bare = OipSource("http://oip", history=profiles, transport=httpx.MockTransport(down))
     with pytest.raises(SourceUnavailable, match="unreachable"):
         bare.series("FR", NOW, NOW + 5 * H, NOW)

@@ -36,6 +36,8 @@ class OipSource(CarbonSource):
         self._client = httpx.Client(base_url=self.url, timeout=timeout, transport=transport)
         self._cache: dict[tuple[str, float], tuple[float, Series]] = {}
         self.cache_ttl = cache_ttl
+        # what answered: "zone" model, "generic" model or the "fallback" source (reports, tests)
+        self.answers = {"zone": 0, "generic": 0, "fallback": 0}
 
     def zones(self) -> frozenset[str]:
         return self.history.zones()
@@ -65,13 +67,14 @@ class OipSource(CarbonSource):
         hours = start - HOUR * np.arange(HISTORY_HOURS, 0, -1)
         row = feature_row(past.value_at(hours), start)
         try:
-            values = self._infer(f"forecaster-{zone.lower()}", row)
+            values, answered = self._infer(f"forecaster-{zone.lower()}", row), "zone"
             if values is None:
-                values = self._infer("forecaster-generic", row)
+                values, answered = self._infer("forecaster-generic", row), "generic"
         except httpx.HTTPError as exc:
             raise SourceUnavailable(f"OIP server at {self.url} unreachable: {exc}") from exc
         if values is None:
             raise SourceUnavailable(f"neither forecaster-{zone.lower()} nor forecaster-generic is served at {self.url}")
+        self.answers[answered] += 1
         series = Series(float(start), HOUR, values)
         self._cache[(zone, start)] = (time.monotonic(), series)
         return series
@@ -85,6 +88,7 @@ class OipSource(CarbonSource):
             if self.fallback is None:
                 raise
             log.warning("oip.fallback", zone=zone, reason=str(exc))
+            self.answers["fallback"] += 1
             return self.fallback.series(zone, t0, t1, now)
         if self.fallback is not None:
             predicted = extend_with(predicted, self.fallback.series(zone, predicted.start, t1, now), t1)
