@@ -99,6 +99,23 @@ def test_oip_zone_model_then_generic_then_fallback():
     assert src.answers == {"zone": 1, "generic": 1, "fallback": 0}
 
 
+def test_oip_per_model_hosts_as_kserve_names_them():
+    fake = FakeOip({"forecaster-generic": 77.0})
+    hosts = []
+
+    def by_host(request: httpx.Request) -> httpx.Response:
+        hosts.append(request.url.host)
+        if request.url.host != "forecaster-generic-predictor.forecasting.svc":
+            raise httpx.ConnectError("name does not resolve")  # no InferenceService for this zone
+        return fake(request)
+
+    src = OipSource("http://{model}-predictor.forecasting.svc", fallback=ProfileSource(),
+                    transport=httpx.MockTransport(by_host))
+    assert src.series("FR", NOW, NOW + 2 * H, NOW).values[0] == 77.0
+    assert hosts == ["forecaster-fr-predictor.forecasting.svc", "forecaster-generic-predictor.forecasting.svc"]
+    assert src.answers == {"zone": 0, "generic": 1, "fallback": 0}
+
+
 def test_oip_features_carry_history_and_calendar():
     fake = FakeOip({"forecaster-fr": 1.0})
     src = OipSource("http://oip", fallback=ProfileSource(), transport=httpx.MockTransport(fake))

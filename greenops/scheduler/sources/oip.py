@@ -7,6 +7,11 @@ Contract with the forecasting models (the row is defined in greenops.forecasting
            and month (1-12)
   outputs: the first output, shape [1, H]: H hourly intensities from the forecast start
 Beyond the horizon H, and when neither model answers, the fallback source fills in.
+
+One server (MLServer with every model, as ``greenops-forecast serve`` runs it) is a plain URL.
+KServe gives every InferenceService its own host; a URL with ``{model}`` in it, such as
+``http://{model}-predictor.forecasting.svc``, is expanded per model, and a zone model whose host
+does not answer counts as absent, so the generic model is asked next.
 """
 from __future__ import annotations
 
@@ -33,7 +38,7 @@ class OipSource(CarbonSource):
         if self.history is None:
             raise ValueError("an OIP source needs a history source (or a fallback to use as one)")
         self.name = f"oip({self.url})" + (f"+{fallback.name}" if fallback else "")
-        self._client = httpx.Client(base_url=self.url, timeout=timeout, transport=transport)
+        self._client = httpx.Client(timeout=timeout, transport=transport)
         self._cache: dict[tuple[str, float], tuple[float, Series]] = {}
         self.cache_ttl = cache_ttl
         # what answered: "zone" model, "generic" model or the "fallback" source (reports, tests)
@@ -42,9 +47,19 @@ class OipSource(CarbonSource):
     def zones(self) -> frozenset[str]:
         return self.history.zones()
 
-    def _infer(self, model: str, row: list[float]) -> np.ndarray | None:
+    def endpoint(self, model: str) -> str:
+        base = self.url.replace("{model}", model)
+        return f"{base}/v2/models/{model}/infer"
+
+    def _infer(self, model: str, row: list[float], absent_if_unreachable: bool = False) -> np.ndarray | None:
         body = {"inputs": [{"name": INPUT_NAME, "shape": [1, len(row)], "datatype": "FP64", "data": row}]}
-        r = self._client.post(f"/v2/models/{model}/infer", json=body)
+        try:
+            r = self._client.post(self.endpoint(model), json=body)
+        except httpx.ConnectError:
+            # per-model hosts: no InferenceService for this zone is the same as a 404
+            if absent_if_unreachable and "{model}" in self.url:
+                return None
+            raise
         if r.status_code == 404:
             return None
         if r.status_code != 200:
@@ -67,7 +82,7 @@ class OipSource(CarbonSource):
         hours = start - HOUR * np.arange(HISTORY_HOURS, 0, -1)
         row = feature_row(past.value_at(hours), start)
         try:
-            values, answered = self._infer(f"forecaster-{zone.lower()}", row), "zone"
+            values, answered = self._infer(f"forecaster-{zone.lower()}", row, absent_if_unreachable=True), "zone"
             if values is None:
                 values, answered = self._infer("forecaster-generic", row), "generic"
         except httpx.HTTPError as exc:
