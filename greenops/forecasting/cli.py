@@ -33,6 +33,8 @@ def _names(value: str | None) -> list[str] | None:
 
 
 def cmd_train(args) -> int:
+    from mlflow.exceptions import MlflowException
+
     from greenops.scheduler.sources import TraceSource
 
     from . import report, tracking, training
@@ -65,20 +67,26 @@ def cmd_train(args) -> int:
           + ", ".join(str(f) for f in files))
     if args.no_tracking:
         return 0
-    tracking.use_tracking(args.tracking_uri, BUILD / "mlflow" / "artifacts")
-    versions = tracking.log_training(result, files, register=not args.no_register)
+    try:
+        tracking.use_tracking(args.tracking_uri, BUILD / "mlflow" / "artifacts")
+        versions = tracking.log_training(result, files, register=not args.no_register)
+    except (tracking.TrackingUnavailable, MlflowException) as exc:
+        print(f"greenops-forecast: nothing registered: {exc}", file=sys.stderr)
+        return 3
     print(f"logged to {args.tracking_uri} (experiment {tracking.EXPERIMENT}); registered: "
           + ", ".join(f"{n} v{v}" for n, v in versions.items() if v))
     return 0
 
 
 def cmd_export(args) -> int:
+    from mlflow.exceptions import MlflowException
+
     from . import tracking
 
-    tracking.use_tracking(args.tracking_uri, BUILD / "mlflow" / "artifacts")
     try:
+        tracking.use_tracking(args.tracking_uri, BUILD / "mlflow" / "artifacts")
         exported = tracking.export(args.dest, _names(args.models))
-    except LookupError as exc:
+    except (LookupError, tracking.TrackingUnavailable, MlflowException) as exc:
         print(f"greenops-forecast: {exc}", file=sys.stderr)
         return 2
     for name, path in exported.items():
@@ -87,20 +95,22 @@ def cmd_export(args) -> int:
 
 
 def cmd_serve(args) -> int:
+    from mlflow.exceptions import MlflowException
+
     from greenops.errors import GreenOpsError
     from greenops.local.mlops import MlserverServer, write_repository
 
     from . import tracking
 
-    tracking.use_tracking(args.tracking_uri, BUILD / "mlflow" / "artifacts")
     try:
+        tracking.use_tracking(args.tracking_uri, BUILD / "mlflow" / "artifacts")
         exported = tracking.export(args.export_dir, _names(args.models))
         server = MlserverServer(repository=write_repository(exported, args.repository), port=args.port)
         with server:
             print(f"MLServer on {server.url}: {', '.join(server.models)} (OIP v2; Ctrl-C stops it)", flush=True)
             while server._proc.poll() is None:
                 time.sleep(1)
-    except (LookupError, GreenOpsError) as exc:
+    except (LookupError, GreenOpsError, tracking.TrackingUnavailable, MlflowException) as exc:
         print(f"greenops-forecast: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -11,6 +11,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import cloudpickle
+import httpx
 import mlflow
 import numpy as np
 from mlflow import MlflowClient
@@ -30,8 +31,17 @@ def serving_requirements() -> list[str]:
     return [f"{p}=={version(p)}" for p in SERVING_PACKAGES]
 
 
+class TrackingUnavailable(Exception):
+    """The tracking server does not answer: said at once, instead of after MLflow's retries."""
+
+
 def use_tracking(uri: str, artifacts: Path | None = None) -> None:
     """Point MLflow at ``uri``; with a local database, keep artifacts beside it rather than in ./mlruns."""
+    if uri.startswith(("http://", "https://")):
+        try:
+            httpx.get(f"{uri.rstrip('/')}/health", timeout=5).raise_for_status()
+        except httpx.HTTPError as exc:
+            raise TrackingUnavailable(f"MLflow tracking server at {uri} is unreachable: {exc}") from exc
     mlflow.set_tracking_uri(uri)
     if mlflow.get_experiment_by_name(EXPERIMENT) is None:
         location = artifacts.resolve().as_uri() if artifacts and not uri.startswith("http") else None
