@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup tools mlserver forecast serve-forecasts test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
+.PHONY: setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver) -> .tools/bin
@@ -67,6 +67,9 @@ forecast: setup
 # Serve the registered champions with MLServer over OIP v2 on 127.0.0.1:8085
 serve-forecasts: setup mlserver
 	$(VENV)/bin/greenops-forecast serve --port 8085
+
+bench-forecast: setup mlserver
+	$(PY) benchmarks/forecasting.py
 
 bench-scheduler: setup
 	$(PY) benchmarks/scheduler_latency.py

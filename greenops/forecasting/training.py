@@ -117,18 +117,28 @@ def _fit(zone: str, train: ZoneWindows, test: ZoneWindows, horizon: int, alpha: 
                       _evaluate(model, test, horizon), test)
 
 
+def _strided(w: ZoneWindows, stride: int) -> ZoneWindows:
+    return ZoneWindows(w.zone, w.starts[::stride].copy(), w.rows[::stride].copy(), w.targets[::stride].copy())
+
+
+def _pool(parts: list[ZoneWindows]) -> ZoneWindows:
+    return ZoneWindows(GENERIC, *(np.concatenate(column) for column in zip(
+        *[(w.starts, w.rows, w.targets) for w in parts])))
+
+
 def train(traces: TraceSource, holdout_from: datetime, zones: list[str] | None = None,
           horizon: int = DEFAULT_HORIZON, alpha: float = 1.0, generic_stride: int = 3) -> TrainingReport:
     zones = sorted(zones or traces.zones())
     cut = holdout_from.timestamp()
-    splits = {z: zone_windows(z, traces.full(z), horizon).split(cut, horizon) for z in zones}
-    results = [_fit(z, train_w, test_w, horizon, alpha) for z, (train_w, test_w) in splits.items()]
+    results, pooled_train, tests = [], [], {}
+    # One zone at a time, keeping only its held-out rows and a strided share of its training rows
+    # for the generic model: peak memory is one zone's windows, not all of them.
+    for zone in zones:
+        train_w, test_w = zone_windows(zone, traces.full(zone), horizon).split(cut, horizon)
+        results.append(_fit(zone, train_w, test_w, horizon, alpha))
+        pooled_train.append(_strided(train_w, generic_stride))
+        tests[zone] = test_w
     # The generic model is what answers for a zone without its own model, so it learns from all of them.
-    pooled_train = ZoneWindows(GENERIC, *(np.concatenate(parts) for parts in zip(
-        *[(w.starts[::generic_stride], w.rows[::generic_stride], w.targets[::generic_stride])
-          for w, _ in splits.values()])))
-    pooled_test = ZoneWindows(GENERIC, *(np.concatenate(parts) for parts in zip(
-        *[(w.starts, w.rows, w.targets) for _, w in splits.values()])))
-    generic = _fit(GENERIC, pooled_train, pooled_test, horizon, alpha)
-    by_zone = {z: scores(generic.model.predict(test_w.rows), test_w.targets) for z, (_, test_w) in splits.items()}
+    generic = _fit(GENERIC, _pool(pooled_train), _pool(list(tests.values())), horizon, alpha)
+    by_zone = {z: scores(generic.model.predict(w.rows), w.targets) for z, w in tests.items()}
     return TrainingReport(holdout_from, horizon, alpha, results, generic, by_zone)
