@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import resource
-import statistics
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -21,17 +20,13 @@ from pathlib import Path
 import httpx
 import mlflow
 import numpy as np
+from latency import percentiles, timed_ms
 
 from greenops.forecasting import tracking, training
 from greenops.forecasting.features import HISTORY_HOURS, HOUR, feature_row
 from greenops.local.mlops import MlserverServer, write_repository
 from greenops.scheduler.sources import ProfileSource, TraceSource
 from greenops.scheduler.sources.oip import OipSource
-
-
-def pct(samples: list[float]) -> str:
-    s = sorted(samples)
-    return f"p50 {statistics.median(s):.2f} ms, p99 {s[min(len(s) - 1, int(0.99 * len(s)))]:.2f} ms"
 
 
 def main() -> None:
@@ -71,22 +66,14 @@ def main() -> None:
             row = feature_row(de.value_at(start - HOUR * np.arange(HISTORY_HOURS, 0, -1)), start)
             body = {"inputs": [{"name": "features", "shape": [1, 171], "datatype": "FP64", "data": row}]}
             with httpx.Client(base_url=server.url) as client:
-                for _ in range(20):
-                    client.post("/v2/models/forecaster-de/infer", json=body)
-                samples = []
-                for _ in range(args.requests):
-                    t = time.perf_counter()
-                    client.post("/v2/models/forecaster-de/infer", json=body).raise_for_status()
-                    samples.append((time.perf_counter() - t) * 1000)
-            print(f"OIP infer round trip (forecaster-de, keep-alive): {pct(samples)}")
+                samples = timed_ms(lambda _: client.post("/v2/models/forecaster-de/infer", json=body).raise_for_status(),
+                                   args.requests, warmup=20)
+            print(f"OIP infer round trip (forecaster-de, keep-alive): {percentiles(samples)}")
             source = OipSource(server.url, history=traces, fallback=ProfileSource(), timeout=10)
-            samples = []
-            for i in range(args.requests):
-                now = start + i * HOUR  # a new hour: no cache hit
-                t = time.perf_counter()
-                source.series("GB", now, now + 48 * HOUR, now)
-                samples.append((time.perf_counter() - t) * 1000)
-            print(f"scheduler OIP source, uncached forecast (history + infer + 48 h slice): {pct(samples)}; "
+            # a new hour each call: no cache hit
+            samples = timed_ms(lambda i: source.series("GB", start + i * HOUR, start + (i + 48) * HOUR, start + i * HOUR),
+                               args.requests)
+            print(f"scheduler OIP source, uncached forecast (history + infer + 48 h slice): {percentiles(samples)}; "
                   f"answers {source.answers}")
     mlflow.set_tracking_uri("")
 

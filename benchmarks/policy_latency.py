@@ -10,21 +10,14 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import time
 
 import httpx
+from latency import percentiles
 
 from greenops.catalog import load_catalog
 from greenops.local.scheduler_standin import SchedulerStandIn
 from greenops.policies.server import OpaServer
-
-
-def percentiles(samples: list[float]) -> str:
-    s = sorted(samples)
-    pick = lambda q: s[min(len(s) - 1, int(q * len(s)))]  # noqa: E731
-    return (f"n={len(s)} p50={pick(0.50):.2f} p90={pick(0.90):.2f} p99={pick(0.99):.2f} "
-            f"max={s[-1]:.2f} mean={statistics.fmean(s):.2f} ms")
 
 
 def workloads(n: int, seed: int = 7):

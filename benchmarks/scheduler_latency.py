@@ -10,11 +10,11 @@ decision alone in-process. Then jobs/s for batches of 1000 (number_of_jobs=1000)
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 from datetime import datetime, timedelta, timezone
 
 import httpx
+from latency import percentiles, timed_ms
 
 from greenops.local.scheduler import SchedulerServer
 from greenops.scheduler.algorithm import CapacityLedger, Job, best_placement, place_batch
@@ -23,12 +23,6 @@ from greenops.scheduler.sources import ProfileSource
 
 ZONES = ["AU-NSW", "AU-VIC", "BR-CS", "CA-ON", "CL-SEN", "DE", "GB", "IN-WE", "JP-TK", "KR", "SG",
          "US-CAL-CISO", "US-MIDA-PJM", "US-NY-NYIS", "US-TEX-ERCO", "ZA"]
-
-
-def pct(samples: list[float]) -> str:
-    s = sorted(samples)
-    q = lambda p: s[min(len(s) - 1, int(p * len(s)))]  # noqa: E731
-    return f"n={len(s)} p50={q(0.5):.2f} p90={q(0.9):.2f} p99={q(0.99):.2f} max={s[-1]:.2f} mean={statistics.fmean(s):.2f} ms"
 
 
 def main() -> None:
@@ -43,23 +37,16 @@ def main() -> None:
     source = ProfileSource()
     now = time.time()
     end = to_epoch(deadline)
-    inproc = []
-    for _ in range(args.requests):
-        t = time.perf_counter()
+
+    def decide(_: int) -> None:
         forecasts = {z: source.series(z, now, end, now) for z in ZONES}
         best_placement(forecasts, Job(4, 8, 6 * 3600), now, end)
-        inproc.append((time.perf_counter() - t) * 1000)
-    print(f"decision in-process (16 zones, 7-day hourly horizon, 6 h job): {pct(inproc)}")
+
+    print(f"decision in-process (16 zones, 7-day hourly horizon, 6 h job): {percentiles(timed_ms(decide, args.requests))}")
 
     with SchedulerServer(capacity_vcpu=1e12) as service, httpx.Client(base_url=service.url, timeout=30) as c:
-        for _ in range(20):
-            c.post("/scheduling", json=body).raise_for_status()
-        rtt = []
-        for _ in range(args.requests):
-            t = time.perf_counter()
-            c.post("/scheduling", json=body).raise_for_status()
-            rtt.append((time.perf_counter() - t) * 1000)
-        print(f"decision over HTTP (POST /scheduling, same request):            {pct(rtt)}")
+        rtt = timed_ms(lambda _: c.post("/scheduling", json=body).raise_for_status(), args.requests, warmup=20)
+        print(f"decision over HTTP (POST /scheduling, same request):            {percentiles(rtt)}")
         batch = dict(body, number_of_jobs=args.batch)
         t = time.perf_counter()
         r = c.post("/scheduling", json=batch)
