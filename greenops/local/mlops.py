@@ -28,10 +28,6 @@ class MlflowServer(ProcessService):
     startup_timeout: float = 90.0
     name = "mlflow server"
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
     def start(self) -> None:
         self.port = self.port or free_port()
         self.root.mkdir(parents=True, exist_ok=True)
@@ -62,10 +58,6 @@ class MlserverServer(ProcessService):
     host: str = "127.0.0.1"
     startup_timeout: float = 120.0
     name = "MLServer"
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
         self.port = self.port or free_port()

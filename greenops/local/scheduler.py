@@ -22,10 +22,6 @@ class SchedulerServer(ProcessService):
     log: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-sched-")) / "scheduler.log")
     name = "scheduler"
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
     def start(self) -> None:
         self.port = self.port or free_port()
         self._launch([sys.executable, "-m", "greenops.scheduler", "--host", "127.0.0.1", "--port", str(self.port),

@@ -37,7 +37,12 @@ class ProcessService(LoopbackService):
 
     name = "service"
     startup_timeout: float = 30.0
+    port: int = 0
     _proc = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     def _launch(self, argv: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.log = log
