@@ -18,6 +18,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "build"
+LOCAL_STORE = BUILD / "mlflow"  # the default tracking store: a sqlite database with its artifacts beside it
+
+
+def _connect(tracking_uri: str) -> None:
+    from . import tracking
+
+    tracking.use_tracking(tracking_uri, LOCAL_STORE / "artifacts")
 
 
 def _holdout(value: str) -> datetime:
@@ -68,7 +75,7 @@ def cmd_train(args) -> int:
     if args.no_tracking:
         return 0
     try:
-        tracking.use_tracking(args.tracking_uri, BUILD / "mlflow" / "artifacts")
+        _connect(args.tracking_uri)
         versions = tracking.log_training(result, files, register=not args.no_register)
     except (tracking.TrackingUnavailable, MlflowException) as exc:
         print(f"greenops-forecast: nothing registered: {exc}", file=sys.stderr)
@@ -84,7 +91,7 @@ def cmd_export(args) -> int:
     from . import tracking
 
     try:
-        tracking.use_tracking(args.tracking_uri, BUILD / "mlflow" / "artifacts")
+        _connect(args.tracking_uri)
         exported = tracking.export(args.dest, _names(args.models))
     except (LookupError, tracking.TrackingUnavailable, MlflowException) as exc:
         print(f"greenops-forecast: {exc}", file=sys.stderr)
@@ -103,14 +110,14 @@ def cmd_serve(args) -> int:
     from . import tracking
 
     try:
-        tracking.use_tracking(args.tracking_uri, BUILD / "mlflow" / "artifacts")
+        _connect(args.tracking_uri)
         exported = tracking.export(args.export_dir, _names(args.models))
         server = MlserverServer(repository=write_repository(exported, args.repository), port=args.port)
         with server:
             print(f"MLServer on {server.url}: {', '.join(server.models)} (OIP v2; Ctrl-C stops it)", flush=True)
-            while server._proc.poll() is None:
+            while server.running:
                 time.sleep(1)
-    except (LookupError, GreenOpsError, tracking.TrackingUnavailable, MlflowException) as exc:
+    except (LookupError, GreenOpsError, MlflowException) as exc:
         print(f"greenops-forecast: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -119,7 +126,7 @@ def cmd_serve(args) -> int:
 
 
 def tracking_uri_default() -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{BUILD / 'mlflow' / 'mlflow.db'}"
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{LOCAL_STORE / 'mlflow.db'}"
 
 
 def main(argv: list[str] | None = None) -> int:

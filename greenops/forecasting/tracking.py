@@ -17,6 +17,8 @@ import numpy as np
 from mlflow import MlflowClient
 from mlflow.models import infer_signature
 
+from greenops.errors import GreenOpsError
+
 from . import estimator, features, pyfunc
 from .features import HISTORY_HOURS, INPUT_NAME
 from .training import TrainingReport, ZoneResult
@@ -31,7 +33,7 @@ def serving_requirements() -> list[str]:
     return [f"{p}=={version(p)}" for p in SERVING_PACKAGES]
 
 
-class TrackingUnavailable(Exception):
+class TrackingUnavailable(GreenOpsError):
     """The tracking server does not answer: said at once, instead of after MLflow's retries."""
 
 

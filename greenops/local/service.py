@@ -44,6 +44,10 @@ class ProcessService(LoopbackService):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
     def _launch(self, argv: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.log = log
         self._proc = subprocess.Popen(argv, stdout=log.open("ab"), stderr=subprocess.STDOUT,
@@ -64,7 +68,7 @@ class ProcessService(LoopbackService):
         raise GreenOpsError(f"{self.name} did not become ready within {self.startup_timeout:.0f}s")
 
     def stop(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
+        if self.running:
             self._proc.terminate()
             try:
                 self._proc.wait(timeout=10)
