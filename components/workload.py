@@ -20,6 +20,11 @@ class Endpoints:
     opa_token: pulumi.Input[str] | None = None
     scheduler_token: pulumi.Input[str] | None = None
     lead_seconds: float = 300.0  # open the time gate this long before the start (provisioning time)
+    # GreenVm reads back the operators' verdict on the VM (cluster mode with readiness "operator",
+    # with this kubeconfig or the ambient one); otherwise a run counts from when it is applied.
+    watch_operators: bool = False
+    kubeconfig: pulumi.Input[str] | None = None
+    kube_context: str | None = None
 
 
 @dataclass
@@ -33,12 +38,14 @@ class GreenWorkloadArgs:
 class GreenWorkload(pulumi.ComponentResource):
     """The GreenVm decision plus the provider-specific objects (ASO, Config Connector or ACK).
 
-    The objects exist only while the workload is due: they appear when the time gate opens and
-    are deleted when the run has completed or the workload is removed.
+    The objects exist only while the workload's recorded lifecycle is Provisioning or Running:
+    they appear when the time gate opens and are deleted when the run has completed, has failed,
+    or the workload is removed.
     """
 
     decision: pulumi.Output[dict]
-    status: pulumi.Output[str]
+    phase: pulumi.Output[str]
+    lifecycle: pulumi.Output[dict]
 
     def __init__(self, name: str, args: GreenWorkloadArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("greenops:index:GreenWorkload", name, None, opts)
@@ -54,6 +61,9 @@ class GreenWorkload(pulumi.ComponentResource):
             "opaToken": e.opa_token,
             "schedulerToken": e.scheduler_token,
             "leadSeconds": e.lead_seconds,
+            "watchOperators": e.watch_operators,
+            "kubeconfig": e.kubeconfig,
+            "kubeContext": e.kube_context,
         }
         self.vm = GreenVm(f"{name}-placement", props, pulumi.ResourceOptions(parent=self))
         self.objects = k8s.yaml.v2.ConfigGroup(
@@ -61,5 +71,6 @@ class GreenWorkload(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm]),
         )
         self.decision = self.vm.decision
-        self.status = self.vm.status
-        self.register_outputs({"decision": self.decision, "status": self.status})
+        self.phase = self.vm.phase
+        self.lifecycle = self.vm.lifecycle
+        self.register_outputs({"decision": self.decision, "phase": self.phase, "lifecycle": self.lifecycle})

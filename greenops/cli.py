@@ -115,24 +115,38 @@ def cmd_stack(args: argparse.Namespace) -> int:
     return 0
 
 
+VERBS = {"Scheduled": "re-placed", "Provisioning": "gate", "Running": "started", "Completed": "retired",
+         "Failed": "FAILED"}
+
+
+def lifecycle_changes(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
+    """One line per recorded transition a pass made, with its reason, from the placement rows."""
+    changes = []
+    for name, row in after.items():
+        old = before.get(name)
+        seen = (old or {}).get("events") or []
+        new = [e for e in row.get("events") or [] if e not in seen]
+        if old is None:
+            changes.append(f"{'placed':9} {name}: {row['provider']}/{row['region']} ({row['zone']}) from {row['start']}")
+            new = new[1:]  # the first event is the placement itself
+        changes += [f"{VERBS.get(e['phase'], 'changed'):9} {name}: {e['reason']}" for e in new]
+        if old is not None and not new and old.get("reason") != row.get("reason"):
+            changes.append(f"{'waiting':9} {name}: {row.get('reason')}")
+    for name in sorted(set(before) - set(after)):
+        changes.append(f"{'removed':9} {name}")
+    return changes
+
+
 def cmd_reconcile(args: argparse.Namespace) -> int:
-    """The periodic job: open time gates, retire completed runs, place new workloads; print the changes."""
+    """The periodic job: open time gates, follow the operators, retire completed runs, place new
+    workloads, re-place missed ones; print each recorded change with its reason."""
     from greenops import automation
 
     st = automation.stack(args.stack, env=_clock_env(args))
     before = {r["workload"]: r for r in automation.placements(st)}
     result = automation.run(st, "up", stream=args.verbose)
     after = {r["workload"]: r for r in automation.placements(st)}
-    changes = []
-    for name, row in after.items():
-        old = before.get(name)
-        if old is None:
-            changes.append(f"placed   {name}: {row['provider']}/{row['region']} ({row['zone']}) from {row['start']}, {row['status']}")
-        elif old["status"] != row["status"]:
-            verb = {"Running": "started ", "Completed": "retired "}.get(row["status"], "changed ")
-            changes.append(f"{verb} {name}: {old['status']} -> {row['status']} ({row['provider']}/{row['region']})")
-    for name in sorted(set(before) - set(after)):
-        changes.append(f"removed  {name}")
+    changes = lifecycle_changes(before, after)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.summary.resource_changes.items()))
     print(f"reconcile {args.stack}: {counts}")
     print("\n".join(changes) if changes else "no workload changed state")

@@ -27,13 +27,15 @@ def kubernetes_provider(config: StackConfig, cfg: pulumi.Config) -> k8s.Provider
                         enable_server_side_apply=True)
 
 
-def placement_row(w, decision: dict | None, status: str | None) -> dict:
-    d = decision or {}
+def placement_row(w, decision: dict | None, lifecycle: dict | None) -> dict:
+    d, lc = decision or {}, lifecycle or {}
     return {"workload": w.name, "tenant": w.tenant, "cpu": w.cpu, "memory": w.memory, "hours": w.duration_hours,
-            "status": status, "provider": d.get("provider"), "region": d.get("region"),
-            "zone": d.get("zone"), "start": d.get("schedulingTime"), "size": d.get("vmSize"),
+            "phase": lc.get("phase"), "reason": lc.get("reason"), "provider": d.get("provider"),
+            "region": d.get("region"), "zone": d.get("zone"), "start": d.get("schedulingTime"), "size": d.get("vmSize"),
             "expected": d.get("expectedIntensity"), "baseline": d.get("baselineIntensity"),
-            "saving%": d.get("savingPercent")}
+            "saving%": d.get("savingPercent"), "gateOpenedAt": lc.get("gateOpenedAt"),
+            "runningSince": lc.get("runningSince"), "completedAt": lc.get("completedAt"),
+            "failedAt": lc.get("failedAt"), "replacements": lc.get("replacements"), "events": lc.get("events", [])}
 
 
 def platform(cfg: pulumi.Config, provider: k8s.Provider) -> None:
@@ -70,8 +72,11 @@ def run() -> list[GreenWorkload]:
     if config.kubernetes.mode == "render" or config.kubernetes.install_crd_stubs:
         depends.append(RenderModeCrds("render-mode-crds", RenderModeCrdsArgs(provider)))
     e = config.endpoints
+    watched = config.kubernetes.watches_operators
     endpoints = Endpoints(str(e.opa_url), str(e.scheduler_url), e.timeout_seconds, e.attempts,
-                          cfg.get_secret("opaToken"), cfg.get_secret("schedulerToken"), e.provisioning_lead_seconds)
+                          cfg.get_secret("opaToken"), cfg.get_secret("schedulerToken"), e.provisioning_lead_seconds,
+                          watch_operators=watched, kubeconfig=cfg.get_secret("kubeconfig") if watched else None,
+                          kube_context=config.kubernetes.context if watched else None)
     placed = [{"name": w.name, "tenant": w.tenant, "cpu": w.cpu} for w in config.workloads]
     rows, components = [], []
     for w in config.workloads:
@@ -80,7 +85,7 @@ def run() -> list[GreenWorkload]:
             pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends),
         )
         components.append(component)
-        rows.append(pulumi.Output.all(component.decision, component.status)
+        rows.append(pulumi.Output.all(component.decision, component.lifecycle)
                     .apply(lambda ds, w=w: placement_row(w, ds[0], ds[1])))
     pulumi.export("placements", pulumi.Output.all(*rows))
     return components

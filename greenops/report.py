@@ -3,7 +3,8 @@
 Energy of a run = hours x (vCPUs x (min + u x (max - min)) W + memory GB x W/GB) x PUE, with the
 per-provider coefficients and utilisation u of data/power.json (Cloud Carbon Footprint); emissions
 = energy x the mean intensity the scheduler expects (expected) or the baseline's (run now at the
-origin).
+origin). A Failed workload never ran (or never finished), so nothing is counted for it: a missed
+window is never reported as a saving. Completed runs are what was achieved; the others are planned.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def account(rows: list[dict]) -> list[dict]:
     out = []
     for r in rows:
         p = model["providers"].get(r.get("provider") or "", None)
-        if p is None or r.get("expected") is None:
+        if p is None or r.get("expected") is None or r.get("phase") == "Failed":
             out.append({**r, "energy_kwh": None, "expected_g": None, "baseline_g": None, "saving_g": None})
             continue
         watts = r["cpu"] * (p["minWattsPerVcpu"] + u * (p["maxWattsPerVcpu"] - p["minWattsPerVcpu"])) + r["memory"] * p["memoryWattsPerGb"]
@@ -36,17 +37,24 @@ def account(rows: list[dict]) -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    cols = [("workload", 16), ("status", 10), ("provider", 8), ("region", 24), ("zone", 12), ("start", 20),
-            ("size", 18), ("expected", 9), ("baseline", 9), ("expected_g", 11), ("baseline_g", 11), ("saving_g", 9)]
+    cols = [("workload", 16), ("phase", 12), ("provider", 8), ("region", 24), ("zone", 12), ("start", 20),
+            ("runningSince", 20), ("size", 18), ("expected", 9), ("baseline", 9), ("expected_g", 11),
+            ("baseline_g", 11), ("saving_g", 9)]
     lines = ["  ".join(f"{c:<{w}}" for c, w in cols)]
     for r in rows:
         lines.append("  ".join(f"{'-' if r.get(c) is None else r.get(c)!s:<{w}}" for c, w in cols))
-    done = [r for r in rows if r.get("expected_g") is not None]
-    if done:
-        e, b = sum(r["expected_g"] for r in done), sum(r["baseline_g"] for r in done)
-        lines.append(f"total: {e / 1000:.3f} kgCO2e expected vs {b / 1000:.3f} kgCO2e baseline "
-                     f"(saving {b - e:.1f} g, {100 * (1 - e / b) if b else 0:.1f} %) over {len(done)} placed workloads; "
-                     "energy: CCF power model (data/power.json)")
+    lines += [f"  {r['workload']}: {r['reason']}" for r in rows if r.get("reason")]
+    for label, group in (("completed", [r for r in rows if r.get("phase") == "Completed"]),
+                         ("planned", [r for r in rows if r.get("phase") not in ("Completed", "Failed")])):
+        done = [r for r in group if r.get("expected_g") is not None]
+        if done:
+            e, b = sum(r["expected_g"] for r in done), sum(r["baseline_g"] for r in done)
+            lines.append(f"{label}: {e / 1000:.3f} kgCO2e expected vs {b / 1000:.3f} kgCO2e baseline "
+                         f"(saving {b - e:.1f} g, {100 * (1 - e / b) if b else 0:.1f} %) over {len(done)} workloads")
+    failed = [r["workload"] for r in rows if r.get("phase") == "Failed"]
+    if failed:
+        lines.append(f"failed: {', '.join(failed)} (nothing counted)")
+    lines.append("energy: CCF power model (data/power.json)")
     return "\n".join(lines)
 
 

@@ -40,6 +40,14 @@ class KubernetesConfig(_Section):
     render_dir: str = "build/rendered"
     context: str | None = Field(default=None, description="kubeconfig context; the kubeconfig itself is the secret greenops:kubeconfig")
     install_crd_stubs: bool = Field(default=False, description="scope-only CRDs for the operators' kinds (a local API server without operators)")
+    readiness: Literal["operator", "applied"] = Field(
+        default="operator",
+        description="cluster mode: a run starts when the operator reports its VM ready (operator), or as soon as "
+                    "its objects are applied (applied: a cluster where no operator runs); render mode is always applied")
+
+    @property
+    def watches_operators(self) -> bool:
+        return self.mode == "cluster" and self.readiness == "operator"
 
 
 class StackConfig(BaseModel):

@@ -1,25 +1,218 @@
-"""Where a placed workload is in its life: the time gate and retirement."""
+"""Where a placed workload is in its life, as recorded, never recomputed from the clock alone.
+
+A pass (``up``/``reconcile``) reads the recorded ``Lifecycle``, the clock and, in a cluster whose
+operators are watched, what the operator reports about the VM's objects, and ``advance`` moves it
+forward. Phases only ever move forward, so a clock that steps back cannot reopen a finished run,
+and every run gets its full duration from its actual start:
+
+    Scheduled ──gate opens──> Provisioning ──operator: Ready──> Running ──start+duration──> Completed
+        │ start passed unprovisioned:                  │ terminal error, object deleted,     │
+        │   room before the deadline -> re-placed      │ or not ready by deadline-duration   │
+        └── no room -> Failed <────────────────────────┴─────────────────────────────────────┘
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
+from typing import Callable
+
+from pydantic import AwareDatetime, Field, field_serializer
+
+from greenops.models.duration import format_duration
+from greenops.models.workload import _Model
+
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+MAX_EVENTS = 20  # the newest transitions kept in state: enough to explain a run, bounded in size
 
 
-class Status(str, Enum):
-    SCHEDULED = "Scheduled"  # decided, start time not reached: nothing provider-specific exists
-    RUNNING = "Running"  # start time reached, within its duration: the VM's manifests exist
-    COMPLETED = "Completed"  # start + duration passed: the VM is retired
+class Phase(str, Enum):
+    SCHEDULED = "Scheduled"  # decided; nothing provider-specific exists yet
+    PROVISIONING = "Provisioning"  # gate open, objects applied, the operator has not reported the VM ready
+    RUNNING = "Running"  # the VM is up; the run's clock started at runningSince
+    COMPLETED = "Completed"  # ran its full duration and was retired
+    FAILED = "Failed"  # will not run (again): the reason says why
 
     @property
     def materialised(self) -> bool:
-        return self is Status.RUNNING
+        """The VM's objects exist in this phase."""
+        return self in (Phase.PROVISIONING, Phase.RUNNING)
+
+    @property
+    def terminal(self) -> bool:
+        return self in (Phase.COMPLETED, Phase.FAILED)
 
 
-def status_at(now: datetime, start: datetime, duration: timedelta, lead: timedelta = timedelta(0)) -> Status:
-    """``lead`` opens the gate that much before the start, so the VM is up when its slot begins
-    (the thesis' provisioningTimeOffset)."""
-    if now < start - lead:
-        return Status.SCHEDULED
-    if now < start + duration:
-        return Status.RUNNING
-    return Status.COMPLETED
+def stamp(t: datetime) -> str:
+    return t.strftime(TIME_FORMAT)
+
+
+class Event(_Model):
+    at: AwareDatetime
+    phase: Phase
+    reason: str
+
+    @field_serializer("at")
+    def _ser(self, v: datetime) -> str:
+        return stamp(v)
+
+
+class Lifecycle(_Model):
+    """The recorded life of one placement, kept in GreenVm's state."""
+
+    phase: Phase = Phase.SCHEDULED
+    reason: str = ""
+    gate_opened_at: AwareDatetime | None = None
+    running_since: AwareDatetime | None = Field(default=None, description="the actual start")
+    completed_at: AwareDatetime | None = Field(default=None, description="when the run was retired")
+    failed_at: AwareDatetime | None = None
+    replacements: int = Field(default=0, description="how often a missed window was placed again")
+    events: tuple[Event, ...] = ()
+
+    @field_serializer("gate_opened_at", "running_since", "completed_at", "failed_at")
+    def _ser_time(self, v: datetime | None) -> str | None:
+        return None if v is None else stamp(v)
+
+    @classmethod
+    def placed(cls, now: datetime, reason: str, earlier: "Lifecycle | None" = None) -> "Lifecycle":
+        """A fresh Scheduled record; a re-placement keeps the earlier events and counts itself."""
+        base = earlier.events if earlier else ()
+        count = earlier.replacements + 1 if earlier else 0
+        return cls(reason=reason, replacements=count,
+                   events=(base + (Event(at=now, phase=Phase.SCHEDULED, reason=reason),))[-MAX_EVENTS:])
+
+    def to(self, phase: Phase, now: datetime, reason: str, **times: datetime) -> "Lifecycle":
+        event = Event(at=now, phase=phase, reason=reason)
+        return self.model_copy(update={"phase": phase, "reason": reason, **times,
+                                       "events": (self.events + (event,))[-MAX_EVENTS:]})
+
+    def document(self) -> dict:
+        return self.model_dump(mode="json", by_alias=True)
+
+    @classmethod
+    def from_document(cls, doc: dict) -> "Lifecycle":
+        return cls.model_validate(doc)
+
+
+@dataclass(frozen=True)
+class Window:
+    """The fixed facts a lifecycle is judged against: the decided start and the workload's bounds."""
+
+    start: datetime
+    duration: timedelta
+    lead: timedelta
+    deadline: datetime
+
+    @property
+    def gate(self) -> datetime:
+        return self.start - self.lead
+
+    @property
+    def latest_start(self) -> datetime:
+        return self.deadline - self.duration
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the operator reports about a workload's objects (see greenops.placement.observe)."""
+
+    ready: bool
+    ready_since: datetime | None = None
+    failure: str | None = None  # a terminal error the operator will not retry by itself
+    missing: tuple[str, ...] = ()  # objects that should exist and do not (deleted by hand)
+    detail: str = ""  # the VM object's current condition, for the reason while waiting
+
+
+@dataclass(frozen=True)
+class Step:
+    lifecycle: Lifecycle
+    replace: str | None = None  # set when the window was missed with room left: place again, this is why
+
+
+APPLIED = "no operator is watched here (readiness: applied), so the run counts from when its objects were applied"
+
+
+def advance(lc: Lifecycle, window: Window, now: datetime,
+            observe: Callable[[], Observation] | None = None) -> Step:
+    """The lifecycle after a pass at ``now``. ``observe`` reads the operator's verdict (only called
+    while the objects exist); without it, objects count as running once applied (render mode)."""
+    if lc.phase.terminal:
+        return Step(lc)
+    if lc.phase is Phase.SCHEDULED:
+        return _scheduled(lc, window, now, observe)
+    obs = observe() if observe else None
+    if lc.phase is Phase.PROVISIONING:
+        return _provisioning(lc, window, now, obs)
+    return _running(lc, window, now, obs)
+
+
+def _scheduled(lc: Lifecycle, w: Window, now: datetime, observe: Callable[[], Observation] | None) -> Step:
+    if now < w.gate:
+        return Step(lc)
+    if now <= w.start:
+        opened = lc.to(Phase.PROVISIONING, now, "gate opened: objects applied, waiting for the operator to report the VM ready",
+                       gate_opened_at=now)
+        if observe is None:
+            return Step(opened.to(Phase.RUNNING, now, f"running: {APPLIED}", running_since=now))
+        return Step(opened)
+    missed = (f"missed its window: the gate was due at {stamp(w.gate)} for the start {stamp(w.start)}, "
+              f"and no reconcile ran until {stamp(now)}")
+    if now + w.duration <= w.deadline:
+        return Step(lc, replace=missed)
+    return Step(lc.to(Phase.FAILED, now, f"{missed}; the deadline {stamp(w.deadline)} leaves no room for "
+                                        f"{format_duration(w.duration)} any more", failed_at=now))
+
+
+def _provisioning(lc: Lifecycle, w: Window, now: datetime, obs: Observation | None) -> Step:
+    if obs is None:
+        return _then_running(lc.to(Phase.RUNNING, now, f"running: {APPLIED}", running_since=now), w, now)
+    if obs.failure:
+        return Step(lc.to(Phase.FAILED, now, f"the operator reports a terminal error: {obs.failure}", failed_at=now))
+    if obs.missing:
+        return Step(lc.to(Phase.FAILED, now, f"deleted outside the platform while Provisioning: {', '.join(obs.missing)}",
+                          failed_at=now))
+    if obs.ready:
+        # The operator's own transition time is when the VM really came up; the pass only saw it later.
+        since = obs.ready_since if obs.ready_since and lc.gate_opened_at and lc.gate_opened_at <= obs.ready_since <= now else now
+        return _then_running(lc.to(Phase.RUNNING, now, f"running: the operator reports the VM ready since {stamp(since)}",
+                                   running_since=since), w, now)
+    if now > w.latest_start:
+        return Step(lc.to(Phase.FAILED, now, f"not ready by {stamp(w.latest_start)}, the last start that meets its deadline "
+                                            f"{stamp(w.deadline)}; the operator says: {obs.detail or 'nothing yet'}",
+                          failed_at=now))
+    waiting = f"waiting for the operator to report the VM ready: {obs.detail or 'no condition yet'}"
+    return Step(lc if lc.reason == waiting else lc.model_copy(update={"reason": waiting}))
+
+
+def _then_running(lc: Lifecycle, w: Window, now: datetime) -> Step:
+    """A run that became ready long ago may already be over by this pass."""
+    return _running(lc, w, now, None)
+
+
+def _running(lc: Lifecycle, w: Window, now: datetime, obs: Observation | None) -> Step:
+    assert lc.running_since is not None
+    end = lc.running_since + w.duration
+    if now >= end:
+        return Step(lc.to(Phase.COMPLETED, now, f"completed: ran {format_duration(w.duration)} from "
+                                               f"{stamp(lc.running_since)}, retired at {stamp(now)}", completed_at=now))
+    if obs and obs.failure:
+        return Step(lc.to(Phase.FAILED, now, f"the operator reports a terminal error: {obs.failure}", failed_at=now))
+    if obs and obs.missing:
+        return Step(lc.to(Phase.FAILED, now, f"deleted outside the platform while Running: {', '.join(obs.missing)}; "
+                                            "not recreated, so a half-done run is never started twice", failed_at=now))
+    return Step(lc)
+
+
+def from_outputs(outs: dict, window: Window) -> Lifecycle:
+    """The recorded lifecycle; state written before lifecycles were recorded carried only a
+    clock-derived ``status``, which is taken at its word once."""
+    if outs.get("lifecycle"):
+        return Lifecycle.from_document(outs["lifecycle"])
+    status = outs.get("status")
+    note = "recorded from the status of an earlier version"
+    if status == "Running":
+        return Lifecycle(phase=Phase.RUNNING, reason=note, gate_opened_at=window.gate, running_since=window.start)
+    if status == "Completed":
+        end = window.start + window.duration
+        return Lifecycle(phase=Phase.COMPLETED, reason=note, running_since=window.start, completed_at=end)
+    return Lifecycle(reason=note)

@@ -1,10 +1,12 @@
 """GreenVm: a Pulumi dynamic provider that turns one generic workload into a provider-specific VM.
 
-create:  OPA's decision -> the scheduler -> zone mapped back to region and size -> image -> the
-         manifests, which stay empty until the start time (the time gate).
-diff:    replace when the workload spec changes; update when the time gate opens or the run has
-         completed (retire), or when settings change; otherwise nothing, and no scheduler call.
-update:  keeps the decision; recomputes status and manifests.
+create:  OPA's decision -> the scheduler -> zone mapped back to region and size -> image; the
+         lifecycle starts as Scheduled and the manifests stay empty until the time gate opens.
+diff:    replace when the workload spec changes; update when the recorded lifecycle would move
+         (gate opens, the operator reports the VM ready or failed, the run has had its full
+         duration, a missed window) or when settings change; otherwise nothing, and no scheduler call.
+update:  advances the recorded lifecycle (greenops.placement.lifecycle); a missed window with room
+         before the deadline is placed again (policy and scheduler, from now).
 
 This module is imported by the dynamic-provider process (``python -m pulumi.dynamic``), so the
 provider holds no clients or clocks in its state: the clock is ``GREENOPS_NOW`` (RFC 3339) when
@@ -32,14 +34,15 @@ from greenops.catalog import load_catalog
 from greenops.clock import system_clock
 from greenops.errors import GreenOpsError
 from greenops.models import Decision, Workload
-from greenops.placement import SchedulerClient, place, status_at
+from greenops.placement import SchedulerClient, place
+from greenops.placement.lifecycle import Lifecycle, Observation, Step, Window, advance, from_outputs
 from greenops.policies.client import OpaClient
 from greenops.renderers import RenderSettings, render
 
-# Credentials for OPA and the scheduler: kept as secrets in the state.
-SECRET_INPUTS = ["opaToken", "schedulerToken"]
+# Credentials for OPA, the scheduler and the cluster: kept as secrets in the state.
+SECRET_INPUTS = ["opaToken", "schedulerToken", "kubeconfig"]
 SETTINGS_KEYS = ("opaUrl", "schedulerUrl", "timeoutSeconds", "attempts", "render", "placed", "opaToken",
-                 "schedulerToken", "leadSeconds")
+                 "schedulerToken", "leadSeconds", "watchOperators", "kubeconfig", "kubeContext")
 
 
 def _workload(props: dict, now: datetime, check_deadline: bool = True) -> Workload:
@@ -91,69 +94,118 @@ class GreenVmProvider(ResourceProvider):
     def create(self, props: dict) -> CreateResult:
         now = self.now()
         workload = _workload(props, now)
+        decision = self._place(props, workload)
+        lifecycle = Lifecycle.placed(now, f"placed: {decision.provider}/{decision.region} from {_stamp(decision)}")
+        step = self._advance(props, workload, decision, lifecycle, now, manifests=[], just_placed=True)
+        return CreateResult(id_=f"greenvm-{workload.name}", outs=self._outputs(props, workload, decision, step.lifecycle))
+
+    # -- diff / update ------------------------------------------------------------------------
+    def diff(self, _id: str, olds: dict, news: dict) -> DiffResult:
+        if olds.get("workload") != news.get("workload"):
+            return DiffResult(changes=True, replaces=["workload"], delete_before_replace=False)
+        if not olds.get("decision"):
+            return DiffResult(changes=True, replaces=["workload"])
+        settings_changed = any(olds.get(k) != news.get(k) for k in SETTINGS_KEYS)
+        now = self.now()
+        workload = _workload(news, now, check_deadline=False)
+        decision = Decision.from_document(olds["decision"])
+        before = from_outputs(olds, _window(news, workload, decision))
+        step = self._advance(news, workload, decision, before, now, olds.get("manifests") or [])
+        moved = step.replace is not None or step.lifecycle != before or olds.get("phase") != before.phase.value
+        return DiffResult(changes=settings_changed or moved, replaces=[],
+                          stables=[] if step.replace else ["decision"])
+
+    def update(self, _id: str, olds: dict, news: dict) -> UpdateResult:
+        now = self.now()
+        workload = _workload(news, now, check_deadline=False)
+        decision = Decision.from_document(olds["decision"])
+        before = from_outputs(olds, _window(news, workload, decision))
+        step = self._advance(news, workload, decision, before, now, olds.get("manifests") or [])
+        if step.replace:
+            # The window passed with nothing provisioned and the deadline still leaves room: a new
+            # policy and scheduler call, from now; the old decision is kept in the events.
+            decision = self._place(news, workload)
+            placed = Lifecycle.placed(now, f"re-placed: {step.replace}; now {decision.provider}/{decision.region} "
+                                           f"from {_stamp(decision)}", earlier=before)
+            step = self._advance(news, workload, decision, placed, now, manifests=[], just_placed=True)
+        return UpdateResult(outs=self._outputs(news, workload, decision, step.lifecycle))
+
+    def read(self, id_: str, props: dict) -> ReadResult:
+        # Refresh keeps the record: what happened is not re-derived from the clock.
+        return ReadResult(id_, props)
+
+    def delete(self, _id: str, _props: dict) -> None:
+        # The VM's objects belong to the workload's ConfigGroup, which deletes them.
+        return None
+
+    # -- the pieces ---------------------------------------------------------------------------
+    def _place(self, props: dict, workload: Workload) -> Decision:
         timeout = float(props.get("timeoutSeconds") or 10)
         attempts = int(props.get("attempts") or 3)
         opa = OpaClient(props["opaUrl"], timeout=timeout, attempts=attempts, token=props.get("opaToken"))
         scheduler = SchedulerClient(props["schedulerUrl"], timeout=timeout, attempts=attempts,
                                     token=props.get("schedulerToken"))
         try:
-            decision = place(workload, opa, scheduler, placed=props.get("placed"))
+            return place(workload, opa, scheduler, placed=props.get("placed"))
         except GreenOpsError as exc:
             raise GreenOpsError(f"workload {workload.name!r} was not placed: {exc}") from None
         finally:
             opa.close()
             scheduler.close()
-        return CreateResult(id_=f"greenvm-{workload.name}", outs=self._outputs(props, workload, decision, now))
 
-    # -- diff / update ------------------------------------------------------------------------
-    def diff(self, _id: str, olds: dict, news: dict) -> DiffResult:
-        if olds.get("workload") != news.get("workload"):
-            return DiffResult(changes=True, replaces=["workload"], delete_before_replace=False)
-        settings_changed = any(olds.get(k) != news.get(k) for k in SETTINGS_KEYS)
-        decision = olds.get("decision")
-        if not decision:
-            return DiffResult(changes=True, replaces=["workload"])
-        workload = _workload(news, self.now(), check_deadline=False)
-        due = status_at(self.now(), Decision.from_document(decision).scheduling_time, workload.duration, _lead(news))
-        return DiffResult(changes=settings_changed or due.value != olds.get("status"), replaces=[],
-                          stables=["decision"])
+    def _advance(self, props: dict, workload: Workload, decision: Decision, lifecycle: Lifecycle, now: datetime,
+                 manifests: list[dict], just_placed: bool = False) -> Step:
+        window = _window(props, workload, decision)
+        if just_placed and window.start < now:
+            # The scheduler's clock may run a little behind ours: a start it just chose is never "missed".
+            window = Window(now, window.duration, window.lead, window.deadline)
+        if not props.get("watchOperators"):
+            return advance(lifecycle, window, now)
+        observer: list = []
 
-    def update(self, _id: str, olds: dict, news: dict) -> UpdateResult:
-        now = self.now()
-        workload = _workload(news, now, check_deadline=False)
-        decision = Decision.from_document(olds["decision"])
-        return UpdateResult(outs=self._outputs(news, workload, decision, now))
+        def observe() -> Observation:
+            from greenops.placement.observe import ClusterObserver
 
-    def read(self, id_: str, props: dict) -> ReadResult:
-        now = self.now()
-        if not props.get("decision"):
-            return ReadResult(id_, props)
-        workload = _workload(props, now, check_deadline=False)
-        return ReadResult(id_, self._outputs(props, workload, Decision.from_document(props["decision"]), now))
+            objects = manifests or self._manifests(props, workload, decision)
+            observer.append(ClusterObserver(props.get("kubeconfig"), props.get("kubeContext")))
+            return observer[0].observe(workload.name, decision.provider, objects)
 
-    def delete(self, _id: str, _props: dict) -> None:
-        # The VM's objects belong to the workload's ConfigGroup, which deletes them.
-        return None
+        try:
+            return advance(lifecycle, window, now, observe)
+        finally:
+            for o in observer:
+                o.close()
 
-    # -- outputs ------------------------------------------------------------------------------
     @staticmethod
-    def _outputs(props: dict, workload: Workload, decision: Decision, now: datetime) -> dict[str, Any]:
-        status = status_at(now, decision.scheduling_time, workload.duration, _lead(props))
-        manifests = []
-        if status.materialised:
-            settings = RenderSettings.model_validate(props.get("render") or {})
-            manifests = render(workload, decision, settings, load_catalog())
-        return {**props, "decision": decision.document(), "status": status.value, "manifests": manifests}
+    def _manifests(props: dict, workload: Workload, decision: Decision) -> list[dict]:
+        settings = RenderSettings.model_validate(props.get("render") or {})
+        return render(workload, decision, settings, load_catalog())
+
+    @classmethod
+    def _outputs(cls, props: dict, workload: Workload, decision: Decision, lifecycle: Lifecycle) -> dict[str, Any]:
+        manifests = cls._manifests(props, workload, decision) if lifecycle.phase.materialised else []
+        return {**props, "decision": decision.document(), "phase": lifecycle.phase.value,
+                "lifecycle": lifecycle.document(), "manifests": manifests}
+
+
+def _window(props: dict, workload: Workload, decision: Decision) -> Window:
+    return Window(decision.scheduling_time, workload.duration, _lead(props), workload.deadline)
+
+
+def _stamp(decision: Decision) -> str:
+    return decision.document()["schedulingTime"]
 
 
 class GreenVm(Resource):
     """A generic workload placed by policy and the scheduler (see GreenVmProvider)."""
 
     decision: pulumi.Output[dict]
-    status: pulumi.Output[str]
+    phase: pulumi.Output[str]
+    lifecycle: pulumi.Output[dict]
     manifests: pulumi.Output[list]
 
     def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions | None = None):
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=SECRET_INPUTS))
-        super().__init__(GreenVmProvider(), name, {**props, "decision": None, "status": None, "manifests": None}, opts)
+        super().__init__(GreenVmProvider(), name, {**props, "decision": None, "phase": None, "lifecycle": None,
+                                                 "manifests": None}, opts)
 

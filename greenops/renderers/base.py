@@ -66,3 +66,31 @@ class RenderContext:
 
 
 RenderFn = Callable[[RenderContext], list[dict]]
+
+
+@dataclass(frozen=True)
+class ObjectState:
+    """One object as its operator reports it in ``status.conditions``."""
+
+    ready: bool
+    since: str | None = None  # the ready condition's lastTransitionTime
+    failure: str | None = None  # terminal: the operator has given up until a person acts
+    detail: str = ""
+
+
+def condition(obj: dict, kind: str) -> dict | None:
+    """The condition of type ``kind`` in the object's status, if the operator has set one."""
+    for c in ((obj.get("status") or {}).get("conditions") or []):
+        if isinstance(c, dict) and c.get("type") == kind:
+            return c
+    return None
+
+
+def describe(c: dict) -> str:
+    """``Ready=False (Warning, Reconciling): message`` from a condition."""
+    why = ", ".join(str(x) for x in (c.get("severity"), c.get("reason")) if x)
+    text = f"{c.get('type')}={c.get('status')}" + (f" ({why})" if why else "")
+    return text + (f": {c['message']}" if c.get("message") else "")
+
+
+StateFn = Callable[[dict], ObjectState]

@@ -8,22 +8,28 @@ from greenops.catalog import Catalog, load_catalog
 from greenops.errors import RenderError
 from greenops.models import Decision, Workload
 
-from .base import RenderContext, RenderFn, RenderSettings
+from .base import ObjectState, RenderContext, RenderFn, RenderSettings, StateFn
 
 _RENDERERS: dict[str, RenderFn] = {}
 _KINDS: dict[str, list[tuple[str, str]]] = {}
+_VM_KINDS: dict[str, str] = {}
+_STATES: dict[str, StateFn] = {}
 _PROVIDER_MODULES = "greenops.renderers.providers"
 
 
-def renderer(provider: str, kinds: list[tuple[str, str]]):
-    """Registration: ``@renderer("gcp", kinds=[(apiVersion, kind), ...]) def render(ctx): ...``.
+def renderer(provider: str, kinds: list[tuple[str, str]], vm_kind: str, state: StateFn):
+    """Registration: ``@renderer("gcp", kinds=[(apiVersion, kind), ...], vm_kind=..., state=...)``.
 
-    ``kinds`` lists every object type the renderer emits (the platform installs their CRDs).
+    ``kinds`` lists every object type the renderer emits (the platform installs their CRDs);
+    ``vm_kind`` is the one whose readiness is the VM's, and ``state`` reads the operator's
+    conditions on any of them.
     """
 
     def register(fn: RenderFn) -> RenderFn:
         _RENDERERS[provider] = fn
         _KINDS[provider] = list(kinds)
+        _VM_KINDS[provider] = vm_kind
+        _STATES[provider] = state
         return fn
 
     return register
@@ -39,6 +45,17 @@ def _discover() -> None:
     package = importlib.import_module(_PROVIDER_MODULES)
     for info in pkgutil.iter_modules(package.__path__):
         importlib.import_module(f"{_PROVIDER_MODULES}.{info.name}")
+
+
+def vm_kind(provider: str) -> str:
+    _discover()
+    return _VM_KINDS[provider]
+
+
+def object_state(provider: str, obj: dict) -> ObjectState:
+    """What ``provider``'s operator reports about one of its objects."""
+    _discover()
+    return _STATES[provider](obj)
 
 
 def providers() -> list[str]:

@@ -1,7 +1,7 @@
 """ACK EC2 controller: VPC, Subnet, SecurityGroup and Instance (thesis §3.4.3)."""
 from __future__ import annotations
 
-from greenops.renderers.base import RenderContext
+from greenops.renderers.base import ObjectState, RenderContext, condition, describe
 from greenops.renderers.registry import renderer
 
 API = "ec2.services.k8s.aws/v1alpha1"
@@ -17,7 +17,22 @@ def _tags(ctx: RenderContext, name: str) -> list[dict[str, str]]:
     return [{"key": "Name", "value": name}] + [{"key": k, "value": v} for k, v in ctx.tags().items()]
 
 
-@renderer("aws", kinds=[(API, "VPC"), (API, "Subnet"), (API, "SecurityGroup"), (API, "Instance")])
+def state(obj: dict) -> ObjectState:
+    """ACK: ``ACK.Terminal=True`` means the controller will not retry until the spec changes;
+    ``ACK.ResourceSynced=True`` that the AWS resource matches the spec."""
+    terminal = condition(obj, "ACK.Terminal")
+    if terminal is not None and terminal.get("status") == "True":
+        return ObjectState(False, failure=describe(terminal), detail=describe(terminal))
+    synced = condition(obj, "ACK.ResourceSynced")
+    if synced is None:
+        return ObjectState(False, detail="no ACK.ResourceSynced condition yet")
+    if synced.get("status") == "True":
+        return ObjectState(True, since=synced.get("lastTransitionTime"), detail=describe(synced))
+    return ObjectState(False, detail=describe(synced))
+
+
+@renderer("aws", kinds=[(API, "VPC"), (API, "Subnet"), (API, "SecurityGroup"), (API, "Instance")],
+          vm_kind="Instance", state=state)
 def render(ctx: RenderContext) -> list[dict]:
     d = ctx.decision
     region_note = {REGION_ANNOTATION: d.region}  # [1] ACK picks the region per object

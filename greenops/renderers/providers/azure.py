@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from greenops.errors import RenderError
-from greenops.renderers.base import RenderContext
+from greenops.renderers.base import ObjectState, RenderContext, condition, describe
 from greenops.renderers.registry import renderer
 
 NETWORK_API = "network.azure.com/v1api20240301"
@@ -22,8 +22,22 @@ def _image_reference(urn: str, workload: str) -> dict:
     return {"publisher": publisher, "offer": offer, "sku": sku, "version": version}
 
 
+def state(obj: dict) -> ObjectState:
+    """ASO v2 reports one ``Ready`` condition; when it is not True, severity ``Error`` means the
+    operator has given up until the object is changed, ``Warning``/``Info`` that it keeps trying."""
+    ready = condition(obj, "Ready")
+    if ready is None:
+        return ObjectState(False, detail="no Ready condition yet")
+    if ready.get("status") == "True":
+        return ObjectState(True, since=ready.get("lastTransitionTime"), detail=describe(ready))
+    if ready.get("status") == "False" and ready.get("severity") == "Error":
+        return ObjectState(False, failure=describe(ready), detail=describe(ready))
+    return ObjectState(False, detail=describe(ready))
+
+
 @renderer("azure", kinds=[(NETWORK_API, "VirtualNetwork"), (NETWORK_API, "VirtualNetworksSubnet"),
-                          (NETWORK_API, "NetworkInterface"), (COMPUTE_API, "VirtualMachine")])
+                          (NETWORK_API, "NetworkInterface"), (COMPUTE_API, "VirtualMachine")],
+          vm_kind="VirtualMachine", state=state)
 def render(ctx: RenderContext) -> list[dict]:
     d, s = ctx.decision, ctx.settings
     if not s.ssh_public_key:

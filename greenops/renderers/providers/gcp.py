@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from greenops.errors import RenderError
-from greenops.renderers.base import RenderContext
+from greenops.renderers.base import ObjectState, RenderContext, condition, describe
 from greenops.renderers.registry import renderer
 
 API = "compute.cnrm.cloud.google.com/v1beta1"
@@ -26,7 +26,20 @@ def _metadata(ctx: RenderContext, name: str) -> dict:
     return meta
 
 
-@renderer("gcp", kinds=[(API, "ComputeNetwork"), (API, "ComputeSubnetwork"), (API, "ComputeInstance")])
+def state(obj: dict) -> ObjectState:
+    """Config Connector reports ``Ready``; it retries every failure (``UpdateFailed``,
+    ``DependencyNotReady``...) and has no terminal state, so a stuck VM ends only by the
+    lifecycle's deadline check, with this condition as the reason."""
+    ready = condition(obj, "Ready")
+    if ready is None:
+        return ObjectState(False, detail="no Ready condition yet")
+    if ready.get("status") == "True":
+        return ObjectState(True, since=ready.get("lastTransitionTime"), detail=describe(ready))
+    return ObjectState(False, detail=describe(ready))
+
+
+@renderer("gcp", kinds=[(API, "ComputeNetwork"), (API, "ComputeSubnetwork"), (API, "ComputeInstance")],
+          vm_kind="ComputeInstance", state=state)
 def render(ctx: RenderContext) -> list[dict]:
     d = ctx.decision
     zones = ctx.catalog.region("gcp", d.region).availabilityZones

@@ -1,0 +1,82 @@
+"""Read a workload's objects back from the cluster and say what their operator reports.
+
+GreenVm asks this while the objects exist (Provisioning, Running): the VM object's readiness
+moves the lifecycle to Running, a terminal condition on any object or an object deleted by hand
+ends it as Failed. The per-provider condition rules live with the renderers
+(``greenops/renderers/providers``), beside the objects they describe.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import yaml
+
+from greenops.catalog import load_catalog
+from greenops.errors import GreenOpsError
+from greenops.renderers import object_state, vm_kind
+
+from .lifecycle import Observation
+
+
+class ClusterUnavailable(GreenOpsError):
+    """The objects could not be read back; the message names the workload and the cause."""
+
+
+class ClusterObserver:
+    """Reads objects with the stack's kubeconfig (the secret ``greenops:kubeconfig``), or, like the
+    Kubernetes provider, with ``$KUBECONFIG`` / ``~/.kube/config`` when the stack sets none."""
+
+    def __init__(self, kubeconfig: str | None, context: str | None = None):
+        from kubernetes import config
+
+        try:
+            self._client = (config.new_client_from_config_dict(yaml.safe_load(kubeconfig), context=context)
+                            if kubeconfig else config.new_client_from_config(context=context))
+        except Exception as exc:  # a malformed or absent kubeconfig: say so, no traceback
+            raise ClusterUnavailable(f"cannot use the kubeconfig to read the operators' verdict: {exc}") from None
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _get(self, obj: dict) -> dict | None:
+        from kubernetes import client
+
+        group, version = obj["apiVersion"].split("/")
+        plural = load_catalog().crd_kinds[(group, obj["kind"])].plural
+        meta = obj["metadata"]
+        try:
+            return client.CustomObjectsApi(self._client).get_namespaced_custom_object(
+                group, version, meta["namespace"], plural, meta["name"])
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise ClusterUnavailable(f"{obj['kind']} {meta['namespace']}/{meta['name']}: the API server answered "
+                                     f"{exc.status} {exc.reason}") from None
+
+    def observe(self, workload: str, provider: str, manifests: list[dict]) -> Observation:
+        """The operator's verdict on ``manifests`` (what GreenVm applied for ``workload``)."""
+        try:
+            live = [(m, self._get(m)) for m in manifests]
+        except ClusterUnavailable as exc:
+            raise ClusterUnavailable(f"workload {workload!r}: cannot read its objects back: {exc}") from None
+        except Exception as exc:  # connection refused, TLS, timeouts: name them, never a traceback
+            raise ClusterUnavailable(f"workload {workload!r}: cannot read its objects back from the cluster: "
+                                     f"{type(exc).__name__}: {exc}") from None
+        missing = tuple(f"{m['kind']} {m['metadata']['name']}" for m, got in live if got is None)
+        failure = next((f"{m['kind']} {m['metadata']['name']}: {s.failure}" for m, got in live if got is not None
+                        for s in [object_state(provider, got)] if s.failure), None)
+        vm = next(((m, got) for m, got in live if m["kind"] == vm_kind(provider)), None)
+        if vm is None or vm[1] is None:
+            return Observation(ready=False, failure=failure, missing=missing)
+        state = object_state(provider, vm[1])
+        return Observation(ready=state.ready, ready_since=_time(state.since), failure=failure, missing=missing,
+                           detail=f"{vm[0]['kind']} {vm[0]['metadata']['name']}: {state.detail}")
+
+
+def _time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
+    except ValueError:
+        return None

@@ -1,0 +1,137 @@
+"""The recorded lifecycle: every transition, missed windows, operator verdicts, clocks that jump."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from greenops.placement.lifecycle import Lifecycle, Observation, Phase, Window, advance, from_outputs
+
+T0 = datetime(2027, 1, 10, 3, 0, tzinfo=timezone.utc)
+W = Window(start=T0, duration=timedelta(hours=2), lead=timedelta(minutes=5), deadline=T0 + timedelta(hours=10))
+H, M = timedelta(hours=1), timedelta(minutes=1)
+
+
+def placed() -> Lifecycle:
+    return Lifecycle.placed(T0 - 10 * H, "placed: gcp/europe-west9 from 2027-01-10T03:00:00Z")
+
+
+def observer(obs: Observation):
+    calls = []
+
+    def observe() -> Observation:
+        calls.append(1)
+        return obs
+
+    observe.calls = calls  # type: ignore[attr-defined]
+    return observe
+
+
+def test_before_the_gate_nothing_moves_and_the_operator_is_not_asked():
+    observe = observer(Observation(ready=True))
+    step = advance(placed(), W, W.gate - M, observe)
+    assert step.lifecycle == placed() and step.replace is None and observe.calls == []
+
+
+def test_render_mode_runs_from_the_apply_and_retires_after_the_full_duration():
+    applied_at = W.gate + M
+    running = advance(placed(), W, applied_at).lifecycle
+    assert running.phase is Phase.RUNNING and running.gate_opened_at == applied_at == running.running_since
+    assert [e.phase for e in running.events] == [Phase.SCHEDULED, Phase.PROVISIONING, Phase.RUNNING]
+    assert "readiness: applied" in running.reason
+    # the run ends at its actual start + duration, not the scheduled start + duration
+    assert advance(running, W, applied_at + 2 * H - M).lifecycle == running
+    done = advance(running, W, applied_at + 2 * H).lifecycle
+    assert done.phase is Phase.COMPLETED and done.completed_at == applied_at + 2 * H
+    assert "ran 2h from 2027-01-10T02:56:00Z" in done.reason
+
+
+def test_cluster_mode_waits_for_ready_and_takes_the_operators_transition_time():
+    opened = advance(placed(), W, W.gate + M, observer(Observation(ready=False))).lifecycle
+    assert opened.phase is Phase.PROVISIONING and opened.running_since is None
+    waiting = advance(opened, W, T0 + M, observer(Observation(ready=False, detail="VirtualMachine x: Ready=False (Info, Reconciling)")))
+    assert waiting.lifecycle.phase is Phase.PROVISIONING and "Reconciling" in waiting.lifecycle.reason
+    ready_at = T0 + 3 * M
+    running = advance(waiting.lifecycle, W, T0 + 20 * M, observer(Observation(ready=True, ready_since=ready_at))).lifecycle
+    assert running.phase is Phase.RUNNING and running.running_since == ready_at
+    # a transition time outside [gate opened, now] is not believed: the pass's own time is used
+    odd = advance(opened, W, T0 + 20 * M, observer(Observation(ready=True, ready_since=T0 - 5 * H))).lifecycle
+    assert odd.running_since == T0 + 20 * M
+    # late start, full length: retired at ready + 2 h, not at the scheduled start + 2 h
+    assert advance(running, W, T0 + 2 * H + M, observer(Observation(ready=True))).lifecycle.phase is Phase.RUNNING
+    assert advance(running, W, ready_at + 2 * H, observer(Observation(ready=True))).lifecycle.phase is Phase.COMPLETED
+
+
+def test_a_terminal_condition_fails_with_the_operators_message():
+    opened = advance(placed(), W, W.gate, observer(Observation(ready=False))).lifecycle
+    failed = advance(opened, W, T0, observer(Observation(ready=False, failure="VirtualMachine x: Ready=False (Error, "
+                                                                            "SkuNotAvailable): no capacity"))).lifecycle
+    assert failed.phase is Phase.FAILED and failed.failed_at == T0
+    assert failed.reason == ("the operator reports a terminal error: VirtualMachine x: Ready=False (Error, "
+                             "SkuNotAvailable): no capacity")
+
+
+def test_objects_deleted_by_hand_while_running_fail_and_are_not_recreated():
+    running = advance(advance(placed(), W, W.gate, observer(Observation(ready=False))).lifecycle, W, T0,
+                      observer(Observation(ready=True, ready_since=T0))).lifecycle
+    gone = advance(running, W, T0 + H, observer(Observation(ready=False, missing=("VirtualMachine x",)))).lifecycle
+    assert gone.phase is Phase.FAILED and "deleted outside the platform while Running: VirtualMachine x" in gone.reason
+
+
+def test_never_ready_in_time_for_the_deadline_fails():
+    opened = advance(placed(), W, W.gate, observer(Observation(ready=False))).lifecycle
+    still = advance(opened, W, W.latest_start, observer(Observation(ready=False, detail="d"))).lifecycle
+    assert still.phase is Phase.PROVISIONING
+    late = advance(opened, W, W.latest_start + M, observer(Observation(ready=False, detail="Ready=False (Warning)"))).lifecycle
+    assert late.phase is Phase.FAILED
+    assert late.reason.startswith("not ready by 2027-01-10T11:00:00Z, the last start that meets its deadline 2027-01-10T13:00:00Z")
+
+
+def test_a_missed_window_with_room_asks_for_a_new_placement():
+    step = advance(placed(), W, T0 + 3 * H)
+    assert step.lifecycle == placed()  # nothing recorded yet: the provider places again, then records it
+    assert step.replace == ("missed its window: the gate was due at 2027-01-10T02:55:00Z for the start "
+                            "2027-01-10T03:00:00Z, and no reconcile ran until 2027-01-10T06:00:00Z")
+
+
+def test_a_missed_window_past_its_deadline_fails_with_the_deadline_named():
+    step = advance(placed(), W, W.latest_start + M)
+    assert step.replace is None and step.lifecycle.phase is Phase.FAILED
+    assert step.lifecycle.reason.endswith("the deadline 2027-01-10T13:00:00Z leaves no room for 2h any more")
+    assert step.lifecycle.running_since is None and step.lifecycle.completed_at is None
+
+
+def test_re_placement_keeps_the_history_and_counts():
+    again = Lifecycle.placed(T0 + 3 * H, "re-placed: missed its window", earlier=placed())
+    assert again.replacements == 1 and [e.reason for e in again.events][0].startswith("placed:")
+
+
+@pytest.mark.parametrize("jump", [-timedelta(days=2), -3 * H, -M])
+def test_a_clock_stepping_back_never_reopens_or_shortens(jump):
+    running = advance(placed(), W, W.gate).lifecycle
+    done = advance(running, W, W.gate + 2 * H).lifecycle
+    assert advance(done, W, W.gate + 2 * H + jump).lifecycle == done  # terminal stays terminal
+    assert advance(running, W, W.gate + jump).lifecycle == running  # running is not un-started
+    sched = placed()
+    assert advance(sched, W, T0 - 10 * H + jump).lifecycle == sched
+
+
+def test_terminal_phases_do_not_call_the_operator():
+    observe = observer(Observation(ready=True))
+    failed = placed().to(Phase.FAILED, T0, "x", failed_at=T0)
+    assert advance(failed, W, T0 + 5 * H, observe).lifecycle == failed and observe.calls == []
+
+
+def test_the_document_round_trips_and_events_are_bounded():
+    lc = placed()
+    for i in range(40):
+        lc = lc.to(Phase.PROVISIONING, T0 + i * M, f"step {i}")
+    assert len(lc.events) == 20 and lc.events[-1].reason == "step 39"
+    assert Lifecycle.from_document(lc.document()) == lc
+    assert lc.document()["events"][-1]["at"] == "2027-01-10T03:39:00Z"
+
+
+def test_state_from_an_earlier_version_is_read_once_from_its_status():
+    assert from_outputs({"status": "Running"}, W).phase is Phase.RUNNING
+    assert from_outputs({"status": "Completed"}, W).completed_at == T0 + 2 * H
+    assert from_outputs({"status": "Scheduled"}, W).phase is Phase.SCHEDULED
