@@ -1,8 +1,10 @@
 """The vm-template chart, rendered by the real helm: guards, per-provider sets, and parity with the
-Python renderers for the same decision."""
+Python renderers for the same decision. helm's ``now`` is the real clock, so every time here is set
+relative to it."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -12,13 +14,23 @@ import yaml
 
 from greenops.catalog import select_size
 from greenops.charts import stage_chart
-from greenops.models import Decision
+from greenops.models import Decision, parse_duration
 from greenops.renderers import RenderSettings, render
 from tests.conftest import require_tool
 
 pytestmark = pytest.mark.tools
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
-PAST = "2026-01-01T00:00:00Z"
+
+
+def stamp(offset: timedelta = timedelta()) -> str:
+    """The real clock plus ``offset``, as a schedulingTime (whole seconds, rounded down)."""
+    return (datetime.now(timezone.utc) + offset).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def started() -> str:
+    """A start an hour ago: well inside the default 2h run. Taken per test, not at import, so a long
+    session cannot run past its end."""
+    return stamp(-timedelta(hours=1))
 
 
 @pytest.fixture(scope="module")
@@ -26,10 +38,13 @@ def chart(tmp_path_factory):
     return stage_chart(tmp_path_factory.mktemp("chart"))
 
 
+def helm_run(chart: Path, values: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([require_tool("helm"), "template", "t", str(chart), "-f", "-"], input=json.dumps(values),
+                          capture_output=True, text=True)
+
+
 def helm_template(chart: Path, values: dict) -> list[dict]:
-    helm = require_tool("helm")
-    result = subprocess.run([helm, "template", "t", str(chart), "-f", "-"], input=json.dumps(values),
-                            capture_output=True, text=True)
+    result = helm_run(chart, values)
     if result.returncode != 0:
         raise RuntimeError(result.stderr)
     return [d for d in yaml.safe_load_all(result.stdout) if d]
@@ -47,19 +62,24 @@ def canonical(objs: list[dict]) -> list[str]:
     return sorted(json.dumps(o, sort_keys=True) for o in objs)
 
 
+def python_render(catalog, make_workload, provider: str, region: str, start: str, skip_await: bool = False) -> list[dict]:
+    """The Python renderers' objects for the decision the chart values below describe."""
+    w = make_workload(name="parity", tenant="team-a", cpu=4, memory=8)
+    d = Decision(provider=provider, region=region, zone=catalog.region(provider, region).zone, scheduling_time=start,
+                 vm_size=select_size(catalog, provider, region, 4, 8).name, image=catalog.image(provider, region))
+    return render(w, d, RenderSettings(ssh_public_key=KEY, skip_await=skip_await))
+
+
 @pytest.mark.parametrize("provider,region", [
     ("azure", "swedencentral"), ("azure", "italynorth"), ("gcp", "europe-west9"), ("gcp", "us-central1"),
     ("aws", "eu-north-1"), ("aws", "us-east-1"),
 ])
 @pytest.mark.parametrize("skip_await", [False, True])
 def test_chart_matches_the_python_renderers(chart, catalog, make_workload, provider, region, skip_await):
-    w = make_workload(name="parity", tenant="team-a", cpu=4, memory=8)
-    size = select_size(catalog, provider, region, 4, 8).name
-    d = Decision(provider=provider, region=region, zone=catalog.region(provider, region).zone,
-                 scheduling_time=PAST, vm_size=size, image=catalog.image(provider, region))
-    python = render(w, d, RenderSettings(ssh_public_key=KEY, skip_await=skip_await))
-    helm = helm_template(chart, values(provider=provider, schedulingLocation=region, schedulingTime=PAST,
-                                       vmSize=size, skipAwait=skip_await))
+    start = started()
+    python = python_render(catalog, make_workload, provider, region, start, skip_await)
+    helm = helm_template(chart, values(provider=provider, schedulingLocation=region, schedulingTime=start,
+                                       vmSize=select_size(catalog, provider, region, 4, 8).name, skipAwait=skip_await))
     assert canonical(helm) == canonical(python)
 
 
@@ -67,26 +87,74 @@ def test_chart_matches_the_python_renderers(chart, catalog, make_workload, provi
 def test_chart_output_validates_against_the_crds(chart, crd_schemas):
     for provider, region, size in [("azure", "francecentral", "Standard_F4s_v2"), ("gcp", "europe-west1", "e2-standard-4"),
                                    ("aws", "eu-west-3", "c6a.xlarge")]:
-        objs = helm_template(chart, values(provider=provider, schedulingLocation=region, schedulingTime=PAST, vmSize=size))
+        objs = helm_template(chart, values(provider=provider, schedulingLocation=region, schedulingTime=started(),
+                                           vmSize=size))
         assert objs and [e for o in objs for e in crd_schemas.errors(o)] == []
 
 
 def test_nothing_before_the_scheduling_time(chart):
-    future = (datetime.now(timezone.utc) + timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    assert helm_template(chart, values(provider="gcp", schedulingLocation="europe-west9", schedulingTime=future,
-                                       vmSize="e2-standard-4")) == []
+    assert helm_template(chart, values(provider="gcp", schedulingLocation="europe-west9",
+                                       schedulingTime=stamp(timedelta(hours=2)), vmSize="e2-standard-4")) == []
 
 
 def test_the_lead_time_opens_the_gate_early(chart):
-    soon = (datetime.now(timezone.utc) + timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    base = values(provider="gcp", schedulingLocation="europe-west9", schedulingTime=soon, vmSize="e2-standard-4")
+    base = values(provider="gcp", schedulingLocation="europe-west9", schedulingTime=stamp(timedelta(minutes=2)),
+                  vmSize="e2-standard-4")
     assert len(helm_template(chart, dict(base, provisioningLeadSeconds=300))) == 3
     assert helm_template(chart, dict(base, provisioningLeadSeconds=0)) == []
 
 
+# Every duration form of greenops/models/duration.py: a bare number or numeric string is hours.
+DURATIONS = [6, 1.5, "6", "1.5", "6h", "90m", "1h30m", "0.5h", " 2H "]
+
+
+@pytest.mark.parametrize("duration", DURATIONS, ids=repr)
+def test_the_run_renders_until_schedulingtime_plus_duration(chart, catalog, make_workload, duration):
+    """The end guard, checked the way the start one is (against helm's real clock), for each form,
+    with the run's length as the Python side reads it."""
+    run = parse_duration(duration)
+
+    def rendered(start: str) -> list[dict]:
+        size = select_size(catalog, "gcp", "europe-west9", 4, 8).name
+        return helm_template(chart, values(provider="gcp", schedulingLocation="europe-west9", schedulingTime=start,
+                                           vmSize=size, duration=duration))
+
+    ending = stamp(timedelta(minutes=2) - run)  # the run ends in two minutes
+    assert canonical(rendered(ending)) == canonical(python_render(catalog, make_workload, "gcp", "europe-west9", ending))
+    assert rendered(stamp(-run)) == []  # ended this very second (the stamp rounds down)
+    assert rendered(stamp(-run - timedelta(minutes=1))) == []
+
+
+@pytest.mark.parametrize("provider,region", [("azure", "westeurope"), ("gcp", "europe-west1"), ("aws", "eu-west-3")])
+def test_every_provider_retires_its_vm_after_the_run(chart, provider, region):
+    base = values(provider=provider, schedulingLocation=region, vmSize="x", duration="1h30m")
+    assert helm_template(chart, dict(base, schedulingTime=stamp(-timedelta(minutes=89))))
+    assert helm_template(chart, dict(base, schedulingTime=stamp(-timedelta(minutes=91)))) == []
+
+
+@pytest.mark.parametrize("duration", ["", "h", "6 hours", "6d", "-1h", "1h-30m", "abc", "90s", "1h30", ".5h", "1e3"])
+@pytest.mark.parametrize("offset", [timedelta(hours=-1), timedelta(hours=2)], ids=["running", "not-yet-due"])
+def test_a_malformed_duration_fails_naming_the_vmtemplate(chart, duration, offset):
+    with pytest.raises(ValueError):  # the Python side refuses it too
+        parse_duration(duration)
+    result = helm_run(chart, values(provider="aws", schedulingLocation="eu-west-3", schedulingTime=stamp(offset),
+                                    vmSize="x", duration=duration))
+    assert result.returncode != 0 and result.stdout == ""  # not one object, let alone half of them
+    assert re.search(re.escape(f"VmTemplate parity: malformed duration {json.dumps(duration)}: use hours"), result.stderr)
+
+
+@pytest.mark.parametrize("duration", [0, "0", "0h", "0m", -2], ids=repr)
+def test_a_duration_must_be_positive(chart, duration):
+    with pytest.raises(ValueError, match="positive"):
+        parse_duration(duration)
+    with pytest.raises(RuntimeError, match=re.escape(f"VmTemplate parity: duration must be positive, got {duration}")):
+        helm_template(chart, values(provider="aws", schedulingLocation="eu-west-3", schedulingTime=started(), vmSize="x",
+                                    duration=duration))
+
+
 def test_nothing_without_a_decision(chart):
     assert helm_template(chart, values()) == []
-    assert helm_template(chart, values(provider="aws", schedulingTime=PAST)) == []  # no region or size yet
+    assert helm_template(chart, values(provider="aws", schedulingTime=started())) == []  # no region or size yet
 
 
 @pytest.mark.parametrize("provider,kinds", [
@@ -96,7 +164,7 @@ def test_nothing_without_a_decision(chart):
 ])
 def test_each_provider_renders_only_its_own_set(chart, provider, kinds):
     region = {"azure": "westeurope", "gcp": "europe-west1", "aws": "eu-west-3"}[provider]
-    objs = helm_template(chart, values(provider=provider, schedulingLocation=region, schedulingTime=PAST, vmSize="x"))
+    objs = helm_template(chart, values(provider=provider, schedulingLocation=region, schedulingTime=started(), vmSize="x"))
     assert {o["kind"] for o in objs} == kinds
 
 
@@ -105,14 +173,16 @@ def test_schema_rejects_bad_values(chart):
         helm_template(chart, values(cpu="four"))
     with pytest.raises(RuntimeError, match="provider"):
         helm_template(chart, values(provider="oracle"))
+    with pytest.raises(RuntimeError, match="duration"):
+        helm_template(chart, values(duration=True))
 
 
 def test_clear_failures(chart):
     with pytest.raises(RuntimeError, match="no AMI is known for aws region ca-west-1"):
-        helm_template(chart, values(provider="aws", schedulingLocation="ca-west-1", schedulingTime=PAST, vmSize="x"))
+        helm_template(chart, values(provider="aws", schedulingLocation="ca-west-1", schedulingTime=started(), vmSize="x"))
     with pytest.raises(RuntimeError, match="Azure Linux VMs need sshPublicKey"):
-        helm_template(chart, values(provider="azure", schedulingLocation="westeurope", schedulingTime=PAST, vmSize="x",
-                                    sshPublicKey=""))
+        helm_template(chart, values(provider="azure", schedulingLocation="westeurope", schedulingTime=started(),
+                                    vmSize="x", sshPublicKey=""))
 
 
 def test_helm_lint(chart):

@@ -1,10 +1,45 @@
-{{/* "true" once the decision exists and its start time (less the lead) has come. */}}
+{{/* "true" while the run is on: the decision exists, its start time (less the lead) has come and
+     schedulingTime + duration has not. After the run nothing renders, so the next helm upgrade
+     deletes the VM's objects: that is how the cluster path retires it. */}}
 {{- define "vmtemplate.due" -}}
+{{- $seconds := include "vmtemplate.durationSeconds" . | float64 -}}
 {{- if and .Values.provider .Values.schedulingLocation .Values.schedulingTime .Values.vmSize -}}
+{{- $now := now -}}
 {{- $start := toDate "2006-01-02T15:04:05Z07:00" .Values.schedulingTime -}}
 {{- $gate := dateModify (printf "-%ds" (int (.Values.provisioningLeadSeconds | default 0))) $start -}}
-{{- if not (now.Before $gate) -}}true{{- end -}}
+{{- /* Elapsed seconds against the duration, not dateModify: that silently returns the start
+       unchanged when a duration overflows Go's time.Duration (~292 years), so the VM would never render. */ -}}
+{{- if and (not ($now.Before $gate)) (lt ($now.Sub $start).Seconds $seconds) -}}true{{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/* The workload's duration in seconds, as greenops/models/duration.py reads it: a number or a
+     numeric string is hours ("1.5" is 90 minutes), otherwise "<n>h" and "<n>m" parts ("6h", "90m",
+     "1h30m"). Not Go's time.ParseDuration: it also takes "s", "ms", signs and a bare "0", which the
+     Python side refuses, and it cannot read a bare number. A bad duration fails the whole render. */}}
+{{- define "vmtemplate.durationSeconds" -}}
+{{- $raw := .Values.duration -}}
+{{- $seconds := 0.0 -}}
+{{- if kindIs "string" $raw -}}
+{{- $text := $raw | trim | lower | replace " " "" -}}
+{{- if regexMatch `^[0-9]+(\.[0-9]+)?$` $text -}}
+{{- $seconds = mulf $text 3600 -}}
+{{- else if regexMatch `^([0-9]+(\.[0-9]+)?[hm])+$` $text -}}
+{{- range regexFindAll `[0-9.]+[hm]` $text -1 -}}
+{{- $seconds = addf $seconds (mulf (trimSuffix "h" (trimSuffix "m" .)) (ternary 3600 60 (hasSuffix "h" .))) -}}
+{{- end -}}
+{{- else -}}
+{{- fail (printf "VmTemplate %s: malformed duration %q: use hours ('6', '6h') or minutes ('90m'), e.g. '1h30m'" .Values.vmName $raw) -}}
+{{- end -}}
+{{- else if or (kindIs "float64" $raw) (kindIs "int64" $raw) (kindIs "int" $raw) -}}
+{{- $seconds = mulf $raw 3600 -}}
+{{- else -}}
+{{- fail (printf "VmTemplate %s: duration must be a number of hours or a string such as '6h', not %v" .Values.vmName $raw) -}}
+{{- end -}}
+{{- if le $seconds 0.0 -}}
+{{- fail (printf "VmTemplate %s: duration must be positive, got %v" .Values.vmName $raw) -}}
+{{- end -}}
+{{- $seconds -}}
 {{- end -}}
 
 {{/* The chart's catalog (files/catalog.json), generated from the project's data/. */}}
