@@ -16,10 +16,12 @@ class PlacementError(GreenOpsError):
 
 
 def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
-          placed: list[dict] | None = None, catalog: Catalog | None = None) -> Decision:
-    """Ask OPA for the eligible zones, the scheduler for zone and time, OPA again to map the zone
-    back to a provider region and size; the image comes from the catalog. Raises PlacementError
-    (or the clients' errors) and creates nothing."""
+          placed: list[dict] | None = None, catalog: Catalog | None = None,
+          earliest_start: datetime | None = None) -> Decision:
+    """Ask OPA for the eligible zones, the scheduler for zone and time (not before
+    ``earliest_start``, the caller's clock), OPA again to map the zone back to a provider region
+    and size; the image comes from the catalog. Raises PlacementError (or the clients' errors) and
+    creates nothing."""
     catalog = catalog or load_catalog()
     spec = workload.spec()
     try:
@@ -28,7 +30,7 @@ def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
         raise PlacementError(f"policy refused it: {exc}") from None
     origin = _origin_zone(catalog, workload.origin_region)
     answer = scheduler.schedule(decision["zones"], workload.deadline, workload.duration_hours,
-                                workload.cpu, workload.memory, origin_zone=origin)
+                                workload.cpu, workload.memory, origin_zone=origin, earliest_start=earliest_start)
     zone = answer["scheduling_location"]
     selection = opa.decision(spec, placed, zone=zone).get("selection")
     if not selection:

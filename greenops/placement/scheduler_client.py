@@ -17,7 +17,7 @@ class SchedulerRefused(GreenOpsError):
 
 class SchedulerClient(RetryingClient):
     def schedule(self, zones: list[str], deadline: datetime, duration_hours: float, cpu: float, memory: float,
-                 origin_zone: str | None = None, jobs: int = 1) -> dict:
+                 origin_zone: str | None = None, jobs: int = 1, earliest_start: datetime | None = None) -> dict:
         body = {
             "number_of_jobs": jobs, "eligible_regions": zones,
             "deadline": deadline.strftime("%Y-%m-%dT%H:%M:%SZ"), "duration": duration_hours,
@@ -25,6 +25,8 @@ class SchedulerClient(RetryingClient):
         }
         if origin_zone:
             body["origin_zone"] = origin_zone
+        if earliest_start:
+            body["earliest_start"] = earliest_start.strftime("%Y-%m-%dT%H:%M:%SZ")
         r = self.post("/scheduling", body)
         if r is not None and r.status_code == 200:
             return r.json()

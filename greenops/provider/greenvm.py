@@ -94,7 +94,7 @@ class GreenVmProvider(ResourceProvider):
     def create(self, props: dict) -> CreateResult:
         now = self.now()
         workload = _workload(props, now)
-        decision = self._place(props, workload)
+        decision = self._place(props, workload, now)
         lifecycle = Lifecycle.placed(now, f"placed: {decision.provider}/{decision.region} from {_stamp(decision)}")
         step = self._advance(props, workload, decision, lifecycle, now, manifests=[], just_placed=True)
         return CreateResult(id_=f"greenvm-{workload.name}", outs=self._outputs(props, workload, decision, step.lifecycle))
@@ -124,7 +124,7 @@ class GreenVmProvider(ResourceProvider):
         if step.replace:
             # The window passed with nothing provisioned and the deadline still leaves room: a new
             # policy and scheduler call, from now; the old decision is kept in the events.
-            decision = self._place(news, workload)
+            decision = self._place(news, workload, now)
             placed = Lifecycle.placed(now, f"re-placed: {step.replace}; now {decision.provider}/{decision.region} "
                                            f"from {_stamp(decision)}", earlier=before)
             step = self._advance(news, workload, decision, placed, now, manifests=[], just_placed=True)
@@ -139,14 +139,14 @@ class GreenVmProvider(ResourceProvider):
         return None
 
     # -- the pieces ---------------------------------------------------------------------------
-    def _place(self, props: dict, workload: Workload) -> Decision:
+    def _place(self, props: dict, workload: Workload, now: datetime) -> Decision:
         timeout = float(props.get("timeoutSeconds") or 10)
         attempts = int(props.get("attempts") or 3)
         opa = OpaClient(props["opaUrl"], timeout=timeout, attempts=attempts, token=props.get("opaToken"))
         scheduler = SchedulerClient(props["schedulerUrl"], timeout=timeout, attempts=attempts,
                                     token=props.get("schedulerToken"))
         try:
-            return place(workload, opa, scheduler, placed=props.get("placed"))
+            return place(workload, opa, scheduler, placed=props.get("placed"), earliest_start=now)
         except GreenOpsError as exc:
             raise GreenOpsError(f"workload {workload.name!r} was not placed: {exc}") from None
         finally:

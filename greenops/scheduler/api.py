@@ -50,6 +50,9 @@ class SchedulingRequest(BaseModel):
     memory: Annotated[float, Field(strict=True, gt=0, le=1000000, description="GB")]
     req_timeout: Annotated[float, Field(strict=True, gt=0, le=300, description="seconds")] = 10
     origin_zone: str | None = Field(default=None, description="zone of the origin region, for the baseline")
+    earliest_start: AwareDatetime | None = Field(
+        default=None, description="no start before this instant: the caller's clock, e.g. when a workload that "
+                                  "missed its window is placed again from the time its reconcile ran")
 
     @field_validator("eligible_regions")
     @classmethod
@@ -125,14 +128,18 @@ def create_app(
         give_up_at = started + req.req_timeout
         now_dt = clock()
         now = to_epoch(now_dt)
+        # Forecasts are issued now; the search starts at the caller's earliest start when later.
+        begin_dt = max(now_dt, req.earliest_start) if req.earliest_start else now_dt
+        begin = to_epoch(begin_dt)
         deadline = to_epoch(req.deadline)
         duration = req.duration * 3600
-        if req.deadline <= now_dt:
+        if req.deadline <= begin_dt:
             return _field_error("deadline", f"{req.deadline.isoformat()} is in the past")
         if req.deadline - now_dt > MAX_HORIZON:
             return _field_error("deadline", f"more than {MAX_HORIZON.days} days ahead")
-        if now + duration > deadline:
-            return _field_error("duration", f"{req.duration:g} h does not fit between now and the deadline")
+        if begin + duration > deadline:
+            what = "now" if begin_dt == now_dt else f"the earliest start {_rfc3339(begin)}"
+            return _field_error("duration", f"{req.duration:g} h does not fit between {what} and the deadline")
         known = source.zones()
         unknown = [z for z in req.eligible_regions if z not in known]
         if unknown:
@@ -140,19 +147,19 @@ def create_app(
         if req.origin_zone is not None and req.origin_zone not in known:
             return _field_error("origin_zone", f"unknown zone {req.origin_zone}")
         try:
-            forecasts = {z: source.series(z, now, deadline, now) for z in req.eligible_regions}
+            forecasts = {z: source.series(z, begin, deadline, now) for z in req.eligible_regions}
             if time.monotonic() > give_up_at:
                 raise DecisionTimeout("fetching forecasts took longer than req_timeout")
             with lock:
                 ledger.forget_before(now)
                 placements = place_batch(forecasts, Job(req.cpu, req.memory, duration), req.number_of_jobs,
-                                         now, deadline, ledger, give_up_at)
+                                         begin, deadline, ledger, give_up_at)
             if req.origin_zone:
-                base_series = source.series(req.origin_zone, now, now + duration, now)
-                baseline = run_now_mean(base_series, now, duration)
+                base_series = source.series(req.origin_zone, begin, begin + duration, now)
+                baseline = run_now_mean(base_series, begin, duration)
                 what = f"run now in {req.origin_zone}"
             else:
-                baseline = sum(run_now_mean(s, now, duration) for s in forecasts.values()) / len(forecasts)
+                baseline = sum(run_now_mean(s, begin, duration) for s in forecasts.values()) / len(forecasts)
                 what = "run now, mean over the eligible zones"
         except UnknownZone as exc:
             return _field_error("eligible_regions", str(exc))

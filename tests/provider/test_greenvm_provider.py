@@ -76,15 +76,16 @@ def test_create_places_and_gates_on_time(servers, catalog, crd_schemas):
     # Before the start: Scheduled, nothing provider-specific.
     clock.now = start - timedelta(minutes=1)
     gated = provider.update(created.id, out, props(servers) | {"workload": out["workload"]}).outs
-    assert gated["status"] == "Scheduled" and gated["manifests"] == []
+    assert gated["phase"] == "Scheduled" and gated["manifests"] == []
 
-    # The gate opens: diff reports an update, update renders the manifests.
+    # The gate opens (no lead here): diff reports an update, update renders the manifests.
     calls = placements_logged(servers[1])
-    clock.now = start + timedelta(seconds=1)
+    clock.now = start
     diff = provider.diff(created.id, gated, props(servers) | {"workload": out["workload"]})
     assert diff.changes and not diff.replaces
     running = provider.update(created.id, gated, props(servers) | {"workload": out["workload"]}).outs
-    assert running["status"] == "Running" and running["decision"] == d
+    assert running["phase"] == "Running" and running["decision"] == d
+    assert running["lifecycle"]["runningSince"] == running["lifecycle"]["gateOpenedAt"] == d["schedulingTime"]
     kinds = [m["kind"] for m in running["manifests"]]
     assert len(kinds) >= 3 and all(m["metadata"]["labels"]["greenops.io/workload"] == "etl" for m in running["manifests"])
     assert [e for m in running["manifests"] for e in crd_schemas.errors(m)] == []
@@ -92,11 +93,68 @@ def test_create_places_and_gates_on_time(servers, catalog, crd_schemas):
     # Unchanged and still running: no change, and no scheduler call anywhere in diff/update.
     assert not provider.diff(created.id, running, props(servers) | {"workload": out["workload"]}).changes
 
-    # Completed: retire.
-    clock.now = start + timedelta(hours=2, seconds=1)
+    # Completed: retire after the full duration from the actual start.
+    clock.now = start + timedelta(hours=2)
     assert provider.diff(created.id, running, props(servers) | {"workload": out["workload"]}).changes
     done = provider.update(created.id, running, props(servers) | {"workload": out["workload"]}).outs
-    assert done["status"] == "Completed" and done["manifests"] == []
+    assert done["phase"] == "Completed" and done["manifests"] == []
+    assert done["lifecycle"]["completedAt"] == iso(start + timedelta(hours=2))
+    assert placements_logged(servers[1]) == calls
+
+    # A clock that steps back (NTP) does not reopen it.
+    clock.now = start + timedelta(minutes=30)
+    assert not provider.diff(created.id, done, props(servers) | {"workload": out["workload"]}).changes
+    assert provider.update(created.id, done, props(servers) | {"workload": out["workload"]}).outs["phase"] == "Completed"
+
+
+def iso(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_a_missed_window_is_re_placed_from_now_and_then_runs_its_full_duration(servers):
+    clock = Clock()
+    provider = GreenVmProvider(clock)
+    # far deadline and a wide choice: the scheduler will usually wait for a cleaner hour
+    p = props(servers, deadline=iso(clock.now + timedelta(days=3)), dataResidency="none")
+    created = provider.create(p).outs
+    p = p | {"workload": created["workload"]}
+    start = datetime.fromisoformat(created["decision"]["schedulingTime"].replace("Z", "+00:00"))
+    calls = placements_logged(servers[1])
+
+    # No pass ran between the gate and well after the start: the next one finds it missed.
+    clock.now = start + timedelta(hours=1)
+    diff = provider.diff("greenvm-etl", created, p)
+    assert diff.changes and diff.stables == []
+    again = provider.update("greenvm-etl", created, p).outs
+    assert placements_logged(servers[1]) == calls + 1  # a new scheduler call
+    lc = again["lifecycle"]
+    assert lc["replacements"] == 1
+    replaced = [e for e in lc["events"] if e["reason"].startswith("re-placed: missed its window")]
+    assert len(replaced) == 1 and f"no reconcile ran until {iso(clock.now)}" in replaced[0]["reason"]
+    new_start = datetime.fromisoformat(again["decision"]["schedulingTime"].replace("Z", "+00:00"))
+    assert new_start >= clock.now
+    if again["phase"] == "Scheduled":  # the new window is later: run a pass at its start
+        clock.now = new_start
+        again = provider.update("greenvm-etl", again, p).outs
+    assert again["phase"] == "Running" and again["manifests"]
+    since = datetime.fromisoformat(again["lifecycle"]["runningSince"].replace("Z", "+00:00"))
+    clock.now = since + timedelta(hours=2) - timedelta(seconds=1)
+    assert provider.update("greenvm-etl", again, p).outs["phase"] == "Running"  # full length, from the actual start
+    clock.now = since + timedelta(hours=2)
+    assert provider.update("greenvm-etl", again, p).outs["phase"] == "Completed"
+
+
+def test_a_missed_window_past_the_deadline_fails_with_the_reason_and_calls_nothing(servers):
+    clock = Clock()
+    provider = GreenVmProvider(clock)
+    p = props(servers, deadline=iso(clock.now + timedelta(hours=6)))
+    created = provider.create(p).outs
+    p = p | {"workload": created["workload"]}
+    calls = placements_logged(servers[1])
+    clock.now = clock.now + timedelta(hours=5)
+    out = provider.update("greenvm-etl", created, p).outs
+    assert out["phase"] == "Failed" and out["manifests"] == []
+    assert "missed its window" in out["lifecycle"]["reason"] and "leaves no room for 2h" in out["lifecycle"]["reason"]
     assert placements_logged(servers[1]) == calls
 
 

@@ -127,3 +127,12 @@ def test_logs_are_structured_json(service):
     lines = [json.loads(line) for line in service.log.read_text().splitlines() if line.startswith("{")]
     placed = [x for x in lines if x.get("event") == "scheduling.placed"]
     assert placed and {"zone", "start", "expected", "baseline", "elapsed_ms", "timestamp", "level"} <= set(placed[-1])
+
+
+def test_earliest_start_moves_the_search_window(service):
+    later = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(hours=30)
+    out = post(service, thesis_body(earliest_start=iso(later), deadline=iso(later + timedelta(hours=12)))).json()
+    start = datetime.fromisoformat(out["scheduling_time"].replace("Z", "+00:00"))
+    assert later <= start <= later + timedelta(hours=6)
+    r = post(service, thesis_body(earliest_start=iso(later), deadline=iso(later + timedelta(hours=5))))
+    assert r.status_code == 422 and f"does not fit between the earliest start {iso(later)} and the deadline" in r.json()["detail"]
