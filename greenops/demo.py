@@ -38,7 +38,9 @@ def demo_project(folder: Path, cp: LocalControlPlane, opa_url: str, scheduler_ur
     (folder / "stacks").mkdir(exist_ok=True)
     config = yaml.safe_load((REPO / "stacks" / "Pulumi.dev.yaml").read_text())["config"]
     config["greenops:endpoints"] = {"opaUrl": opa_url, "schedulerUrl": scheduler_url, "timeoutSeconds": 10}
-    config["greenops:kubernetes"] = {"mode": "cluster", "installCrdStubs": True}
+    # No operator runs on this machine, so nothing would ever report a VM ready: a run counts from
+    # when its objects are applied (readiness: applied), and the demo says so.
+    config["greenops:kubernetes"] = {"mode": "cluster", "installCrdStubs": True, "readiness": "applied"}
     (folder / "stacks" / "Pulumi.demo.yaml").write_text(yaml.safe_dump({"config": config}, sort_keys=False))
     return folder
 
@@ -85,6 +87,7 @@ def demo(once: bool = True) -> int:
                 items = k.get(f"/apis/{api}/namespaces/greenops/{plural}").json().get("items", [])
                 kinds[plural] = [i["metadata"]["name"] for i in items]
         say(f"   VMs now in the API server (due workloads only): {json.dumps(kinds)}")
+        say("   (no operator runs here, so readiness is 'applied': a run starts when its objects are applied)")
         say(f"   plot of the chosen zones and windows: {plot}")
 
         say("\n2) Cluster path (the thesis): VmTemplates through the API server, patched by OPA's webhook")

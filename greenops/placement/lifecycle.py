@@ -120,7 +120,7 @@ class Observation:
     ready_since: datetime | None = None
     failure: str | None = None  # a terminal error the operator will not retry by itself
     missing: tuple[str, ...] = ()  # objects that should exist and do not (deleted by hand)
-    detail: str = ""  # the VM object's current condition, for the reason while waiting
+    detail: str = ""  # the VM object's current condition, for the reason while waiting; empty: nothing reported
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,9 @@ def _provisioning(lc: Lifecycle, w: Window, now: datetime, obs: Observation | No
         return Step(lc.to(Phase.FAILED, now, f"not ready by {stamp(w.latest_start)}, the last start that meets its deadline "
                                             f"{stamp(w.deadline)}; the operator says: {obs.detail or 'nothing yet'}",
                           failed_at=now))
-    waiting = f"waiting for the operator to report the VM ready: {obs.detail or 'no condition yet'}"
+    if not obs.detail:  # the operator has said nothing yet: the gate-opened record stands (stable previews)
+        return Step(lc)
+    waiting = f"waiting for the operator to report the VM ready: {obs.detail}"
     return Step(lc if lc.reason == waiting else lc.model_copy(update={"reason": waiting}))
 
 

@@ -70,7 +70,7 @@ class ClusterObserver:
             return Observation(ready=False, failure=failure, missing=missing)
         state = object_state(provider, vm[1])
         return Observation(ready=state.ready, ready_since=_time(state.since), failure=failure, missing=missing,
-                           detail=f"{vm[0]['kind']} {vm[0]['metadata']['name']}: {state.detail}")
+                           detail=f"{vm[0]['kind']} {vm[0]['metadata']['name']}: {state.detail}" if state.detail else "")
 
 
 def _time(text: str | None) -> datetime | None:

@@ -75,7 +75,7 @@ class ObjectState:
     ready: bool
     since: str | None = None  # the ready condition's lastTransitionTime
     failure: str | None = None  # terminal: the operator has given up until a person acts
-    detail: str = ""
+    detail: str = ""  # the condition as text; empty while the operator has said nothing
 
 
 def condition(obj: dict, kind: str) -> dict | None:

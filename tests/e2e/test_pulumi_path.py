@@ -27,13 +27,31 @@ def vms_in_cluster(cp) -> dict[str, set[str]]:
     return out
 
 
-def test_up_gate_reconcile_destroy(cluster, tmp_path, crd_schemas):
+def rows_of(st) -> dict[str, dict]:
+    return {r["workload"]: r for r in automation.placements(st)}
+
+
+def act_as_operator(cp, name: str, *conditions: dict) -> None:
+    """What ASO would write: the VM object's status conditions (the stub CRD keeps status in the object)."""
+    with cp.client() as k:
+        r = k.patch(f"/apis/compute.azure.com/v1api20220301/namespaces/greenops/virtualmachines/{name}",
+                    json={"status": {"conditions": list(conditions)}},
+                    headers={"Content-Type": "application/merge-patch+json"})
+        assert r.status_code == 200, r.text
+
+
+def iso(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_up_gate_operator_verdicts_reconcile_destroy(cluster, tmp_path, crd_schemas):
     # The operators' kinds are installed as scope stubs by the program (installCrdStubs): the
     # upstream ASO VirtualMachine CRD (1.7 MB) kept this API server busy for over ten minutes.
     # What lands in the cluster is then validated client-side against the real CRD schemas.
+    # No operator runs here, so the test writes the conditions ASO would.
     cp = cluster["cp"]
     now = datetime.now(timezone.utc).replace(microsecond=0)
-    deadline = (now + timedelta(hours=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    deadline = iso(now + timedelta(hours=10))
     # Both want Quebec (a flat profile) and the scheduler has 4 vCPU per zone-hour: one runs now,
     # the other must wait until the first is done.
     workloads = [{"name": n, "cpu": 4, "memory": 8, "duration": "2h", "deadline": deadline, "originRegion": "canadaeast",
@@ -45,22 +63,28 @@ def test_up_gate_reconcile_destroy(cluster, tmp_path, crd_schemas):
     (project / "stacks" / "Pulumi.e2e.yaml").write_text(yaml.safe_dump({"config": {
         "greenops:workloads": workloads,
         "greenops:endpoints": {"opaUrl": cluster["opa"].url, "schedulerUrl": cluster["scheduler"].url},
-        "greenops:kubernetes": {"mode": "cluster", "installCrdStubs": True},
+        "greenops:kubernetes": {"mode": "cluster", "installCrdStubs": True},  # readiness: operator (the default)
         "greenops:render": {"sshPublicKey": KEY, "skipAwait": True, "namespace": "greenops"},
     }}))
     (tmp_path / "state").mkdir()
     (tmp_path / "ca.pem").write_bytes(cluster["tls"].ca_pem)
     env = {"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "SSL_CERT_FILE": str(tmp_path / "ca.pem"),
-           "GREENOPS_NOW": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+           "GREENOPS_NOW": iso(now)}
     st = automation.stack("e2e", work_dir=project, env=env)
     st.set_config("greenops:kubeconfig", automation.auto.ConfigValue(cp.kubeconfig_path.read_text(), secret=True))
+
+    def reconcile(at: datetime) -> dict[str, dict]:
+        st.workspace.env_vars["GREENOPS_NOW"] = iso(at)
+        automation.run(st, "up", stream=False)
+        return rows_of(st)
+
     try:
         automation.run(st, "up", stream=False)
-        rows = {r["workload"]: r for r in automation.placements(st)}
-        running = {n for n, r in rows.items() if r["status"] == "Running"}
-        waiting = {n for n, r in rows.items() if r["status"] == "Scheduled"}
-        assert len(running) == 1 and len(waiting) == 1, rows
-        assert vms_in_cluster(cp)["virtualmachines"] == running  # due ones exist, scheduled ones do not
+        rows = rows_of(st)
+        first, second = sorted(rows, key=lambda n: rows[n]["start"])
+        assert rows[first]["phase"] == "Provisioning" and rows[second]["phase"] == "Scheduled", rows
+        assert not rows[first]["runningSince"] and rows[first]["gateOpenedAt"] == iso(now)
+        assert vms_in_cluster(cp)["virtualmachines"] == {first}  # due ones exist, scheduled ones do not
         # what the API server stored is valid against the real upstream CRD schemas
         with cp.client() as k:
             for api, plural in KINDS:
@@ -68,19 +92,51 @@ def test_up_gate_reconcile_destroy(cluster, tmp_path, crd_schemas):
                     obj = {"apiVersion": item["apiVersion"], "kind": item["kind"], "spec": item["spec"],
                            "metadata": {"name": item["metadata"]["name"]}}
                     assert crd_schemas.errors(obj) == []
-            vm = k.get(f"/apis/compute.azure.com/v1api20220301/namespaces/greenops/virtualmachines/{next(iter(running))}").json()
-        assert vm["spec"]["hardwareProfile"]["vmSize"] == rows[next(iter(running))]["size"]
+            vm = k.get(f"/apis/compute.azure.com/v1api20220301/namespaces/greenops/virtualmachines/{first}").json()
+        assert vm["spec"]["hardwareProfile"]["vmSize"] == rows[first]["size"]
 
+        # Nothing reported yet: a second preview changes nothing.
         again = st.preview(color="never")
         assert set(again.change_summary) == {"same"}, again.change_summary
 
-        # Advance the clock to the second start: reconcile opens its gate and retires the first.
-        later = datetime.fromisoformat(rows[next(iter(waiting))]["start"].replace("Z", "+00:00")) + timedelta(minutes=1)
-        st.workspace.env_vars["GREENOPS_NOW"] = later.strftime("%Y-%m-%dT%H:%M:%SZ")
-        automation.run(st, "up", stream=False)
-        rows = {r["workload"]: r for r in automation.placements(st)}
-        assert rows[next(iter(waiting))]["status"] == "Running" and rows[next(iter(running))]["status"] == "Completed"
-        assert vms_in_cluster(cp)["virtualmachines"] == waiting
+        # The operator is still working: Provisioning, with its words as the reason.
+        act_as_operator(cp, first, {"type": "Ready", "status": "False", "severity": "Info", "reason": "Reconciling",
+                                    "message": "The resource is in the process of being reconciled by the operator"})
+        rows = reconcile(now + timedelta(minutes=5))
+        assert rows[first]["phase"] == "Provisioning" and "Ready=False (Info, Reconciling)" in rows[first]["reason"]
+
+        # Ready=True: Running from the operator's transition time, not from the pass that saw it.
+        ready_at = now + timedelta(minutes=7)
+        act_as_operator(cp, first, {"type": "Ready", "status": "True", "severity": "", "reason": "Succeeded",
+                                    "lastTransitionTime": iso(ready_at)})
+        rows = reconcile(now + timedelta(minutes=20))
+        assert rows[first]["phase"] == "Running" and rows[first]["runningSince"] == iso(ready_at)
+
+        # The second gate opens at its start; the first, which came up late, still has its full 2 h.
+        s2 = datetime.fromisoformat(rows[second]["start"].replace("Z", "+00:00"))
+        rows = reconcile(s2)
+        assert rows[second]["phase"] == "Provisioning"
+        assert rows[first]["phase"] == ("Running" if s2 < ready_at + timedelta(hours=2) else "Completed")
+        assert vms_in_cluster(cp)["virtualmachines"] == ({first, second} if rows[first]["phase"] == "Running" else {second})
+
+        # A terminal error from the operator: Failed with its message, and the objects are removed.
+        act_as_operator(cp, second, {"type": "Ready", "status": "False", "severity": "Error", "reason": "BadRequest",
+                                     "message": "SkuNotAvailable: Standard_D4as_v4 is not available in canadaeast"})
+        rows = reconcile(s2 + timedelta(minutes=5))
+        assert rows[second]["phase"] == "Failed"
+        assert rows[second]["reason"] == (f"the operator reports a terminal error: VirtualMachine {second}: Ready=False "
+                                          "(Error, BadRequest): SkuNotAvailable: Standard_D4as_v4 is not available in canadaeast")
+        assert second not in vms_in_cluster(cp)["virtualmachines"]
+
+        # A VM object deleted by hand while Running is reported Failed, never silently recreated.
+        if rows[first]["phase"] == "Running":
+            with cp.client() as k:
+                r = k.delete(f"/apis/compute.azure.com/v1api20220301/namespaces/greenops/virtualmachines/{first}")
+                assert r.status_code == 200, r.text
+            rows = reconcile(s2 + timedelta(minutes=10))
+            assert rows[first]["phase"] == "Failed"
+            assert rows[first]["reason"].startswith(f"deleted outside the platform while Running: VirtualMachine {first}")
+            assert vms_in_cluster(cp) == {plural: set() for _, plural in KINDS}
     finally:
         automation.run(st, "destroy", stream=False)
         st.workspace.remove_stack("e2e")

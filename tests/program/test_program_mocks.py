@@ -31,7 +31,8 @@ class Mocks(pulumi.runtime.Mocks):
                          expected_intensity=20, baseline_intensity=80)
             due = w.name.startswith("due")
             outs["decision"] = d.document()
-            outs["status"] = "Running" if due else "Scheduled"
+            outs["phase"] = "Running" if due else "Scheduled"
+            outs["lifecycle"] = {"phase": outs["phase"], "reason": "mocked", "events": []}
             outs["manifests"] = render(w, d, RenderSettings.model_validate(outs["render"])) if due else []
         return [f"{args.name}-id", outs]
 

@@ -1,13 +1,17 @@
 """GreenVm through the real Pulumi engine: the dynamic provider is serialised and runs in its own
-process, against the real OPA and scheduler, with the Kubernetes provider rendering to a folder."""
+process, against the real OPA and scheduler, with the Kubernetes provider rendering to a folder.
+The clock is injected (GREENOPS_NOW) and stepped the way unattended reconciles would see it."""
 from __future__ import annotations
 
 import json
+import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
+from greenops import automation, report
+from greenops.cli import lifecycle_changes
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.tools import TOOLS_BIN, pulumi_env
 from greenops.policies.server import OpaServer
@@ -21,6 +25,10 @@ def iso(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def at(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
 def rendered_workloads(folder: Path) -> set[str]:
     names = set()
     for f in (folder / "1-manifest").glob("*.yaml") if (folder / "1-manifest").exists() else []:
@@ -30,13 +38,32 @@ def rendered_workloads(folder: Path) -> set[str]:
     return names
 
 
-def test_up_gate_second_up_clock_and_destroy(tmp_path):
+def engine_stack(tmp_path: Path, name: str, now: datetime, workloads: list[dict], opa, scheduler, lead: int = 300):
     for tool in ("pulumi", "opa", "pulumi-resource-kubernetes", "pulumi-resource-pulumi-python"):
         require_tool(tool)
     from pulumi import automation as auto
 
     from greenops import program
 
+    (tmp_path / "state").mkdir()
+    env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "GREENOPS_NOW": iso(now)})
+    stack = auto.create_or_select_stack(
+        stack_name=name, project_name="greenops-platform", program=program.run,
+        opts=auto.LocalWorkspaceOptions(
+            work_dir=str(tmp_path), pulumi_home=env["PULUMI_HOME"], env_vars=env,
+            pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent)),
+            project_settings=auto.ProjectSettings(name="greenops-platform", runtime="python")))
+    stack.set_all_config({
+        "greenops:workloads": auto.ConfigValue(json.dumps(workloads)),
+        "greenops:endpoints": auto.ConfigValue(json.dumps({"opaUrl": opa.url, "schedulerUrl": scheduler.url,
+                                                           "provisioningLeadSeconds": lead})),
+        "greenops:kubernetes": auto.ConfigValue(json.dumps({"mode": "render", "renderDir": str(tmp_path / "rendered")})),
+        "greenops:render": auto.ConfigValue(json.dumps({"sshPublicKey": KEY, "skipAwait": True})),
+    })
+    return stack
+
+
+def test_up_gate_second_up_clock_and_destroy(tmp_path):
     now = datetime.now(timezone.utc).replace(microsecond=0)
     out = tmp_path / "rendered"
     workloads = [
@@ -47,40 +74,132 @@ def test_up_gate_second_up_clock_and_destroy(tmp_path):
          "originRegion": "italynorth", "eligibleProviders": ["gcp"], "region": "europe-west9", "tenant": "ml"},
     ]
     with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
-        (tmp_path / "state").mkdir()
-        env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "GREENOPS_NOW": iso(now)})
-        stack = auto.create_or_select_stack(
-            stack_name="engine", project_name="greenops-platform", program=program.run,
-            opts=auto.LocalWorkspaceOptions(
-                work_dir=str(tmp_path), pulumi_home=env["PULUMI_HOME"], env_vars=env,
-                pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent)),
-                project_settings=auto.ProjectSettings(name="greenops-platform", runtime="python")))
-        stack.set_all_config({
-            "greenops:workloads": auto.ConfigValue(json.dumps(workloads)),
-            "greenops:endpoints": auto.ConfigValue(json.dumps({"opaUrl": opa.url, "schedulerUrl": scheduler.url,
-                                                               "provisioningLeadSeconds": 300})),
-            "greenops:kubernetes": auto.ConfigValue(json.dumps({"mode": "render", "renderDir": str(out)})),
-            "greenops:render": auto.ConfigValue(json.dumps({"sshPublicKey": KEY, "skipAwait": True})),
-        })
+        stack = engine_stack(tmp_path, "engine", now, workloads, opa, scheduler)
         try:
             up = stack.up()
             rows = {r["workload"]: r for r in up.outputs["placements"].value}
-            assert rows["urgent"]["status"] == "Running"
+            assert rows["urgent"]["phase"] == "Running"
             assert rows["patient"]["provider"] == "gcp" and rows["patient"]["region"] == "europe-west9"
-            running = {n for n, r in rows.items() if r["status"] == "Running"}
+            running = {n for n, r in rows.items() if r["phase"] == "Running"}
             assert rendered_workloads(out) == running  # nothing exists before its start time
 
             again = stack.preview()
             assert set(again.change_summary) == {"same"}, again.change_summary
 
-            # Advance the clock past both runs: everything due has run and is retired.
-            patient_end = datetime.fromisoformat(rows["patient"]["start"].replace("Z", "+00:00")) + timedelta(hours=1)
-            stack.workspace.env_vars["GREENOPS_NOW"] = iso(max(patient_end, now + timedelta(hours=3)) + timedelta(minutes=1))
+            # A pass at each start, then one past both runs: everything due has run and is retired.
+            patient_start = at(rows["patient"]["start"])
+            stack.workspace.env_vars["GREENOPS_NOW"] = iso(patient_start)
+            stack.up()
+            stack.workspace.env_vars["GREENOPS_NOW"] = iso(max(patient_start + timedelta(hours=1), now + timedelta(hours=3)))
             later = stack.up()
             rows = {r["workload"]: r for r in later.outputs["placements"].value}
-            assert {r["status"] for r in rows.values()} == {"Completed"}
+            assert {r["phase"] for r in rows.values()} == {"Completed"}
             assert rendered_workloads(out) == set()
             assert rows["urgent"]["start"] == up.outputs["placements"].value[0]["start"]  # decisions stay stable
         finally:
             stack.destroy()
             stack.workspace.remove_stack("engine")
+
+
+def test_lifecycle_over_simulated_hours(tmp_path):
+    """Three workloads pinned to one flat zone with 4 vCPU per zone-hour, so the scheduler's
+    answers are known: `first` runs now, `second` after it, `third` (1 h, tight deadline) last.
+    The clock then skips the passes that would have opened `second` and `third`."""
+    t0 = datetime.now(timezone.utc).replace(microsecond=0)
+    quebec = {"cpu": 4, "memory": 8, "originRegion": "canadaeast", "eligibleProviders": ["azure"], "region": "canadaeast",
+              "tenant": "batch"}
+    workloads = [dict(quebec, name="first", duration="2h", deadline=iso(t0 + timedelta(hours=10))),
+                 dict(quebec, name="second", duration="2h", deadline=iso(t0 + timedelta(hours=10))),
+                 dict(quebec, name="third", duration="1h", deadline=iso(t0 + timedelta(hours=5)))]
+    out = tmp_path / "rendered"
+    with SchedulerServer(capacity_vcpu=4) as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+        stack = engine_stack(tmp_path, "lifecycle", t0, workloads, opa, scheduler)
+        history: list[tuple[datetime, dict]] = []
+
+        def reconcile(now: datetime) -> dict[str, dict]:
+            stack.workspace.env_vars["GREENOPS_NOW"] = iso(now)
+            before = {r["workload"]: r for r in automation.placements(stack)}
+            stack.up()
+            rows = {r["workload"]: r for r in automation.placements(stack)}
+            history.append((now, rows))
+            # only what is Provisioning or Running has objects, at every pass
+            assert rendered_workloads(out) == {n for n, r in rows.items() if r["phase"] in ("Provisioning", "Running")}
+            print("\n".join(lifecycle_changes(before, rows)))
+            return rows
+
+        try:
+            rows = reconcile(t0)
+            assert rows["first"]["phase"] == "Running" and rows["first"]["runningSince"] == iso(t0)
+            s2, s3 = at(rows["second"]["start"]), at(rows["third"]["start"])
+            assert rows["second"]["phase"] == rows["third"]["phase"] == "Scheduled"
+            assert t0 + timedelta(hours=2) <= s2 and s3 + timedelta(hours=1) <= t0 + timedelta(hours=5)
+
+            # No pass between `second`'s gate and 30 min after its start: missed, with room -> re-placed from then.
+            late = s2 + timedelta(minutes=30)
+            assert late < s3 - timedelta(minutes=5), "the test expects third's gate after second's"
+            rows = reconcile(late)
+            assert rows["first"]["phase"] == "Completed" and rows["first"]["completedAt"] == iso(late)
+            second = rows["second"]
+            assert second["replacements"] == 1 and at(second["start"]) >= late
+            assert any(e["reason"].startswith("re-placed: missed its window") and f"no reconcile ran until {iso(late)}"
+                       in e["reason"] for e in second["events"])
+            assert not second["runningSince"]
+
+            # `third` is missed too, and its deadline leaves no room any more: Failed, with the reason.
+            past = t0 + timedelta(hours=4, minutes=30)
+            assert past > s3
+            rows = reconcile(past)
+            assert rows["third"]["phase"] == "Failed"
+            assert f"the deadline {iso(t0 + timedelta(hours=5))} leaves no room for 1h" in rows["third"]["reason"]
+
+            # `second` runs from the pass at its new start, for its whole duration.
+            s2_new = at(rows["second"]["start"])
+            if rows["second"]["phase"] == "Scheduled":
+                rows = reconcile(max(s2_new - timedelta(minutes=5), past))
+            assert rows["second"]["phase"] == "Running"
+            since = at(rows["second"]["runningSince"])
+            rows = reconcile(since + timedelta(hours=2) - timedelta(minutes=1))
+            assert rows["second"]["phase"] == "Running"
+
+            # A clock stepped back by an NTP correction reopens nothing and changes nothing.
+            stack.workspace.env_vars["GREENOPS_NOW"] = iso(since - timedelta(hours=3))
+            assert set(stack.preview().change_summary) == {"same"}
+
+            # Two reconciles at once: the stack lock lets one through, the other is told so.
+            stack.workspace.env_vars["GREENOPS_NOW"] = iso(since + timedelta(hours=2))
+            outcomes: list[str] = []
+
+            def one() -> None:
+                try:
+                    automation.run(stack, "up", stream=False)
+                    outcomes.append("ran")
+                except automation.StackLocked as exc:
+                    outcomes.append(str(exc))
+
+            threads = [threading.Thread(target=one) for _ in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert outcomes.count("ran") >= 1 and all(o == "ran" or "lock is held" in o for o in outcomes), outcomes
+            rows = {r["workload"]: r for r in automation.placements(stack)}
+            assert rows["second"]["phase"] == "Completed"
+            assert rows["second"]["completedAt"] == iso(since + timedelta(hours=2))
+
+            # Nothing skipped, nothing repeated: each placement attempt went through its phases once, in order.
+            for name, row in rows.items():
+                phases = [e["phase"] for e in row["events"]]
+                attempts = " ".join(phases).split("Scheduled")[1:]
+                for attempt in attempts[:-1]:
+                    assert attempt.split() == [], f"{name}: an earlier attempt did more than wait: {phases}"
+                assert attempts[-1].split() in ([], ["Failed"], ["Provisioning", "Running"],
+                                                ["Provisioning", "Running", "Completed"]), f"{name}: {phases}"
+
+            # The report counts what ran, never the missed run.
+            accounted = {r["workload"]: r for r in report.account(list(rows.values()))}
+            assert accounted["third"]["saving_g"] is None and accounted["first"]["expected_g"] is not None
+            text = report.table(list(accounted.values()))
+            assert "failed: third (nothing counted)" in text and "over 2 workloads" in text
+        finally:
+            stack.destroy()
+            stack.workspace.remove_stack("lifecycle")

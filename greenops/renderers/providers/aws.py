@@ -25,7 +25,7 @@ def state(obj: dict) -> ObjectState:
         return ObjectState(False, failure=describe(terminal), detail=describe(terminal))
     synced = condition(obj, "ACK.ResourceSynced")
     if synced is None:
-        return ObjectState(False, detail="no ACK.ResourceSynced condition yet")
+        return ObjectState(False)  # the controller has not reported yet
     if synced.get("status") == "True":
         return ObjectState(True, since=synced.get("lastTransitionTime"), detail=describe(synced))
     return ObjectState(False, detail=describe(synced))

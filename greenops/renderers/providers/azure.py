@@ -27,7 +27,7 @@ def state(obj: dict) -> ObjectState:
     operator has given up until the object is changed, ``Warning``/``Info`` that it keeps trying."""
     ready = condition(obj, "Ready")
     if ready is None:
-        return ObjectState(False, detail="no Ready condition yet")
+        return ObjectState(False)  # the operator has not reported yet
     if ready.get("status") == "True":
         return ObjectState(True, since=ready.get("lastTransitionTime"), detail=describe(ready))
     if ready.get("status") == "False" and ready.get("severity") == "Error":

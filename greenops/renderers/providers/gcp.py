@@ -32,7 +32,7 @@ def state(obj: dict) -> ObjectState:
     lifecycle's deadline check, with this condition as the reason."""
     ready = condition(obj, "Ready")
     if ready is None:
-        return ObjectState(False, detail="no Ready condition yet")
+        return ObjectState(False)  # the operator has not reported yet
     if ready.get("status") == "True":
         return ObjectState(True, since=ready.get("lastTransitionTime"), detail=describe(ready))
     return ObjectState(False, detail=describe(ready))
