@@ -161,20 +161,18 @@ class GreenVmProvider(ResourceProvider):
             window = Window(now, window.duration, window.lead, window.deadline)
         if not props.get("watchOperators"):
             return advance(lifecycle, window, now)
-        observer: list = []
 
-        def observe() -> Observation:
+        def observe() -> Observation:  # called only while the objects exist
             from greenops.placement.observe import ClusterObserver
 
-            objects = manifests or self._manifests(props, workload, decision)
-            observer.append(ClusterObserver(props.get("kubeconfig"), props.get("kubeContext")))
-            return observer[0].observe(workload.name, decision.provider, objects)
+            observer = ClusterObserver(props.get("kubeconfig"), props.get("kubeContext"))
+            try:
+                return observer.observe(workload.name, decision.provider,
+                                        manifests or self._manifests(props, workload, decision))
+            finally:
+                observer.close()
 
-        try:
-            return advance(lifecycle, window, now, observe)
-        finally:
-            for o in observer:
-                o.close()
+        return advance(lifecycle, window, now, observe)
 
     @staticmethod
     def _manifests(props: dict, workload: Workload, decision: Decision) -> list[dict]:

@@ -187,3 +187,23 @@ def test_scheduler_down_is_a_clear_error(servers):
     p["schedulerUrl"] = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(GreenOpsError, match=r"workload 'etl' was not placed: scheduler at http://127\.0\.0\.1:\d+ did not answer"):
         GreenVmProvider().create(p)
+
+
+def test_an_unreachable_cluster_is_a_named_error_and_the_record_is_kept(servers):
+    clock = Clock()
+    provider = GreenVmProvider(clock)
+    port = free_port()
+    kubeconfig = ("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: k, cluster: {server: "
+                  f"'https://127.0.0.1:{port}', insecure-skip-tls-verify: true}}}}]\n"
+                  "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n")
+    p = props(servers, deadline=iso(clock.now + timedelta(hours=2, minutes=1))) | {"watchOperators": True,
+                                                                                    "kubeconfig": kubeconfig,
+                                                                                    "leadSeconds": 300}
+    created = provider.create(p).outs
+    assert created["phase"] == "Provisioning" and created["manifests"]  # must start now: the gate opened
+    p = p | {"workload": created["workload"]}
+    clock.now += timedelta(minutes=3)
+    with pytest.raises(GreenOpsError, match=r"^workload 'etl': cannot read its objects back from the cluster: "):
+        provider.diff("greenvm-etl", created, p)
+    with pytest.raises(GreenOpsError, match=r"^workload 'etl': cannot read its objects back"):
+        provider.update("greenvm-etl", created, p)
