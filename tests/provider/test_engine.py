@@ -102,18 +102,20 @@ def test_up_gate_second_up_clock_and_destroy(tmp_path):
 
 
 def test_lifecycle_over_simulated_hours(tmp_path):
-    """Three workloads pinned to one flat zone with 4 vCPU per zone-hour, so the scheduler's
-    answers are known: `first` runs now, `second` after it, `third` (1 h, tight deadline) last.
-    The clock then skips the passes that would have opened `second` and `third`."""
+    """Three workloads pinned to one flat zone with 4 vCPU per zone-hour, added one pass at a time
+    so the scheduler's answers are known: `first` runs now, `second` after it, `third` (1 h, tight
+    deadline) after that. The clock then skips the passes that would have opened `second` and `third`."""
+    from pulumi import automation as auto
+
     t0 = datetime.now(timezone.utc).replace(microsecond=0)
     quebec = {"cpu": 4, "memory": 8, "originRegion": "canadaeast", "eligibleProviders": ["azure"], "region": "canadaeast",
               "tenant": "batch"}
     workloads = [dict(quebec, name="first", duration="2h", deadline=iso(t0 + timedelta(hours=10))),
                  dict(quebec, name="second", duration="2h", deadline=iso(t0 + timedelta(hours=10))),
-                 dict(quebec, name="third", duration="1h", deadline=iso(t0 + timedelta(hours=5)))]
+                 dict(quebec, name="third", duration="1h", deadline=iso(t0 + timedelta(hours=6)))]
     out = tmp_path / "rendered"
     with SchedulerServer(capacity_vcpu=4) as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
-        stack = engine_stack(tmp_path, "lifecycle", t0, workloads, opa, scheduler)
+        stack = engine_stack(tmp_path, "lifecycle", t0, workloads[:1], opa, scheduler)
         history: list[tuple[datetime, dict]] = []
 
         def reconcile(now: datetime) -> dict[str, dict]:
@@ -128,11 +130,14 @@ def test_lifecycle_over_simulated_hours(tmp_path):
             return rows
 
         try:
+            for n in (2, 3):  # one more workload per pass: placed in a known order
+                reconcile(t0)
+                stack.set_config("greenops:workloads", auto.ConfigValue(json.dumps(workloads[:n])))
             rows = reconcile(t0)
             assert rows["first"]["phase"] == "Running" and rows["first"]["runningSince"] == iso(t0)
             s2, s3 = at(rows["second"]["start"]), at(rows["third"]["start"])
             assert rows["second"]["phase"] == rows["third"]["phase"] == "Scheduled"
-            assert t0 + timedelta(hours=2) <= s2 and s3 + timedelta(hours=1) <= t0 + timedelta(hours=5)
+            assert t0 + timedelta(hours=2) <= s2 and s2 + timedelta(hours=2) <= s3 <= t0 + timedelta(hours=5)
 
             # No pass between `second`'s gate and 30 min after its start: missed, with room -> re-placed from then.
             late = s2 + timedelta(minutes=30)
@@ -146,11 +151,11 @@ def test_lifecycle_over_simulated_hours(tmp_path):
             assert not second["runningSince"]
 
             # `third` is missed too, and its deadline leaves no room any more: Failed, with the reason.
-            past = t0 + timedelta(hours=4, minutes=30)
+            past = t0 + timedelta(hours=5, minutes=1)
             assert past > s3
             rows = reconcile(past)
             assert rows["third"]["phase"] == "Failed"
-            assert f"the deadline {iso(t0 + timedelta(hours=5))} leaves no room for 1h" in rows["third"]["reason"]
+            assert f"the deadline {iso(t0 + timedelta(hours=6))} leaves no room for 1h" in rows["third"]["reason"]
 
             # `second` runs from the pass at its new start, for its whole duration.
             s2_new = at(rows["second"]["start"])
