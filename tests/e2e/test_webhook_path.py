@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from greenops.catalog import select_size
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import GROUP, VERSION
 
@@ -41,6 +43,35 @@ def test_conflict_is_rejected_with_a_reason(cluster):
         r = k.post(PATH, json=vmtemplate("conflict", originRegion="westus", dataResidency="eu", maxLatency=10))
     assert r.status_code == 403
     assert "no eligible region" in r.json()["message"] and "maxLatency 10 ms from westus leaves 0" in r.json()["message"]
+
+
+def test_reapplied_vmtemplate_is_placed_again_not_denied(cluster, catalog):
+    """`kubectl edit`/`apply` of a placed VmTemplate: the PUT carries OPA's patched fields and its
+    decision annotation back with the user's change, and they must not read as requests."""
+    decision_fields = ("provider", "schedulingLocation", "schedulingTime", "vmSize")
+    url = f"{PATH}/reapplied"
+    with cluster["cp"].client() as k:
+        r = k.post(PATH, json=vmtemplate("reapplied", originRegion="italynorth", dataResidency="eu"))
+        assert r.status_code == 201, r.text
+        placed = k.get(url).json()
+        assert json.loads(placed["metadata"]["annotations"]["greenops.io/decision"]) == \
+            {f: placed["spec"][f] for f in decision_fields}
+
+        placed["spec"]["cpu"] = 4
+        r = k.put(url, json=placed)
+        assert r.status_code == 200, r.text
+        stored = k.get(url).json()
+        spec = stored["spec"]
+        assert spec["vmSize"] == select_size(catalog, spec["provider"], spec["schedulingLocation"], 4, 4).name
+        assert json.loads(stored["metadata"]["annotations"]["greenops.io/decision"]) == \
+            {f: spec[f] for f in decision_fields}
+
+        # Ruling the current provider out used to be denied as "requested provider ... is not allowed".
+        others = [p for p in ("azure", "gcp", "aws") if p != spec["provider"]]
+        stored["spec"]["eligibleProviders"] = others
+        r = k.put(url, json=stored)
+        assert r.status_code == 200, r.text
+        assert k.get(url).json()["spec"]["provider"] in others
 
 
 def test_scheduler_down_fails_closed_then_recovers(tmp_path):

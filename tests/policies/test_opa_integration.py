@@ -40,9 +40,17 @@ def admit(opa, body) -> dict:
 
 
 def patch_of(answer) -> dict:
+    """The spec fields the patch adds (the decision annotation it also adds is left out)."""
     ops = json.loads(base64.b64decode(answer["response"]["patch"]))
     assert all(op["op"] == "add" for op in ops)
-    return {op["path"].removeprefix("/spec/"): op["value"] for op in ops}
+    return {op["path"].removeprefix("/spec/"): op["value"] for op in ops if op["path"].startswith("/spec/")}
+
+
+def recorded_by(answer) -> dict:
+    """The decision the patch records in the greenops.io/decision annotation."""
+    ops = json.loads(base64.b64decode(answer["response"]["patch"]))
+    [value] = [op["value"] for op in ops if op["path"] == "/metadata/annotations"]
+    return json.loads(value["greenops.io/decision"])
 
 
 # --- the Data API decision -------------------------------------------------------------------
@@ -118,6 +126,7 @@ def test_create_is_patched_from_the_schedulers_answer(opa, scheduler, catalog):
     nearest = min(fr, key=lambda r: catalog.latency_ms("azure", "italynorth", r))
     assert patch == {"provider": "azure", "schedulingLocation": nearest,
                      "schedulingTime": "2027-01-01T02:00:00Z", "vmSize": select_size(catalog, "azure", nearest, 2, 4).name}
+    assert recorded_by(answer) == patch
     sent = scheduler.requests[-1]
     assert sent["number_of_jobs"] == 1 and sent["duration"] == 3 and sent["cpu"] == 2 and sent["memory"] == 4
     assert "FR" in sent["eligible_regions"] and "JP-TK" not in sent["eligible_regions"]
@@ -168,8 +177,10 @@ def test_quota_denies_through_replicated_vmtemplates(opa, scheduler):
 
 
 def test_unchanged_update_keeps_the_decision_without_calling_the_scheduler(opa, scheduler):
-    decided = vmtemplate(provider="azure", schedulingLocation="italynorth", schedulingTime="2029-12-29T00:00:00Z",
-                         vmSize="Standard_F2s_v2")
+    decision = {"provider": "azure", "schedulingLocation": "italynorth", "schedulingTime": "2029-12-29T00:00:00Z",
+                "vmSize": "Standard_F2s_v2"}
+    decided = vmtemplate(**decision)
+    decided["metadata"]["annotations"] = {"greenops.io/decision": json.dumps(decision)}
     before = len(scheduler.requests)
     answer = admit(opa, review(op="UPDATE", obj=vmtemplate(), old=decided))
     assert patch_of(answer)["schedulingLocation"] == "italynorth"

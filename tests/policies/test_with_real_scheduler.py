@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from datetime import datetime, timedelta, timezone
 
 import httpx
 import pytest
 
+from greenops.catalog import select_size
 from greenops.local.controlplane import free_port
 from greenops.local.scheduler import SchedulerServer
 from greenops.policies.server import OpaServer
@@ -40,3 +42,83 @@ def test_place_fail_closed_and_recover(opa_binary, catalog):
         assert "unreachable" in down["status"]["message"]
         with SchedulerServer(port=port):
             assert httpx.post(f"{opa.url}/", json=review(deadline), timeout=20).json()["response"]["allowed"]
+
+
+# --- re-applying a placed VmTemplate ------------------------------------------------------------
+DECISION = ("provider", "schedulingLocation", "schedulingTime", "vmSize")
+ANNOTATION = "greenops.io/decision"
+
+
+def admission(op: str, obj: dict, old: dict | None = None) -> dict:
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "u-2", "kind": {"group": "composition.krateo.io", "version": "v1", "kind": "VmTemplate"},
+        "operation": op, "namespace": "ml", "name": obj["metadata"]["name"], "object": obj, "oldObject": old}}
+
+
+def apply_patch(obj: dict, answer: dict) -> dict:
+    """The object as the API server stores it: the answer's JSONPatch applied."""
+    ops = json.loads(base64.b64decode(answer["patch"]))
+    try:
+        import jsonpatch
+    except ImportError:  # not a dependency: OPA only answers with "add", applied here
+        out = copy.deepcopy(obj)
+        for op in ops:
+            assert op["op"] == "add", op
+            *parents, key = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+            target = out
+            for p in parents:
+                target = target[p]
+            target[key] = op["value"]
+        return out
+    return jsonpatch.apply_patch(obj, ops)
+
+
+def with_spec(obj: dict, **fields) -> dict:
+    out = copy.deepcopy(obj)
+    out["spec"].update(fields)
+    return out
+
+
+def recorded(obj: dict) -> dict:
+    return json.loads(obj["metadata"]["annotations"][ANNOTATION])
+
+
+def test_reapplied_placed_vmtemplate_is_placed_again_not_denied(opa_binary, catalog):
+    """`kubectl apply` of a placed VmTemplate sends OPA's own fields and annotation back with the
+    user's change: they are OPA's decision, not the user's provider/region requests."""
+    port = free_port()
+    deadline = (datetime.now(timezone.utc) + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    created = review(deadline)["request"]["object"]
+    with OpaServer(scheduler_url=f"http://127.0.0.1:{port}") as opa:
+        def admit(body):
+            return httpx.post(f"{opa.url}/", json=body, timeout=20).json()["response"]
+
+        with SchedulerServer(port=port):
+            answer = admit(admission("CREATE", created))
+            assert answer["allowed"], answer
+            placed = apply_patch(created, answer)
+            assert recorded(placed) == {k: placed["spec"][k] for k in DECISION}
+
+            more_cpu = with_spec(placed, cpu=8)
+            answer = admit(admission("UPDATE", more_cpu, placed))
+            assert answer["allowed"], answer
+            replaced = apply_patch(more_cpu, answer)
+            spec = replaced["spec"]
+            assert spec["vmSize"] == select_size(catalog, spec["provider"], spec["schedulingLocation"], 8, 8).name
+            assert catalog.region(spec["provider"], spec["schedulingLocation"]).eu
+            assert recorded(replaced) == {k: spec[k] for k in DECISION}
+
+            # Ruling the current provider out was denied as "requested provider ... is not allowed".
+            others = [p for p in ("azure", "gcp", "aws") if p != spec["provider"]]
+            moved = with_spec(replaced, eligibleProviders=others)
+            answer = admit(admission("UPDATE", moved, replaced))
+            assert answer["allowed"], answer
+            assert apply_patch(moved, answer)["spec"]["provider"] in others
+
+        # Scheduler stopped: an unchanged re-apply is still admitted (the decision is kept, no
+        # call), a raised cpu fails closed (it asked the scheduler).
+        kept = admit(admission("UPDATE", replaced, replaced))
+        assert kept["allowed"], kept
+        assert apply_patch(replaced, kept) == replaced
+        changed = admit(admission("UPDATE", with_spec(replaced, cpu=16), replaced))
+        assert changed["allowed"] is False and "failing closed" in changed["status"]["message"]

@@ -18,33 +18,41 @@ review(op, object, old) := {
 	},
 }
 
-vm(s) := {"apiVersion": "composition.krateo.io/v1-2-0", "kind": "VmTemplate",
-	"metadata": {"name": "vm-1", "namespace": "greenops"}, "spec": s}
+vm(s) := {
+	"apiVersion": "composition.krateo.io/v1-2-0", "kind": "VmTemplate",
+	"metadata": {"name": "vm-1", "namespace": "greenops"}, "spec": s,
+}
 
 # The scheduler: answers FR, starting at 02:00.
-scheduler_fr(req) := {"status_code": 200, "body": {"scheduling_location": "FR", "scheduling_time": "2029-12-30T02:00:00Z"}}
+scheduler_fr(_) := {"status_code": 200, "body": {"scheduling_location": "FR", "scheduling_time": "2029-12-30T02:00:00Z"}}
 
-scheduler_down(req) := {"status_code": 0, "error": {"code": "eval_http_send_network_error", "message": "connection refused"}}
+scheduler_down(_) := {"status_code": 0, "error": {"code": "eval_http_send_network_error", "message": "connection refused"}}
 
-scheduler_us(req) := {"status_code": 200, "body": {"scheduling_location": "US-CAL-CISO", "scheduling_time": "2029-12-30T02:00:00Z"}}
+scheduler_us(_) := {"status_code": 200, "body": {"scheduling_location": "US-CAL-CISO", "scheduling_time": "2029-12-30T02:00:00Z"}}
 
-scheduler_400(req) := {"status_code": 400, "body": {"detail": "eligible_regions: unknown zone XX"}}
+scheduler_400(_) := {"status_code": 400, "body": {"detail": "eligible_regions: unknown zone XX"}}
+
+scheduler_it(_) := {"status_code": 200, "body": {"scheduling_location": "IT-NO", "scheduling_time": "2029-12-30T04:00:00Z"}}
 
 # Fails on the first attempt, answers on the second.
 scheduler_flaky(req) := scheduler_down(req) if req.headers["X-GreenOps-Attempt"] == "1"
 
 else := scheduler_fr(req)
 
-# Functions cannot be passed around, so one mock dispatches on a mode set per test.
+# Functions cannot be passed around, so one mock dispatches on a mode set per test. (One
+# definition per mode, not an else chain: opa fmt v1.22.0 duplicates the branches of a
+# one-line else chain of three or more.)
 mock(req) := scheduler_fr(req) if data.test.scheduler == "fr"
 
-else := scheduler_down(req) if data.test.scheduler == "down"
+mock(req) := scheduler_down(req) if data.test.scheduler == "down"
 
-else := scheduler_us(req) if data.test.scheduler == "us"
+mock(req) := scheduler_us(req) if data.test.scheduler == "us"
 
-else := scheduler_400(req) if data.test.scheduler == "400"
+mock(req) := scheduler_400(req) if data.test.scheduler == "400"
 
-else := scheduler_flaky(req) if data.test.scheduler == "flaky"
+mock(req) := scheduler_flaky(req) if data.test.scheduler == "flaky"
+
+mock(req) := scheduler_it(req) if data.test.scheduler == "it"
 
 answer(rev, mode) := r if {
 	r := admission.main with input as rev
@@ -57,6 +65,14 @@ answer(rev, mode) := r if {
 
 patch_of(r) := json.unmarshal(base64.decode(r.response.patch))
 
+# The reviewed object with the answer's patch applied, as the API server would store it
+# (undefined when the patch does not apply, e.g. a wrongly escaped path).
+patched(rev, r) := json.patch(rev.request.object, patch_of(r))
+
+recorded(obj) := json.unmarshal(obj.metadata.annotations["greenops.io/decision"])
+
+decision_fr := {"provider": "azure", "schedulingLocation": "francecentral", "schedulingTime": "2029-12-30T02:00:00Z", "vmSize": "Standard_E2as_v4"}
+
 test_create_is_patched_with_the_scheduler_decision if {
 	r := answer(review("CREATE", vm(spec), null), "fr")
 	r.response.uid == "uid-1"
@@ -67,7 +83,30 @@ test_create_is_patched_with_the_scheduler_decision if {
 		{"op": "add", "path": "/spec/schedulingLocation", "value": "francecentral"},
 		{"op": "add", "path": "/spec/schedulingTime", "value": "2029-12-30T02:00:00Z"},
 		{"op": "add", "path": "/spec/vmSize", "value": "Standard_E2as_v4"},
+		# no annotations map yet: the whole map is added, the value is compact JSON
+		{"op": "add", "path": "/metadata/annotations", "value": {"greenops.io/decision": `{"provider":"azure","schedulingLocation":"francecentral","schedulingTime":"2029-12-30T02:00:00Z","vmSize":"Standard_E2as_v4"}`}},
 	]
+}
+
+test_create_records_the_decision_next_to_existing_annotations if {
+	obj := json.patch(vm(spec), [{"op": "add", "path": "/metadata/annotations", "value": {"team": "ml"}}])
+	rev := review("CREATE", obj, null)
+	r := answer(rev, "fr")
+	some op in patch_of(r)
+	op.path == "/metadata/annotations/greenops.io~1decision" # RFC 6901 escaping of "/"
+	stored := patched(rev, r)
+	stored.metadata.annotations.team == "ml"
+	recorded(stored) == decision_fr
+}
+
+test_create_without_metadata_still_gets_an_applicable_patch if {
+	rev := review("CREATE", {"spec": spec}, null)
+	r := answer(rev, "fr")
+	recorded(patched(rev, r)) == decision_fr
+}
+
+test_pointer_escape if {
+	admission._pointer_escape("a~b/c/d") == "a~0b~1c~1d"
 }
 
 test_scheduler_receives_the_thesis_body if {
@@ -76,6 +115,7 @@ test_scheduler_receives_the_thesis_body if {
 		with data.greenops.config as testdata.config
 		with opa.runtime as {"env": {"SCHEDULER_URL": "http://sched:8080/"}}
 		with http.send as echo_request
+
 	# the mock fails the call on purpose, reporting what it was sent
 	contains(r.response.status.message, `"eligible_regions":["FR","IT-NO"]`)
 	contains(r.response.status.message, `"duration":3`)
@@ -123,23 +163,144 @@ test_missing_scheduler_url_fails_closed if {
 	r.response.status.message == "VmTemplate greenops/vm-1: not placed, failing closed: SCHEDULER_URL is not set in OPA's environment"
 }
 
-decided := object.union(spec, {"provider": "azure", "schedulingLocation": "italynorth",
-	"schedulingTime": "2029-12-29T00:00:00Z", "vmSize": "Standard_E2as_v4"})
+decided := object.union(spec, {
+	"provider": "azure", "schedulingLocation": "italynorth",
+	"schedulingTime": "2029-12-29T00:00:00Z", "vmSize": "Standard_E2as_v4",
+})
+
+# A VmTemplate as the API server stores it after the CREATE: spec fields and annotation patched
+# in (decision_fr).
+placed := patched(review("CREATE", vm(spec), null), answer(review("CREATE", vm(spec), null), "fr"))
+
+# The user's next copy of it: `kubectl apply`/`edit` keep the patched fields and the annotation.
+placed_with(fields) := json.patch(placed, [{"op": "add", "path": sprintf("/spec/%v", [k]), "value": v} | some k, v in fields])
 
 test_update_with_unchanged_spec_keeps_the_decision_without_asking if {
-	# A label edit re-submits the object without the decision fields: they are put back.
-	r := answer(review("UPDATE", vm(spec), vm(decided)), "down")
+	# A copy without the decision fields (e.g. `kubectl replace` of the original file): put back.
+	r := answer(review("UPDATE", vm(spec), placed), "down")
 	r.response.allowed
 	patch_of(r) == [
 		{"op": "add", "path": "/spec/provider", "value": "azure"},
-		{"op": "add", "path": "/spec/schedulingLocation", "value": "italynorth"},
-		{"op": "add", "path": "/spec/schedulingTime", "value": "2029-12-29T00:00:00Z"},
+		{"op": "add", "path": "/spec/schedulingLocation", "value": "francecentral"},
+		{"op": "add", "path": "/spec/schedulingTime", "value": "2029-12-30T02:00:00Z"},
 		{"op": "add", "path": "/spec/vmSize", "value": "Standard_E2as_v4"},
+		{"op": "add", "path": "/metadata/annotations", "value": {"greenops.io/decision": json.marshal(decision_fr)}},
 	]
 }
 
+test_reapplied_unchanged_object_keeps_the_decision_without_asking if {
+	# `kubectl apply` of the same file: patched fields and annotation still there. The scheduler
+	# is down, so an answer proves it was not asked.
+	rev := review("UPDATE", placed, placed)
+	r := answer(rev, "down")
+	r.response.allowed
+	patched(rev, r) == placed
+}
+
+test_reapplied_object_with_more_cpu_is_placed_again_freely if {
+	# The bug: the patched provider/schedulingLocation read as a request pinned the new placement
+	# to the old region. Now they are the webhook's own and the scheduler chooses again (IT-NO).
+	rev := review("UPDATE", placed_with({"cpu": 4, "memory": 8}), placed)
+	r := answer(rev, "it")
+	r.response.allowed
+	stored := patched(rev, r)
+	stored.spec.schedulingLocation == "italynorth"
+	stored.spec.vmSize == "Standard_F4s_v2"
+	recorded(stored) == {"provider": "azure", "schedulingLocation": "italynorth", "schedulingTime": "2029-12-30T04:00:00Z", "vmSize": "Standard_F4s_v2"}
+}
+
+test_reapplied_object_whose_old_region_left_the_policy_is_placed_again if {
+	# Lowering maxLatency rules out francecentral (24 ms): this was denied with "requested region
+	# francecentral is not allowed by policy"; now it is placed in italynorth.
+	rev := review("UPDATE", placed_with({"maxLatency": 10}), placed)
+	r := answer(rev, "it")
+	r.response.allowed
+	patched(rev, r).spec.schedulingLocation == "italynorth"
+}
+
+test_moving_the_deadline_asks_the_scheduler_again if {
+	r := answer(review("UPDATE", placed_with({"deadline": "2030-02-01T00:00:00Z"}), placed), "down")
+	r.response.status.message == "VmTemplate greenops/vm-1: not placed, failing closed: scheduler at http://127.0.0.1:9 unreachable: connection refused"
+}
+
+test_a_pin_that_differs_from_the_decision_is_a_checked_request if {
+	rev := review("UPDATE", placed_with({"schedulingLocation": "italynorth"}), placed)
+	r := answer(rev, "it")
+	r.response.allowed
+	stored := patched(rev, r)
+	stored.spec.schedulingLocation == "italynorth"
+
+	# the pinned region is the user's: not recorded as the webhook's choice
+	recorded(stored) == {"provider": "azure", "schedulingTime": "2029-12-30T04:00:00Z", "vmSize": "Standard_E2as_v4"}
+}
+
+test_a_forbidden_pin_is_denied_with_the_reason if {
+	r := answer(review("UPDATE", placed_with({"schedulingLocation": "japaneast"}), placed), "fr")
+	not r.response.allowed
+	r.response.status.message == `VmTemplate greenops/vm-1: workload "vm-1": requested region japaneast is not allowed by policy: it is more than 100 ms from italynorth`
+}
+
+test_a_pin_stays_a_pin_on_later_updates if {
+	pin := review("UPDATE", placed_with({"schedulingLocation": "italynorth"}), placed)
+	pinned := patched(pin, answer(pin, "it"))
+
+	# more cpu later: only the pinned region's zone is offered, so the scheduler's FR is refused
+	r := answer(review("UPDATE", json.patch(pinned, [{"op": "replace", "path": "/spec/cpu", "value": 4}]), pinned), "fr")
+	r.response.status.message == `VmTemplate greenops/vm-1: not placed, failing closed: the scheduler chose zone FR, which is not among the eligible zones ["IT-NO"]`
+}
+
+test_removing_a_pin_places_the_workload_again_freely if {
+	pin := review("UPDATE", placed_with({"schedulingLocation": "italynorth"}), placed)
+	pinned := patched(pin, answer(pin, "it"))
+	unpin := review("UPDATE", json.patch(pinned, [{"op": "remove", "path": "/spec/schedulingLocation"}]), pinned)
+	r := answer(unpin, "fr")
+	r.response.allowed
+	recorded(patched(unpin, r)) == decision_fr
+}
+
+test_a_pin_on_create_is_checked_and_not_recorded if {
+	rev := review("CREATE", vm(object.union(spec, {"schedulingLocation": "italynorth"})), null)
+	r := answer(rev, "it")
+	r.response.allowed
+	recorded(patched(rev, r)) == {"provider": "azure", "schedulingTime": "2029-12-30T04:00:00Z", "vmSize": "Standard_E2as_v4"}
+	denied := answer(review("CREATE", vm(object.union(spec, {"provider": "gcp"})), null), "fr")
+	denied.response.status.message == `VmTemplate greenops/vm-1: workload "vm-1": requested provider gcp is not allowed by policy (eligible: ["azure"])`
+}
+
+test_restored_object_is_placed_again_freely if {
+	# A CREATE from a backup carries the old decision and its annotation: not a request.
+	rev := review("CREATE", placed, null)
+	r := answer(rev, "it")
+	r.response.allowed
+	patched(rev, r).spec.schedulingLocation == "italynorth"
+}
+
+test_without_a_record_the_fields_are_requests if {
+	# Placed before the annotation existed: its decision fields cannot be told from a pin.
+	legacy := vm(decided)
+	kept := answer(review("UPDATE", legacy, legacy), "down")
+	kept.response.allowed
+	recorded(patched(review("UPDATE", legacy, legacy), kept)) == {"schedulingTime": "2029-12-29T00:00:00Z", "vmSize": "Standard_E2as_v4"}
+	r := answer(review("UPDATE", vm(object.union(decided, {"cpu": 4, "memory": 8})), legacy), "fr")
+	r.response.status.message == `VmTemplate greenops/vm-1: not placed, failing closed: the scheduler chose zone FR, which is not among the eligible zones ["IT-NO"]`
+}
+
+test_a_malformed_record_is_ignored_cleanly if {
+	every bad in ["{", "[1]", "null", `{"provider": 3, "schedulingLocation": ["francecentral"]}`] {
+		old := json.patch(placed, [{"op": "replace", "path": "/metadata/annotations", "value": {"greenops.io/decision": bad}}])
+		r := answer(review("UPDATE", json.patch(old, [{"op": "replace", "path": "/spec/cpu", "value": 4}]), old), "fr")
+		r.response.allowed # francecentral is now a request, and allowed
+		patch_of(r)[1] == {"op": "add", "path": "/spec/schedulingLocation", "value": "francecentral"}
+	}
+	not_a_map := json.patch(placed, [{"op": "replace", "path": "/metadata/annotations", "value": "x"}])
+	r := answer(review("UPDATE", not_a_map, not_a_map), "down")
+	r.response.allowed
+	some op in patch_of(r)
+	op.path == "/metadata/annotations"
+}
+
 test_update_that_changes_the_spec_is_placed_again if {
-	r := answer(review("UPDATE", vm(object.union(spec, {"cpu": 4, "memory": 8})), vm(decided)), "fr")
+	r := answer(review("UPDATE", vm(object.union(spec, {"cpu": 4, "memory": 8})), placed), "fr")
 	r.response.allowed
 	some op in patch_of(r)
 	op == {"op": "add", "path": "/spec/vmSize", "value": "Standard_F4s_v2"}
@@ -152,7 +313,7 @@ test_other_kinds_pass_unchanged if {
 }
 
 test_delete_passes if {
-	r := answer(review("DELETE", null, vm(decided)), "down")
+	r := answer(review("DELETE", null, placed), "down")
 	r.response == {"uid": "uid-1", "allowed": true}
 }
 

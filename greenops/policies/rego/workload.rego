@@ -8,10 +8,11 @@ import rego.v1
 
 no_latency_constraint := 2000
 
-# Fields that drive placement: when none of them changes, an existing decision is kept.
+# Fields that drive placement, explicit provider/region requests included: when none of them
+# changes, an existing decision is kept.
 placement_fields := [
 	"cpu", "memory", "duration", "deadline", "maxLatency", "originRegion",
-	"eligibleProviders", "dataResidency", "tenant",
+	"eligibleProviders", "dataResidency", "tenant", "provider", "region", "schedulingLocation",
 ]
 
 # normalize(spec) is the spec with defaults applied; undefined when problems(spec) is not empty.
@@ -36,8 +37,10 @@ normalize(spec) := {
 problems(spec) := ["workload spec must be an object"] if not is_object(spec)
 
 problems(spec) := sort([msg |
-	some field in ["name", "cpu", "memory", "duration", "deadline", "maxLatency", "originRegion",
-		"eligibleProviders", "dataResidency", "tenant", "provider", "region"]
+	some field in [
+		"name", "cpu", "memory", "duration", "deadline", "maxLatency", "originRegion",
+		"eligibleProviders", "dataResidency", "tenant", "provider", "region",
+	]
 	msg := problem(spec, field)
 ]) if is_object(spec)
 
