@@ -16,12 +16,7 @@ pulumi stack select dev --create --non-interactive >/dev/null
 pulumi up --stack dev --yes --non-interactive --skip-preview "$@"
 echo
 echo "Placements (also: pulumi stack output placements --stack dev):"
-pulumi stack output placements --stack dev --json | .venv/bin/python -c '
-import json, sys
-rows = json.load(sys.stdin)
-cols = ["workload", "status", "provider", "region", "zone", "start", "size", "expected", "baseline", "saving%"]
-print("  ".join(f"{c:>14}" for c in cols))
-for r in rows:
-    print("  ".join(f"{str(r.get(c)):>14}" for c in cols))'
+pulumi stack output placements --stack dev --json \
+    | .venv/bin/python -c 'import json, sys; from greenops import report; print(report.table(report.account(json.load(sys.stdin))))'
 echo
 echo "Manifests of the due workloads: build/rendered/dev/1-manifest/"

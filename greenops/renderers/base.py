@@ -93,4 +93,13 @@ def describe(c: dict) -> str:
     return text + (f": {c['message']}" if c.get("message") else "")
 
 
+def readiness(c: dict | None) -> ObjectState:
+    """Ready when ``c`` (the operator's readiness condition) is True; otherwise its text says why not."""
+    if c is None:
+        return ObjectState(False)  # the operator has not reported yet
+    if c.get("status") == "True":
+        return ObjectState(True, since=c.get("lastTransitionTime"), detail=describe(c))
+    return ObjectState(False, detail=describe(c))
+
+
 StateFn = Callable[[dict], ObjectState]

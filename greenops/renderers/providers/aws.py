@@ -1,7 +1,7 @@
 """ACK EC2 controller: VPC, Subnet, SecurityGroup and Instance (thesis §3.4.3)."""
 from __future__ import annotations
 
-from greenops.renderers.base import ObjectState, RenderContext, condition, describe
+from greenops.renderers.base import ObjectState, RenderContext, condition, describe, readiness
 from greenops.renderers.registry import renderer
 
 API = "ec2.services.k8s.aws/v1alpha1"
@@ -23,12 +23,7 @@ def state(obj: dict) -> ObjectState:
     terminal = condition(obj, "ACK.Terminal")
     if terminal is not None and terminal.get("status") == "True":
         return ObjectState(False, failure=describe(terminal), detail=describe(terminal))
-    synced = condition(obj, "ACK.ResourceSynced")
-    if synced is None:
-        return ObjectState(False)  # the controller has not reported yet
-    if synced.get("status") == "True":
-        return ObjectState(True, since=synced.get("lastTransitionTime"), detail=describe(synced))
-    return ObjectState(False, detail=describe(synced))
+    return readiness(condition(obj, "ACK.ResourceSynced"))
 
 
 @renderer("aws", kinds=[(API, "VPC"), (API, "Subnet"), (API, "SecurityGroup"), (API, "Instance")],

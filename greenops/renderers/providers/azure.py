@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from greenops.errors import RenderError
-from greenops.renderers.base import ObjectState, RenderContext, condition, describe
+from greenops.renderers.base import ObjectState, RenderContext, condition, describe, readiness
 from greenops.renderers.registry import renderer
 
 NETWORK_API = "network.azure.com/v1api20240301"
@@ -26,13 +26,9 @@ def state(obj: dict) -> ObjectState:
     """ASO v2 reports one ``Ready`` condition; when it is not True, severity ``Error`` means the
     operator has given up until the object is changed, ``Warning``/``Info`` that it keeps trying."""
     ready = condition(obj, "Ready")
-    if ready is None:
-        return ObjectState(False)  # the operator has not reported yet
-    if ready.get("status") == "True":
-        return ObjectState(True, since=ready.get("lastTransitionTime"), detail=describe(ready))
-    if ready.get("status") == "False" and ready.get("severity") == "Error":
+    if ready is not None and ready.get("status") == "False" and ready.get("severity") == "Error":
         return ObjectState(False, failure=describe(ready), detail=describe(ready))
-    return ObjectState(False, detail=describe(ready))
+    return readiness(ready)
 
 
 @renderer("azure", kinds=[(NETWORK_API, "VirtualNetwork"), (NETWORK_API, "VirtualNetworksSubnet"),

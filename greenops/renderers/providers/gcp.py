@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from greenops.errors import RenderError
-from greenops.renderers.base import ObjectState, RenderContext, condition, describe
+from greenops.renderers.base import ObjectState, RenderContext, condition, readiness
 from greenops.renderers.registry import renderer
 
 API = "compute.cnrm.cloud.google.com/v1beta1"
@@ -30,12 +30,7 @@ def state(obj: dict) -> ObjectState:
     """Config Connector reports ``Ready``; it retries every failure (``UpdateFailed``,
     ``DependencyNotReady``...) and has no terminal state, so a stuck VM ends only by the
     lifecycle's deadline check, with this condition as the reason."""
-    ready = condition(obj, "Ready")
-    if ready is None:
-        return ObjectState(False)  # the operator has not reported yet
-    if ready.get("status") == "True":
-        return ObjectState(True, since=ready.get("lastTransitionTime"), detail=describe(ready))
-    return ObjectState(False, detail=describe(ready))
+    return readiness(condition(obj, "Ready"))
 
 
 @renderer("gcp", kinds=[(API, "ComputeNetwork"), (API, "ComputeSubnetwork"), (API, "ComputeInstance")],
