@@ -46,6 +46,7 @@ class GreenWorkload(pulumi.ComponentResource):
     decision: pulumi.Output[dict]
     phase: pulumi.Output[str]
     lifecycle: pulumi.Output[dict]
+    next_change_at: pulumi.Output[str | None]
 
     def __init__(self, name: str, args: GreenWorkloadArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("greenops:index:GreenWorkload", name, None, opts)
@@ -73,4 +74,6 @@ class GreenWorkload(pulumi.ComponentResource):
         self.decision = self.vm.decision
         self.phase = self.vm.phase
         self.lifecycle = self.vm.lifecycle
-        self.register_outputs({"decision": self.decision, "phase": self.phase, "lifecycle": self.lifecycle})
+        self.next_change_at = self.vm.nextChangeAt
+        self.register_outputs({"decision": self.decision, "phase": self.phase, "lifecycle": self.lifecycle,
+                               "nextChangeAt": self.next_change_at})

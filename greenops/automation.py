@@ -2,6 +2,7 @@
 program, the pinned CLI and a project-local file backend by default."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -17,10 +18,17 @@ class StackLocked(GreenOpsError):
     """Another update holds the stack's lock."""
 
 
-def stack(name: str, work_dir: Path = REPO, env: dict[str, str] | None = None) -> auto.Stack:
-    """``name`` of the project in ``work_dir`` (its Pulumi.yaml and stacks/), run in-process."""
+def project_dir() -> Path:
+    """The Pulumi project (its Pulumi.yaml and stacks/): ``GREENOPS_PROJECT_DIR`` when set (a CI
+    checkout elsewhere), else this repository."""
+    return Path(os.environ.get("GREENOPS_PROJECT_DIR") or REPO)
+
+
+def stack(name: str, work_dir: Path | None = None, env: dict[str, str] | None = None) -> auto.Stack:
+    """``name`` of the project in ``work_dir`` (default: project_dir()), run in-process."""
     from greenops import program
 
+    work_dir = work_dir or project_dir()
     envs = pulumi_env(env or {})
     return auto.create_or_select_stack(
         stack_name=name, project_name=PROJECT, program=program.run,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import yaml
@@ -23,8 +23,8 @@ from greenops.validation import CrdSchemas, default_crd_dir
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _stack_raw(stack: str) -> dict:
-    path = REPO / "stacks" / f"Pulumi.{stack}.yaml"
+def _stack_raw(stack: str, project: Path = REPO) -> dict:
+    path = project / "stacks" / f"Pulumi.{stack}.yaml"
     if not path.exists():
         raise GreenOpsError(f"stack {stack!r}: {path.name} not found in stacks/")
     config = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("config") or {}
@@ -115,42 +115,41 @@ def cmd_stack(args: argparse.Namespace) -> int:
     return 0
 
 
-VERBS = {"Scheduled": "re-placed", "Provisioning": "gate", "Running": "started", "Completed": "retired",
-         "Failed": "FAILED"}
-
-
-def lifecycle_changes(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
-    """One line per recorded transition a pass made, with its reason, from the placement rows."""
-    changes = []
-    for name, row in after.items():
-        old = before.get(name)
-        seen = (old or {}).get("events") or []
-        new = [e for e in row.get("events") or [] if e not in seen]
-        if old is None:
-            changes.append(f"{'placed':9} {name}: {row['provider']}/{row['region']} ({row['zone']}) from {row['start']}")
-            new = new[1:]  # the first event is the placement itself
-        changes += [f"{VERBS.get(e['phase'], 'changed'):9} {name}: {e['reason']}" for e in new]
-        if old is not None and not new and old.get("reason") != row.get("reason"):
-            changes.append(f"{'waiting':9} {name}: {row.get('reason')}")
-    for name in sorted(set(before) - set(after)):
-        changes.append(f"{'removed':9} {name}")
-    return changes
-
-
 def cmd_reconcile(args: argparse.Namespace) -> int:
     """The periodic job: open time gates, follow the operators, retire completed runs, place new
-    workloads, re-place missed ones; print each recorded change with its reason."""
+    workloads, re-place missed ones; print each recorded change with its reason. With --watch,
+    repeat unattended until SIGTERM."""
+    from greenops import automation, reconcile
+
+    if args.watch and args.now:
+        raise GreenOpsError("--now and --watch exclude each other: a watch loop follows the clock")
+    st = automation.stack(args.stack, env=_clock_env(args))
+    if not args.watch:
+        print(reconcile.reconcile_once(st, stream=args.verbose).summary(args.stack))
+        return 0
+    import signal
+    import threading
+
+    interval = reconcile.parse_interval(args.interval) if args.interval else _configured_interval(args.stack)
+    stop = threading.Event()
+
+    def _stop(signum, _frame) -> None:
+        print(f"reconcile {args.stack}: {signal.Signals(signum).name} received, stopping after this pass", flush=True)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    reconcile.watch(lambda: reconcile.reconcile_once(st, stream=args.verbose), args.stack, interval, stop,
+                    log=lambda line: print(line, flush=True))
+    return 0
+
+
+def _configured_interval(stack: str) -> timedelta:
+    """``greenops:reconcile.intervalSeconds`` of the stack, which its gates' lead was checked against."""
     from greenops import automation
 
-    st = automation.stack(args.stack, env=_clock_env(args))
-    before = {r["workload"]: r for r in automation.placements(st)}
-    result = automation.run(st, "up", stream=args.verbose)
-    after = {r["workload"]: r for r in automation.placements(st)}
-    changes = lifecycle_changes(before, after)
-    counts = ", ".join(f"{k} {v}" for k, v in sorted(result.summary.resource_changes.items()))
-    print(f"reconcile {args.stack}: {counts}")
-    print("\n".join(changes) if changes else "no workload changed state")
-    return 0
+    config = parse_stack_config(_stack_raw(stack, automation.project_dir()))
+    return timedelta(seconds=config.reconcile.interval_seconds)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -200,6 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stack", required=True)
     p.add_argument("--now", type=_utc, help="the clock for time gates (default: now)")
     p.add_argument("--verbose", action="store_true", help="stream Pulumi's progress")
+    p.add_argument("--watch", action="store_true",
+                   help="repeat unattended: sleep until the next change or the interval, whichever is first; "
+                        "SIGTERM stops it between passes")
+    p.add_argument("--interval", help="with --watch: e.g. 5m (default: the stack's greenops:reconcile.intervalSeconds)")
     p.set_defaults(func=cmd_reconcile)
     p = sub.add_parser("report", help="placements and carbon accounting of a stack")
     p.add_argument("--stack", required=True)

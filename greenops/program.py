@@ -10,7 +10,7 @@ from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import Endpoints, GreenWorkload, GreenWorkloadArgs
 from greenops.stack_config import StackConfig, StackConfigError, parse_stack_config
 
-SECTIONS = ("workloads", "render", "endpoints", "kubernetes")
+SECTIONS = ("workloads", "render", "endpoints", "kubernetes", "reconcile")
 PLATFORM_SECRETS = ("mlflowDbPassword", "s3AccessKey", "s3SecretKey")
 
 
@@ -27,7 +27,7 @@ def kubernetes_provider(config: StackConfig, cfg: pulumi.Config) -> k8s.Provider
                         enable_server_side_apply=True)
 
 
-def placement_row(w, decision: dict | None, lifecycle: dict | None) -> dict:
+def placement_row(w, decision: dict | None, lifecycle: dict | None, next_change_at: str | None = None) -> dict:
     d, lc = decision or {}, lifecycle or {}
     return {"workload": w.name, "tenant": w.tenant, "cpu": w.cpu, "memory": w.memory, "hours": w.duration_hours,
             "phase": lc.get("phase"), "reason": lc.get("reason"), "provider": d.get("provider"),
@@ -35,7 +35,8 @@ def placement_row(w, decision: dict | None, lifecycle: dict | None) -> dict:
             "expected": d.get("expectedIntensity"), "baseline": d.get("baselineIntensity"),
             "saving%": d.get("savingPercent"), "gateOpenedAt": lc.get("gateOpenedAt"),
             "runningSince": lc.get("runningSince"), "completedAt": lc.get("completedAt"),
-            "failedAt": lc.get("failedAt"), "replacements": lc.get("replacements"), "events": lc.get("events", [])}
+            "failedAt": lc.get("failedAt"), "replacements": lc.get("replacements"), "nextChangeAt": next_change_at,
+            "events": lc.get("events", [])}
 
 
 def platform(cfg: pulumi.Config, provider: k8s.Provider) -> None:
@@ -74,7 +75,7 @@ def run() -> list[GreenWorkload]:
     e = config.endpoints
     watched = config.kubernetes.watches_operators
     endpoints = Endpoints(str(e.opa_url), str(e.scheduler_url), e.timeout_seconds, e.attempts,
-                          cfg.get_secret("opaToken"), cfg.get_secret("schedulerToken"), e.provisioning_lead_seconds,
+                          cfg.get_secret("opaToken"), cfg.get_secret("schedulerToken"), config.lead_seconds,
                           watch_operators=watched, kubeconfig=cfg.get_secret("kubeconfig") if watched else None,
                           kube_context=config.kubernetes.context if watched else None)
     placed = [{"name": w.name, "tenant": w.tenant, "cpu": w.cpu} for w in config.workloads]
@@ -85,7 +86,7 @@ def run() -> list[GreenWorkload]:
             pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends),
         )
         components.append(component)
-        rows.append(pulumi.Output.all(component.decision, component.lifecycle)
-                    .apply(lambda ds, w=w: placement_row(w, ds[0], ds[1])))
+        rows.append(pulumi.Output.all(component.decision, component.lifecycle, component.next_change_at)
+                    .apply(lambda ds, w=w: placement_row(w, *ds)))
     pulumi.export("placements", pulumi.Output.all(*rows))
     return components

@@ -29,8 +29,23 @@ class EndpointsConfig(_Section):
     scheduler_url: AnyHttpUrl = Field(default="http://127.0.0.1:8080")
     timeout_seconds: float = Field(default=10.0, gt=0, le=120)
     attempts: int = Field(default=3, ge=1, le=10)
-    provisioning_lead_seconds: float = Field(default=300, ge=0, le=86400,
-                                             description="open the time gate this long before the start")
+    provisioning_lead_seconds: float | None = Field(
+        default=None, ge=0, le=86400,
+        description="open the time gate this long before the start; default: the reconcile interval plus "
+                    "the provisioning margin (greenops:reconcile)")
+
+
+class ReconcileConfig(_Section):
+    """``greenops:reconcile``: how often something runs ``greenops reconcile`` unattended (the
+    Pulumi Kubernetes Operator's resync, the CI schedule, or ``--watch``), and how long a VM takes
+    to come up. A gate opened by the first pass after it must still leave that time before the start."""
+
+    interval_seconds: int = Field(default=240, ge=10, le=86400)
+    provisioning_margin_seconds: int = Field(default=60, ge=0, le=86400)
+
+    @property
+    def minimum_lead(self) -> int:
+        return self.interval_seconds + self.provisioning_margin_seconds
 
 
 class KubernetesConfig(_Section):
@@ -57,6 +72,23 @@ class StackConfig(BaseModel):
     render: RenderSettings = Field(default_factory=RenderSettings)
     endpoints: EndpointsConfig = Field(default_factory=EndpointsConfig)
     kubernetes: KubernetesConfig = Field(default_factory=KubernetesConfig)
+    reconcile: ReconcileConfig = Field(default_factory=ReconcileConfig)
+
+    @property
+    def lead_seconds(self) -> float:
+        """The time gate's lead: as configured, else just enough for the reconcile interval."""
+        lead = self.endpoints.provisioning_lead_seconds
+        return self.reconcile.minimum_lead if lead is None else lead
+
+
+def lead_problem(lead: float | None, reconcile: ReconcileConfig) -> str | None:
+    """Refused rather than widened: a lead shorter than one interval plus the provisioning margin
+    lets a gate open after the start, and silently changing what the user wrote hides that."""
+    if lead is None or lead >= reconcile.minimum_lead:
+        return None
+    return (f"greenops:endpoints.provisioningLeadSeconds: {lead:g} s is shorter than greenops:reconcile.intervalSeconds "
+            f"({reconcile.interval_seconds} s) plus provisioningMarginSeconds ({reconcile.provisioning_margin_seconds} s): "
+            f"a gate could open after its start; set it to at least {reconcile.minimum_lead} or reconcile more often")
 
 
 def _describe(exc: ValidationError, where: str) -> str:
@@ -89,15 +121,20 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None) -> Stac
             name = item.get("name") if isinstance(item, dict) else None
             errors.append(_describe(exc, f"greenops:workloads[{idx}]" + (f" ({name})" if name else "")))
     sections = {}
-    for key, model in (("render", RenderSettings), ("endpoints", EndpointsConfig), ("kubernetes", KubernetesConfig)):
+    for key, model in (("render", RenderSettings), ("endpoints", EndpointsConfig), ("kubernetes", KubernetesConfig),
+                       ("reconcile", ReconcileConfig)):
         try:
             sections[key] = model.model_validate(raw.get(key) or {})
         except ValidationError as exc:
             errors.append(_describe(exc, f"greenops:{key}"))
     # greenops:platform is validated by components.config.PlatformConfig (the program does both)
-    unknown = sorted(set(raw) - {"workloads", "render", "endpoints", "kubernetes", "platform"})
+    unknown = sorted(set(raw) - {"workloads", "render", "endpoints", "kubernetes", "reconcile", "platform"})
     if unknown:
         errors.append(f"unknown key(s) {', '.join('greenops:' + k for k in unknown)}")
+    if "endpoints" in sections and "reconcile" in sections:
+        problem = lead_problem(sections["endpoints"].provisioning_lead_seconds, sections["reconcile"])
+        if problem:
+            errors.append(problem)
     if errors:
         raise StackConfigError("; ".join(errors))
     return StackConfig(workloads=tuple(workloads), **sections)

@@ -205,6 +205,18 @@ def _running(lc: Lifecycle, w: Window, now: datetime, obs: Observation | None) -
     return Step(lc)
 
 
+def next_change(lc: Lifecycle, window: Window) -> datetime | None:
+    """The next instant at which the clock alone moves this lifecycle: the gate, the last start
+    that meets the deadline, or the end of the run. An unattended reconciler wakes up then."""
+    if lc.phase is Phase.SCHEDULED:
+        return window.gate
+    if lc.phase is Phase.PROVISIONING:
+        return window.latest_start
+    if lc.phase is Phase.RUNNING and lc.running_since is not None:
+        return lc.running_since + window.duration
+    return None
+
+
 def from_outputs(outs: dict, window: Window) -> Lifecycle:
     """The recorded lifecycle; state written before lifecycles were recorded carried only a
     clock-derived ``status``, which is taken at its word once."""

@@ -35,7 +35,7 @@ from greenops.clock import system_clock
 from greenops.errors import GreenOpsError
 from greenops.models import Decision, Workload
 from greenops.placement import SchedulerClient, place
-from greenops.placement.lifecycle import Lifecycle, Observation, Step, Window, advance, from_outputs
+from greenops.placement.lifecycle import Lifecycle, Observation, Step, Window, advance, from_outputs, next_change, stamp
 from greenops.policies.client import OpaClient
 from greenops.renderers import RenderSettings, render
 
@@ -182,8 +182,10 @@ class GreenVmProvider(ResourceProvider):
     @classmethod
     def _outputs(cls, props: dict, workload: Workload, decision: Decision, lifecycle: Lifecycle) -> dict[str, Any]:
         manifests = cls._manifests(props, workload, decision) if lifecycle.phase.materialised else []
+        upcoming = next_change(lifecycle, _window(props, workload, decision))
         return {**props, "decision": decision.document(), "phase": lifecycle.phase.value,
-                "lifecycle": lifecycle.document(), "manifests": manifests}
+                "lifecycle": lifecycle.document(), "nextChangeAt": stamp(upcoming) if upcoming else None,
+                "manifests": manifests}
 
 
 def _window(props: dict, workload: Workload, decision: Decision) -> Window:
@@ -200,10 +202,11 @@ class GreenVm(Resource):
     decision: pulumi.Output[dict]
     phase: pulumi.Output[str]
     lifecycle: pulumi.Output[dict]
+    nextChangeAt: pulumi.Output[str | None]  # noqa: N815 - output attributes carry the property names
     manifests: pulumi.Output[list]
 
     def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions | None = None):
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=SECRET_INPUTS))
         super().__init__(GreenVmProvider(), name, {**props, "decision": None, "phase": None, "lifecycle": None,
-                                                 "manifests": None}, opts)
+                                                 "nextChangeAt": None, "manifests": None}, opts)
 

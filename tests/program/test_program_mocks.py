@@ -33,6 +33,7 @@ class Mocks(pulumi.runtime.Mocks):
             outs["decision"] = d.document()
             outs["phase"] = "Running" if due else "Scheduled"
             outs["lifecycle"] = {"phase": outs["phase"], "reason": "mocked", "events": []}
+            outs["nextChangeAt"] = None
             outs["manifests"] = render(w, d, RenderSettings.model_validate(outs["render"])) if due else []
         return [f"{args.name}-id", outs]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from greenops import automation, report
-from greenops.cli import lifecycle_changes
+from greenops.reconcile import lifecycle_changes
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.tools import TOOLS_BIN, pulumi_env
 from greenops.policies.server import OpaServer

@@ -1,0 +1,122 @@
+"""Reconciliation: one pass (``greenops reconcile``) and the loop that repeats it unattended
+(``greenops reconcile --watch``).
+
+A pass is a ``pulumi up`` of the stack: GreenVm advances each workload's recorded lifecycle, the
+ConfigGroups apply or delete the VM objects. It reports what changed and the next instant at
+which the clock alone changes something (a gate opens, a run ends), so the loop can wake up then
+rather than only on its fixed beat.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Callable
+
+from greenops import automation
+from greenops.clock import system_clock
+from greenops.errors import GreenOpsError
+
+VERBS = {"Scheduled": "re-placed", "Provisioning": "gate", "Running": "started", "Completed": "retired",
+         "Failed": "FAILED"}
+WHAT_CHANGES = {"Scheduled": "gate opens", "Provisioning": "last start before its deadline",
+                "Running": "run ends"}
+WAKE_MARGIN = timedelta(seconds=1)  # wake just after the instant, so the pass sees it as reached
+_INTERVAL = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+
+
+def parse_interval(text: str) -> timedelta:
+    """``5m``, ``30s``, ``1h30m``: a unit is required, so a bare number is never guessed at."""
+    m = _INTERVAL.match(text.strip())
+    if not text.strip() or not m or not any(m.groups()):
+        raise GreenOpsError(f"interval {text!r}: use hours, minutes or seconds, e.g. '5m', '30s' or '1h30m'")
+    h, mins, secs = (int(g or 0) for g in m.groups())
+    value = timedelta(hours=h, minutes=mins, seconds=secs)
+    if value <= timedelta(0):
+        raise GreenOpsError(f"interval {text!r}: must be longer than zero")
+    return value
+
+
+def lifecycle_changes(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
+    """One line per recorded transition a pass made, with its reason, from the placement rows."""
+    changes = []
+    for name, row in after.items():
+        old = before.get(name)
+        seen = (old or {}).get("events") or []
+        new = [e for e in row.get("events") or [] if e not in seen]
+        if old is None:
+            changes.append(f"{'placed':9} {name}: {row['provider']}/{row['region']} ({row['zone']}) from {row['start']}")
+            new = new[1:]  # the first event is the placement itself
+        changes += [f"{VERBS.get(e['phase'], 'changed'):9} {name}: {e['reason']}" for e in new]
+        if old is not None and not new and old.get("reason") != row.get("reason"):
+            changes.append(f"{'waiting':9} {name}: {row.get('reason')}")
+    for name in sorted(set(before) - set(after)):
+        changes.append(f"{'removed':9} {name}")
+    return changes
+
+
+def upcoming(rows: list[dict]) -> tuple[datetime, str] | None:
+    """The earliest next-change instant over the placements, with what happens then."""
+    due = [(datetime.fromisoformat(r["nextChangeAt"].replace("Z", "+00:00")), f"{r['workload']}: "
+            f"{WHAT_CHANGES.get(r.get('phase') or '', 'changes')}") for r in rows if r.get("nextChangeAt")]
+    return min(due) if due else None
+
+
+@dataclass
+class Pass:
+    counts: str
+    changes: list[str]
+    next_change: tuple[datetime, str] | None
+    rows: list[dict] = field(default_factory=list)
+
+    def summary(self, stack: str) -> str:
+        lines = [f"reconcile {stack}: {self.counts}"]
+        lines += self.changes or ["no workload changed state"]
+        if self.next_change:
+            lines.append(f"next change: {self.next_change[1]} at {self.next_change[0].strftime('%Y-%m-%dT%H:%M:%SZ')}")
+        return "\n".join(lines)
+
+
+def reconcile_once(st: automation.auto.Stack, stream: bool = False) -> Pass:
+    """One ``up``; raises StackLocked when another run holds the stack's lock."""
+    before = {r["workload"]: r for r in automation.placements(st)}
+    result = automation.run(st, "up", stream=stream)
+    rows = automation.placements(st)
+    after = {r["workload"]: r for r in rows}
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(result.summary.resource_changes.items()))
+    return Pass(counts, lifecycle_changes(before, after), upcoming(rows), rows)
+
+
+def sleep_for(p: Pass | None, interval: timedelta, now: datetime) -> tuple[float, str]:
+    """Until the next change when it comes before the next beat, else one interval."""
+    if p and p.next_change and p.next_change[0] + WAKE_MARGIN - now < interval:
+        wait = max(p.next_change[0] + WAKE_MARGIN - now, WAKE_MARGIN)
+        return wait.total_seconds(), p.next_change[1]
+    return interval.total_seconds(), "the interval"
+
+
+def watch(run_pass: Callable[[], Pass], stack: str, interval: timedelta, stop: threading.Event,
+          log: Callable[[str], None] = print, clock: Callable[[], datetime] = system_clock) -> int:
+    """Reconcile, log, sleep, repeat until ``stop`` is set (SIGTERM): a pass under way always
+    finishes, so the stack is never left mid-update. A held lock or a failed pass is logged and
+    tried again at the next wake-up: an unattended loop keeps going."""
+    passes = 0
+    while not stop.is_set():
+        started = clock()
+        result: Pass | None = None
+        try:
+            result = run_pass()
+            log(f"[{started:%Y-%m-%dT%H:%M:%SZ}] " + result.summary(stack))
+        except automation.StackLocked as exc:
+            log(f"[{started:%Y-%m-%dT%H:%M:%SZ}] reconcile {stack}: skipped this pass: {exc}")
+        except GreenOpsError as exc:
+            log(f"[{started:%Y-%m-%dT%H:%M:%SZ}] reconcile {stack}: pass failed, trying again at the next wake-up: {exc}")
+        passes += 1
+        seconds, why = sleep_for(result, interval, clock())
+        if stop.is_set():
+            break
+        log(f"sleeping {seconds:.0f} s (until {why})")
+        stop.wait(seconds)
+    log(f"reconcile {stack}: stopped after {passes} pass(es), between passes")
+    return passes

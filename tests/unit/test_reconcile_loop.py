@@ -1,0 +1,77 @@
+"""The unattended loop's control flow: when it wakes, what it skips, how it stops. (The passes
+themselves run the real engine in tests/provider and tests/e2e.)"""
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from greenops import automation
+from greenops.errors import GreenOpsError
+from greenops.reconcile import Pass, parse_interval, sleep_for, upcoming, watch
+from greenops.stack_config import StackConfigError, parse_stack_config
+
+NOW = datetime(2027, 1, 10, 3, 0, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("text, seconds", [("5m", 300), ("30s", 30), ("1h30m", 5400), ("2h", 7200)])
+def test_intervals(text, seconds):
+    assert parse_interval(text).total_seconds() == seconds
+
+
+@pytest.mark.parametrize("text", ["5", "", "5 minutes", "0m", "-5m"])
+def test_bad_intervals_are_named(text):
+    with pytest.raises(GreenOpsError, match="interval"):
+        parse_interval(text)
+
+
+def rows(*items):
+    return [{"workload": w, "phase": phase, "nextChangeAt": at} for w, phase, at in items]
+
+
+def test_the_next_change_is_the_earliest_with_what_happens():
+    got = upcoming(rows(("a", "Running", "2027-01-10T05:00:00Z"), ("b", "Scheduled", "2027-01-10T04:55:00Z"),
+                        ("c", "Completed", None)))
+    assert got == (datetime(2027, 1, 10, 4, 55, tzinfo=timezone.utc), "b: gate opens")
+    assert upcoming(rows(("c", "Failed", None))) is None
+
+
+def test_it_wakes_at_the_next_change_when_that_comes_before_the_beat():
+    p = Pass("same 3", [], (NOW + timedelta(minutes=2), "b: gate opens"))
+    assert sleep_for(p, timedelta(minutes=5), NOW) == (121.0, "b: gate opens")
+    assert sleep_for(p, timedelta(minutes=1), NOW) == (60.0, "the interval")
+    overdue = Pass("same 3", [], (NOW - timedelta(minutes=2), "a: run ends"))
+    assert sleep_for(overdue, timedelta(minutes=5), NOW)[0] == 1.0  # never a busy loop
+    assert sleep_for(None, timedelta(minutes=5), NOW) == (300.0, "the interval")
+
+
+def test_a_held_lock_or_a_failed_pass_is_logged_and_the_loop_goes_on_until_stopped():
+    stop, log = threading.Event(), []
+    outcomes = [automation.StackLocked("stack s is being updated by another run (its lock is held)"),
+                GreenOpsError("OPA at http://x did not answer"), Pass("same 2", ["started   a: running"], None)]
+
+    def run_pass():
+        out = outcomes.pop(0)
+        if isinstance(out, Exception):
+            raise out
+        stop.set()  # SIGTERM arrives during the third pass: it still finishes and is logged
+        return out
+
+    passes = watch(run_pass, "s", timedelta(seconds=0.01), stop, log=log.append, clock=lambda: NOW)
+    assert passes == 3 and outcomes == []
+    assert "skipped this pass: stack s is being updated by another run (its lock is held)" in log[0]
+    assert "pass failed, trying again at the next wake-up: OPA at http://x did not answer" in log[2]
+    assert "started   a: running" in log[4] and log[-1] == "reconcile s: stopped after 3 pass(es), between passes"
+
+
+def test_a_lead_shorter_than_interval_plus_margin_is_refused_naming_both():
+    with pytest.raises(StackConfigError) as info:
+        parse_stack_config({"endpoints": {"provisioningLeadSeconds": 300},
+                            "reconcile": {"intervalSeconds": 600, "provisioningMarginSeconds": 120}})
+    assert str(info.value) == (
+        "greenops:endpoints.provisioningLeadSeconds: 300 s is shorter than greenops:reconcile.intervalSeconds (600 s) "
+        "plus provisioningMarginSeconds (120 s): a gate could open after its start; set it to at least 720 or "
+        "reconcile more often")
+    assert parse_stack_config({"reconcile": {"intervalSeconds": 600}}).lead_seconds == 660  # derived when unset
+    assert parse_stack_config({}).lead_seconds == 300
