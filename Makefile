@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
+.PHONY: reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver) -> .tools/bin
@@ -78,6 +78,11 @@ bench-scheduler: setup
 dev-up: setup tools
 	mkdir -p build
 	bash scripts/dev_up.sh
+
+# One reconcile pass of a stack (the local twin of .github/workflows/reconcile.yml); WATCH=1 repeats it
+STACK ?= dev
+reconcile: setup tools
+	$(VENV)/bin/greenops reconcile --stack $(STACK) $(if $(WATCH),--watch)
 
 # The main job: the whole system on loopback (API server, webhook, OPA, scheduler, dev stack), once
 demo: setup tools

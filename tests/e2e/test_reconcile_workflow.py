@@ -1,0 +1,83 @@
+"""The scheduled CI workflow, run from its own file: every `run:` step, in order, with the job's
+environment, its expressions filled in as GitHub would (secrets -> a local file backend), against
+a real OPA and scheduler on loopback. (`uses:` steps are GitHub's own set-up actions.)"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from datetime import datetime, timedelta, timezone
+
+import pytest
+import yaml
+
+from greenops.local.scheduler import SchedulerServer
+from greenops.local.tools import REPO
+from greenops.policies.server import OpaServer
+from tests.conftest import require_tool
+
+pytestmark = [pytest.mark.tools, pytest.mark.integration]
+WORKFLOW = REPO / ".github" / "workflows" / "reconcile.yml"
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
+EXPRESSION = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
+
+
+def job() -> dict:
+    return yaml.safe_load(WORKFLOW.read_text())["jobs"]["reconcile"]
+
+
+def test_it_is_scheduled_and_never_overlaps_itself():
+    doc = yaml.safe_load(WORKFLOW.read_text())
+    on = doc.get("on", doc.get(True))  # YAML 1.1 reads a bare `on` as True
+    assert on["schedule"][0]["cron"] == "*/5 * * * *"
+    assert job()["concurrency"] == {"group": "reconcile-${{ matrix.stack }}", "cancel-in-progress": False}
+    assert job()["strategy"]["fail-fast"] is False
+
+
+def fill(text: str, values: dict[str, str]) -> str:
+    def one(m: re.Match) -> str:
+        if m.group(1) not in values:
+            raise AssertionError(f"the test does not know the workflow expression {m.group(0)}")
+        return values[m.group(1)]
+
+    return EXPRESSION.sub(one, text)
+
+
+def test_every_run_step_reconciles_a_stack(tmp_path):
+    for tool in ("pulumi", "opa", "pulumi-resource-kubernetes", "pulumi-resource-pulumi-python"):
+        require_tool(tool)
+    project = tmp_path / "checkout"
+    (project / "stacks").mkdir(parents=True)
+    shutil.copy2(REPO / "Pulumi.yaml", project / "Pulumi.yaml")
+    now = datetime.now(timezone.utc)
+    values = {"matrix.stack": "ci", "github.workspace": str(project),
+              "secrets.PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "secrets.PULUMI_CONFIG_PASSPHRASE": "ci-test",
+              "secrets.PULUMI_ACCESS_TOKEN": "", "secrets.AWS_ACCESS_KEY_ID": "", "secrets.AWS_SECRET_ACCESS_KEY": ""}
+    (tmp_path / "state").mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "GREENOPS_"))}
+    env.update({k: fill(str(v), values) for k, v in job()["env"].items()})
+    steps = [s for s in job()["steps"] if "run" in s]
+    assert [s["run"] for s in steps] == ["make setup tools", '.venv/bin/greenops reconcile --stack "$STACK"']
+    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+        (project / "stacks" / "Pulumi.ci.yaml").write_text(yaml.safe_dump({"config": {
+            "greenops:workloads": [{"name": "nightly", "cpu": 2, "memory": 4, "duration": "1h",
+                                    "deadline": (now + timedelta(hours=1, minutes=2)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                                    "originRegion": "westeurope", "tenant": "ci"}],
+            "greenops:endpoints": {"opaUrl": opa.url, "schedulerUrl": scheduler.url},
+            "greenops:kubernetes": {"mode": "render", "renderDir": str(tmp_path / "rendered")},
+            "greenops:render": {"sshPublicKey": KEY, "skipAwait": True},
+        }}))
+        outputs = []
+        for _ in range(2):  # two scheduled runs: the first places and opens the gate, the second changes nothing
+            for step in steps:
+                done = subprocess.run(["bash", "-eo", "pipefail", "-c", fill(step["run"], values)], cwd=REPO, env=env,
+                                      capture_output=True, text=True, timeout=600)
+                assert done.returncode == 0, f"step {step.get('name', step['run'])!r} failed:\n{done.stdout}\n{done.stderr}"
+            outputs.append(done.stdout)
+    first, second = outputs
+    assert first.startswith("reconcile ci: create ")
+    assert "placed    nightly: " in first and "started   nightly: running:" in first
+    assert "next change: nightly: run ends at " in first
+    assert "no workload changed state" in second and "same " in second
+    assert (tmp_path / "state" / ".pulumi" / "stacks").exists()  # the backend from the secrets, not the checkout's
