@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
+.PHONY: simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver) -> .tools/bin
@@ -83,6 +83,10 @@ dev-up: setup tools
 STACK ?= dev
 reconcile: setup tools
 	$(VENV)/bin/greenops reconcile --stack $(STACK) $(if $(WATCH),--watch)
+
+# Three simulated days of unattended reconciles (real engine, OPA, scheduler): prints the timeline
+simulate: setup tools
+	$(PY) -m pytest -q -s tests/e2e/test_simulated_days.py
 
 # The main job: the whole system on loopback (API server, webhook, OPA, scheduler, dev stack), once
 demo: setup tools
