@@ -1,0 +1,72 @@
+"""`greenops reconcile --watch` as a user runs it: a real process on the real clock, the real
+engine, OPA and scheduler on loopback; SIGTERM in the middle of a pass ends it only after that pass."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+import yaml
+
+from greenops import automation
+from greenops.local.scheduler import SchedulerServer
+from greenops.local.tools import REPO
+from greenops.policies.server import OpaServer
+from tests.conftest import require_tool
+
+pytestmark = [pytest.mark.tools, pytest.mark.integration]
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
+
+
+def test_watch_passes_and_stops_between_passes_on_sigterm(tmp_path):
+    for tool in ("pulumi", "opa", "pulumi-resource-kubernetes", "pulumi-resource-pulumi-python"):
+        require_tool(tool)
+    project = tmp_path / "project"
+    (project / "stacks").mkdir(parents=True)
+    shutil.copy2(REPO / "Pulumi.yaml", project / "Pulumi.yaml")
+    (tmp_path / "state").mkdir()
+    deadline = (datetime.now(timezone.utc) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+        (project / "stacks" / "Pulumi.watch.yaml").write_text(yaml.safe_dump({"config": {
+            "greenops:workloads": [{"name": "etl", "cpu": 2, "memory": 4, "duration": "1h", "deadline": deadline,
+                                    "originRegion": "westeurope", "tenant": "ops"}],
+            "greenops:endpoints": {"opaUrl": opa.url, "schedulerUrl": scheduler.url},
+            "greenops:kubernetes": {"mode": "render", "renderDir": str(tmp_path / "rendered")},
+            "greenops:render": {"sshPublicKey": KEY, "skipAwait": True},
+        }}))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "GREENOPS_"))}
+        env.update({"GREENOPS_PROJECT_DIR": str(project), "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+                    "PULUMI_CONFIG_PASSPHRASE": "watch-test"})
+        proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "greenops"), "reconcile", "--stack", "watch", "--watch",
+                                 "--interval", "2s"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        lines: list[str] = []
+        try:
+            for line in proc.stdout:  # type: ignore[union-attr]
+                lines.append(line.rstrip())
+                if sum(ln.startswith("sleeping") for ln in lines) == 2:
+                    break
+            time.sleep(2.5)  # the third pass has started: it takes seconds (a whole `pulumi up`)
+            proc.send_signal(signal.SIGTERM)
+            rest, _ = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        lines += rest.splitlines()
+        text = "\n".join(lines)
+        assert proc.returncode == 0, text
+        summaries = [ln for ln in lines if "] reconcile watch: " in ln]
+        assert "placed    etl: " in text and "SIGTERM received, stopping after this pass" in text
+        assert lines[-1] == f"reconcile watch: stopped after {len(summaries)} pass(es), between passes", text
+        assert len(summaries) == 3 and "pass failed" not in text and "skipped" not in text
+        # the signal came during the third pass, which still ran to its end
+        assert lines.index(next(ln for ln in lines if "SIGTERM received" in ln)) < lines.index(summaries[2]), text
+        # the stack was left whole: not locked, nothing pending, a preview changes nothing
+        st = automation.stack("watch", work_dir=project, env={"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+                                                              "PULUMI_CONFIG_PASSPHRASE": "watch-test"})
+        assert set(st.preview().change_summary) == {"same"}
+        assert not st.export_stack().deployment.get("pending_operations")
+        st.destroy()
