@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlencode
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -102,6 +103,122 @@ class KserveConfig(_Section):
     storage_prefix: str = "s3://mlflow/forecasters"
 
 
+class SecretKeyRef(_Section):
+    """One key of an existing Secret in the reconciler's stackNamespace: named here, never created."""
+    name: str
+    key: str
+
+
+class GitAuthConfig(_Section):
+    """An existing Secret with the operator's own key names: accessToken; sshPrivateKey; username + password."""
+    secret_name: str
+    type: Literal["accessToken", "ssh", "basic"] = "accessToken"
+
+
+class GitSourceConfig(_Section):
+    project_repo: str
+    branch: str | None = None
+    commit: str | None = None
+    repo_dir: str | None = Field(default=None, description="the folder holding Pulumi.yaml, when not the root")
+    git_auth: GitAuthConfig | None = None
+
+    @model_validator(mode="after")
+    def _one_ref(self) -> "GitSourceConfig":
+        if bool(self.branch) == bool(self.commit):
+            raise ValueError("set exactly one of branch, commit")
+        return self
+
+
+class FluxSourceConfig(_Section):
+    """A Flux source object in the reconciler's stackNamespace (the Stack CRD's sourceRef has no namespace)."""
+    api_version: str = "source.toolkit.fluxcd.io/v1"
+    kind: Literal["GitRepository", "OCIRepository", "Bucket"] = "GitRepository"
+    name: str
+    dir: str | None = Field(default=None, description="the folder holding Pulumi.yaml, when not the root")
+
+
+class S3BackendConfig(_Section):
+    """State in an S3-compatible bucket; its credentials and the stack's passphrase come from Secrets."""
+    bucket: str
+    region: str
+    endpoint: str | None = Field(default=None, description="an S3-compatible endpoint; unset = AWS S3")
+    credentials_secret: str = Field(default="pulumi-state-s3", description="keys AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY")
+    passphrase_secret: str = Field(default="pulumi-config-passphrase", description="key PULUMI_CONFIG_PASSPHRASE")
+
+    @property
+    def url(self) -> str:
+        query = {"region": self.region, **({"endpoint": self.endpoint} if self.endpoint else {})}
+        return f"s3://{self.bucket}?{urlencode(query, safe=':/')}"
+
+
+class PulumiCloudBackendConfig(_Section):
+    url: str = "https://api.pulumi.com"
+    access_token_secret: str = Field(default="pulumi-access-token", description="key accessToken")
+
+
+class BackendConfig(_Section):
+    s3: S3BackendConfig | None = None
+    pulumi_cloud: PulumiCloudBackendConfig | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> "BackendConfig":
+        if (self.s3 is None) == (self.pulumi_cloud is None):
+            raise ValueError("set exactly one of s3, pulumiCloud")
+        return self
+
+    def env(self) -> dict[str, SecretKeyRef]:
+        """The workspace's credentials, as references to Secrets (the values never pass through Pulumi)."""
+        if self.s3:
+            creds, phrase = self.s3.credentials_secret, self.s3.passphrase_secret
+            return {"AWS_ACCESS_KEY_ID": SecretKeyRef(name=creds, key="AWS_ACCESS_KEY_ID"),
+                    "AWS_SECRET_ACCESS_KEY": SecretKeyRef(name=creds, key="AWS_SECRET_ACCESS_KEY"),
+                    "PULUMI_CONFIG_PASSPHRASE": SecretKeyRef(name=phrase, key="PULUMI_CONFIG_PASSPHRASE")}
+        return {"PULUMI_ACCESS_TOKEN": SecretKeyRef(name=self.pulumi_cloud.access_token_secret, key="accessToken")}
+
+    @property
+    def url(self) -> str:
+        return self.s3.url if self.s3 else self.pulumi_cloud.url
+
+
+class ReconcilerConfig(_Section):
+    """The Pulumi Kubernetes Operator (v2) and one Stack that re-runs ``up`` of a workloads-only stack
+    on a timer, so time gates open with nobody running ``greenops reconcile``. Every credential is a
+    reference to a Secret that already exists in stackNamespace."""
+    enabled: bool = True
+    namespace: str = "pulumi-kubernetes-operator"
+    stack_namespace: str = Field(default="greenops-reconciler", description="the Stack, its workspace pod and Secrets")
+    workloads_namespace: str = Field(default="greenops", description="where the workloads stack applies its VM "
+                                                                     "objects: its greenops:render.namespace")
+    stack: str | None = Field(default=None, description="the workloads stack, never the one installing the platform")
+    git: GitSourceConfig | None = None
+    flux_source: FluxSourceConfig | None = None
+    backend: BackendConfig | None = None
+    secret_config: dict[str, SecretKeyRef] = Field(default_factory=dict,
+                                                   description="secret stack config, e.g. greenops:opaToken")
+    secret_env: dict[str, SecretKeyRef] = Field(default_factory=dict, description="more workspace variables")
+    # `greenops reconcile` is a plain `up`, and GreenVm reads the operators' verdict itself during it
+    refresh: bool = False
+    workspace_cpu: str = "500m"
+    workspace_memory: str = Field(default="2Gi", description="the workspace pip-installs the project's requirements")
+
+    @model_validator(mode="after")
+    def _required(self) -> "ReconcilerConfig":
+        if not self.enabled:
+            return self
+        missing = [k for k in ("stack", "backend") if not getattr(self, k)]
+        if missing:
+            raise ValueError(f"required when reconciler is enabled: {', '.join(missing)}")
+        if (self.git is None) == (self.flux_source is None):
+            raise ValueError("set exactly one of git, fluxSource")
+        if self.stack_namespace in (self.namespace, self.workloads_namespace):
+            # one owner per Namespace: Helm creates namespace, and workloadsNamespace has its own
+            raise ValueError("stackNamespace: must differ from namespace and workloadsNamespace")
+        taken = sorted(set(self.secret_env) & set(self.backend.env()))
+        if taken:
+            raise ValueError(f"secretEnv: {', '.join(taken)} already set from backend")
+        return self
+
+
 class PlatformConfig(_Section):
     krateo: KrateoConfig = Field(default_factory=KrateoConfig)
     azure: AzureConfig = Field(default_factory=lambda: AzureConfig(enabled=False))
@@ -111,6 +228,7 @@ class PlatformConfig(_Section):
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     mlflow: MlflowConfig = Field(default_factory=MlflowConfig)
     kserve: KserveConfig = Field(default_factory=KserveConfig)
+    reconciler: ReconcilerConfig = Field(default_factory=lambda: ReconcilerConfig(enabled=False))
     versions: dict[str, dict | str] = Field(default_factory=dict, description="overrides of components/versions.yaml")
 
     def version(self, key: str) -> dict | str:

@@ -13,6 +13,7 @@ from components.config_connector import ConfigConnector, ConfigConnectorArgs
 from components.krateo import KrateoArgs, KrateoPlatform
 from components.mlops import ModelServing, ModelServingArgs, ModelTracking, ModelTrackingArgs
 from components.policy_engine import PolicyEngine, PolicyEngineArgs
+from components.reconciler import WorkloadReconciler, WorkloadReconcilerArgs
 from components.scheduler import GreenOpsScheduler, GreenOpsSchedulerArgs
 
 
@@ -27,6 +28,9 @@ class PlatformSecrets:
 class GreenOpsPlatformArgs:
     config: PlatformConfig
     secrets: PlatformSecrets
+    # How often the workloads stack is reconciled: greenops:reconcile.intervalSeconds, the one number
+    # the time gates' lead is checked against, so the operator's resync has no setting of its own.
+    reconcile_interval_seconds: int = 300
 
 
 class GreenOpsPlatform(pulumi.ComponentResource):
@@ -56,4 +60,12 @@ class GreenOpsPlatform(pulumi.ComponentResource):
         if c.kserve.enabled:
             self.parts["kserve"] = ModelServing("kserve", ModelServingArgs(
                 c.kserve, v("kserve_crd"), v("kserve"), v("mlserver_image")), child)
+        if c.reconciler.enabled:
+            r = c.reconciler
+            # One owner per namespace: the scheduler's, when the workloads share it.
+            scheduler = self.parts.get("scheduler")
+            shared_ns = scheduler.namespace if scheduler and c.scheduler.namespace == r.workloads_namespace else None
+            self.parts["reconciler"] = WorkloadReconciler("pko", WorkloadReconcilerArgs(
+                r, v("pulumi_kubernetes_operator"), v("pulumi_workspace"), args.reconcile_interval_seconds, shared_ns,
+                after=list(self.parts.values())), child)
         self.register_outputs({"parts": sorted(self.parts)})

@@ -39,7 +39,7 @@ def placement_row(w, decision: dict | None, lifecycle: dict | None, next_change_
             "events": lc.get("events", [])}
 
 
-def platform(cfg: pulumi.Config, provider: k8s.Provider) -> None:
+def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) -> None:
     """The control plane (greenops:platform), when the stack declares one."""
     from pydantic import ValidationError
 
@@ -49,14 +49,16 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider) -> None:
     raw = cfg.get_object("platform")
     if raw is None:
         return
+    interval = config.reconcile.interval_seconds  # the in-cluster resync is the gates' reconcile interval
     try:
-        config = PlatformConfig.model_validate(raw)
+        platform_config = PlatformConfig.model_validate(raw)
     except ValidationError as exc:
         lines = [f"greenops:platform.{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
                  for e in exc.errors()]
         raise pulumi.RunError("; ".join(lines)) from None
-    secrets = PlatformSecrets(*(cfg.require_secret(k) if config.mlflow.enabled else None for k in PLATFORM_SECRETS))
-    GreenOpsPlatform("greenops", GreenOpsPlatformArgs(config, secrets),
+    secrets = PlatformSecrets(*(cfg.require_secret(k) if platform_config.mlflow.enabled else None
+                                for k in PLATFORM_SECRETS))
+    GreenOpsPlatform("greenops", GreenOpsPlatformArgs(platform_config, secrets, reconcile_interval_seconds=interval),
                      pulumi.ResourceOptions(providers={"kubernetes": provider}))
 
 
@@ -68,7 +70,7 @@ def run() -> list[GreenWorkload]:
         # A clean, named error instead of a Python traceback in the preview output.
         raise pulumi.RunError(str(exc)) from None
     provider = kubernetes_provider(config, cfg)
-    platform(cfg, provider)
+    platform(cfg, provider, config)
     depends: list[pulumi.Resource] = []
     if config.kubernetes.mode == "render" or config.kubernetes.install_crd_stubs:
         depends.append(RenderModeCrds("render-mode-crds", RenderModeCrdsArgs(provider)))

@@ -7,6 +7,7 @@ ends it as Failed. The per-provider condition rules live with the renderers
 """
 from __future__ import annotations
 
+import os
 from datetime import datetime, timezone
 
 import yaml
@@ -24,14 +25,21 @@ class ClusterUnavailable(GreenOpsError):
 
 class ClusterObserver:
     """Reads objects with the stack's kubeconfig (the secret ``greenops:kubeconfig``), or, like the
-    Kubernetes provider, with ``$KUBECONFIG`` / ``~/.kube/config`` when the stack sets none."""
+    Kubernetes provider, with the pod's service account inside a cluster (the Pulumi Kubernetes
+    Operator's workspace) or ``$KUBECONFIG`` / ``~/.kube/config`` when the stack sets none."""
 
     def __init__(self, kubeconfig: str | None, context: str | None = None):
-        from kubernetes import config
+        from kubernetes import client, config
 
         try:
-            self._client = (config.new_client_from_config_dict(yaml.safe_load(kubeconfig), context=context)
-                            if kubeconfig else config.new_client_from_config(context=context))
+            if kubeconfig:
+                self._client = config.new_client_from_config_dict(yaml.safe_load(kubeconfig), context=context)
+            elif os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
+                in_cluster = client.Configuration()
+                config.load_incluster_config(client_configuration=in_cluster)
+                self._client = client.ApiClient(in_cluster)
+            else:
+                self._client = config.new_client_from_config(context=context)
         except Exception as exc:  # a malformed or absent kubeconfig: say so, no traceback
             raise ClusterUnavailable(f"cannot use the kubeconfig to read the operators' verdict: {exc}") from None
 

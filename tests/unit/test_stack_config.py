@@ -14,7 +14,7 @@ def stack_raw(name: str) -> dict:
     return {k.split(":", 1)[1]: v for k, v in config.items()}
 
 
-@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod", "prod-workloads"])
 def test_shipped_stacks_validate(stack):
     parse_stack_config(stack_raw(stack), now=NOW)
 
