@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from datetime import datetime, timedelta, timezone
 
@@ -15,11 +14,10 @@ import yaml
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.tools import REPO
 from greenops.policies.server import OpaServer
-from tests.conftest import require_tool
+from tests.engine import iso, project_with_stack, render_mode_config, require_engine
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 WORKFLOW = REPO / ".github" / "workflows" / "reconcile.yml"
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
 EXPRESSION = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
 
 
@@ -45,11 +43,8 @@ def fill(text: str, values: dict[str, str]) -> str:
 
 
 def test_every_run_step_reconciles_a_stack(tmp_path):
-    for tool in ("pulumi", "opa", "pulumi-resource-kubernetes", "pulumi-resource-pulumi-python"):
-        require_tool(tool)
+    require_engine()
     project = tmp_path / "checkout"
-    (project / "stacks").mkdir(parents=True)
-    shutil.copy2(REPO / "Pulumi.yaml", project / "Pulumi.yaml")
     now = datetime.now(timezone.utc)
     values = {"matrix.stack": "ci", "github.workspace": str(project),
               "secrets.PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "secrets.PULUMI_CONFIG_PASSPHRASE": "ci-test",
@@ -60,14 +55,9 @@ def test_every_run_step_reconciles_a_stack(tmp_path):
     steps = [s for s in job()["steps"] if "run" in s]
     assert [s["run"] for s in steps] == ["make setup tools", '.venv/bin/greenops reconcile --stack "$STACK"']
     with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
-        (project / "stacks" / "Pulumi.ci.yaml").write_text(yaml.safe_dump({"config": {
-            "greenops:workloads": [{"name": "nightly", "cpu": 2, "memory": 4, "duration": "1h",
-                                    "deadline": (now + timedelta(hours=1, minutes=2)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                                    "originRegion": "westeurope", "tenant": "ci"}],
-            "greenops:endpoints": {"opaUrl": opa.url, "schedulerUrl": scheduler.url},
-            "greenops:kubernetes": {"mode": "render", "renderDir": str(tmp_path / "rendered")},
-            "greenops:render": {"sshPublicKey": KEY, "skipAwait": True},
-        }}))
+        project_with_stack(project, "ci", render_mode_config(opa.url, scheduler.url, tmp_path / "rendered", workloads=[
+            {"name": "nightly", "cpu": 2, "memory": 4, "duration": "1h", "deadline": iso(now + timedelta(hours=1, minutes=2)),
+             "originRegion": "westeurope", "tenant": "ci"}]))
         outputs = []
         for _ in range(2):  # two scheduled runs: the first places and opens the gate, the second changes nothing
             for step in steps:

@@ -3,41 +3,31 @@ engine, OPA and scheduler on loopback; SIGTERM in the middle of a pass ends it o
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
-import yaml
 
 from greenops import automation
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.tools import REPO
 from greenops.policies.server import OpaServer
-from tests.conftest import require_tool
+from tests.engine import iso, project_with_stack, render_mode_config, require_engine
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
 
 
 def test_watch_passes_and_stops_between_passes_on_sigterm(tmp_path):
-    for tool in ("pulumi", "opa", "pulumi-resource-kubernetes", "pulumi-resource-pulumi-python"):
-        require_tool(tool)
+    require_engine()
     project = tmp_path / "project"
-    (project / "stacks").mkdir(parents=True)
-    shutil.copy2(REPO / "Pulumi.yaml", project / "Pulumi.yaml")
     (tmp_path / "state").mkdir()
-    deadline = (datetime.now(timezone.utc) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    deadline = iso(datetime.now(timezone.utc) + timedelta(days=1))
     with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
-        (project / "stacks" / "Pulumi.watch.yaml").write_text(yaml.safe_dump({"config": {
-            "greenops:workloads": [{"name": "etl", "cpu": 2, "memory": 4, "duration": "1h", "deadline": deadline,
-                                    "originRegion": "westeurope", "tenant": "ops"}],
-            "greenops:endpoints": {"opaUrl": opa.url, "schedulerUrl": scheduler.url},
-            "greenops:kubernetes": {"mode": "render", "renderDir": str(tmp_path / "rendered")},
-            "greenops:render": {"sshPublicKey": KEY, "skipAwait": True},
-        }}))
+        project_with_stack(project, "watch", render_mode_config(opa.url, scheduler.url, tmp_path / "rendered", workloads=[
+            {"name": "etl", "cpu": 2, "memory": 4, "duration": "1h", "deadline": deadline, "originRegion": "westeurope",
+             "tenant": "ops"}]))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "GREENOPS_"))}
         env.update({"GREENOPS_PROJECT_DIR": str(project), "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
                     "PULUMI_CONFIG_PASSPHRASE": "watch-test"})

@@ -1,0 +1,94 @@
+"""Helpers for tests that drive the real Pulumi engine against OPA and the scheduler on loopback."""
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from greenops import automation
+from greenops.local.tools import REPO, TOOLS_BIN, pulumi_env
+from tests.conftest import require_tool
+
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
+ENGINE_TOOLS = ("pulumi", "opa", "pulumi-resource-kubernetes", "pulumi-resource-pulumi-python")
+
+
+def iso(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def at(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+
+
+def require_engine() -> None:
+    for tool in ENGINE_TOOLS:
+        require_tool(tool)
+
+
+def render_mode_config(opa_url: str, scheduler_url: str, render_dir: Path, **sections) -> dict:
+    """``greenops:*`` config of a render-mode stack pointed at the loopback servers."""
+    endpoints = {"opaUrl": opa_url, "schedulerUrl": scheduler_url, **sections.pop("endpoints", {})}
+    return {"endpoints": endpoints, "kubernetes": {"mode": "render", "renderDir": str(render_dir)},
+            "render": {"sshPublicKey": KEY, "skipAwait": True}, **sections}
+
+
+def engine_stack(tmp_path: Path, name: str, now: datetime, config: dict):
+    """An inline-program stack on a file backend in ``tmp_path``, its clock at ``now``."""
+    require_engine()
+    from pulumi import automation as auto
+
+    from greenops import program
+
+    (tmp_path / "state").mkdir()
+    env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "GREENOPS_NOW": iso(now)})
+    stack = auto.create_or_select_stack(
+        stack_name=name, project_name="greenops-platform", program=program.run,
+        opts=auto.LocalWorkspaceOptions(
+            work_dir=str(tmp_path), pulumi_home=env["PULUMI_HOME"], env_vars=env,
+            pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent)),
+            project_settings=auto.ProjectSettings(name="greenops-platform", runtime="python")))
+    stack.set_all_config({f"greenops:{k}": auto.ConfigValue(json.dumps(v)) for k, v in config.items()})
+    return stack
+
+
+def project_with_stack(folder: Path, name: str, config: dict) -> Path:
+    """A copy of the Pulumi project whose stacks/ holds only ``name`` with ``config``."""
+    (folder / "stacks").mkdir(parents=True)
+    shutil.copy2(REPO / "Pulumi.yaml", folder / "Pulumi.yaml")
+    (folder / "stacks" / f"Pulumi.{name}.yaml").write_text(
+        yaml.safe_dump({"config": {f"greenops:{k}": v for k, v in config.items()}}))
+    return folder
+
+
+def rendered_workloads(folder: Path) -> set[str]:
+    """The workloads whose objects the render-mode provider has written."""
+    names = set()
+    for f in (folder / "1-manifest").glob("*.yaml") if (folder / "1-manifest").exists() else []:
+        for line in f.read_text().splitlines():
+            if line.strip().startswith("greenops.io/workload:"):
+                names.add(line.split(":", 1)[1].strip())
+    return names
+
+
+def at_once(run: Callable[[], object], times: int = 2) -> list:
+    """Start ``run`` in ``times`` threads together: each outcome, or the StackLocked message."""
+    outcomes: list = []
+
+    def one() -> None:
+        try:
+            outcomes.append(run())
+        except automation.StackLocked as exc:
+            outcomes.append(str(exc))
+
+    threads = [threading.Thread(target=one) for _ in range(times)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return outcomes
