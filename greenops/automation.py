@@ -10,6 +10,7 @@ from pulumi import automation as auto  # noqa: F401 - re-exported for callers
 
 from greenops.errors import GreenOpsError
 from greenops.local.tools import REPO, TOOLS_BIN, pulumi_env
+from greenops.stale_lock import clear_stale_locks
 
 PROJECT = "greenops-platform"
 
@@ -38,7 +39,20 @@ def stack(name: str, work_dir: Path | None = None, env: dict[str, str] | None = 
 
 
 def run(st: auto.Stack, op: str, stream: bool = True) -> object:
-    """``up``, ``preview``, ``refresh`` or ``destroy``, streaming Pulumi's progress; a clear error when locked."""
+    """``up``, ``preview``, ``refresh`` or ``destroy``, streaming Pulumi's progress; a clear error
+    when locked. A lock left by a run that died on this host is cleared, said, and the op retried once."""
+    try:
+        return _run(st, op, stream)
+    except StackLocked:
+        cleared = clear_stale_locks(st.workspace.env_vars.get("PULUMI_BACKEND_URL"),
+                                    st.workspace.project_settings().name, st.name)
+        if not cleared:
+            raise
+        print("\n".join(cleared), flush=True)
+        return _run(st, op, stream)
+
+
+def _run(st: auto.Stack, op: str, stream: bool) -> object:
     out = sys.stdout.write if stream else None
     try:
         if op == "up":

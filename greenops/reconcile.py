@@ -17,6 +17,7 @@ from typing import Callable
 from greenops import automation
 from greenops.clock import system_clock
 from greenops.errors import GreenOpsError
+from greenops.placement.lifecycle import stamp
 
 VERBS = {"Scheduled": "re-placed", "Provisioning": "gate", "Running": "started", "Completed": "retired",
          "Failed": "FAILED"}
@@ -74,7 +75,7 @@ class Pass:
         lines = [f"reconcile {stack}: {self.counts}"]
         lines += self.changes or ["no workload changed state"]
         if self.next_change:
-            lines.append(f"next change: {self.next_change[1]} at {self.next_change[0].strftime('%Y-%m-%dT%H:%M:%SZ')}")
+            lines.append(f"next change: {self.next_change[1]} at {stamp(self.next_change[0])}")
         return "\n".join(lines)
 
 
@@ -103,15 +104,15 @@ def watch(run_pass: Callable[[], Pass], stack: str, interval: timedelta, stop: t
     tried again at the next wake-up: an unattended loop keeps going."""
     passes = 0
     while not stop.is_set():
-        started = clock()
+        started = stamp(clock())
         result: Pass | None = None
         try:
             result = run_pass()
-            log(f"[{started:%Y-%m-%dT%H:%M:%SZ}] " + result.summary(stack))
+            log(f"[{started}] " + result.summary(stack))
         except automation.StackLocked as exc:
-            log(f"[{started:%Y-%m-%dT%H:%M:%SZ}] reconcile {stack}: skipped this pass: {exc}")
+            log(f"[{started}] reconcile {stack}: skipped this pass: {exc}")
         except GreenOpsError as exc:
-            log(f"[{started:%Y-%m-%dT%H:%M:%SZ}] reconcile {stack}: pass failed, trying again at the next wake-up: {exc}")
+            log(f"[{started}] reconcile {stack}: pass failed, trying again at the next wake-up: {exc}")
         passes += 1
         seconds, why = sleep_for(result, interval, clock())
         if stop.is_set():

@@ -60,3 +60,45 @@ def test_watch_passes_and_stops_between_passes_on_sigterm(tmp_path):
         assert set(st.preview().change_summary) == {"same"}
         assert not st.export_stack().deployment.get("pending_operations")
         st.destroy()
+
+
+def test_a_watch_killed_mid_pass_leaves_a_lock_the_next_run_clears(tmp_path):
+    """kill -9 of the whole process group (the CLI with it) while a pass holds the stack's lock:
+    the file backend keeps the lock for ever, so the next run must see it is stale and go on."""
+    require_engine()
+    project, locks = tmp_path / "project", tmp_path / "state" / ".pulumi" / "locks"
+    (tmp_path / "state").mkdir()
+    deadline = iso(datetime.now(timezone.utc) + timedelta(hours=1, minutes=2))
+    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+        project_with_stack(project, "k9", render_mode_config(opa.url, scheduler.url, tmp_path / "rendered", workloads=[
+            {"name": f"etl-{i}", "cpu": 2, "memory": 4, "duration": "1h", "deadline": deadline,
+             "originRegion": "westeurope", "tenant": "ops"} for i in range(3)]))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "GREENOPS_"))}
+        env.update({"GREENOPS_PROJECT_DIR": str(project), "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+                    "PULUMI_CONFIG_PASSPHRASE": "k9-test"})
+        greenops = str(REPO / ".venv" / "bin" / "greenops")
+        proc = subprocess.Popen([greenops, "reconcile", "--stack", "k9", "--watch", "--interval", "1s"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            held = []
+            for _ in range(600):  # until a pass holds the lock
+                held = list(locks.glob("*/*/k9/*.json")) if locks.exists() else []
+                if held:
+                    break
+                time.sleep(0.05)
+            assert held, "no pass ever took the stack's lock"
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        assert list(locks.glob("*/*/k9/*.json")), "the killed run's lock should still be there"
+        again = subprocess.run([greenops, "reconcile", "--stack", "k9"], env=env, capture_output=True, text=True,
+                               timeout=300)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert again.stdout.startswith("cleared a stale lock of stack k9: pid "), again.stdout
+        assert "and is gone" in again.stdout and not list(locks.glob("*/*/k9/*.json"))
+        st = automation.stack("k9", work_dir=project, env={"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+                                                           "PULUMI_CONFIG_PASSPHRASE": "k9-test"})
+        rows = automation.placements(st)
+        assert {r["workload"] for r in rows} == {"etl-0", "etl-1", "etl-2"} and {r["phase"] for r in rows} == {"Running"}
+        assert set(st.preview().change_summary) == {"same"}
+        st.destroy()

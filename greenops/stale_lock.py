@@ -1,0 +1,42 @@
+"""A stack lock left behind by a run that died (``kill -9``, a node lost mid-pass).
+
+Pulumi's file backend (``file://``) has no lock expiry and ``pulumi cancel`` does not apply to it,
+so one killed run would make every later unattended pass skip forever. Its lock file records the
+holder's host and pid: a lock held by a process of this host that no longer runs (or is no longer
+a Pulumi process) is stale and is removed. Locks of other hosts, and other backends, are never
+touched: only their holder can know.
+"""
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+
+def _alive_pulumi(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"pulumi" in cmdline
+
+
+def clear_stale_locks(backend_url: str | None, project: str, stack: str) -> list[str]:
+    """Remove this stack's stale locks on a file backend; one line per lock removed, saying whose."""
+    if not backend_url or not backend_url.startswith("file://"):
+        return []
+    folder = Path(backend_url.removeprefix("file://")).expanduser() / ".pulumi" / "locks"
+    removed = []
+    for lock in folder.glob(f"*/{project}/{stack}/*.json"):
+        try:
+            holder = json.loads(lock.read_text())
+        except (OSError, ValueError):
+            continue
+        if holder.get("hostname") != socket.gethostname() or _alive_pulumi(int(holder.get("pid") or 0)):
+            continue
+        for path in (lock, lock.with_name(lock.name + ".attrs")):
+            path.unlink(missing_ok=True)
+        removed.append(f"cleared a stale lock of stack {stack}: pid {holder.get('pid')} on {holder.get('hostname')} "
+                       f"took it at {holder.get('timestamp')} and is gone")
+    return removed
+
