@@ -19,6 +19,7 @@ class SchedulerServer(ProcessService):
     startup_timeout: float = 30.0
     port: int = 0
     env: dict[str, str] = field(default_factory=dict)
+    token: str | None = None  # the bearer token callers must send
     log: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-sched-")) / "scheduler.log")
     name = "scheduler"
 
@@ -27,5 +28,6 @@ class SchedulerServer(ProcessService):
         self._launch([sys.executable, "-m", "greenops.scheduler", "--host", "127.0.0.1", "--port", str(self.port),
                       "--source", self.source, "--capacity-vcpu", str(self.capacity_vcpu),
                       *(["--history", self.history] if self.history else [])],
-                     self.log, env={**os.environ, **self.env})
+                     self.log, env={**os.environ, **self.env,
+                                    **({"GREENOPS_SCHEDULER_TOKEN": self.token} if self.token else {})})
         self._wait_ready(f"{self.url}/readyz")

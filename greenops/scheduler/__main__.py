@@ -6,6 +6,8 @@
         --source oip:URL               forecasts from an Open Inference Protocol v2 server, profiles as fallback
             [--history traces:DIR]     what the forecasters are fed as recent history (default: profiles)
         --source electricitymaps       the Electricity Maps API (token in ELECTRICITYMAPS_TOKEN), profiles as fallback
+    Callers must send ``Authorization: Bearer <token>`` when GREENOPS_SCHEDULER_TOKEN is set or
+    --token-file names a file (a mounted Secret); never on the command line, where ps shows it.
 """
 from __future__ import annotations
 
@@ -58,12 +60,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--capacity-vcpu", type=float, default=float(os.environ.get("GREENOPS_CAPACITY_VCPU", 512)),
                         help="vCPUs each zone offers per hourly slot (the black-hole guard)")
     parser.add_argument("--log-format", choices=["json", "console"], default="json")
+    parser.add_argument("--token-file", help="file holding the bearer token callers must send "
+                        "(default: GREENOPS_SCHEDULER_TOKEN; neither: no authentication)")
     args = parser.parse_args(argv)
     configure_logging(args.log_format)
     if args.history and not args.source.startswith("oip:"):
         raise SystemExit("scheduler: --history only applies to --source oip:URL")
     # GREENOPS_NOW pins the clock for replays of recorded traces (see greenops.clock)
-    app = create_app(build_source(args.source, args.history), capacity_vcpu=args.capacity_vcpu, clock=system_clock)
+    token = Path(args.token_file).read_text().strip() if args.token_file else os.environ.get("GREENOPS_SCHEDULER_TOKEN")
+    if token == "":
+        raise SystemExit("scheduler: the bearer token is empty (--token-file or GREENOPS_SCHEDULER_TOKEN)")
+    app = create_app(build_source(args.source, args.history), capacity_vcpu=args.capacity_vcpu, clock=system_clock,
+                     token=token)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
 
 

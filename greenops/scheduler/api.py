@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Annotated, Callable
 
 import structlog
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
@@ -30,12 +30,16 @@ from greenops.scheduler.algorithm import (
     place_batch,
     run_now_mean,
 )
+from greenops.scheduler.auth import require_token
 from greenops.scheduler.series import from_epoch, to_epoch
 from greenops.scheduler.sources.base import CarbonSource, SourceUnavailable, UnknownZone
 
 log = structlog.get_logger("greenops.scheduler")
 
 MAX_HORIZON = timedelta(days=366)
+# One request's search is jobs x zones x hours of horizon; past this it would hold the calendar's
+# lock long enough to stall every other caller (10 000 jobs x 10 zones x 1 year took 84 s).
+MAX_WORK = 2_000_000
 Number = Annotated[float, Field(strict=True)]
 
 
@@ -93,6 +97,7 @@ def create_app(
     source: CarbonSource,
     capacity_vcpu: float = 512.0,
     clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    token: str | None = None,
 ) -> FastAPI:
     """The service around one carbon source and one capacity ledger (shared by all requests)."""
     app = FastAPI(title="GreenOps scheduler", version="1.0.0",
@@ -122,7 +127,9 @@ def create_app(
     @app.post("/scheduling", response_model=SchedulingResponse,
               responses={409: {"description": "no capacity before the deadline"},
                          422: {"description": "invalid request, naming the field"},
-                         503: {"description": "carbon source unavailable or req_timeout exceeded"}})
+                         503: {"description": "carbon source unavailable or req_timeout exceeded"},
+                         401: {"description": "a token is configured and the request lacks it"}},
+              dependencies=[Depends(require_token(token))])
     def schedule(req: SchedulingRequest):
         started = time.monotonic()
         give_up_at = started + req.req_timeout
@@ -140,6 +147,11 @@ def create_app(
         if begin + duration > deadline:
             what = "now" if begin_dt == now_dt else f"the earliest start {_rfc3339(begin)}"
             return _field_error("duration", f"{req.duration:g} h does not fit between {what} and the deadline")
+        work = req.number_of_jobs * len(req.eligible_regions) * math.ceil((deadline - begin) / 3600)
+        if work > MAX_WORK:
+            return _field_error("number_of_jobs", f"{req.number_of_jobs} jobs x {len(req.eligible_regions)} zones x "
+                                f"{math.ceil((deadline - begin) / 3600)} h of horizon is {work} slot evaluations, above "
+                                f"the limit of {MAX_WORK}: send fewer jobs or zones per request, or an earlier deadline")
         known = source.zones()
         unknown = [z for z in req.eligible_regions if z not in known]
         if unknown:
