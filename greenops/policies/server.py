@@ -18,6 +18,7 @@ class OpaServer(ProcessService):
     """``with OpaServer(scheduler_url=...) as opa: opa.url`` builds the bundle and serves it."""
 
     scheduler_url: str | None = None
+    scheduler_token: str | None = None  # the bearer token http.send presents to the scheduler
     bundle: Path | None = None
     startup_timeout: float = 30.0
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-opa-")))
@@ -39,6 +40,8 @@ class OpaServer(ProcessService):
         env.setdefault("GOGC", "400")
         if self.scheduler_url:
             env["SCHEDULER_URL"] = self.scheduler_url
+        if self.scheduler_token:
+            env["GREENOPS_SCHEDULER_TOKEN"] = self.scheduler_token
         # Read-optimised store: catalog lookups skip a JSON-to-AST conversion on every read.
         tls = ["--tls-cert-file", str(self.tls_cert), "--tls-private-key-file", str(self.tls_key)] if self.tls_cert else []
         self._launch([tool_path("opa"), "run", "--server", "--addr", f"127.0.0.1:{self.port}", "--log-level", "error",

@@ -122,3 +122,15 @@ def test_reapplied_placed_vmtemplate_is_placed_again_not_denied(opa_binary, cata
         assert apply_patch(replaced, kept) == replaced
         changed = admit(admission("UPDATE", with_spec(replaced, cpu=16), replaced))
         assert changed["allowed"] is False and "failing closed" in changed["status"]["message"]
+
+
+def test_opa_presents_the_schedulers_token_and_fails_closed_without_it(opa_binary):
+    deadline = (datetime.now(timezone.utc) + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with SchedulerServer(token="t0ken-for-opa") as scheduler:
+        with OpaServer(scheduler_url=scheduler.url, scheduler_token="t0ken-for-opa") as opa:
+            assert httpx.post(f"{opa.url}/", json=review(deadline), timeout=20).json()["response"]["allowed"]
+        with OpaServer(scheduler_url=scheduler.url) as opa:
+            denied = httpx.post(f"{opa.url}/", json=review(deadline), timeout=20).json()["response"]
+    assert denied["allowed"] is False
+    assert "failing closed" in denied["status"]["message"] and "answered HTTP 401" in denied["status"]["message"]
+    assert "bearer token is required" in denied["status"]["message"]

@@ -207,3 +207,14 @@ def test_an_unreachable_cluster_is_a_named_error_and_the_record_is_kept(servers)
         provider.diff("greenvm-etl", created, p)
     with pytest.raises(GreenOpsError, match=r"^workload 'etl': cannot read its objects back"):
         provider.update("greenvm-etl", created, p)
+
+
+def test_a_scheduler_that_requires_a_token_gets_it_from_the_stacks_secret():
+    require_tool("opa")
+    with SchedulerServer(token="stack-secret-token") as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+        p = props((opa, scheduler))
+        with pytest.raises(GreenOpsError, match=r"workload 'etl' was not placed: scheduler refused the request "
+                                                r"\(HTTP 401\): a bearer token is required"):
+            GreenVmProvider().create(p)
+        placed = GreenVmProvider().create(p | {"schedulerToken": "stack-secret-token"}).outs
+        assert placed["decision"]["zone"] and placed["phase"] in ("Scheduled", "Running")

@@ -1,7 +1,8 @@
 # The GreenOps scheduler as OPA's external data source (thesis §3.6.3, §3.6.9).
 #
-# Its URL comes from the environment variable SCHEDULER_URL, as in the thesis. Calls never raise:
-# a failed or malformed answer becomes `error`, and the admission policy fails closed on it.
+# Its URL comes from the environment variable SCHEDULER_URL, as in the thesis, and its bearer token,
+# when the scheduler requires one, from GREENOPS_SCHEDULER_TOKEN (a Secret in a cluster). Calls never
+# raise: a failed or malformed answer becomes `error`, and the admission policy fails closed on it.
 package greenops.scheduler
 
 import rego.v1
@@ -10,6 +11,10 @@ import data.greenops.catalog
 import data.greenops.config.scheduler as settings
 
 url := trim_suffix(opa.runtime().env.SCHEDULER_URL, "/")
+
+_auth := {"Authorization": sprintf("Bearer %v", [opa.runtime().env.GREENOPS_SCHEDULER_TOKEN])} if {
+	opa.runtime().env.GREENOPS_SCHEDULER_TOKEN != ""
+} else := {}
 
 # The thesis request body, plus the origin's zone (for the scheduler's baseline) when the origin
 # region has carbon data.
@@ -35,7 +40,10 @@ _origin(spec) := {"origin_zone": catalog.regions[p][spec.originRegion].zone} if 
 _send(body, attempt) := http.send({
 	"method": "POST",
 	"url": sprintf("%v/scheduling", [url]),
-	"headers": {"Content-Type": "application/json", "X-GreenOps-Attempt": sprintf("%v", [attempt])},
+	"headers": object.union(
+		{"Content-Type": "application/json", "X-GreenOps-Attempt": sprintf("%v", [attempt])},
+		_auth,
+	),
 	"body": body,
 	"timeout": sprintf("%vs", [settings.timeout_seconds]),
 	"raise_error": false,
