@@ -22,6 +22,7 @@ class PlatformSecrets:
     mlflow_db_password: pulumi.Input[str] | None = None
     s3_access_key: pulumi.Input[str] | None = None
     s3_secret_key: pulumi.Input[str] | None = None
+    scheduler_token: pulumi.Input[str] | None = None  # greenops:schedulerToken, also GreenVm's
 
 
 @dataclass
@@ -49,9 +50,10 @@ class GreenOpsPlatform(pulumi.ComponentResource):
             self.parts["aws"] = AwsControllers("ack", AwsControllersArgs(c.aws, v("ack_ec2")), child)
         if c.scheduler.enabled:
             image = c.scheduler.image or v("scheduler_image")
-            self.parts["scheduler"] = GreenOpsScheduler("scheduler", GreenOpsSchedulerArgs(c.scheduler, image), child)
+            self.parts["scheduler"] = GreenOpsScheduler("scheduler", GreenOpsSchedulerArgs(c.scheduler, image, args.secrets.scheduler_token), child)
         if c.policy.enabled:
-            self.parts["policy"] = PolicyEngine("opa", PolicyEngineArgs(c.policy, v("opa_image"), v("kube_mgmt_image")), child)
+            self.parts["policy"] = PolicyEngine("opa", PolicyEngineArgs(
+                c.policy, v("opa_image"), v("kube_mgmt_image"), scheduler_token=args.secrets.scheduler_token), child)
         if c.mlflow.enabled:
             s = args.secrets
             self.parts["mlflow"] = ModelTracking("mlflow", ModelTrackingArgs(

@@ -11,6 +11,8 @@ import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 
 from components.config import PolicyConfig
+from components.scheduler import TOKEN_VARIABLE
+from components.secret_env import secret_env
 
 VMTEMPLATE_GROUP = "composition.krateo.io"
 OPA_PORT = 8443
@@ -22,6 +24,7 @@ class PolicyEngineArgs:
     opa_image: str
     kube_mgmt_image: str
     vmtemplate_version: str = "v1-0-0"  # Krateo names the generated API version after the chart
+    scheduler_token: pulumi.Input[str] | None = None  # presented on every call to the scheduler
 
 
 def opa_config(c: PolicyConfig) -> dict:
@@ -69,6 +72,11 @@ class PolicyEngine(pulumi.ComponentResource):
             data={"config.json": json.dumps(opa_config(c))}, opts=in_ns)
 
         # Least privilege: kube-mgmt only reads VmTemplates (to replicate them into OPA).
+        token_env = []
+        if args.scheduler_token is not None:
+            self.scheduler_token, env = secret_env(f"{name}-scheduler-token", "greenops-scheduler-token", ns,
+                                                   TOKEN_VARIABLE, args.scheduler_token, in_ns)
+            token_env.append(env)
         self.account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata={"name": "opa", "namespace": ns}, opts=in_ns)
         self.role = k8s.rbac.v1.ClusterRole(
             f"{name}-replicate", metadata={"name": "greenops-opa-replicate"},
@@ -94,7 +102,8 @@ class PolicyEngine(pulumi.ComponentResource):
                     "serviceAccountName": "opa",
                     "containers": [
                         {"name": "opa", "image": args.opa_image, "args": opa_args,
-                         "env": [{"name": "SCHEDULER_URL", "value": c.scheduler_url}, {"name": "GOGC", "value": "400"}],
+                         "env": [{"name": "SCHEDULER_URL", "value": c.scheduler_url}, {"name": "GOGC", "value": "400"},
+                                 *token_env],
                          "ports": [{"name": "https", "containerPort": OPA_PORT}],
                          "readinessProbe": {"httpGet": {"path": "/health?bundles", "port": OPA_PORT, "scheme": "HTTPS"}},
                          "livenessProbe": {"httpGet": {"path": "/health", "port": OPA_PORT, "scheme": "HTTPS"}},

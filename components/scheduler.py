@@ -7,14 +7,17 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import SchedulerConfig
+from components.secret_env import secret_env
 
 PORT = 8080
+TOKEN_VARIABLE = "GREENOPS_SCHEDULER_TOKEN"  # read by the scheduler and by OPA's http.send (scheduler.rego)
 
 
 @dataclass
 class GreenOpsSchedulerArgs:
     config: SchedulerConfig
     image: str
+    token: pulumi.Input[str] | None = None  # greenops:schedulerToken: callers must present it
 
 
 class GreenOpsScheduler(pulumi.ComponentResource):
@@ -25,6 +28,11 @@ class GreenOpsScheduler(pulumi.ComponentResource):
         self.namespace = k8s.core.v1.Namespace(f"{name}-ns", metadata={"name": c.namespace},
                                                opts=pulumi.ResourceOptions(parent=self))
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
+        env = []
+        if args.token is not None:
+            self.token_secret, token_env = secret_env(f"{name}-token", "greenops-scheduler-token", c.namespace,
+                                                      TOKEN_VARIABLE, args.token, in_ns)
+            env.append(token_env)
         probe = lambda path: {"httpGet": {"path": path, "port": PORT}, "periodSeconds": 10}  # noqa: E731
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deploy",
@@ -38,6 +46,7 @@ class GreenOpsScheduler(pulumi.ComponentResource):
                     "args": ["--host", "0.0.0.0", "--port", str(PORT), "--source", c.source,
                              "--capacity-vcpu", str(c.capacity_vcpu)],
                     "ports": [{"name": "http", "containerPort": PORT}],
+                    "env": env,
                     "readinessProbe": probe("/readyz"),
                     "livenessProbe": probe("/healthz"),
                     "resources": {"requests": {"cpu": c.cpu, "memory": c.memory}, "limits": {"memory": c.memory}},

@@ -56,9 +56,11 @@ def run_platform(platform: dict, secrets=True) -> Mocks:
     config = {"greenops:platform": json.dumps(platform), "greenops:kubernetes": json.dumps({"mode": "cluster"}),
               "greenops:kubeconfig": "apiVersion: v1"}
     if secrets:
-        config.update({"greenops:mlflowDbPassword": "db-pass", "greenops:s3AccessKey": "ak", "greenops:s3SecretKey": "sk"})
+        config.update({"greenops:mlflowDbPassword": "db-pass", "greenops:s3AccessKey": "ak", "greenops:s3SecretKey": "sk",
+                       "greenops:schedulerToken": "sched-tok"})
     pulumi.runtime.set_all_config(config, secret_keys=["greenops:mlflowDbPassword", "greenops:s3AccessKey",
-                                                       "greenops:s3SecretKey", "greenops:kubeconfig"])
+                                                       "greenops:s3SecretKey", "greenops:kubeconfig",
+                                                       "greenops:schedulerToken"])
     return m
 
 
@@ -179,8 +181,26 @@ def test_secrets_stay_secret():
     assert SECRET_SIG in mlflow.inputs["values"]  # values holding a password are registered secret as a whole
     assert unwrap(mlflow.inputs["values"])["backendStore"]["postgres"]["password"] == "db-pass"
     for r in m.resources:
-        for word in ("db-pass", "ak", "sk"):
+        for word in ("db-pass", "ak", "sk", "sched-tok"):
             assert not list(exposed(r.inputs, word)), (r.typ, r.name, word)
+
+
+def test_the_scheduler_and_opa_read_the_schedulers_token_from_a_secret():
+    m = collect(PROD)
+    tokens = {r.inputs["metadata"]["namespace"]: r for r in of(m, "kubernetes:core/v1:Secret")
+              if r.inputs["metadata"]["name"] == "greenops-scheduler-token"}
+    assert set(tokens) == {"greenops", "opa"}
+    for secret in tokens.values():
+        assert SECRET_SIG in secret.inputs["stringData"]  # registered secret: encrypted in state
+        assert unwrap(secret.inputs["stringData"])["GREENOPS_SCHEDULER_TOKEN"] == "sched-tok"
+    ref = {"name": "GREENOPS_SCHEDULER_TOKEN",
+           "valueFrom": {"secretKeyRef": {"name": "greenops-scheduler-token", "key": "GREENOPS_SCHEDULER_TOKEN"}}}
+    for deploy in ("scheduler-deploy", "opa-opa"):
+        [d] = [r for r in of(m, "kubernetes:apps/v1:Deployment") if r.name == deploy]
+        assert ref in d.inputs["spec"]["template"]["spec"]["containers"][0]["env"], deploy
+    # without the secret: no token Secret and no variable, the scheduler runs open
+    bare = collect({**PROD, "mlflow": {"enabled": False}}, secrets=False)
+    assert not [r for r in of(bare, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "greenops-scheduler-token"]
 
 
 def exposed(value, word, inside_secret=False):
