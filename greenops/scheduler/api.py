@@ -147,10 +147,11 @@ def create_app(
         if begin + duration > deadline:
             what = "now" if begin_dt == now_dt else f"the earliest start {_rfc3339(begin)}"
             return _field_error("duration", f"{req.duration:g} h does not fit between {what} and the deadline")
-        work = req.number_of_jobs * len(req.eligible_regions) * math.ceil((deadline - begin) / 3600)
+        horizon_hours = math.ceil((deadline - begin) / 3600)
+        work = req.number_of_jobs * len(req.eligible_regions) * horizon_hours
         if work > MAX_WORK:
             return _field_error("number_of_jobs", f"{req.number_of_jobs} jobs x {len(req.eligible_regions)} zones x "
-                                f"{math.ceil((deadline - begin) / 3600)} h of horizon is {work} slot evaluations, above "
+                                f"{horizon_hours} h of horizon is {work} slot evaluations, above "
                                 f"the limit of {MAX_WORK}: send fewer jobs or zones per request, or an earlier deadline")
         known = source.zones()
         unknown = [z for z in req.eligible_regions if z not in known]

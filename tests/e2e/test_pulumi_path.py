@@ -10,6 +10,7 @@ import yaml
 
 from greenops import automation
 from greenops.local.tools import REPO
+from tests.engine import iso
 
 pytestmark = pytest.mark.e2e
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
@@ -38,10 +39,6 @@ def act_as_operator(cp, name: str, *conditions: dict) -> None:
                     json={"status": {"conditions": list(conditions)}},
                     headers={"Content-Type": "application/merge-patch+json"})
         assert r.status_code == 200, r.text
-
-
-def iso(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def test_up_gate_operator_verdicts_reconcile_destroy(cluster, tmp_path, crd_schemas):

@@ -12,6 +12,7 @@ from greenops.local.scheduler import SchedulerServer
 from greenops.policies.server import OpaServer
 from greenops.provider.greenvm import GreenVmProvider
 from tests.conftest import require_tool
+from tests.engine import iso
 
 pytestmark = pytest.mark.integration
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
@@ -105,10 +106,6 @@ def test_create_places_and_gates_on_time(servers, catalog, crd_schemas):
     clock.now = start + timedelta(minutes=30)
     assert not provider.diff(created.id, done, props(servers) | {"workload": out["workload"]}).changes
     assert provider.update(created.id, done, props(servers) | {"workload": out["workload"]}).outs["phase"] == "Completed"
-
-
-def iso(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def test_a_missed_window_is_re_placed_from_now_and_then_runs_its_full_duration(servers):
