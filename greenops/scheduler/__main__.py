@@ -6,6 +6,8 @@
         --source oip:URL               forecasts from an Open Inference Protocol v2 server, profiles as fallback
             [--history traces:DIR]     what the forecasters are fed as recent history (default: profiles)
         --source electricitymaps       the Electricity Maps API (token in ELECTRICITYMAPS_TOKEN), profiles as fallback
+    --database URL                     the reservation record: sqlite:///FILE (default: reservations.db in
+                                       $XDG_STATE_HOME/greenops) or postgresql+psycopg://… (a cluster)
     Callers must send ``Authorization: Bearer <token>`` when GREENOPS_SCHEDULER_TOKEN is set or
     --token-file names a file (a mounted Secret); never on the command line, where ps shows it.
 """
@@ -19,8 +21,11 @@ from pathlib import Path
 
 import structlog
 import uvicorn
+from sqlalchemy import make_url
+from sqlalchemy.exc import SQLAlchemyError
 
 from greenops.clock import system_clock
+from greenops.reservations import ReservationStore
 from greenops.scheduler.api import create_app
 from greenops.scheduler.sources import CarbonSource, ProfileSource, TraceSource
 
@@ -43,6 +48,16 @@ def build_source(spec: str, history: str | None = None) -> CarbonSource:
     raise SystemExit(f"scheduler: unknown --source {spec!r} (profiles, traces:DIR, oip:URL, electricitymaps)")
 
 
+def default_database() -> str:
+    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "greenops"
+    state.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{state / 'reservations.db'}"
+
+
+def _safe(url: str) -> str:
+    return make_url(url).render_as_string(hide_password=True)
+
+
 def configure_logging(fmt: str) -> None:
     renderer = structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=False)
     structlog.configure(processors=[structlog.processors.add_log_level,
@@ -59,6 +74,9 @@ def main(argv: list[str] | None = None) -> None:
                         "forecasters (e.g. traces:DIR); profiles when absent")
     parser.add_argument("--capacity-vcpu", type=float, default=float(os.environ.get("GREENOPS_CAPACITY_VCPU", 512)),
                         help="vCPUs each zone offers per hourly slot (the black-hole guard)")
+    parser.add_argument("--database", default=os.environ.get("GREENOPS_SCHEDULER_DATABASE") or default_database(),
+                        help="SQLAlchemy URL of the reservation record (env GREENOPS_SCHEDULER_DATABASE; a password "
+                        "belongs there or in a Secret, not on the command line)")
     parser.add_argument("--log-format", choices=["json", "console"], default="json")
     parser.add_argument("--token-file", help="file holding the bearer token callers must send "
                         "(default: GREENOPS_SCHEDULER_TOKEN; neither: no authentication)")
@@ -70,8 +88,14 @@ def main(argv: list[str] | None = None) -> None:
     token = Path(args.token_file).read_text().strip() if args.token_file else os.environ.get("GREENOPS_SCHEDULER_TOKEN")
     if token == "":
         raise SystemExit("scheduler: the bearer token is empty (--token-file or GREENOPS_SCHEDULER_TOKEN)")
+    try:
+        store = ReservationStore(args.database)
+    except SQLAlchemyError as exc:
+        raise SystemExit(f"scheduler: cannot open the reservation record {_safe(args.database)}: {exc}") from None
+    structlog.get_logger("greenops.scheduler").info("reservations.opened", database=_safe(args.database),
+                                                    active=len(store.list(now=system_clock())))
     app = create_app(build_source(args.source, args.history), capacity_vcpu=args.capacity_vcpu, clock=system_clock,
-                     token=token)
+                     token=token, store=store)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
 
 

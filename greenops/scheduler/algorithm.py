@@ -34,6 +34,11 @@ class DecisionTimeout(GreenOpsError):
     """The decision could not be made within the caller's req_timeout."""
 
 
+def slots_of(start: float, end: float) -> range:
+    """The hourly slots (hours since the epoch) a run from ``start`` to ``end`` overlaps."""
+    return range(int(start // SLOT), int(math.ceil(end / SLOT)))
+
+
 @dataclass(frozen=True)
 class Job:
     cpu: float
@@ -61,7 +66,7 @@ class CapacityLedger:
 
     def reserve(self, zone: str, start: float, duration: float, cpu: float) -> None:
         row = self._used[zone]
-        for slot in range(int(start // SLOT), int(math.ceil((start + duration) / SLOT))):
+        for slot in slots_of(start, start + duration):
             row[slot] = row.get(slot, 0.0) + cpu
 
     def forget_before(self, t: float) -> None:

@@ -5,16 +5,18 @@ Request:  {number_of_jobs, eligible_regions: [Electricity Maps zones], deadline 
 Response: {scheduling_location, scheduling_time} plus the expected mean intensity, the baseline
           (run now at origin_zone, else the mean of running now in each eligible zone), the
           saving, and every placement of a batch.
-Bad input is a 422 naming the field; a full calendar a 409; a source that is down, or no
-decision within req_timeout, a 503. Never a 5xx for what the caller sent.
+Every booking is a reservation in the record (greenops.reservations): with a ``key`` a retry is
+answered from it and books nothing new, and ``/reservations`` lists, updates and releases them.
+Bad input is a 422 naming the field; a full calendar or a used-up quota a 409; a source that is
+down, or no decision within req_timeout, a 503. Never a 5xx for what the caller sent.
 """
 from __future__ import annotations
 
 import math
-import threading
 import time
+import uuid
 from datetime import datetime, timedelta, timezone
-from typing import Annotated, Callable
+from typing import Annotated, Callable, Literal
 
 import structlog
 from fastapi import Depends, FastAPI, Request
@@ -22,15 +24,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
-from greenops.scheduler.algorithm import (
-    CapacityLedger,
-    DecisionTimeout,
-    Job,
-    NoFeasibleWindow,
-    place_batch,
-    run_now_mean,
-)
+from greenops.reservations import QuotaExceeded, ReservationStore
+from greenops.scheduler.algorithm import DecisionTimeout, Job, NoFeasibleWindow, Placement, place_batch, run_now_mean
 from greenops.scheduler.auth import require_token
+from greenops.scheduler.booking import Ask, Outcome, book, replay
+from greenops.scheduler.reservations_api import reservations_router
 from greenops.scheduler.series import from_epoch, to_epoch
 from greenops.scheduler.sources.base import CarbonSource, SourceUnavailable, UnknownZone
 
@@ -41,6 +39,9 @@ MAX_HORIZON = timedelta(days=366)
 # lock long enough to stall every other caller (10 000 jobs x 10 zones x 1 year took 84 s).
 MAX_WORK = 2_000_000
 Number = Annotated[float, Field(strict=True)]
+
+
+Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")]
 
 
 class SchedulingRequest(BaseModel):
@@ -57,6 +58,20 @@ class SchedulingRequest(BaseModel):
     earliest_start: AwareDatetime | None = Field(
         default=None, description="no start before this instant: the caller's clock, e.g. when a workload that "
                                   "missed its window is placed again from the time its reconcile ran")
+    # Beyond the thesis contract: the reservation record (all optional, so thesis clients still work).
+    key: Annotated[str, Field(min_length=1, max_length=512, pattern=r"^[\x21-\x7e]+$")] | None = Field(
+        default=None, description="the placement's stable key (stack/workload, or namespace/name/uid): the same "
+                                  "key with the same request is answered from the record and books nothing new; "
+                                  "a changed request replaces the booking")
+    tenant: Name = Field(default="default", description="whose quota the booking counts against")
+    path: Literal["pulumi", "cluster", "api"] = Field(default="api", description="where the placement came from")
+    tenant_quota_vcpu: Annotated[float, Field(strict=True, gt=0)] | None = Field(
+        default=None, description="the tenant's quota (from policy): active reservations of either path plus this "
+                                  "one must stay within it")
+    regions: dict[str, Annotated[str, Field(pattern=r"^(azure|gcp|aws)/[a-z0-9-]+$")]] = Field(
+        default_factory=dict, description="zone -> provider/region the caller maps it to, recorded with the booking")
+    dry_run: bool = Field(default=False, description="decide without booking (a dry-run admission)")
+    workload: dict | None = Field(default=None, description="the workload as policy saw it, kept for re-evaluation")
 
     @field_validator("eligible_regions")
     @classmethod
@@ -71,6 +86,7 @@ class PlacementOut(BaseModel):
 
 
 class SchedulingResponse(PlacementOut):
+    key: str | None = Field(default=None, description="the reservation's key (none for a dry run)")
     baseline_intensity: float | None = Field(description="mean gCO2eq/kWh of the baseline run")
     baseline: str = Field(description="what the baseline is")
     saving_percent: float | None
@@ -98,14 +114,16 @@ def create_app(
     capacity_vcpu: float = 512.0,
     clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
     token: str | None = None,
+    store: ReservationStore | None = None,
 ) -> FastAPI:
-    """The service around one carbon source and one capacity ledger (shared by all requests)."""
-    app = FastAPI(title="GreenOps scheduler", version="1.0.0",
+    """The service around one carbon source and one reservation record (in memory when none is
+    given: tests and one-off runs)."""
+    app = FastAPI(title="GreenOps scheduler", version="1.1.0",
                   description="Carbon-aware geographic and temporal placement of delay-tolerant jobs.")
-    ledger = CapacityLedger(capacity_vcpu)
-    lock = threading.Lock()
-    app.state.ledger = ledger
+    store = store or ReservationStore("sqlite://")
+    app.state.store = store
     app.state.source = source
+    auth = [Depends(require_token(token))]
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -124,15 +142,12 @@ def create_app(
             return JSONResponse(status_code=503, content={"detail": "carbon source has no zones"})
         return Health(status="ready", source=source.describe(), zones=len(zones))
 
-    @app.post("/scheduling", response_model=SchedulingResponse,
-              responses={409: {"description": "no capacity before the deadline"},
-                         422: {"description": "invalid request, naming the field"},
-                         503: {"description": "carbon source unavailable or req_timeout exceeded"},
-                         401: {"description": "a token is configured and the request lacks it"}},
-              dependencies=[Depends(require_token(token))])
-    def schedule(req: SchedulingRequest):
+    def schedule(req: SchedulingRequest, key: str):
         started = time.monotonic()
         give_up_at = started + req.req_timeout
+        request = req.model_dump(mode="json", exclude={"key"})
+        if not req.dry_run and (done := replay(store, key, request)):
+            return _answer(done)
         now_dt = clock()
         now = to_epoch(now_dt)
         # Forecasts are issued now; the search starts at the caller's earliest start when later.
@@ -163,10 +178,6 @@ def create_app(
             forecasts = {z: source.series(z, begin, deadline, now) for z in req.eligible_regions}
             if time.monotonic() > give_up_at:
                 raise DecisionTimeout("fetching forecasts took longer than req_timeout")
-            with lock:
-                ledger.forget_before(now)
-                placements = place_batch(forecasts, Job(req.cpu, req.memory, duration), req.number_of_jobs,
-                                         begin, deadline, ledger, give_up_at)
             if req.origin_zone:
                 base_series = source.series(req.origin_zone, begin, begin + duration, now)
                 baseline = run_now_mean(base_series, begin, duration)
@@ -174,30 +185,72 @@ def create_app(
             else:
                 baseline = sum(run_now_mean(s, begin, duration) for s in forecasts.values()) / len(forecasts)
                 what = "run now, mean over the eligible zones"
+
+            def search(ledger):
+                return place_batch(forecasts, Job(req.cpu, req.memory, duration), req.number_of_jobs,
+                                   begin, deadline, ledger, give_up_at)
+
+            def answer_of(placements):
+                return _response(placements, baseline, what, None if req.dry_run else key, source.describe())
+
+            ask = Ask(key=key, request=request, tenant=req.tenant, path=req.path, cpu=req.cpu, duration=duration,
+                      zones=req.eligible_regions, begin=begin, deadline=deadline, quota_vcpu=req.tenant_quota_vcpu,
+                      regions=req.regions, dry_run=req.dry_run)
+            done = book(store, ask, capacity_vcpu, now_dt, give_up_at, search, answer_of)
         except UnknownZone as exc:
             return _field_error("eligible_regions", str(exc))
         except NoFeasibleWindow as exc:
             return _field_error("eligible_regions", str(exc), code=409)
+        except QuotaExceeded as exc:
+            return _field_error("tenant", str(exc), code=409)
         except (SourceUnavailable, DecisionTimeout) as exc:
             log.warning("scheduling.unavailable", reason=str(exc))
             return JSONResponse(status_code=503, headers={"Retry-After": "5"},
                                 content={"detail": f"no decision: {exc}", "req_timeout": req.req_timeout})
-        first = placements[0]
-        mean_expected = sum(p.mean_intensity for p in placements) / len(placements)
-        saving = 100 * (1 - mean_expected / baseline) if baseline > 0 else None
-        log.info("scheduling.placed", jobs=req.number_of_jobs, zones=len(forecasts), zone=first.zone,
-                 start=_rfc3339(first.start), expected=round(first.mean_intensity, 1), baseline=round(baseline, 1),
-                 elapsed_ms=round((time.monotonic() - started) * 1000, 2))
-        return SchedulingResponse(
-            scheduling_location=first.zone,
-            scheduling_time=_rfc3339(first.start),
-            expected_intensity=round(first.mean_intensity, 2),
-            baseline_intensity=round(baseline, 2),
-            baseline=what,
-            saving_percent=None if saving is None else round(saving, 2),
-            source=source.describe(),
-            placements=[PlacementOut(scheduling_location=p.zone, scheduling_time=_rfc3339(p.start),
-                                     expected_intensity=round(p.mean_intensity, 2)) for p in placements],
-        )
+        log.info("scheduling.placed", key=key, tenant=req.tenant, jobs=req.number_of_jobs, zones=len(forecasts),
+                 zone=done.answer["scheduling_location"], start=done.answer["scheduling_time"],
+                 expected=done.answer["expected_intensity"], baseline=done.answer["baseline_intensity"], dry_run=req.dry_run, elapsed_ms=round((time.monotonic() - started) * 1000, 2))
+        return _answer(done)
 
+    responses = {409: {"description": "no capacity before the deadline, or the tenant's quota is used up"},
+                 422: {"description": "invalid request, naming the field"},
+                 503: {"description": "carbon source unavailable or req_timeout exceeded"},
+                 401: {"description": "a token is configured and the request lacks it"}}
+
+    @app.post("/scheduling", response_model=SchedulingResponse, responses=responses, dependencies=auth)
+    def post_scheduling(req: SchedulingRequest):
+        """The thesis contract; with ``key`` it is idempotent, without one every call books anew."""
+        return schedule(req, req.key or f"api/{uuid.uuid4()}")
+
+    @app.put("/reservations/{key:path}", response_model=SchedulingResponse, responses=responses, dependencies=auth)
+    def put_reservation(key: str, req: SchedulingRequest):
+        """Book (or re-book with a changed request) the reservation ``key``."""
+        if req.key is not None and req.key != key:
+            return _field_error("key", f"{req.key} differs from the key in the path, {key}")
+        return schedule(req, key)
+
+    app.include_router(reservations_router(store, clock), dependencies=auth)
     return app
+
+
+def _response(placements: list[Placement], baseline: float, what: str, key: str | None, source: str) -> dict:
+    first = placements[0]
+    mean_expected = sum(p.mean_intensity for p in placements) / len(placements)
+    saving = 100 * (1 - mean_expected / baseline) if baseline > 0 else None
+    return SchedulingResponse(
+        key=key,
+        scheduling_location=first.zone,
+        scheduling_time=_rfc3339(first.start),
+        expected_intensity=round(first.mean_intensity, 2),
+        baseline_intensity=round(baseline, 2),
+        baseline=what,
+        saving_percent=None if saving is None else round(saving, 2),
+        source=source,
+        placements=[PlacementOut(scheduling_location=p.zone, scheduling_time=_rfc3339(p.start),
+                                 expected_intensity=round(p.mean_intensity, 2)) for p in placements],
+    ).model_dump(mode="json")
+
+
+def _answer(done: Outcome) -> JSONResponse:
+    # A replay is the very answer first given; the header only says nothing new was booked.
+    return JSONResponse(done.answer, headers={"Idempotent-Replayed": "true"} if done.replayed else None)

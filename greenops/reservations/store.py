@@ -1,0 +1,329 @@
+"""The record of placements: one reservation per key, in SQLite (embedded) or PostgreSQL.
+
+Booking is optimistic. The caller searches a snapshot of the calendar with no lock held, then
+``commit`` applies the booking in one short transaction:
+- the key's row is created, or updated only if its revision is still the one the search saw;
+- the tenant's row is locked and its active reservations summed against the quota;
+- every zone-hour is incremented only where it stays within capacity.
+Any of these failing because somebody else got there first raises ``Conflict`` and the caller
+searches again. Locks are always taken in that order (key, tenant, zone-hours sorted), so
+concurrent bookings on PostgreSQL never deadlock; SQLite serialises writers with BEGIN IMMEDIATE.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, and_, create_engine, event, func, insert, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.pool import StaticPool
+
+from greenops.errors import GreenOpsError
+from greenops.scheduler.algorithm import SLOT, slots_of
+
+from .tables import reservations, slot_usage, tenants
+
+ACTIVE = ("Scheduled", "Provisioning", "Running")
+TERMINAL = ("Completed", "Failed", "Released")
+PRUNE_EVERY = 600.0  # seconds between sweeps of zone-hours that have passed
+_MIGRATIONS = Path(__file__).parent / "migrations"
+_PG_MIGRATION_LOCK = 0x67726E6F  # one advisory lock id: replicas starting together migrate in turn
+
+
+class Conflict(GreenOpsError):
+    """Another booking changed what the search saw: search again."""
+
+
+class QuotaExceeded(GreenOpsError):
+    """The tenant's active reservations plus this one exceed its quota."""
+
+
+class UnknownReservation(GreenOpsError):
+    """No reservation has this key."""
+
+
+def milli(vcpu: float) -> int:
+    return round(vcpu * 1000)
+
+
+def _utc(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, timezone.utc)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a search was based on: the key's revision and phase (None when the key is new)."""
+
+    revision: int | None
+    active: bool
+    placements: tuple[tuple[str, float, float], ...]
+    milli_cpu: int
+
+
+@dataclass(frozen=True)
+class Booking:
+    key: str
+    spec_hash: str
+    tenant: str
+    path: str
+    milli_cpu: int  # per job
+    placements: tuple[tuple[str, float, float], ...]  # (zone, start, end) for every job
+    request: dict
+    answer: dict
+    provider: str | None = None
+    region: str | None = None
+    quota_milli: int | None = None
+
+
+class ReservationStore:
+    """``ReservationStore("sqlite:///path.db")``, ``"postgresql+psycopg://…"``, or ``"sqlite://"`` in memory."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.engine = _engine(url)
+        self._writer = self.engine.execution_options(greenops_write=True)
+        # One in-memory SQLite connection is shared by every thread, so its users take turns.
+        self._serial = threading.RLock() if _in_memory(url) else contextlib.nullcontext()
+        self._pruned_at = 0.0
+        self._prune_lock = threading.Lock()
+        self.migrate()
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def migrate(self) -> None:
+        cfg = Config()
+        cfg.set_main_option("script_location", str(_MIGRATIONS))
+        with self._write() as conn:
+            if self.dialect == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": _PG_MIGRATION_LOCK})
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextlib.contextmanager
+    def _read(self):
+        with self._serial, self.engine.connect() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _write(self):
+        with self._serial, self._writer.begin() as conn:
+            yield conn
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def get(self, key: str) -> dict | None:
+        with self._read() as conn:
+            row = conn.execute(select(reservations).where(reservations.c.key == key)).mappings().first()
+        return dict(row) if row else None
+
+    def seen(self, row: dict | None) -> Seen:
+        if row is None:
+            return Seen(None, False, (), 0)
+        return Seen(row["revision"], row["phase"] in ACTIVE,
+                    tuple((p["zone"], p["start"], p["end"]) for p in row["placements"]), row["milli_cpu"])
+
+    def calendar(self, zones: list[str], first_slot: int, last_slot: int, seen: Seen) -> dict[str, dict[int, int]]:
+        """Booked milli-vCPUs per zone and slot in ``[first_slot, last_slot)``, without the key's
+        own active booking (a changed spec may reuse its own slots)."""
+        used: dict[str, dict[int, int]] = defaultdict(dict)
+        with self._read() as conn:
+            rows = conn.execute(select(slot_usage).where(and_(
+                slot_usage.c.zone.in_(zones), slot_usage.c.slot >= first_slot, slot_usage.c.slot < last_slot)))
+            for zone, slot, m in rows:
+                used[zone][slot] = m
+        if seen.active:
+            for zone, start, end in seen.placements:
+                for s in slots_of(start, end):
+                    if s in used[zone]:
+                        used[zone][s] -= seen.milli_cpu
+        return used
+
+    def list(self, *, tenant: str | None = None, zone: str | None = None, region: str | None = None,
+             provider: str | None = None, path: str | None = None, active_only: bool = True,
+             now: datetime | None = None) -> list[dict]:
+        q = select(reservations).order_by(reservations.c.start_at, reservations.c.key)
+        for column, value in ((reservations.c.tenant, tenant), (reservations.c.zone, zone),
+                              (reservations.c.region, region), (reservations.c.provider, provider),
+                              (reservations.c.path, path)):
+            if value is not None:
+                q = q.where(column == value)
+        if active_only:
+            q = q.where(reservations.c.phase.in_(ACTIVE))
+            if now is not None:
+                q = q.where(reservations.c.end_at > now)
+        with self._read() as conn:
+            return [dict(r) for r in conn.execute(q).mappings()]
+
+    # --- writes ----------------------------------------------------------------------------
+
+    def commit(self, booking: Booking, seen: Seen, capacity_milli: int, now: datetime) -> dict:
+        """Store ``booking`` as the key's reservation, replacing its previous booking. Raises
+        Conflict (search again) or QuotaExceeded; on any error nothing is changed."""
+        deltas: dict[tuple[str, int], int] = defaultdict(int)
+        if seen.active:
+            for zone, start, end in seen.placements:
+                for s in slots_of(start, end):
+                    deltas[(zone, s)] -= seen.milli_cpu
+        for zone, start, end in booking.placements:
+            for s in slots_of(start, end):
+                deltas[(zone, s)] += booking.milli_cpu
+        try:
+            with self._write() as conn:
+                self._claim_key(conn, booking, seen, now)
+                self._check_quota(conn, booking, now)
+                for (zone, s), delta in sorted(deltas.items()):
+                    if delta > 0 and not self._add(conn, zone, s, delta, capacity_milli):
+                        raise Conflict(f"zone {zone} hour {s} filled up meanwhile")
+                    if delta < 0:
+                        conn.execute(update(slot_usage).where(and_(slot_usage.c.zone == zone, slot_usage.c.slot == s))
+                                     .values(milli_cpu=slot_usage.c.milli_cpu + delta))
+        except IntegrityError as exc:
+            raise Conflict(f"key {booking.key} was booked meanwhile") from exc
+        except DBAPIError as exc:
+            if _retryable(exc):
+                raise Conflict(f"the database asked to retry: {exc.orig}") from exc
+            raise
+        self._maybe_prune(now)
+        return booking.answer
+
+    def release(self, key: str, phase: str, reason: str, now: datetime) -> dict:
+        """Move an active reservation to a terminal phase and give its zone-hours back; a
+        reservation already terminal is returned as it is (a retried release changes nothing)."""
+        assert phase in TERMINAL
+        with self._write() as conn:
+            row = conn.execute(select(reservations).where(reservations.c.key == key).with_for_update()).mappings().first()
+            if row is None:
+                raise UnknownReservation(f"reservation {key}: no such key")
+            if row["phase"] not in ACTIVE:
+                return dict(row)
+            deltas: dict[tuple[str, int], int] = defaultdict(int)
+            for p in row["placements"]:
+                for s in slots_of(p["start"], p["end"]):
+                    deltas[(p["zone"], s)] -= row["milli_cpu"]
+            for (zone, s), delta in sorted(deltas.items()):
+                conn.execute(update(slot_usage).where(and_(slot_usage.c.zone == zone, slot_usage.c.slot == s))
+                             .values(milli_cpu=slot_usage.c.milli_cpu + delta))
+            values = {"phase": phase, "reason": reason[:1024], "revision": row["revision"] + 1, "updated_at": now}
+            conn.execute(update(reservations).where(reservations.c.key == key).values(**values))
+            return {**dict(row), **values}
+
+    def set_phase(self, key: str, phase: str, reason: str, now: datetime) -> dict:
+        """Record an active phase (Provisioning, Running) reported by the caller."""
+        assert phase in ACTIVE
+        with self._write() as conn:
+            row = conn.execute(select(reservations).where(reservations.c.key == key).with_for_update()).mappings().first()
+            if row is None:
+                raise UnknownReservation(f"reservation {key}: no such key")
+            if row["phase"] not in ACTIVE:
+                return dict(row)  # a terminal record is never revived by a late report
+            values = {"phase": phase, "reason": reason[:1024], "updated_at": now}
+            conn.execute(update(reservations).where(reservations.c.key == key).values(**values))
+            return {**dict(row), **values}
+
+    # --- inside a write transaction --------------------------------------------------------
+
+    def _claim_key(self, conn, b: Booking, seen: Seen, now: datetime) -> None:
+        first = min(b.placements, key=lambda p: (p[1], p[0]))
+        values = {
+            "tenant": b.tenant, "path": b.path, "phase": "Scheduled", "spec_hash": b.spec_hash,
+            "milli_cpu": b.milli_cpu, "jobs": len(b.placements), "zone": first[0], "provider": b.provider,
+            "region": b.region, "start_at": _utc(first[1]), "end_at": _utc(max(p[2] for p in b.placements)),
+            "placements": [{"zone": z, "start": s, "end": e} for z, s, e in b.placements],
+            "request": b.request, "answer": b.answer, "reason": None, "updated_at": now,
+        }
+        if seen.revision is None:
+            conn.execute(insert(reservations).values(key=b.key, revision=1, created_at=now, **values))
+            return
+        done = conn.execute(update(reservations).where(and_(reservations.c.key == b.key,
+                                                            reservations.c.revision == seen.revision))
+                            .values(revision=seen.revision + 1, **values))
+        if done.rowcount != 1:
+            raise Conflict(f"key {b.key} changed meanwhile")
+
+    def _check_quota(self, conn, b: Booking, now: datetime) -> None:
+        if b.quota_milli is None:
+            return
+        conn.execute(self._insert(tenants).values(tenant=b.tenant).on_conflict_do_nothing())
+        conn.execute(select(tenants).where(tenants.c.tenant == b.tenant).with_for_update())
+        used = conn.execute(select(func.coalesce(func.sum(reservations.c.milli_cpu * reservations.c.jobs), 0)).where(
+            and_(reservations.c.tenant == b.tenant, reservations.c.phase.in_(ACTIVE),
+                 reservations.c.end_at > now, reservations.c.key != b.key))).scalar_one()
+        wanted = b.milli_cpu * len(b.placements)
+        if used + wanted > b.quota_milli:
+            raise QuotaExceeded(f"tenant {b.tenant} would use {(used + wanted) / 1000:g} vCPU, above its quota of "
+                                f"{b.quota_milli / 1000:g} ({used / 1000:g} in active reservations of either path "
+                                f"+ {wanted / 1000:g} requested)")
+
+    def _add(self, conn, zone: str, slot: int, delta: int, capacity_milli: int) -> bool:
+        if delta > capacity_milli:
+            return False
+        stmt = self._insert(slot_usage).values(zone=zone, slot=slot, milli_cpu=delta)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[slot_usage.c.zone, slot_usage.c.slot],
+            set_={"milli_cpu": slot_usage.c.milli_cpu + stmt.excluded.milli_cpu},
+            where=slot_usage.c.milli_cpu + stmt.excluded.milli_cpu <= capacity_milli,
+        ).returning(slot_usage.c.milli_cpu)
+        return conn.execute(stmt).first() is not None
+
+    def _insert(self, table):
+        return (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
+
+    def _maybe_prune(self, now: datetime) -> None:
+        """Zone-hours that have passed constrain nothing; drop them now and then."""
+        with self._prune_lock:
+            if time.monotonic() - self._pruned_at < PRUNE_EVERY:
+                return
+            self._pruned_at = time.monotonic()
+        with self._write() as conn:
+            conn.execute(slot_usage.delete().where(slot_usage.c.slot < int(now.timestamp() // SLOT) - 1))
+
+
+def _retryable(exc: DBAPIError) -> bool:
+    # PostgreSQL: serialization failure / deadlock; SQLite: busy beyond busy_timeout
+    code = getattr(exc.orig, "sqlstate", None)
+    return code in ("40001", "40P01") or "database is locked" in str(exc.orig)
+
+
+def _in_memory(url: str) -> bool:
+    return url in ("sqlite://", "sqlite:///:memory:")
+
+
+def _engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        memory = _in_memory(url)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30},
+                               **({"poolclass": StaticPool} if memory else {}))
+
+        @event.listens_for(engine, "connect")
+        def _connect(dbapi_conn, _record) -> None:
+            # Transactions are begun explicitly below; WAL lets readers run beside the writer, and a
+            # commit in WAL with synchronous=NORMAL survives the process being killed.
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            if not memory:
+                cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn) -> None:
+            # A writer takes the write lock up front, so two writers queue instead of deadlocking
+            # on a lock upgrade.
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("greenops_write") else "BEGIN")
+
+        return engine
+    return create_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)

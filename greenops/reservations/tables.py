@@ -1,0 +1,49 @@
+"""The reservation record's tables (SQLAlchemy Core; the schema itself is made by Alembic).
+
+vCPUs are stored in milli-vCPUs (integers), so booking and releasing the same amounts always sums
+back to exactly zero: no float drift in a calendar that is incremented and decremented for days.
+"""
+from __future__ import annotations
+
+from sqlalchemy import JSON, Column, DateTime, Integer, MetaData, String, Table
+
+metadata = MetaData()
+
+# One row per placement key: what was asked, what was answered, and what happened since.
+reservations = Table(
+    "reservations", metadata,
+    Column("key", String(512), primary_key=True),
+    Column("tenant", String(128), nullable=False, index=True),
+    Column("path", String(16), nullable=False),  # pulumi | cluster | api
+    Column("phase", String(16), nullable=False, index=True),
+    Column("spec_hash", String(64), nullable=False),
+    Column("revision", Integer, nullable=False),
+    Column("milli_cpu", Integer, nullable=False),  # per job
+    Column("jobs", Integer, nullable=False),
+    Column("zone", String(64), nullable=False, index=True),
+    Column("provider", String(16)),
+    Column("region", String(64), index=True),
+    Column("start_at", DateTime(timezone=True), nullable=False),
+    Column("end_at", DateTime(timezone=True), nullable=False),
+    Column("placements", JSON, nullable=False),  # [{zone, start, end}] epoch seconds, every job
+    Column("request", JSON, nullable=False),
+    Column("answer", JSON, nullable=False),
+    Column("reason", String(1024)),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
+# vCPUs booked per zone and hourly slot (hours since the epoch): the capacity calendar. Updated in
+# the same transaction as the reservations, by conditional increments the database serialises.
+slot_usage = Table(
+    "slot_usage", metadata,
+    Column("zone", String(64), primary_key=True),
+    Column("slot", Integer, primary_key=True),
+    Column("milli_cpu", Integer, nullable=False),
+)
+
+# One row per tenant, locked while a booking of that tenant checks its quota.
+tenants = Table(
+    "tenants", metadata,
+    Column("tenant", String(128), primary_key=True),
+)

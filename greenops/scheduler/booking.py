@@ -1,0 +1,102 @@
+"""Booking a decision in the reservation record, idempotently and without a global lock.
+
+The search runs on a snapshot of the calendar with nothing locked; the booking is then committed
+under the database's concurrency control, and the search runs again if somebody took the slot
+first. A key already booked with the same request gets its stored answer back: a client's retry
+never books twice.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Callable
+
+from greenops.reservations import ACTIVE, Booking, Conflict, ReservationStore, milli
+from greenops.scheduler.algorithm import SLOT, CapacityLedger, DecisionTimeout, Placement
+
+MAX_ATTEMPTS = 25
+# What does not change the placement a request asks for: a retry may send other values.
+_NOT_THE_SPEC = {"req_timeout", "key", "dry_run"}
+
+
+def spec_hash(request: dict) -> str:
+    spec = {k: v for k, v in request.items() if k not in _NOT_THE_SPEC}
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    answer: dict
+    replayed: bool  # the key was already booked with this request: nothing new was booked
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One request as the record sees it."""
+
+    key: str
+    request: dict  # the validated request, JSON-ready
+    tenant: str
+    path: str
+    cpu: float
+    duration: float  # seconds
+    zones: list[str]
+    begin: float
+    deadline: float
+    quota_vcpu: float | None
+    regions: dict[str, str]
+    dry_run: bool
+
+
+def replay(store: ReservationStore, key: str, request: dict) -> Outcome | None:
+    """The stored answer when ``key`` is already actively booked with this very request."""
+    return _replayed(store.get(key), spec_hash(request))
+
+
+def _replayed(row: dict | None, digest: str) -> Outcome | None:
+    if row is not None and row["phase"] in ACTIVE and row["spec_hash"] == digest:
+        return Outcome(row["answer"], replayed=True)
+    return None
+
+
+def book(store: ReservationStore, ask: Ask, capacity_vcpu: float, now: datetime, give_up_at: float,
+         search: Callable[[CapacityLedger], list[Placement]],
+         answer_of: Callable[[list[Placement]], dict]) -> Outcome:
+    digest = spec_hash(ask.request)
+    first_slot, last_slot = int(ask.begin // SLOT), int(-(-ask.deadline // SLOT))
+    last_conflict = ""
+    for _ in range(MAX_ATTEMPTS):
+        row = store.get(ask.key)
+        if done := _replayed(row, digest):
+            return done  # booked meanwhile by a retry that overtook this request
+        seen = store.seen(row)
+        ledger = _ledger(store.calendar(ask.zones, first_slot, last_slot, seen), capacity_vcpu)
+        placements = search(ledger)
+        answer = answer_of(placements)
+        if ask.dry_run:
+            return Outcome(answer, replayed=False)
+        provider, _, region = ask.regions.get(placements[0].zone, "").partition("/")
+        booking = Booking(
+            key=ask.key, spec_hash=digest, tenant=ask.tenant, path=ask.path, milli_cpu=milli(ask.cpu),
+            placements=tuple((p.zone, p.start, p.start + ask.duration) for p in placements),
+            request=ask.request, answer=answer, provider=provider or None, region=region or None,
+            quota_milli=None if ask.quota_vcpu is None else milli(ask.quota_vcpu))
+        try:
+            return Outcome(store.commit(booking, seen, milli(capacity_vcpu) if capacity_vcpu != float("inf")
+                                        else 2**62, now), replayed=False)
+        except Conflict as exc:
+            last_conflict = str(exc)
+            if time.monotonic() > give_up_at:
+                break
+    raise DecisionTimeout(f"the calendar kept changing under this request ({last_conflict})")
+
+
+def _ledger(calendar: dict[str, dict[int, int]], capacity_vcpu: float) -> CapacityLedger:
+    used: dict[str, dict[int, float]] = defaultdict(dict)
+    for zone, row in calendar.items():
+        used[zone] = {slot: m / 1000 for slot, m in row.items()}
+    return CapacityLedger(capacity_vcpu, used)

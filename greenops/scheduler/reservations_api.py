@@ -1,0 +1,95 @@
+"""``/reservations``: the record of placements, as the scheduler keeps it.
+
+    GET    /reservations?tenant=&zone=&region=&provider=&path=&all=   active ones (all: every phase)
+    GET    /reservations/{key}
+    PATCH  /reservations/{key}  {"phase": "Provisioning"|"Running"|"Completed"|"Failed", "reason"}
+    DELETE /reservations/{key}?reason=                                 released; its zone-hours freed
+Completed, Failed and Released are terminal and free the zone-hours; a retried release or a late
+report changes nothing.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Callable, Literal
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from greenops.reservations import ACTIVE, ReservationStore, UnknownReservation
+
+
+class ReservationOut(BaseModel):
+    key: str
+    tenant: str
+    path: str
+    phase: str
+    reason: str | None
+    zone: str
+    provider: str | None
+    region: str | None
+    start: datetime
+    end: datetime
+    cpu: float = Field(description="vCPUs per job")
+    jobs: int
+    revision: int
+    workload: dict | None = Field(description="the workload as policy saw it, when the caller sent it")
+    updated_at: datetime
+
+
+class ReservationList(BaseModel):
+    reservations: list[ReservationOut]
+
+
+class PhaseReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    phase: Literal["Provisioning", "Running", "Completed", "Failed"]
+    reason: str = Field(default="", max_length=1024)
+
+
+def out(row: dict) -> ReservationOut:
+    return ReservationOut(key=row["key"], tenant=row["tenant"], path=row["path"], phase=row["phase"],
+                          reason=row["reason"], zone=row["zone"], provider=row["provider"], region=row["region"],
+                          start=row["start_at"], end=row["end_at"], cpu=row["milli_cpu"] / 1000, jobs=row["jobs"],
+                          revision=row["revision"], workload=row["request"].get("workload"),
+                          updated_at=row["updated_at"])
+
+
+def _unknown(exc: UnknownReservation) -> JSONResponse:
+    return JSONResponse(status_code=404, content={"detail": str(exc)})
+
+
+def reservations_router(store: ReservationStore, clock: Callable[[], datetime]) -> APIRouter:
+    router = APIRouter(prefix="/reservations", tags=["reservations"])
+
+    @router.get("", response_model=ReservationList)
+    def list_reservations(tenant: str | None = None, zone: str | None = None, region: str | None = None,
+                          provider: str | None = None, path: str | None = None,
+                          all: bool = Query(False, description="every phase, not only the active ones")):
+        rows = store.list(tenant=tenant, zone=zone, region=region, provider=provider, path=path,
+                          active_only=not all, now=None if all else clock())
+        return ReservationList(reservations=[out(r) for r in rows])
+
+    @router.get("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
+    def get_reservation(key: str):
+        row = store.get(key)
+        return out(row) if row else JSONResponse(status_code=404, content={"detail": f"reservation {key}: no such key"})
+
+    @router.patch("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
+    def report_phase(key: str, report: PhaseReport):
+        try:
+            if report.phase in ACTIVE:
+                return out(store.set_phase(key, report.phase, report.reason, clock()))
+            return out(store.release(key, report.phase, report.reason, clock()))
+        except UnknownReservation as exc:
+            return _unknown(exc)
+
+    @router.delete("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
+    def release(key: str, reason: str = Query("released by its owner", max_length=1024)):
+        try:
+            return out(store.release(key, "Released", reason, clock()))
+        except UnknownReservation as exc:
+            return _unknown(exc)
+
+    return router

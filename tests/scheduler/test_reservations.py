@@ -1,0 +1,131 @@
+"""The reservation record behind the scheduler: idempotent keys, replacement, release, dry runs,
+quota across keys, and the listing. In-process (TestClient) with an injected clock, on a real
+SQLite file."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from fastapi.testclient import TestClient
+
+from greenops.reservations import ReservationStore
+from greenops.scheduler.api import create_app
+from greenops.scheduler.sources import ProfileSource
+
+NOW = datetime(2027, 1, 10, 3, 0, tzinfo=timezone.utc)
+
+
+def body(**over) -> dict:
+    # One zone and a deadline exactly one run away: there is a single possible slot.
+    b = {"eligible_regions": ["FR"], "deadline": "2027-01-10T05:00:00Z", "duration": 2, "cpu": 8, "memory": 16}
+    b.update(over)
+    return b
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = ReservationStore(f"sqlite:///{tmp_path / 'reservations.db'}")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def client(store):
+    return TestClient(create_app(ProfileSource(), capacity_vcpu=8, clock=lambda: NOW, store=store))
+
+
+def test_a_retry_with_the_same_key_gets_the_same_answer_and_books_nothing(client, store):
+    first = client.post("/scheduling", json=body(key="dev/etl"))
+    assert first.status_code == 200 and first.json()["key"] == "dev/etl"
+    again = client.post("/scheduling", json=body(key="dev/etl", req_timeout=3))  # a retry may change its timeout
+    assert again.status_code == 200 and again.json() == first.json()
+    assert again.headers["idempotent-replayed"] == "true"
+    assert [r["key"] for r in store.list()] == ["dev/etl"]
+    # without a key, the identical request is a second job: the only slot is taken
+    other = client.post("/scheduling", json=body())
+    assert other.status_code == 409 and "capacity" in other.json()["detail"]
+
+
+def test_put_is_the_same_booking_by_its_path_key(client):
+    a = client.put("/reservations/ns/vm/uid-1", json=body())
+    b = client.post("/scheduling", json=body(key="ns/vm/uid-1"))
+    assert a.status_code == b.status_code == 200 and a.json() == b.json()
+    mismatch = client.put("/reservations/ns/vm/uid-1", json=body(key="ns/vm/uid-2"))
+    assert mismatch.status_code == 422 and mismatch.json()["detail"].startswith("key: ns/vm/uid-2 differs")
+
+
+def test_a_changed_request_replaces_the_booking_atomically(client, store):
+    assert client.post("/scheduling", json=body(key="k")).status_code == 200
+    smaller = client.post("/scheduling", json=body(key="k", cpu=4))
+    assert smaller.status_code == 200 and "idempotent-replayed" not in smaller.headers
+    [row] = store.list()
+    assert row["milli_cpu"] == 4000 and row["revision"] == 2
+    # the 4 vCPUs given back are free for somebody else; 5 are not
+    assert client.post("/scheduling", json=body(key="other", cpu=4)).status_code == 200
+    assert client.post("/scheduling", json=body(key="third", cpu=1)).status_code == 409
+
+
+def test_delete_releases_and_a_retried_delete_changes_nothing(client, store):
+    assert client.post("/scheduling", json=body(key="k")).status_code == 200
+    gone = client.delete("/reservations/k", params={"reason": "stack destroyed"})
+    assert gone.status_code == 200 and gone.json()["phase"] == "Released" and gone.json()["reason"] == "stack destroyed"
+    again = client.delete("/reservations/k")
+    assert again.status_code == 200 and again.json()["revision"] == gone.json()["revision"]
+    assert client.delete("/reservations/never").status_code == 404
+    assert client.post("/scheduling", json=body(key="next")).status_code == 200  # the slot is free again
+    assert [r["key"] for r in store.list()] == ["next"]
+    # the same key booked again after its release is a new booking
+    assert client.post("/scheduling", json=body(key="k", cpu=0.5, eligible_regions=["FR", "DE"])).status_code == 200
+
+
+def test_a_dry_run_books_nothing(client, store):
+    dry = client.post("/scheduling", json=body(key="k", dry_run=True))
+    assert dry.status_code == 200 and dry.json()["key"] is None
+    assert store.list(active_only=False) == []
+    real = client.post("/scheduling", json=body(key="k"))
+    assert real.status_code == 200 and real.json()["scheduling_time"] == dry.json()["scheduling_time"]
+
+
+def test_quota_counts_every_active_reservation_of_the_tenant(client):
+    wide = dict(eligible_regions=["FR", "DE", "PL"], deadline="2027-01-11T03:00:00Z", cpu=4, tenant="team-a",
+                tenant_quota_vcpu=8)
+    assert client.post("/scheduling", json=body(key="a", path="pulumi", **wide)).status_code == 200
+    assert client.post("/scheduling", json=body(key="b", path="cluster", **wide)).status_code == 200
+    refused = client.post("/scheduling", json=body(key="c", path="cluster", **wide))
+    assert refused.status_code == 409
+    assert refused.json()["detail"] == ("tenant: tenant team-a would use 12 vCPU, above its quota of 8 (8 in active "
+                                        "reservations of either path + 4 requested)")
+    assert client.post("/scheduling", json=body(key="b", path="cluster", **wide)).status_code == 200  # a retry
+    assert client.post("/scheduling", json=body(key="c", **{**wide, "tenant": "team-b"})).status_code == 200
+    done = client.patch("/reservations/a", json={"phase": "Completed", "reason": "ran 2h"})
+    assert done.status_code == 200 and done.json()["phase"] == "Completed"
+    assert client.post("/scheduling", json=body(key="c2", path="cluster", **wide)).status_code == 200
+    # a late report never revives a terminal reservation
+    assert client.patch("/reservations/a", json={"phase": "Running"}).json()["phase"] == "Completed"
+
+
+def test_the_listing_filters_by_tenant_zone_and_region(client):
+    wide = dict(eligible_regions=["FR", "DE"], deadline="2027-01-11T03:00:00Z", cpu=1,
+                regions={"FR": "azure/francecentral", "DE": "gcp/europe-west3"})
+    for key, tenant in (("x", "team-a"), ("y", "team-b")):
+        assert client.post("/scheduling", json=body(key=key, tenant=tenant, workload={"name": key}, **wide)).status_code == 200
+    listed = client.get("/reservations").json()["reservations"]
+    assert {r["key"] for r in listed} == {"x", "y"}
+    x = next(r for r in listed if r["key"] == "x")
+    assert f'{x["provider"]}/{x["region"]}' == wide["regions"][x["zone"]] and x["workload"] == {"name": "x"}
+    assert [r["key"] for r in client.get("/reservations", params={"tenant": "team-b"}).json()["reservations"]] == ["y"]
+    by_region = client.get("/reservations", params={"region": x["region"]}).json()["reservations"]
+    assert "x" in {r["key"] for r in by_region} and all(r["region"] == x["region"] for r in by_region)
+    client.delete("/reservations/x")
+    assert [r["key"] for r in client.get("/reservations").json()["reservations"]] == ["y"]
+    assert {r["key"] for r in client.get("/reservations", params={"all": True}).json()["reservations"]} == {"x", "y"}
+
+
+def test_bad_fields_are_named(client):
+    r = client.post("/scheduling", json=body(key="k", tenant="Team A"))
+    assert r.status_code == 422 and r.json()["detail"].startswith("tenant:")
+    r = client.post("/scheduling", json=body(key="k", regions={"FR": "oracle/paris"}))
+    assert r.status_code == 422 and r.json()["detail"].startswith("regions.FR:")
+    r = client.patch("/reservations/k", json={"phase": "Released"})
+    assert r.status_code == 422 and r.json()["detail"].startswith("phase:")
+    assert client.patch("/reservations/unknown", json={"phase": "Running"}).status_code == 404
