@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
+.PHONY: postgres simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver) -> .tools/bin
@@ -28,7 +28,11 @@ $(MLSERVER_STAMP): tools/mlserver/requirements.txt
 	$(MLSERVER_VENV)/bin/python -m pip install --quiet -r tools/mlserver/requirements.txt
 	touch $(MLSERVER_STAMP)
 
-test: setup tools mlserver
+# Debian's PostgreSQL server binaries (the reservation record's tests start their own on loopback)
+postgres:
+	bash tools/install-postgres.sh
+
+test: setup tools mlserver postgres
 	$(PY) -m pytest
 
 # Until the main job lands (issue: the `greenops` demo on the Automation API), render the dev
