@@ -23,6 +23,8 @@ class PlatformSecrets:
     s3_access_key: pulumi.Input[str] | None = None
     s3_secret_key: pulumi.Input[str] | None = None
     scheduler_token: pulumi.Input[str] | None = None  # greenops:schedulerToken, also GreenVm's
+    opa_token: pulumi.Input[str] | None = None  # greenops:opaToken: OPA's query token, also GreenVm's
+    opa_admin_token: pulumi.Input[str] | None = None  # greenops:opaAdminToken: kube-mgmt's, for writes
 
 
 @dataclass
@@ -53,7 +55,8 @@ class GreenOpsPlatform(pulumi.ComponentResource):
             self.parts["scheduler"] = GreenOpsScheduler("scheduler", GreenOpsSchedulerArgs(c.scheduler, image, args.secrets.scheduler_token), child)
         if c.policy.enabled:
             self.parts["policy"] = PolicyEngine("opa", PolicyEngineArgs(
-                c.policy, v("opa_image"), v("kube_mgmt_image"), scheduler_token=args.secrets.scheduler_token), child)
+                c.policy, v("opa_image"), v("kube_mgmt_image"), scheduler_token=args.secrets.scheduler_token,
+                query_token=args.secrets.opa_token, admin_token=args.secrets.opa_admin_token), child)
         if c.mlflow.enabled:
             s = args.secrets
             self.parts["mlflow"] = ModelTracking("mlflow", ModelTrackingArgs(

@@ -13,9 +13,11 @@ import pulumi_tls as tls
 from components.config import PolicyConfig
 from components.scheduler import TOKEN_VARIABLE
 from components.secret_env import secret_env
+from greenops.policies import ADMIN_TOKEN_VARIABLE, QUERY_TOKEN_VARIABLE
 
 VMTEMPLATE_GROUP = "composition.krateo.io"
 OPA_PORT = 8443
+ADMIN_TOKEN_DIR = "/var/run/secrets/greenops/opa-admin"  # kube-mgmt's --opa-auth-token-file lives here
 
 
 @dataclass
@@ -25,6 +27,10 @@ class PolicyEngineArgs:
     kube_mgmt_image: str
     vmtemplate_version: str = "v1-0-0"  # Krateo names the generated API version after the chart
     scheduler_token: pulumi.Input[str] | None = None  # presented on every call to the scheduler
+    # OPA's own API (system.authz): greenops:opaToken for decision queries (GreenVm's), and
+    # greenops:opaAdminToken for kube-mgmt's writes. Both or neither.
+    query_token: pulumi.Input[str] | None = None
+    admin_token: pulumi.Input[str] | None = None
 
 
 def opa_config(c: PolicyConfig) -> dict:
@@ -77,6 +83,29 @@ class PolicyEngine(pulumi.ComponentResource):
             self.scheduler_token, env = secret_env(f"{name}-scheduler-token", "greenops-scheduler-token", ns,
                                                    TOKEN_VARIABLE, args.scheduler_token, in_ns)
             token_env.append(env)
+        # OPA's API: --authentication=token --authorization=basic with the bundle's system.authz.
+        # GET /health and the webhook's POST / stay open; the tokens reach OPA as variables from
+        # Secrets, and kube-mgmt reads the admin token from the same Secret mounted as a file.
+        auth_args, mgmt_auth_args, mgmt_mounts, token_volumes, token_secrets = [], [], [], [], []
+        if (args.query_token is None) != (args.admin_token is None):
+            missing = "greenops:opaAdminToken" if args.admin_token is None else "greenops:opaToken"
+            raise pulumi.RunError(f"{missing} is required too: OPA's API needs both its query token "
+                                  "(greenops:opaToken) and kube-mgmt's admin token (greenops:opaAdminToken)")
+        if args.query_token is not None:
+            self.query_token, query_env = secret_env(f"{name}-query-token", "greenops-opa-query-token", ns,
+                                                     QUERY_TOKEN_VARIABLE, args.query_token, in_ns)
+            self.admin_token, admin_env = secret_env(f"{name}-admin-token", "greenops-opa-admin-token", ns,
+                                                     ADMIN_TOKEN_VARIABLE, args.admin_token, in_ns)
+            token_env += [query_env, admin_env]
+            token_secrets = [self.query_token, self.admin_token]
+            auth_args = ["--authentication=token", "--authorization=basic"]
+            mgmt_auth_args = [f"--opa-auth-token-file={ADMIN_TOKEN_DIR}/token"]
+            mgmt_mounts = [{"name": "opa-admin-token", "mountPath": ADMIN_TOKEN_DIR, "readOnly": True}]
+            token_volumes = [{"name": "opa-admin-token", "secret": {
+                "secretName": "greenops-opa-admin-token", "items": [{"key": ADMIN_TOKEN_VARIABLE, "path": "token"}]}}]
+        else:
+            pulumi.log.warn("OPA's API is open to every pod that reaches it: set greenops:opaToken and "
+                            "greenops:opaAdminToken (pulumi config set --secret) to require bearer tokens", self)
         self.account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata={"name": "opa", "namespace": ns}, opts=in_ns)
         self.role = k8s.rbac.v1.ClusterRole(
             f"{name}-replicate", metadata={"name": "greenops-opa-replicate"},
@@ -89,7 +118,7 @@ class PolicyEngine(pulumi.ComponentResource):
 
         labels = {"app.kubernetes.io/name": "opa", "app.kubernetes.io/part-of": "greenops"}
         opa_args = ["run", "--server", f"--addr=0.0.0.0:{OPA_PORT}", "--tls-cert-file=/certs/tls.crt",
-                    "--tls-private-key-file=/certs/tls.key", "--optimize-store-for-read-speed", "--log-format=json"]
+                    "--tls-private-key-file=/certs/tls.key", "--optimize-store-for-read-speed", "--log-format=json", *auth_args]
         if c.bundle_service_url:
             opa_args.append("--config-file=/config/config.json")
         self.deployment = k8s.apps.v1.Deployment(
@@ -107,21 +136,27 @@ class PolicyEngine(pulumi.ComponentResource):
                          "ports": [{"name": "https", "containerPort": OPA_PORT}],
                          "readinessProbe": {"httpGet": {"path": "/health?bundles", "port": OPA_PORT, "scheme": "HTTPS"}},
                          "livenessProbe": {"httpGet": {"path": "/health", "port": OPA_PORT, "scheme": "HTTPS"}},
+                         # With authorization on, even /health answers 500 until the bundle brings
+                         # system.authz: liveness waits for that (up to 5 minutes) instead of restarting.
+                         **({"startupProbe": {"httpGet": {"path": "/health", "port": OPA_PORT, "scheme": "HTTPS"},
+                                              "periodSeconds": 5, "failureThreshold": 60}} if auth_args else {}),
                          "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False},
                          "volumeMounts": [{"name": "certs", "mountPath": "/certs", "readOnly": True},
                                           {"name": "config", "mountPath": "/config", "readOnly": True}]},
                         {"name": "kube-mgmt", "image": args.kube_mgmt_image,
                          # Same pod: the sidecar talks to OPA over loopback, through OPA's serving cert.
                          "args": [f"--opa-url=https://127.0.0.1:{OPA_PORT}/v1", "--opa-allow-insecure",
-                                  "--enable-policies=false", "--enable-data=false",
+                                  "--enable-policies=false", "--enable-data=false", *mgmt_auth_args,
                                   f"--replicate={VMTEMPLATE_GROUP}/{args.vmtemplate_version}/vmtemplates"],
+                         **({"volumeMounts": mgmt_mounts} if mgmt_mounts else {}),
                          "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False}},
                     ],
                     "volumes": [{"name": "certs", "secret": {"secretName": "opa-server-tls"}},
-                                {"name": "config", "configMap": {"name": "opa-config"}}],
+                                {"name": "config", "configMap": {"name": "opa-config"}}, *token_volumes],
                 }},
             },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.tls_secret, self.config_map, self.binding]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[
+                self.tls_secret, self.config_map, self.binding, *token_secrets]),
         )
         self.service = k8s.core.v1.Service(
             f"{name}-svc", metadata={"name": "opa", "namespace": ns, "labels": labels},

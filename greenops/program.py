@@ -57,7 +57,8 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
                  for e in exc.errors()]
         raise pulumi.RunError("; ".join(lines)) from None
     secrets = PlatformSecrets(*(cfg.require_secret(k) if platform_config.mlflow.enabled else None
-                                for k in PLATFORM_SECRETS), scheduler_token=cfg.get_secret("schedulerToken"))
+                                for k in PLATFORM_SECRETS), scheduler_token=cfg.get_secret("schedulerToken"),
+                              opa_token=cfg.get_secret("opaToken"), opa_admin_token=cfg.get_secret("opaAdminToken"))
     GreenOpsPlatform("greenops", GreenOpsPlatformArgs(platform_config, secrets, reconcile_interval_seconds=interval),
                      pulumi.ResourceOptions(providers={"kubernetes": provider}))
 

@@ -17,9 +17,17 @@ class PolicyDenied(GreenOpsError):
     """Policy refused the workload; the message lists OPA's reasons."""
 
 
+class PolicyUnauthorized(PolicyUnavailable):
+    """OPA (run with --authentication=token) refused the caller's bearer token, or got none."""
+
+
 class OpaClient(RetryingClient):
-    def __init__(self, url: str, timeout: float = 5.0, attempts: int = 3, backoff: float = 0.2, **kw):
-        super().__init__(url, timeout, attempts, backoff, **kw)
+    """``token``: OPA's query token (greenops:opaToken), sent as ``Authorization: Bearer ...``."""
+
+    def __init__(self, url: str, timeout: float = 5.0, attempts: int = 3, backoff: float = 0.2,
+                 token: str | None = None, **kw):
+        super().__init__(url, timeout, attempts, backoff, token=token, **kw)
+        self.has_token = bool(token)
 
     def decision(self, workload: dict[str, Any], placed: list[dict] | None = None, zone: str | None = None) -> dict:
         """The decision document; raises PolicyUnavailable (transport) but never on denial."""
@@ -34,6 +42,11 @@ class OpaClient(RetryingClient):
             if isinstance(result, dict):
                 return result
             raise PolicyUnavailable(f"OPA at {self.url} has no greenops placement policy loaded (empty result)")
+        if r is not None and r.status_code in (401, 403):
+            what = "refused the bearer token" if self.has_token else "requires a bearer token and none was sent"
+            raise PolicyUnauthorized(
+                f"OPA at {self.url} {what} (HTTP {r.status_code}: {_opa_message(r)}); "
+                "set greenops:opaToken (pulumi config set --secret) to OPA's query token")
         if r is not None:
             self.last_error = f"HTTP {r.status_code}: {r.text[:300]}"
         raise PolicyUnavailable(f"OPA at {self.url} did not answer the placement query ({self.last_error})")
@@ -43,3 +56,12 @@ class OpaClient(RetryingClient):
         if not d.get("allowed"):
             raise PolicyDenied("; ".join(d.get("errors") or ["denied without a reason"]))
         return d
+
+
+def _opa_message(r) -> str:
+    """OPA's own error message (``{"code": ..., "message": ...}``), else the body."""
+    try:
+        payload = r.json()
+    except ValueError:
+        return r.text[:300]
+    return str(payload.get("message", r.text[:300])) if isinstance(payload, dict) else r.text[:300]

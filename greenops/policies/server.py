@@ -10,6 +10,7 @@ from greenops.local.controlplane import free_port
 from greenops.local.service import ProcessService
 from greenops.local.tools import tool_path
 
+from . import ADMIN_TOKEN_VARIABLE, QUERY_TOKEN_VARIABLE
 from .bundle import build, default_revision
 
 
@@ -19,6 +20,10 @@ class OpaServer(ProcessService):
 
     scheduler_url: str | None = None
     scheduler_token: str | None = None  # the bearer token http.send presents to the scheduler
+    # With either token, OPA runs with --authentication=token --authorization=basic (system.authz):
+    # decision queries need query_token (or admin_token), writes need admin_token (kube-mgmt's).
+    query_token: str | None = None
+    admin_token: str | None = None
     bundle: Path | None = None
     startup_timeout: float = 30.0
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-opa-")))
@@ -42,9 +47,14 @@ class OpaServer(ProcessService):
             env["SCHEDULER_URL"] = self.scheduler_url
         if self.scheduler_token:
             env["GREENOPS_SCHEDULER_TOKEN"] = self.scheduler_token
+        auth = []
+        if self.query_token or self.admin_token:
+            env[QUERY_TOKEN_VARIABLE] = self.query_token or ""
+            env[ADMIN_TOKEN_VARIABLE] = self.admin_token or ""
+            auth = ["--authentication=token", "--authorization=basic"]
         # Read-optimised store: catalog lookups skip a JSON-to-AST conversion on every read.
         tls = ["--tls-cert-file", str(self.tls_cert), "--tls-private-key-file", str(self.tls_key)] if self.tls_cert else []
         self._launch([tool_path("opa"), "run", "--server", "--addr", f"127.0.0.1:{self.port}", "--log-level", "error",
-                      "--optimize-store-for-read-speed", *tls, "--bundle", str(bundle)],
+                      "--optimize-store-for-read-speed", *auth, *tls, "--bundle", str(bundle)],
                      self.workdir / "opa.log", env=env)
         self._wait_ready(f"{self.url}/health?bundles")

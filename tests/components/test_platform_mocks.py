@@ -50,17 +50,21 @@ class Mocks(pulumi.runtime.Mocks):
         return {}
 
 
-def run_platform(platform: dict, secrets=True) -> Mocks:
+OPA_TOKENS = {"greenops:opaToken": "Q7x-query-s3cret", "greenops:opaAdminToken": "A9z-admin-s3cret"}
+
+
+def run_platform(platform: dict, secrets=True, without: str | None = None) -> Mocks:
     m = Mocks()
     pulumi.runtime.set_mocks(m, project="greenops-platform", stack="prod", preview=False)
     config = {"greenops:platform": json.dumps(platform), "greenops:kubernetes": json.dumps({"mode": "cluster"}),
               "greenops:kubeconfig": "apiVersion: v1"}
     if secrets:
         config.update({"greenops:mlflowDbPassword": "db-pass", "greenops:s3AccessKey": "ak", "greenops:s3SecretKey": "sk",
-                       "greenops:schedulerToken": "sched-tok"})
+                       "greenops:schedulerToken": "sched-tok", **OPA_TOKENS})
+    config.pop(without, None)
     pulumi.runtime.set_all_config(config, secret_keys=["greenops:mlflowDbPassword", "greenops:s3AccessKey",
                                                        "greenops:s3SecretKey", "greenops:kubeconfig",
-                                                       "greenops:schedulerToken"])
+                                                       "greenops:schedulerToken", *OPA_TOKENS])
     return m
 
 
@@ -181,7 +185,7 @@ def test_secrets_stay_secret():
     assert SECRET_SIG in mlflow.inputs["values"]  # values holding a password are registered secret as a whole
     assert unwrap(mlflow.inputs["values"])["backendStore"]["postgres"]["password"] == "db-pass"
     for r in m.resources:
-        for word in ("db-pass", "ak", "sk", "sched-tok"):
+        for word in ("db-pass", "ak", "sk", "sched-tok", *OPA_TOKENS.values()):
             assert not list(exposed(r.inputs, word)), (r.typ, r.name, word)
 
 
@@ -201,6 +205,64 @@ def test_the_scheduler_and_opa_read_the_schedulers_token_from_a_secret():
     # without the secret: no token Secret and no variable, the scheduler runs open
     bare = collect({**PROD, "mlflow": {"enabled": False}}, secrets=False)
     assert not [r for r in of(bare, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "greenops-scheduler-token"]
+
+
+def test_opa_requires_tokens_and_kube_mgmt_presents_its_own():
+    m = collect(PROD)
+    [deploy] = [r for r in of(m, "kubernetes:apps/v1:Deployment") if r.inputs["metadata"]["name"] == "opa"]
+    pod = deploy.inputs["spec"]["template"]["spec"]
+    opa, mgmt = pod["containers"]
+    assert "--authentication=token" in opa["args"] and "--authorization=basic" in opa["args"]
+    # OPA reads both tokens from Secrets; the probes stay on the open GET /health
+    secrets = {r.inputs["metadata"]["name"]: r for r in of(m, "kubernetes:core/v1:Secret")
+               if r.inputs["metadata"]["namespace"] == "opa"}
+    for name, variable, value in (("greenops-opa-query-token", "GREENOPS_OPA_QUERY_TOKEN", "Q7x-query-s3cret"),
+                                  ("greenops-opa-admin-token", "GREENOPS_OPA_ADMIN_TOKEN", "A9z-admin-s3cret")):
+        assert SECRET_SIG in secrets[name].inputs["stringData"]
+        assert unwrap(secrets[name].inputs["stringData"]) == {variable: value}
+        assert {"name": variable, "valueFrom": {"secretKeyRef": {"name": name, "key": variable}}} in opa["env"]
+    assert opa["livenessProbe"]["httpGet"]["path"] == "/health"
+    assert opa["readinessProbe"]["httpGet"]["path"] == "/health?bundles"
+    assert opa["startupProbe"]["httpGet"]["path"] == "/health"  # 500 until the bundle brings system.authz
+    # kube-mgmt: the admin token as a file from the same Secret, and nothing else
+    assert "--opa-auth-token-file=/var/run/secrets/greenops/opa-admin/token" in mgmt["args"]
+    assert not [a for a in mgmt["args"] if a.startswith("--opa-auth-token=")]
+    assert mgmt["volumeMounts"] == [{"name": "opa-admin-token", "mountPath": "/var/run/secrets/greenops/opa-admin",
+                                     "readOnly": True}]
+    assert {"name": "opa-admin-token", "secret": {"secretName": "greenops-opa-admin-token", "items": [
+        {"key": "GREENOPS_OPA_ADMIN_TOKEN", "path": "token"}]}} in pod["volumes"]
+    assert not [e for e in mgmt.get("env", []) if "TOKEN" in e["name"]]
+    assert "opa-admin-token" not in [v["name"] for v in opa["volumeMounts"]]
+    # no token anywhere in plaintext: not as a value, not inside a longer string
+    for r in m.resources:
+        text = json.dumps(plaintext(r.inputs))
+        for token in OPA_TOKENS.values():
+            assert token not in text, (r.typ, r.name)
+
+
+def test_opa_without_tokens_runs_as_before_and_half_a_pair_is_refused():
+    bare = collect({**PROD, "mlflow": {"enabled": False}}, secrets=False)
+    [deploy] = [r for r in of(bare, "kubernetes:apps/v1:Deployment") if r.inputs["metadata"]["name"] == "opa"]
+    opa, mgmt = deploy.inputs["spec"]["template"]["spec"]["containers"]
+    assert not [a for a in opa["args"] if a.startswith(("--authentication", "--authorization"))]
+    assert not [a for a in mgmt["args"] if a.startswith("--opa-auth")] and "volumeMounts" not in mgmt
+    assert "startupProbe" not in opa
+    assert not [r for r in of(bare, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"].startswith("greenops-opa-")]
+    from greenops import program
+
+    for missing in OPA_TOKENS:
+        run_platform(PROD, without=missing)
+        with pytest.raises(pulumi.RunError, match=f"{missing} is required too"):
+            program.run()
+
+
+def plaintext(value):
+    """``value`` with every secret-marked part replaced by a placeholder."""
+    if isinstance(value, dict):
+        return "<secret>" if SECRET_SIG in value else {k: plaintext(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plaintext(v) for v in value]
+    return value
 
 
 def exposed(value, word, inside_secret=False):

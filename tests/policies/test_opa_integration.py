@@ -229,7 +229,7 @@ def test_bundle_manifest_roots_and_revision(opa_binary, tmp_path):
         manifest = json.load(tar.extractfile("/.manifest"))
         data = json.load(tar.extractfile("/data.json"))
     assert manifest["revision"] == "test-rev" and manifest["roots"] == ROOTS
-    assert {"/admission.rego", "/placement.rego", "/system.rego", "/data.json"} <= names
+    assert {"/admission.rego", "/placement.rego", "/system.rego", "/authz.rego", "/data.json"} <= names
     assert not [n for n in names if n.endswith("_test.rego")]
     assert set(data["greenops"]) == {"catalog", "config"}
 

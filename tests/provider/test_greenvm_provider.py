@@ -215,3 +215,18 @@ def test_a_scheduler_that_requires_a_token_gets_it_from_the_stacks_secret():
             GreenVmProvider().create(p)
         placed = GreenVmProvider().create(p | {"schedulerToken": "stack-secret-token"}).outs
         assert placed["decision"]["zone"] and placed["phase"] in ("Scheduled", "Running")
+
+
+def test_an_opa_that_requires_a_token_gets_it_from_the_stacks_secret():
+    require_tool("opa")
+    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url, query_token="opa-query-secret",
+                                                   admin_token="opa-admin-secret") as opa:
+        p = props((opa, scheduler))
+        with pytest.raises(GreenOpsError, match=rf"^workload 'etl' was not placed: OPA at {opa.url} requires a "
+                                                r"bearer token and none was sent \(HTTP 401: "):
+            GreenVmProvider().create(p)
+        with pytest.raises(GreenOpsError, match=rf"^workload 'etl' was not placed: OPA at {opa.url} refused the "
+                                                r"bearer token \(HTTP 401: .*\); set greenops:opaToken"):
+            GreenVmProvider().create(p | {"opaToken": "stale"})
+        placed = GreenVmProvider().create(p | {"opaToken": "opa-query-secret"}).outs
+        assert placed["decision"]["zone"] and placed["phase"] in ("Scheduled", "Running")

@@ -12,8 +12,10 @@ import data.greenops.config.scheduler as settings
 
 url := trim_suffix(opa.runtime().env.SCHEDULER_URL, "/")
 
-_auth := {"Authorization": sprintf("Bearer %v", [opa.runtime().env.GREENOPS_SCHEDULER_TOKEN])} if {
-	opa.runtime().env.GREENOPS_SCHEDULER_TOKEN != ""
+# A function, not a rule: a rule's value would be readable through the Data API
+# (GET /v1/data/greenops/scheduler), token included.
+_auth(env) := {"Authorization": sprintf("Bearer %v", [env.GREENOPS_SCHEDULER_TOKEN])} if {
+	env.GREENOPS_SCHEDULER_TOKEN != ""
 } else := {}
 
 # The thesis request body, plus the origin's zone (for the scheduler's baseline) when the origin
@@ -42,7 +44,7 @@ _send(body, attempt) := http.send({
 	"url": sprintf("%v/scheduling", [url]),
 	"headers": object.union(
 		{"Content-Type": "application/json", "X-GreenOps-Attempt": sprintf("%v", [attempt])},
-		_auth,
+		_auth(opa.runtime().env),
 	),
 	"body": body,
 	"timeout": sprintf("%vs", [settings.timeout_seconds]),

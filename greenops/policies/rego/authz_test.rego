@@ -1,0 +1,116 @@
+package system.authz_test
+
+import rego.v1
+
+import data.system.authz
+
+env := {"env": {"GREENOPS_OPA_QUERY_TOKEN": "q-token", "GREENOPS_OPA_ADMIN_TOKEN": "a-token"}}
+
+request(method, path, identity) := {"method": method, "path": split(trim_prefix(path, "/"), "/"), "identity": identity}
+
+anonymous(method, path) := {"method": method, "path": split(trim_prefix(path, "/"), "/")}
+
+allowed(req) if {
+	authz.allow.allowed with input as req with opa.runtime as env
+}
+
+reason(req) := r if {
+	r := authz.allow.reason with input as req with opa.runtime as env
+}
+
+decision := "/v1/data/greenops/placement/decision"
+
+test_probes_are_open if {
+	allowed(anonymous("GET", "/health"))
+	allowed(anonymous("GET", "/health/live"))
+	allowed(anonymous("GET", "/health/ready"))
+	allowed(object.union(anonymous("GET", "/health"), {"params": {"bundles": [""]}}))
+	not allowed(anonymous("POST", "/health"))
+}
+
+test_the_webhook_call_is_open if {
+	allowed(anonymous("POST", "/"))
+	allowed(request("POST", "/", "anything"))
+	not allowed(anonymous("GET", "/"))
+	not allowed(anonymous("PUT", "/"))
+}
+
+test_the_data_api_needs_a_token if {
+	not allowed(anonymous("POST", decision))
+	not allowed(anonymous("GET", "/v1/data"))
+	contains(reason(anonymous("POST", decision)), "needs a bearer token")
+}
+
+test_a_wrong_token_is_refused if {
+	not allowed(request("POST", decision, "guess"))
+	not allowed(request("POST", decision, ""))
+	not allowed(request("PUT", "/v1/policies/x", "guess"))
+	reason(request("POST", decision, "guess")) == "POST /v1/data/greenops/placement/decision: the bearer token was refused"
+}
+
+test_the_query_token_reads_decisions if {
+	allowed(request("POST", decision, "q-token"))
+	allowed(request("GET", "/v1/data/greenops/placement/eligible", "q-token"))
+	allowed(request("POST", "/v1/data/greenops/visibility/affected", "q-token"))
+	allowed(request("POST", "/v1/data/greenops/quota", "q-token"))
+	allowed(request("POST", "/v1/data/greenops/workload/errors", "q-token"))
+}
+
+test_the_query_token_reads_nothing_else if {
+	# the scheduler package holds the scheduler's token; admission calls the scheduler
+	not allowed(request("GET", "/v1/data/greenops/scheduler", "q-token"))
+	not allowed(request("POST", "/v1/data/greenops/admission/main", "q-token"))
+	not allowed(request("POST", "/v1/data/greenops", "q-token"))
+	not allowed(request("GET", "/v1/data", "q-token"))
+	not allowed(request("GET", "/v1/data/system/authz", "q-token"))
+	not allowed(request("GET", "/v1/data/kubernetes/vmtemplates", "q-token"))
+	not allowed(request("GET", "/v1/policies", "q-token"))
+	not allowed(request("POST", "/v1/query", "q-token"))
+	not allowed(request("GET", "/v1/config", "q-token"))
+}
+
+test_the_query_token_cannot_write if {
+	not allowed(request("PUT", "/v1/policies/x", "q-token"))
+	not allowed(request("DELETE", "/v1/policies/x", "q-token"))
+	not allowed(request("PUT", "/v1/data/x", "q-token"))
+	not allowed(request("PATCH", "/v1/data/greenops/placement", "q-token"))
+	not allowed(request("PUT", "/v1/data/greenops/placement/decision", "q-token"))
+	contains(reason(request("PUT", "/v1/data/x", "q-token")), "writes need kube-mgmt's admin token")
+}
+
+test_the_admin_token_writes_and_reads if {
+	allowed(request("PUT", "/v1/data/kubernetes/vmtemplates/ns/vm-1", "a-token"))
+	allowed(request("PATCH", "/v1/data/kubernetes/vmtemplates", "a-token"))
+	allowed(request("DELETE", "/v1/data/kubernetes/vmtemplates", "a-token"))
+	allowed(request("PUT", "/v1/policies/x", "a-token"))
+	allowed(request("POST", decision, "a-token"))
+}
+
+test_unset_tokens_match_nobody if {
+	not authz.allow.allowed with input as request("POST", decision, "") with opa.runtime as {"env": {}}
+	not authz.allow.allowed with input as request("PUT", "/v1/data/x", "") with opa.runtime as {"env": {}}
+	not authz.allow.allowed with input as request("POST", decision, "")
+		with opa.runtime as {"env": {"GREENOPS_OPA_QUERY_TOKEN": "", "GREENOPS_OPA_ADMIN_TOKEN": ""}}
+	not authz.allow.allowed with input as anonymous("POST", decision) with opa.runtime as {"env": {}}
+	authz.allow.allowed with input as anonymous("GET", "/health") with opa.runtime as {"env": {}}
+	authz.allow.allowed with input as anonymous("POST", "/") with opa.runtime as {"env": {}}
+}
+
+test_one_token_unset_leaves_the_other_working if {
+	authz.allow.allowed with input as request("POST", decision, "q-token")
+		with opa.runtime as {"env": {"GREENOPS_OPA_QUERY_TOKEN": "q-token"}}
+	not authz.allow.allowed with input as request("PUT", "/v1/data/x", "q-token")
+		with opa.runtime as {"env": {"GREENOPS_OPA_QUERY_TOKEN": "q-token"}}
+}
+
+test_equal_tokens_grant_nothing if {
+	same := {"env": {"GREENOPS_OPA_QUERY_TOKEN": "same", "GREENOPS_OPA_ADMIN_TOKEN": "same"}}
+	not authz.allow.allowed with input as request("PUT", "/v1/data/x", "same") with opa.runtime as same
+	not authz.allow.allowed with input as request("POST", decision, "same") with opa.runtime as same
+	r := authz.allow.reason with input as request("POST", decision, "same") with opa.runtime as same
+	contains(r, "the same")
+}
+
+test_a_non_string_identity_is_refused if {
+	not allowed(request("POST", decision, ["q-token"]))
+}

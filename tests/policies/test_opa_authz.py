@@ -1,0 +1,127 @@
+"""OPA run with --authentication=token --authorization=basic and the bundle's system.authz, on loopback."""
+from __future__ import annotations
+
+import base64
+import json
+
+import httpx
+import pytest
+
+from greenops.policies.client import OpaClient, PolicyUnauthorized
+from greenops.policies.server import OpaServer
+
+pytestmark = [pytest.mark.tools, pytest.mark.integration]
+
+QUERY, ADMIN = "query-t0ken-for-greenvm", "admin-t0ken-for-kube-mgmt"
+DECISION = "/v1/data/greenops/placement/decision"
+WORKLOAD = {"name": "etl", "cpu": 4, "memory": 8, "duration": "2h", "deadline": "2030-01-01T00:00:00Z",
+            "originRegion": "italynorth", "tenant": "data", "eligibleProviders": ["azure"], "maxLatency": 100}
+POLICY = "package scratch\n\nx := 1\n"
+
+
+def bearer(token: str) -> dict:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture(scope="module")
+def opa(opa_binary, scheduler):
+    with OpaServer(scheduler_url=scheduler.url, query_token=QUERY, admin_token=ADMIN) as server:
+        yield server
+
+
+@pytest.fixture
+def http(opa):
+    with httpx.Client(base_url=opa.url, timeout=10) as c:
+        yield c
+
+
+def test_the_data_api_answers_401_without_a_token_or_with_a_wrong_one(http):
+    for headers in ({}, bearer("wrong"), bearer(QUERY + "x"), {"Authorization": "Basic dXNlcjpwYXNz"}):
+        r = http.post(DECISION, json={"input": {"workload": WORKLOAD}}, headers=headers)
+        assert r.status_code == 401, (headers, r.text)
+        assert r.json()["code"] == "unauthorized"
+        assert "result" not in r.json()
+    assert "needs a bearer token" in http.post(DECISION, json={}).json()["message"]
+    assert "bearer token was refused" in http.post(DECISION, json={}, headers=bearer("wrong")).json()["message"]
+    assert http.get("/v1/data").status_code == 401
+    assert http.get("/v1/policies").status_code == 401
+
+
+def test_the_query_token_asks_for_decisions_but_writes_nothing(http):
+    r = http.post(DECISION, json={"input": {"workload": WORKLOAD}}, headers=bearer(QUERY))
+    assert r.status_code == 200, r.text
+    assert r.json()["result"]["allowed"] is True
+    assert http.post("/v1/data/greenops/visibility/placed_in_eu", json={}, headers=bearer(QUERY)).status_code == 200
+    writes = [http.put("/v1/policies/x", content=POLICY, headers=bearer(QUERY)),
+              http.put("/v1/data/x", json={"a": 1}, headers=bearer(QUERY)),
+              http.delete("/v1/policies/system.rego", headers=bearer(QUERY)),
+              http.patch("/v1/data/kubernetes", json=[{"op": "add", "path": "/x", "value": 1}], headers=bearer(QUERY))]
+    for w in writes:
+        assert w.status_code in (401, 403), (w.request.method, w.request.url, w.text)
+        assert "admin token" in w.json()["message"]
+    # nor reads of what is not a decision: the scheduler package holds the scheduler's token
+    assert http.get("/v1/data/greenops/scheduler", headers=bearer(QUERY)).status_code == 401
+    assert http.get("/v1/data/system/authz", headers=bearer(QUERY)).status_code == 401
+    assert http.get("/v1/data/x", headers=bearer(ADMIN)).status_code == 200
+    assert "result" not in http.get("/v1/data/x", headers=bearer(ADMIN)).json()  # nothing was written
+
+
+def test_the_admin_token_writes_policies_and_data(http):
+    vm = {"ns": {"vm-1": {"spec": {"tenant": "data", "cpu": 2}}}}
+    assert http.put("/v1/data/kubernetes/vmtemplates", json=vm, headers=bearer(ADMIN)).status_code == 204
+    assert http.get("/v1/data/kubernetes/vmtemplates", headers=bearer(ADMIN)).json()["result"] == vm
+    assert http.put("/v1/policies/x", content=POLICY, headers=bearer(ADMIN)).status_code == 200
+    assert http.get("/v1/data/scratch/x", headers=bearer(ADMIN)).json()["result"] == 1
+    assert http.delete("/v1/policies/x", headers=bearer(ADMIN)).status_code == 200
+    assert http.delete("/v1/data/kubernetes/vmtemplates", headers=bearer(ADMIN)).status_code == 204
+    # the bundle's roots stay the bundle's, even for the admin: system.authz cannot be replaced
+    takeover = "package system.authz\n\nallow := true\n"
+    r = http.put("/v1/policies/takeover", content=takeover, headers=bearer(ADMIN))
+    assert r.status_code >= 400, r.text
+    assert http.post(DECISION, json={}).status_code == 401  # still closed
+
+
+def test_the_webhook_call_and_the_probes_need_no_token(http):
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "u-1", "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+        "operation": "CREATE", "namespace": "greenops", "name": "d", "object": {"metadata": {"name": "d"}}}}
+    r = http.post("/", json=review)
+    assert r.status_code == 200, r.text
+    assert r.json()["response"] == {"uid": "u-1", "allowed": True}  # not a VmTemplate: passes untouched
+    vm = {"apiVersion": "composition.krateo.io/v1-2-0", "kind": "VmTemplate",
+          "metadata": {"name": "vm-1", "namespace": "greenops"},
+          "spec": {"vmName": "vm-1", "cpu": 2, "memory": 4, "duration": "3h", "deadline": "2030-01-01T00:00:00Z",
+                   "maxLatency": 100, "originRegion": "italynorth", "eligibleProviders": ["azure"], "tenant": "t1"}}
+    review["request"].update(kind={"group": "composition.krateo.io", "version": "v1-2-0", "kind": "VmTemplate"},
+                             name="vm-1", object=vm)
+    answer = http.post("/", json=review).json()["response"]
+    assert answer["allowed"] is True, answer
+    ops = json.loads(base64.b64decode(answer["patch"]))
+    assert {op["path"] for op in ops} >= {"/spec/provider", "/spec/schedulingLocation", "/spec/schedulingTime"}
+    for path in ("/health", "/health?bundles", "/health?plugins"):
+        assert http.get(path).status_code == 200, path
+    assert http.get("/").status_code == 401  # OPA's query page is not open
+
+
+def test_opa_client_names_a_refused_or_missing_token(opa):
+    with OpaClient(opa.url, token=QUERY) as c:
+        assert c.decision(WORKLOAD)["allowed"] is True
+    with OpaClient(opa.url, token="wrong", backoff=0.01) as c, pytest.raises(PolicyUnauthorized) as info:
+        c.decision(WORKLOAD)
+    message = str(info.value)
+    assert message.startswith(f"OPA at {opa.url} refused the bearer token (HTTP 401: ")
+    assert "greenops:opaToken" in message and "wrong" not in message and "Traceback" not in message
+    with OpaClient(opa.url, backoff=0.01) as c, pytest.raises(PolicyUnauthorized, match="requires a bearer token and none was sent"):
+        c.decision(WORKLOAD)
+
+
+def test_without_tokens_opa_stays_open_for_loopback_tools(opa_binary, scheduler):
+    with OpaServer(scheduler_url=scheduler.url) as server, OpaClient(server.url) as c:
+        assert c.decision(WORKLOAD)["allowed"] is True
+
+
+def test_the_schedulers_token_is_not_readable_through_the_data_api(opa_binary, scheduler):
+    with OpaServer(scheduler_url=scheduler.url, scheduler_token="sched-t0ken") as server:
+        for path in ("/v1/data/greenops/scheduler", "/v1/data/greenops", "/v1/data"):
+            r = httpx.get(f"{server.url}{path}", timeout=10)
+            assert r.status_code == 200 and "sched-t0ken" not in r.text, path
