@@ -65,6 +65,7 @@ class GreenWorkload(pulumi.ComponentResource):
             "watchOperators": e.watch_operators,
             "kubeconfig": e.kubeconfig,
             "kubeContext": e.kube_context,
+            "stack": pulumi.get_stack(),  # the reservation's key is stack/workload/spec
         }
         self.vm = GreenVm(f"{name}-placement", props, pulumi.ResourceOptions(parent=self))
         self.objects = k8s.yaml.v2.ConfigGroup(

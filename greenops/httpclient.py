@@ -7,7 +7,7 @@ import httpx
 
 
 class RetryingClient:
-    """POSTs JSON; retries transport errors and 5xx answers, returns anything else at once.
+    """Sends JSON; retries transport errors and 5xx answers, returns anything else at once.
 
     ``post`` returns the final response, or None when no attempt got an answer; ``last_error``
     then says why, for the caller's own error message.
@@ -33,10 +33,14 @@ class RetryingClient:
         self.close()
 
     def post(self, path: str, body: dict) -> httpx.Response | None:
+        return self.request("POST", path, body)
+
+    def request(self, method: str, path: str, body: dict | None = None,
+                params: dict | None = None) -> httpx.Response | None:
         response = None
         for attempt in range(1, self.attempts + 1):
             try:
-                response = self._client.post(path, json=body)
+                response = self._client.request(method, path, json=body, params=params)
             except httpx.HTTPError as exc:
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 response = None

@@ -8,7 +8,7 @@ from greenops.errors import GreenOpsError
 from greenops.models import Decision, Workload
 from greenops.policies.client import OpaClient, PolicyDenied
 
-from .scheduler_client import SchedulerClient
+from .scheduler_client import Reservation, SchedulerClient
 
 
 class PlacementError(GreenOpsError):
@@ -17,11 +17,12 @@ class PlacementError(GreenOpsError):
 
 def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
           placed: list[dict] | None = None, catalog: Catalog | None = None,
-          earliest_start: datetime | None = None) -> Decision:
+          earliest_start: datetime | None = None, key: str | None = None) -> Decision:
     """Ask OPA for the eligible zones, the scheduler for zone and time (not before
     ``earliest_start``, the caller's clock), OPA again to map the zone back to a provider region
-    and size; the image comes from the catalog. Raises PlacementError (or the clients' errors) and
-    creates nothing."""
+    and size; the image comes from the catalog. With ``key`` the scheduler books it as that
+    reservation, counted against the tenant's quota from policy. Raises PlacementError (or the
+    clients' errors) and creates nothing."""
     catalog = catalog or load_catalog()
     spec = workload.spec()
     try:
@@ -29,8 +30,12 @@ def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
     except PolicyDenied as exc:
         raise PlacementError(f"policy refused it: {exc}") from None
     origin = _origin_zone(catalog, workload.origin_region)
+    reservation = None if key is None else Reservation(
+        key=key, tenant=workload.tenant, path="pulumi", quota_vcpu=decision.get("tenantQuotaVcpu"),
+        regions=decision.get("zoneRegions") or {}, workload=spec)
     answer = scheduler.schedule(decision["zones"], workload.deadline, workload.duration_hours,
-                                workload.cpu, workload.memory, origin_zone=origin, earliest_start=earliest_start)
+                                workload.cpu, workload.memory, origin_zone=origin, earliest_start=earliest_start,
+                                reservation=reservation)
     zone = answer["scheduling_location"]
     selection = opa.decision(spec, placed, zone=zone).get("selection")
     if not selection:

@@ -1,7 +1,9 @@
 """The scheduler's HTTP contract, from the Pulumi side."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
+from urllib.parse import quote
 
 from greenops.errors import GreenOpsError
 from greenops.httpclient import RetryingClient, detail
@@ -15,9 +17,22 @@ class SchedulerRefused(GreenOpsError):
     """The scheduler answered 4xx: the request cannot be placed as it is."""
 
 
+@dataclass(frozen=True)
+class Reservation:
+    """Who books: the record's key, tenant and path, the tenant's quota and the zone -> region map."""
+
+    key: str
+    tenant: str
+    path: str = "pulumi"
+    quota_vcpu: float | None = None
+    regions: dict[str, str] = field(default_factory=dict)
+    workload: dict | None = None
+
+
 class SchedulerClient(RetryingClient):
     def schedule(self, zones: list[str], deadline: datetime, duration_hours: float, cpu: float, memory: float,
-                 origin_zone: str | None = None, jobs: int = 1, earliest_start: datetime | None = None) -> dict:
+                 origin_zone: str | None = None, jobs: int = 1, earliest_start: datetime | None = None,
+                 reservation: Reservation | None = None) -> dict:
         body = {
             "number_of_jobs": jobs, "eligible_regions": zones,
             "deadline": deadline.strftime("%Y-%m-%dT%H:%M:%SZ"), "duration": duration_hours,
@@ -27,7 +42,26 @@ class SchedulerClient(RetryingClient):
             body["origin_zone"] = origin_zone
         if earliest_start:
             body["earliest_start"] = earliest_start.strftime("%Y-%m-%dT%H:%M:%SZ")
-        r = self.post("/scheduling", body)
+        if reservation:
+            body.update(key=reservation.key, tenant=reservation.tenant, path=reservation.path,
+                        regions=reservation.regions, workload=reservation.workload)
+            if reservation.quota_vcpu is not None:
+                body["tenant_quota_vcpu"] = float(reservation.quota_vcpu)
+        return self._answer(self.post("/scheduling", body))
+
+    def report(self, key: str, phase: str, reason: str = "") -> dict:
+        """Record the placement's phase; Completed and Failed give its zone-hours back."""
+        return self._answer(self.request("PATCH", f"/reservations/{quote(key, safe='/')}",
+                                         {"phase": phase, "reason": reason[:1024]}))
+
+    def release(self, key: str, reason: str) -> None:
+        """Give the reservation back (a key the record does not know is already released)."""
+        r = self.request("DELETE", f"/reservations/{quote(key, safe='/')}", params={"reason": reason[:1024]})
+        if r is not None and r.status_code == 404:
+            return
+        self._answer(r)
+
+    def _answer(self, r) -> dict:
         if r is not None and r.status_code == 200:
             return r.json()
         if r is not None and 400 <= r.status_code < 500:

@@ -7,6 +7,13 @@ diff:    replace when the workload spec changes; update when the recorded lifecy
          duration, a missed window) or when settings change; otherwise nothing, and no scheduler call.
 update:  advances the recorded lifecycle (greenops.placement.lifecycle); a missed window with room
          before the deadline is placed again (policy and scheduler, from now).
+delete:  releases the scheduler's reservation.
+
+Each placement is a reservation in the scheduler's record, keyed ``stack/workload/spec-digest``:
+a create retried after a failure books nothing twice, a replacement (a new spec) books under a new
+key before the old one is released, and a re-placement re-books the same key. Every phase the
+lifecycle reaches is reported to the record (Completed and Failed give the capacity back); a
+report that cannot be made is tried again on the next pass, as ``reservation.phase`` lags.
 
 This module is imported by the dynamic-provider process (``python -m pulumi.dynamic``), so the
 provider holds no clients or clocks in its state: the clock is ``GREENOPS_NOW`` (RFC 3339) when
@@ -14,6 +21,8 @@ set, else the system clock.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime, timedelta
 from typing import Any, Callable
 
@@ -35,13 +44,13 @@ from greenops.clock import system_clock
 from greenops.errors import GreenOpsError
 from greenops.models import Decision, Workload
 from greenops.placement import SchedulerClient, place
-from greenops.placement.lifecycle import Lifecycle, Observation, Step, Window, advance, from_outputs, next_change, stamp
+from greenops.placement.lifecycle import Lifecycle, Observation, Phase, Step, Window, advance, from_outputs, next_change, stamp
 from greenops.policies.client import OpaClient
 from greenops.renderers import RenderSettings, render
 
 # Credentials for OPA, the scheduler and the cluster: kept as secrets in the state.
 SECRET_INPUTS = ["opaToken", "schedulerToken", "kubeconfig"]
-SETTINGS_KEYS = ("opaUrl", "schedulerUrl", "timeoutSeconds", "attempts", "render", "placed", "opaToken",
+SETTINGS_KEYS = ("stack", "opaUrl", "schedulerUrl", "timeoutSeconds", "attempts", "render", "placed", "opaToken",
                  "schedulerToken", "leadSeconds", "watchOperators", "kubeconfig", "kubeContext")
 
 
@@ -51,6 +60,11 @@ def _workload(props: dict, now: datetime, check_deadline: bool = True) -> Worklo
 
 def _lead(props: dict) -> timedelta:
     return timedelta(seconds=float(props.get("leadSeconds") or 0))
+
+
+def reservation_key(props: dict) -> str:
+    digest = hashlib.sha256(json.dumps(props["workload"], sort_keys=True).encode()).hexdigest()[:12]
+    return f"{props.get('stack') or 'stack'}/{_name(props)}/{digest}"
 
 
 def _name(props: dict) -> str:
@@ -97,7 +111,9 @@ class GreenVmProvider(ResourceProvider):
         decision = self._place(props, workload, now)
         lifecycle = Lifecycle.placed(now, f"placed: {decision.provider}/{decision.region} from {_stamp(decision)}")
         step = self._advance(props, workload, decision, lifecycle, now, manifests=[], just_placed=True)
-        return CreateResult(id_=f"greenvm-{workload.name}", outs=self._outputs(props, workload, decision, step.lifecycle))
+        recorded = self._report(props, step.lifecycle, Phase.SCHEDULED.value)
+        return CreateResult(id_=f"greenvm-{workload.name}",
+                            outs=self._outputs(props, workload, decision, step.lifecycle, recorded))
 
     # -- diff / update ------------------------------------------------------------------------
     def diff(self, _id: str, olds: dict, news: dict) -> DiffResult:
@@ -111,7 +127,8 @@ class GreenVmProvider(ResourceProvider):
         decision = Decision.from_document(olds["decision"])
         before = from_outputs(olds, _window(news, workload, decision))
         step = self._advance(news, workload, decision, before, now, olds.get("manifests") or [])
-        moved = step.replace is not None or step.lifecycle != before or olds.get("phase") != before.phase.value
+        moved = step.replace is not None or step.lifecycle != before or olds.get("phase") != before.phase.value \
+            or _recorded(olds) != step.lifecycle.phase.value
         return DiffResult(changes=settings_changed or moved, replaces=[],
                           stables=[] if step.replace else ["decision"])
 
@@ -128,30 +145,58 @@ class GreenVmProvider(ResourceProvider):
             placed = Lifecycle.placed(now, f"re-placed: {step.replace}; now {decision.provider}/{decision.region} "
                                            f"from {_stamp(decision)}", earlier=before)
             step = self._advance(news, workload, decision, placed, now, manifests=[], just_placed=True)
-        return UpdateResult(outs=self._outputs(news, workload, decision, step.lifecycle))
+            recorded = self._report(news, step.lifecycle, Phase.SCHEDULED.value)
+        else:
+            recorded = self._report(news, step.lifecycle, _recorded(olds))
+        return UpdateResult(outs=self._outputs(news, workload, decision, step.lifecycle, recorded))
 
     def read(self, id_: str, props: dict) -> ReadResult:
         # Refresh keeps the record: what happened is not re-derived from the clock.
         return ReadResult(id_, props)
 
-    def delete(self, _id: str, _props: dict) -> None:
-        # The VM's objects belong to the workload's ConfigGroup, which deletes them.
-        return None
+    def delete(self, _id: str, props: dict) -> None:
+        # The VM's objects belong to the workload's ConfigGroup, which deletes them; the booking is
+        # ours. If the scheduler cannot be reached the delete fails, and the next run releases it.
+        key = (props.get("reservation") or {}).get("key") or reservation_key(props)
+        with self._scheduler(props) as scheduler:
+            try:
+                scheduler.release(key, f"workload {_name(props)} removed from stack {props.get('stack')}")
+            except GreenOpsError as exc:
+                raise GreenOpsError(f"workload {_name(props)!r}: its reservation {key} was not released: {exc}") from None
 
     # -- the pieces ---------------------------------------------------------------------------
     def _place(self, props: dict, workload: Workload, now: datetime) -> Decision:
         timeout = float(props.get("timeoutSeconds") or 10)
         attempts = int(props.get("attempts") or 3)
         opa = OpaClient(props["opaUrl"], timeout=timeout, attempts=attempts, token=props.get("opaToken"))
-        scheduler = SchedulerClient(props["schedulerUrl"], timeout=timeout, attempts=attempts,
-                                    token=props.get("schedulerToken"))
+        scheduler = self._scheduler(props)
         try:
-            return place(workload, opa, scheduler, placed=props.get("placed"), earliest_start=now)
+            return place(workload, opa, scheduler, placed=props.get("placed"), earliest_start=now,
+                         key=reservation_key(props))
         except GreenOpsError as exc:
             raise GreenOpsError(f"workload {workload.name!r} was not placed: {exc}") from None
         finally:
             opa.close()
             scheduler.close()
+
+    @staticmethod
+    def _scheduler(props: dict) -> SchedulerClient:
+        return SchedulerClient(props["schedulerUrl"], timeout=float(props.get("timeoutSeconds") or 10),
+                               attempts=int(props.get("attempts") or 3), token=props.get("schedulerToken"))
+
+    def _report(self, props: dict, lifecycle: Lifecycle, recorded: str | None) -> str | None:
+        """Tell the record the lifecycle's phase when it differs from what the record has; return
+        what the record now has. Failing to tell it is logged, and retried on the next pass."""
+        if recorded == lifecycle.phase.value:
+            return recorded
+        key = reservation_key(props)
+        try:
+            with self._scheduler(props) as scheduler:
+                return scheduler.report(key, lifecycle.phase.value, lifecycle.reason)["phase"]
+        except GreenOpsError as exc:
+            pulumi.log.warn(f"workload {_name(props)!r}: the reservation {key} still says {recorded}, "
+                            f"not {lifecycle.phase.value}: {exc}; the next pass tells it again")
+            return recorded
 
     def _advance(self, props: dict, workload: Workload, decision: Decision, lifecycle: Lifecycle, now: datetime,
                  manifests: list[dict], just_placed: bool = False) -> Step:
@@ -180,12 +225,18 @@ class GreenVmProvider(ResourceProvider):
         return render(workload, decision, settings, load_catalog())
 
     @classmethod
-    def _outputs(cls, props: dict, workload: Workload, decision: Decision, lifecycle: Lifecycle) -> dict[str, Any]:
+    def _outputs(cls, props: dict, workload: Workload, decision: Decision, lifecycle: Lifecycle,
+                 recorded: str | None) -> dict[str, Any]:
         manifests = cls._manifests(props, workload, decision) if lifecycle.phase.materialised else []
         upcoming = next_change(lifecycle, _window(props, workload, decision))
         return {**props, "decision": decision.document(), "phase": lifecycle.phase.value,
                 "lifecycle": lifecycle.document(), "nextChangeAt": stamp(upcoming) if upcoming else None,
-                "manifests": manifests}
+                "manifests": manifests, "reservation": {"key": reservation_key(props), "phase": recorded}}
+
+
+def _recorded(outputs: dict) -> str | None:
+    """The phase the scheduler's record has; a state written before the record existed has none."""
+    return (outputs.get("reservation") or {}).get("phase")
 
 
 def _window(props: dict, workload: Workload, decision: Decision) -> Window:
@@ -204,9 +255,10 @@ class GreenVm(Resource):
     lifecycle: pulumi.Output[dict]
     nextChangeAt: pulumi.Output[str | None]  # noqa: N815 - output attributes carry the property names
     manifests: pulumi.Output[list]
+    reservation: pulumi.Output[dict]
 
     def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions | None = None):
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=SECRET_INPUTS))
         super().__init__(GreenVmProvider(), name, {**props, "decision": None, "phase": None, "lifecycle": None,
-                                                 "nextChangeAt": None, "manifests": None}, opts)
+                                                 "nextChangeAt": None, "manifests": None, "reservation": None}, opts)
 

@@ -41,7 +41,8 @@ MAX_WORK = 2_000_000
 Number = Annotated[float, Field(strict=True)]
 
 
-Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")]
+# A Kubernetes label value, as tenants are on both paths
+Name = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")]
 
 
 class SchedulingRequest(BaseModel):

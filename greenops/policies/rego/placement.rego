@@ -136,11 +136,16 @@ candidates := ranked(eligible_pairs)
 # The candidate a scheduler-chosen zone maps back to.
 default selection := null
 
-selection := matches[0] if {
-	is_string(input.zone)
-	matches := ranked({[p, r] | some [p, r] in eligible_pairs; catalog.regions[p][r].zone == input.zone})
+selection := zone_match(input.zone) if is_string(input.zone)
+
+zone_match(z) := matches[0] if {
+	matches := ranked({[p, r] | some [p, r] in eligible_pairs; catalog.regions[p][r].zone == z})
 	count(matches) > 0
 }
+
+# Every eligible zone and the "provider/region" it maps back to: the scheduler records the one it
+# chooses with the reservation, so the record answers "what runs in region X" for both paths.
+zone_regions := {z: sprintf("%v/%v", [m.provider, m.region]) | some z in zones; m := zone_match(z)}
 
 # --- Errors -----------------------------------------------------------------------------------
 errors := [sprintf("workload %v: %v", [_label, msg]) | some msg in input_problems] if count(input_problems) > 0
@@ -242,6 +247,11 @@ _first_empty := min({i | some i, s in _stages; s[1] == 0})
 
 quota_errors := quota.errors(spec, object.get(input, "placed", null))
 
+# The tenant's vCPU quota: the scheduler enforces it over the active reservations of both paths.
+default tenant_quota := null
+
+tenant_quota := quota.cap(spec.tenant)
+
 # --- The document -----------------------------------------------------------------------------
 decision := {
 	"workload": object.get({"name": workload.name_of(input.workload)}, "name", null),
@@ -250,4 +260,6 @@ decision := {
 	"eligible": eligible,
 	"zones": zones,
 	"selection": selection,
+	"zoneRegions": zone_regions,
+	"tenantQuotaVcpu": tenant_quota,
 }
