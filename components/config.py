@@ -80,7 +80,8 @@ class SchedulerConfig(_Section):
     enabled: bool = True
     namespace: str = "greenops"
     image: str | None = None
-    replicas: int = Field(default=1, ge=1, le=1, description="one replica: the capacity ledger is in memory")
+    replicas: int = Field(default=2, ge=1, le=20, description="replicas share the reservation record in PostgreSQL, "
+                                                                "which decides every booking")
     cpu: str = "500m"
     memory: str = "512Mi"
     source: str = "profiles"

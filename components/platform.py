@@ -25,6 +25,8 @@ class PlatformSecrets:
     scheduler_token: pulumi.Input[str] | None = None  # greenops:schedulerToken, also GreenVm's
     opa_token: pulumi.Input[str] | None = None  # greenops:opaToken: OPA's query token, also GreenVm's
     opa_admin_token: pulumi.Input[str] | None = None  # greenops:opaAdminToken: kube-mgmt's, for writes
+    scheduler_database_url: pulumi.Input[str] | None = None  # greenops:schedulerDatabaseUrl: an existing PostgreSQL
+    scheduler_db_password: pulumi.Input[str] | None = None  # greenops:schedulerDbPassword: or the platform's own
 
 
 @dataclass
@@ -52,7 +54,10 @@ class GreenOpsPlatform(pulumi.ComponentResource):
             self.parts["aws"] = AwsControllers("ack", AwsControllersArgs(c.aws, v("ack_ec2")), child)
         if c.scheduler.enabled:
             image = c.scheduler.image or v("scheduler_image")
-            self.parts["scheduler"] = GreenOpsScheduler("scheduler", GreenOpsSchedulerArgs(c.scheduler, image, args.secrets.scheduler_token), child)
+            s = args.secrets
+            self.parts["scheduler"] = GreenOpsScheduler("scheduler", GreenOpsSchedulerArgs(
+                c.scheduler, image, s.scheduler_token, database_url=s.scheduler_database_url,
+                db_password=s.scheduler_db_password, postgresql_chart=v("postgresql")), child)
         if c.policy.enabled:
             self.parts["policy"] = PolicyEngine("opa", PolicyEngineArgs(
                 c.policy, v("opa_image"), v("kube_mgmt_image"), scheduler_token=args.secrets.scheduler_token,

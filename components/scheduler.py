@@ -1,16 +1,22 @@
-"""GreenOpsScheduler: the scheduler service as a Deployment and Service, with probes."""
+"""GreenOpsScheduler: the scheduler service as a Deployment and Service, with probes, and the
+PostgreSQL its replicas share for the reservation record (its own release, or an existing server
+named by greenops:schedulerDatabaseUrl)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import SchedulerConfig
+from components.helm import release
 from components.secret_env import secret_env
 
 PORT = 8080
 TOKEN_VARIABLE = "GREENOPS_SCHEDULER_TOKEN"  # read by the scheduler and by OPA's http.send (scheduler.rego)
+DATABASE_VARIABLE = "GREENOPS_SCHEDULER_DATABASE"  # the reservation record's SQLAlchemy URL
+DATABASE, DB_USER = "greenops", "greenops"
 
 
 @dataclass
@@ -18,6 +24,11 @@ class GreenOpsSchedulerArgs:
     config: SchedulerConfig
     image: str
     token: pulumi.Input[str] | None = None  # greenops:schedulerToken: callers must present it
+    # The reservation record: an existing PostgreSQL (greenops:schedulerDatabaseUrl), or else a
+    # release of postgresql_chart with the password greenops:schedulerDbPassword.
+    database_url: pulumi.Input[str] | None = None
+    db_password: pulumi.Input[str] | None = None
+    postgresql_chart: dict | None = None
 
 
 class GreenOpsScheduler(pulumi.ComponentResource):
@@ -33,6 +44,18 @@ class GreenOpsScheduler(pulumi.ComponentResource):
             self.token_secret, token_env = secret_env(f"{name}-token", "greenops-scheduler-token", c.namespace,
                                                       TOKEN_VARIABLE, args.token, in_ns)
             env.append(token_env)
+        after = [self.namespace]
+        if args.database_url is not None:
+            url = args.database_url
+        else:
+            self.database = self._postgresql(name, args, in_ns)
+            host = f"{name}-postgresql.{c.namespace}.svc:5432"
+            url = pulumi.Output.from_input(args.db_password).apply(
+                lambda pw: f"postgresql+psycopg://{DB_USER}:{quote(pw, safe='')}@{host}/{DATABASE}")
+            after.append(self.database)
+        self.database_secret, database_env = secret_env(f"{name}-database", "greenops-scheduler-database",
+                                                        c.namespace, DATABASE_VARIABLE, url, in_ns)
+        env.append(database_env)
         probe = lambda path: {"httpGet": {"path": path, "port": PORT}, "periodSeconds": 10}  # noqa: E731
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deploy",
@@ -53,10 +76,23 @@ class GreenOpsScheduler(pulumi.ComponentResource):
                     "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False},
                 }]}},
             },
-            opts=in_ns,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after),
         )
         self.service = k8s.core.v1.Service(
             f"{name}-svc", metadata={"name": "greenops-scheduler", "namespace": c.namespace, "labels": labels},
             spec={"selector": labels, "ports": [{"name": "http", "port": PORT, "targetPort": PORT}]}, opts=in_ns)
         self.url = pulumi.Output.concat("http://greenops-scheduler.", c.namespace, ".svc:", str(PORT))
         self.register_outputs({"url": self.url})
+
+    def _postgresql(self, name: str, args: GreenOpsSchedulerArgs, opts: pulumi.ResourceOptions) -> pulumi.Resource:
+        if args.db_password is None or args.postgresql_chart is None:
+            raise ValueError("the scheduler's reservation record needs greenops:schedulerDatabaseUrl (an existing "
+                             "PostgreSQL) or greenops:schedulerDbPassword (the platform deploys one)")
+        ns = args.config.namespace
+        credentials = k8s.core.v1.Secret(
+            f"{name}-db-credentials", metadata={"name": "greenops-scheduler-db", "namespace": ns},
+            string_data={"password": pulumi.Output.secret(args.db_password)}, opts=opts)
+        return release(f"{name}-postgresql", args.postgresql_chart, ns, {
+            "auth": {"database": DATABASE, "username": DB_USER, "existingSecret": "greenops-scheduler-db",
+                     "secretKeys": {"userPasswordKey": "password", "adminPasswordKey": "password"}},
+        }, self, depends_on=[credentials])

@@ -58,7 +58,14 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
         raise pulumi.RunError("; ".join(lines)) from None
     secrets = PlatformSecrets(*(cfg.require_secret(k) if platform_config.mlflow.enabled else None
                                 for k in PLATFORM_SECRETS), scheduler_token=cfg.get_secret("schedulerToken"),
-                              opa_token=cfg.get_secret("opaToken"), opa_admin_token=cfg.get_secret("opaAdminToken"))
+                              opa_token=cfg.get_secret("opaToken"), opa_admin_token=cfg.get_secret("opaAdminToken"),
+                              scheduler_database_url=cfg.get_secret("schedulerDatabaseUrl"),
+                              scheduler_db_password=cfg.get_secret("schedulerDbPassword"))
+    if platform_config.scheduler.enabled and secrets.scheduler_database_url is None \
+            and secrets.scheduler_db_password is None:
+        raise pulumi.RunError("greenops:platform.scheduler: the reservation record needs a PostgreSQL: set the secret "
+                              "greenops:schedulerDbPassword (the platform deploys one) or greenops:schedulerDatabaseUrl "
+                              "(an existing server)")
     GreenOpsPlatform("greenops", GreenOpsPlatformArgs(platform_config, secrets, reconcile_interval_seconds=interval),
                      pulumi.ResourceOptions(providers={"kubernetes": provider}))
 

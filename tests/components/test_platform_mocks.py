@@ -53,18 +53,20 @@ class Mocks(pulumi.runtime.Mocks):
 OPA_TOKENS = {"greenops:opaToken": "Q7x-query-s3cret", "greenops:opaAdminToken": "A9z-admin-s3cret"}
 
 
-def run_platform(platform: dict, secrets=True, without: str | None = None) -> Mocks:
+def run_platform(platform: dict, secrets=True, without: str | None = None, extra: dict | None = None) -> Mocks:
     m = Mocks()
     pulumi.runtime.set_mocks(m, project="greenops-platform", stack="prod", preview=False)
     config = {"greenops:platform": json.dumps(platform), "greenops:kubernetes": json.dumps({"mode": "cluster"}),
-              "greenops:kubeconfig": "apiVersion: v1"}
+              "greenops:kubeconfig": "apiVersion: v1", "greenops:schedulerDbPassword": "sched-db/pa:ss"}
     if secrets:
         config.update({"greenops:mlflowDbPassword": "db-pass", "greenops:s3AccessKey": "ak", "greenops:s3SecretKey": "sk",
                        "greenops:schedulerToken": "sched-tok", **OPA_TOKENS})
+    config.update(extra or {})
     config.pop(without, None)
     pulumi.runtime.set_all_config(config, secret_keys=["greenops:mlflowDbPassword", "greenops:s3AccessKey",
                                                        "greenops:s3SecretKey", "greenops:kubeconfig",
-                                                       "greenops:schedulerToken", *OPA_TOKENS])
+                                                       "greenops:schedulerToken", "greenops:schedulerDbPassword",
+                                                       "greenops:schedulerDatabaseUrl", *OPA_TOKENS])
     return m
 
 
@@ -185,7 +187,7 @@ def test_secrets_stay_secret():
     assert SECRET_SIG in mlflow.inputs["values"]  # values holding a password are registered secret as a whole
     assert unwrap(mlflow.inputs["values"])["backendStore"]["postgres"]["password"] == "db-pass"
     for r in m.resources:
-        for word in ("db-pass", "ak", "sk", "sched-tok", *OPA_TOKENS.values()):
+        for word in ("db-pass", "ak", "sk", "sched-tok", "sched-db/pa:ss", "sched-db%2Fpa%3Ass", *OPA_TOKENS.values()):
             assert not list(exposed(r.inputs, word)), (r.typ, r.name, word)
 
 
@@ -205,6 +207,37 @@ def test_the_scheduler_and_opa_read_the_schedulers_token_from_a_secret():
     # without the secret: no token Secret and no variable, the scheduler runs open
     bare = collect({**PROD, "mlflow": {"enabled": False}}, secrets=False)
     assert not [r for r in of(bare, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "greenops-scheduler-token"]
+
+
+def test_scheduler_replicas_share_a_postgresql_whose_url_is_a_secret():
+    m = collect(PROD)
+    [deploy] = [r for r in of(m, "kubernetes:apps/v1:Deployment") if r.name == "scheduler-deploy"]
+    assert deploy.inputs["spec"]["replicas"] == 2
+    env = deploy.inputs["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "GREENOPS_SCHEDULER_DATABASE", "valueFrom": {"secretKeyRef": {
+        "name": "greenops-scheduler-database", "key": "GREENOPS_SCHEDULER_DATABASE"}}} in env
+    [url] = [r for r in of(m, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "greenops-scheduler-database"]
+    assert SECRET_SIG in url.inputs["stringData"]
+    assert unwrap(url.inputs["stringData"])["GREENOPS_SCHEDULER_DATABASE"] == (
+        "postgresql+psycopg://greenops:sched-db%2Fpa%3Ass@scheduler-postgresql.greenops.svc:5432/greenops")
+    [pg] = [r for r in of(m, "kubernetes:helm.sh/v3:Release") if r.name == "scheduler-postgresql"]
+    assert unwrap(pg.inputs["values"])["auth"]["existingSecret"] == "greenops-scheduler-db"
+    assert "greenops-scheduler-db" in {r.inputs["metadata"]["name"] for r in of(m, "kubernetes:core/v1:Secret")}
+
+
+def test_an_existing_database_url_deploys_no_postgresql_and_none_at_all_is_refused():
+    from greenops import program
+
+    external = "postgresql+psycopg://u:p@db.example:5432/greenops"
+    m = run_platform(PROD, without="greenops:schedulerDbPassword", extra={"greenops:schedulerDatabaseUrl": external})
+    pulumi.runtime.test(program.run)()
+    assert not [r for r in of(m, "kubernetes:helm.sh/v3:Release") if r.name == "scheduler-postgresql"]
+    [url] = [r for r in of(m, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "greenops-scheduler-database"]
+    assert SECRET_SIG in url.inputs["stringData"]
+    assert unwrap(url.inputs["stringData"])["GREENOPS_SCHEDULER_DATABASE"] == external
+    run_platform(PROD, without="greenops:schedulerDbPassword")
+    with pytest.raises(pulumi.RunError, match="greenops:schedulerDbPassword .* or greenops:schedulerDatabaseUrl"):
+        pulumi.runtime.test(program.run)()
 
 
 def test_opa_requires_tokens_and_kube_mgmt_presents_its_own():

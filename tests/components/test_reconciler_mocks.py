@@ -42,7 +42,7 @@ def declare(reconciler: dict, interval: int | None = None, **parts) -> Mocks:
 
     @pulumi.runtime.test
     def go():
-        GreenOpsPlatform("greenops", GreenOpsPlatformArgs(config, PlatformSecrets(), **extra))
+        GreenOpsPlatform("greenops", GreenOpsPlatformArgs(config, PlatformSecrets(scheduler_db_password="pw"), **extra))
 
     go()
     return m
