@@ -77,6 +77,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--database", default=os.environ.get("GREENOPS_SCHEDULER_DATABASE") or default_database(),
                         help="SQLAlchemy URL of the reservation record (env GREENOPS_SCHEDULER_DATABASE; a password "
                         "belongs there or in a Secret, not on the command line)")
+    parser.add_argument("--rate-limit", default=os.environ.get("GREENOPS_SCHEDULER_RATE_LIMIT", "600/minute"),
+                        help="scheduling requests per tenant and replica, e.g. 600/minute ('none' for no limit)")
     parser.add_argument("--log-format", choices=["json", "console"], default="json")
     parser.add_argument("--token-file", help="file holding the bearer token callers must send "
                         "(default: GREENOPS_SCHEDULER_TOKEN; neither: no authentication)")
@@ -95,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     structlog.get_logger("greenops.scheduler").info("reservations.opened", database=_safe(args.database),
                                                     active=len(store.list(now=system_clock())))
     app = create_app(build_source(args.source, args.history), capacity_vcpu=args.capacity_vcpu, clock=system_clock,
-                     token=token, store=store)
+                     token=token, store=store, rate_limit=None if args.rate_limit == "none" else args.rate_limit)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
 
 

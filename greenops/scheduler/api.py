@@ -28,6 +28,7 @@ from greenops.reservations import QuotaExceeded, ReservationStore
 from greenops.scheduler.algorithm import DecisionTimeout, Job, NoFeasibleWindow, Placement, place_batch, run_now_mean
 from greenops.scheduler.auth import require_token
 from greenops.scheduler.booking import Ask, Outcome, book, replay
+from greenops.scheduler.ratelimit import TenantRateLimit
 from greenops.scheduler.reservations_api import reservations_router
 from greenops.scheduler.series import from_epoch, to_epoch
 from greenops.scheduler.sources.base import CarbonSource, SourceUnavailable, UnknownZone
@@ -116,6 +117,7 @@ def create_app(
     clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
     token: str | None = None,
     store: ReservationStore | None = None,
+    rate_limit: str | None = None,
 ) -> FastAPI:
     """The service around one carbon source and one reservation record (in memory when none is
     given: tests and one-off runs)."""
@@ -125,6 +127,7 @@ def create_app(
     app.state.store = store
     app.state.source = source
     auth = [Depends(require_token(token))]
+    limiter = TenantRateLimit(rate_limit) if rate_limit else None
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -146,6 +149,8 @@ def create_app(
     def schedule(req: SchedulingRequest, key: str):
         started = time.monotonic()
         give_up_at = started + req.req_timeout
+        if limiter and (refused := limiter.refuse(req.tenant)):
+            return refused
         request = req.model_dump(mode="json", exclude={"key"})
         if not req.dry_run and (done := replay(store, key, request)):
             return _answer(done)
@@ -216,7 +221,8 @@ def create_app(
     responses = {409: {"description": "no capacity before the deadline, or the tenant's quota is used up"},
                  422: {"description": "invalid request, naming the field"},
                  503: {"description": "carbon source unavailable or req_timeout exceeded"},
-                 401: {"description": "a token is configured and the request lacks it"}}
+                 401: {"description": "a token is configured and the request lacks it"},
+                 429: {"description": "the tenant sent more requests than its rate limit; Retry-After says when"}}
 
     @app.post("/scheduling", response_model=SchedulingResponse, responses=responses, dependencies=auth)
     def post_scheduling(req: SchedulingRequest):

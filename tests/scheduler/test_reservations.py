@@ -129,3 +129,15 @@ def test_bad_fields_are_named(client):
     r = client.patch("/reservations/k", json={"phase": "Released"})
     assert r.status_code == 422 and r.json()["detail"].startswith("phase:")
     assert client.patch("/reservations/unknown", json={"phase": "Running"}).status_code == 404
+
+
+def test_a_tenant_over_its_rate_limit_gets_429_and_others_go_on(store):
+    limited = TestClient(create_app(ProfileSource(), clock=lambda: NOW, store=store, rate_limit="3/minute"))
+    wide = dict(eligible_regions=["FR", "DE"], deadline="2027-01-11T03:00:00Z", cpu=1)
+    codes = [limited.post("/scheduling", json=body(key=f"k{i}", tenant="noisy", **wide)).status_code for i in range(4)]
+    assert codes == [200, 200, 200, 429]
+    r = limited.post("/scheduling", json=body(key="k9", tenant="noisy", **wide))
+    assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+    assert r.json()["detail"].startswith("tenant: tenant noisy sent more than 3/minute scheduling requests")
+    assert limited.post("/scheduling", json=body(key="q", tenant="quiet", **wide)).status_code == 200
+    assert {row["key"] for row in store.list()} == {"k0", "k1", "k2", "q"}
