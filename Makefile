@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: postgres simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
+.PHONY: bench-reservations postgres simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver) -> .tools/bin
@@ -27,6 +27,10 @@ $(MLSERVER_STAMP): tools/mlserver/requirements.txt
 	$(MLSERVER_VENV)/bin/python -m pip install --quiet --upgrade pip==25.3
 	$(MLSERVER_VENV)/bin/python -m pip install --quiet -r tools/mlserver/requirements.txt
 	touch $(MLSERVER_STAMP)
+
+# Scheduler p50/p99 over HTTP with the reservation record in memory, in SQLite and in PostgreSQL
+bench-reservations: setup postgres
+	$(PY) benchmarks/reservation_latency.py
 
 # Debian's PostgreSQL server binaries (the reservation record's tests start their own on loopback)
 postgres:
