@@ -3,6 +3,8 @@
 ``greenops catalog``  lists the regions the catalog knows, with zone, EU flag and carbon data.
 ``greenops render``   renders a stack's workloads for an explicit placement (provider/region),
                       validating every object against the upstream CRDs when they are present.
+``greenops placements`` lists the scheduler's active reservations (both paths), and with
+                      ``--without-region`` who would be affected if a region went.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import yaml
 
 from greenops.catalog import load_catalog, select_size
 from greenops.errors import GreenOpsError
+from greenops.httpclient import RetryingClient
 from greenops.models import Decision
 from greenops.renderers import render
 from greenops.stack_config import parse_stack_config
@@ -162,6 +165,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_placements(args: argparse.Namespace) -> int:
+    import os
+
+    from greenops import placements
+    from greenops.policies.client import OpaClient
+
+    endpoints = parse_stack_config(_stack_raw(args.stack)).endpoints
+    with RetryingClient(str(endpoints.scheduler_url), token=os.environ.get("GREENOPS_SCHEDULER_TOKEN")) as scheduler:
+        rows = placements.active(scheduler, tenant=args.tenant, region=args.region, eu=args.eu)
+    print(placements.table(rows))
+    if args.without_region:
+        with OpaClient(str(endpoints.opa_url), token=os.environ.get("GREENOPS_OPA_TOKEN")) as opa:
+            print(placements.impact_table(placements.affected(rows, args.without_region, opa), args.without_region))
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from greenops.demo import demo
 
@@ -208,6 +227,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stack", required=True)
     p.add_argument("--plot", help="write a PNG of the chosen zones' intensity with the runs")
     p.set_defaults(func=cmd_report)
+    p = sub.add_parser("placements", help="active placements of both paths, from the scheduler's reservation record "
+                       "(tokens: GREENOPS_SCHEDULER_TOKEN, GREENOPS_OPA_TOKEN)")
+    p.add_argument("--stack", default="dev", help="whose endpoints to ask (default: dev)")
+    p.add_argument("--tenant")
+    p.add_argument("--region", help="only placements in this region")
+    p.add_argument("--eu", action="store_true", help="only placements in EU regions")
+    p.add_argument("--without-region", metavar="REGION",
+                   help="who is affected if REGION is removed: each placement re-evaluated against policy without it")
+    p.set_defaults(func=cmd_placements)
     p = sub.add_parser("demo", help="the whole system on loopback: control plane, webhook, OPA, scheduler, dev stack")
     p.add_argument("--once", action="store_true", help="tear everything down after the report")
     p.set_defaults(func=cmd_demo)

@@ -1,0 +1,93 @@
+"""Visibility over the scheduler's record of placements, which covers both paths (Pulumi and
+admission): what runs where, what runs in the EU, and who is affected if a region goes.
+
+``affected(region)`` re-evaluates every active placement against policy (OPA's decision for the
+workload as recorded) with that region taken away: a workload placed there must move, and one with
+no other eligible region loses eligibility altogether.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from greenops.catalog import Catalog, load_catalog
+from greenops.errors import GreenOpsError
+from greenops.httpclient import RetryingClient, detail
+from greenops.policies.client import OpaClient
+
+
+def active(scheduler: RetryingClient, *, tenant: str | None = None, region: str | None = None,
+           eu: bool = False, catalog: Catalog | None = None) -> list[dict]:
+    """The active reservations, filtered; ``eu`` keeps those placed in an EU region."""
+    params = {k: v for k, v in (("tenant", tenant), ("region", region)) if v}
+    r = scheduler.request("GET", "/reservations", params=params)
+    if r is None or r.status_code != 200:
+        why = detail(r) if r is not None else scheduler.last_error
+        raise GreenOpsError(f"the scheduler at {scheduler.url} did not list its reservations ({why})")
+    rows = r.json()["reservations"]
+    if eu:
+        catalog = catalog or load_catalog()
+        rows = [x for x in rows if x["provider"] and _is_eu(catalog, x["provider"], x["region"])]
+    return rows
+
+
+def _is_eu(catalog: Catalog, provider: str, region: str) -> bool:
+    try:
+        return catalog.region(provider, region).eu
+    except GreenOpsError:
+        return False
+
+
+@dataclass(frozen=True)
+class Impact:
+    key: str
+    tenant: str
+    placed: str  # provider/region
+    verdict: str  # "loses eligibility" | "must move" | "one option fewer"
+    remaining: list[str]  # provider/region still eligible without the removed region
+
+
+def affected(rows: list[dict], region: str, opa: OpaClient) -> list[Impact]:
+    """Every active placement that ``region`` (a name, or provider/region) matters to."""
+    out = []
+    for row in rows:
+        workload = row.get("workload")
+        placed = f"{row['provider']}/{row['region']}" if row.get("provider") else row["zone"]
+        if not workload:
+            raise GreenOpsError(f"reservation {row['key']}: no workload was recorded with it, so it cannot be "
+                                "re-evaluated (booked by a client that sent none)")
+        eligible = [f"{p}/{r}" for p, regions in sorted(opa.decision(workload).get("eligible", {}).items())
+                    for r in regions]
+        gone = [e for e in eligible if _matches(e, region)]
+        remaining = [e for e in eligible if e not in gone]
+        if _matches(placed, region):
+            verdict = "must move" if remaining else "loses eligibility"
+        elif gone:
+            verdict = "one option fewer"
+        else:
+            continue
+        out.append(Impact(row["key"], row["tenant"], placed, verdict, remaining))
+    return out
+
+
+def _matches(provider_region: str, region: str) -> bool:
+    return provider_region == region or provider_region.split("/", 1)[-1] == region
+
+
+def table(rows: list[dict]) -> str:
+    cols = [("key", 44), ("tenant", 12), ("path", 8), ("phase", 12), ("provider", 8), ("region", 22),
+            ("zone", 10), ("start", 20), ("cpu", 5)]
+    lines = ["  ".join(f"{c:<{w}}" for c, w in cols)]
+    for r in rows:
+        lines.append("  ".join(f"{'-' if r.get(c) is None else str(r.get(c))[:w]:<{w}}" for c, w in cols))
+    lines.append(f"{len(rows)} active placement(s)")
+    return "\n".join(lines)
+
+
+def impact_table(impacts: list[Impact], region: str) -> str:
+    if not impacts:
+        return f"no active placement depends on {region}"
+    lines = [f"without {region}:"]
+    for i in impacts:
+        rest = ", ".join(i.remaining[:4]) + (" …" if len(i.remaining) > 4 else "") or "none"
+        lines.append(f"  {i.verdict:18} {i.key} (tenant {i.tenant}, placed {i.placed}); still eligible: {rest}")
+    return "\n".join(lines)
