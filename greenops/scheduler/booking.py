@@ -19,8 +19,10 @@ from greenops.reservations import ACTIVE, Booking, Conflict, ReservationStore, m
 from greenops.scheduler.algorithm import SLOT, CapacityLedger, DecisionTimeout, Placement
 
 MAX_ATTEMPTS = 25
-# What does not change the placement a request asks for: a retry may send other values.
-_NOT_THE_SPEC = {"req_timeout", "key", "dry_run"}
+# What does not change the placement a request asks for: a retry may send other values. The
+# earliest start is the caller's clock, later on every retry: it is checked against the stored
+# answer instead (see _replayed).
+_NOT_THE_SPEC = {"req_timeout", "key", "dry_run", "earliest_start"}
 
 
 def spec_hash(request: dict) -> str:
@@ -54,13 +56,19 @@ class Ask:
 
 def replay(store: ReservationStore, key: str, request: dict) -> Outcome | None:
     """The stored answer when ``key`` is already actively booked with this very request."""
-    return _replayed(store.get(key), spec_hash(request))
+    return _replayed(store.get(key), spec_hash(request), request.get("earliest_start"))
 
 
-def _replayed(row: dict | None, digest: str) -> Outcome | None:
-    if row is not None and row["phase"] in ACTIVE and row["spec_hash"] == digest:
-        return Outcome(row["answer"], replayed=True)
-    return None
+def _replayed(row: dict | None, digest: str, earliest_start: str | None) -> Outcome | None:
+    """A retry gets the booking it already has, unless its clock has passed that booking's start:
+    then the booking no longer answers it (a missed window) and is replaced."""
+    if row is None or row["phase"] not in ACTIVE or row["spec_hash"] != digest:
+        return None
+    if earliest_start is not None:
+        not_before = datetime.fromisoformat(earliest_start.replace("Z", "+00:00")).timestamp()
+        if min(p["start"] for p in row["placements"]) < not_before:
+            return None
+    return Outcome(row["answer"], replayed=True)
 
 
 def book(store: ReservationStore, ask: Ask, capacity_vcpu: float, now: datetime, give_up_at: float,
@@ -71,7 +79,7 @@ def book(store: ReservationStore, ask: Ask, capacity_vcpu: float, now: datetime,
     last_conflict = ""
     for _ in range(MAX_ATTEMPTS):
         row = store.get(ask.key)
-        if done := _replayed(row, digest):
+        if done := _replayed(row, digest, ask.request.get("earliest_start")):
             return done  # booked meanwhile by a retry that overtook this request
         seen = store.seen(row)
         ledger = _ledger(store.calendar(ask.zones, first_slot, last_slot, seen), capacity_vcpu)

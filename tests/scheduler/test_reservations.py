@@ -3,7 +3,7 @@ quota across keys, and the listing. In-process (TestClient) with an injected clo
 SQLite file."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from fastapi.testclient import TestClient
@@ -141,3 +141,18 @@ def test_a_tenant_over_its_rate_limit_gets_429_and_others_go_on(store):
     assert r.json()["detail"].startswith("tenant: tenant noisy sent more than 3/minute scheduling requests")
     assert limited.post("/scheduling", json=body(key="q", tenant="quiet", **wide)).status_code == 200
     assert {row["key"] for row in store.list()} == {"k0", "k1", "k2", "q"}
+
+
+def test_a_retry_with_a_later_clock_keeps_its_booking_until_the_clock_passes_its_start(client, store):
+    wide = dict(eligible_regions=["FR", "DE"], deadline="2027-01-13T03:00:00Z", cpu=1)
+    first = client.post("/scheduling", json=body(key="k", earliest_start="2027-01-10T03:00:00Z", **wide)).json()
+    start = datetime.fromisoformat(first["scheduling_time"].replace("Z", "+00:00"))
+    # a retry whose clock has moved on, but not past the booked start: the same booking
+    same = client.post("/scheduling", json=body(key="k", earliest_start=first["scheduling_time"], **wide))
+    assert same.headers.get("idempotent-replayed") == "true" and same.json() == first
+    # a clock past the booked start (a missed window): the booking is replaced, under the same key
+    later = (start + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    moved = client.post("/scheduling", json=body(key="k", earliest_start=later, **wide))
+    assert moved.status_code == 200 and "idempotent-replayed" not in moved.headers
+    assert moved.json()["scheduling_time"] >= later
+    assert [(r["key"], r["revision"]) for r in store.list()] == [("k", 2)]
