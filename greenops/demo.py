@@ -19,7 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from greenops import automation, report
+from greenops import automation, placements, report
+from greenops.httpclient import RetryingClient
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.tools import REPO
@@ -52,15 +53,28 @@ def vmtemplate(name: str, **spec) -> dict:
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "VmTemplate", "metadata": {"name": name}, "spec": base}
 
 
+RECORD = REPO / "build" / "demo" / "reservations.db"  # outlives the demo: a restart shows the same reservations
+
+
+def show_record(scheduler_url: str) -> None:
+    with RetryingClient(scheduler_url) as client:
+        say(placements.table(placements.active(client)))
+
+
 def demo(once: bool = True) -> int:
     work = Path(tempfile.mkdtemp(prefix="greenops-demo-"))
+    RECORD.parent.mkdir(parents=True, exist_ok=True)
     say("GreenOps demo: carbon-aware VM placement, everything on this machine (no cloud account).")
     say("Starting a local Kubernetes API server (etcd + kube-apiserver), the scheduler and OPA...")
     tls = loopback_tls(work / "tls")
     # the controller manager runs the garbage collector, which deletions through Pulumi wait for
-    with LocalControlPlane(with_controller_manager=True) as cp, SchedulerServer() as sched, \
+    with LocalControlPlane(with_controller_manager=True) as cp, SchedulerServer(database=f"sqlite:///{RECORD}") as sched, \
             OpaServer(scheduler_url=sched.url, tls_cert=tls.cert_file, tls_key=tls.key_file) as opa:
         say(f"  API server {cp.server}   scheduler {sched.url}   OPA {opa.url} (policy bundle loaded)")
+        with RetryingClient(sched.url) as client:
+            earlier = placements.active(client)
+        say(f"  reservation record {RECORD.relative_to(REPO)}: {len(earlier)} active from earlier runs "
+            "(the same workloads are answered from it, not booked again)")
         install_admission(cp, opa.url, tls.ca_pem, ("greenops", "demo"))
         say("  installed: the VmTemplate CRD and the mutating webhook (VmTemplate CREATE/UPDATE -> OPA)")
 
@@ -103,6 +117,8 @@ def demo(once: bool = True) -> int:
                         f"size {s['vmSize']} at {s['schedulingTime']}")
                 else:
                     say(f"   rejected {vm['metadata']['name']:13} -> {r.json().get('message', r.text)[:400]}")
+        say("\n3) The scheduler's record of placements, both paths (greenops placements):")
+        show_record(sched.url)
         if once:
             say("\nTearing down (--once): destroying the demo stack, stopping the servers.")
             automation.run(st, "destroy", stream=False)

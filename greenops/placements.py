@@ -74,11 +74,12 @@ def _matches(provider_region: str, region: str) -> bool:
 
 
 def table(rows: list[dict]) -> str:
-    cols = [("key", 44), ("tenant", 12), ("path", 8), ("phase", 12), ("provider", 8), ("region", 22),
-            ("zone", 10), ("start", 20), ("cpu", 5)]
+    cols = [("key", 44), ("tenant", 14), ("path", 8), ("phase", 12), ("provider", 8), ("region", 24),
+            ("zone", 12), ("start", 20), ("cpu", 5)]
     lines = ["  ".join(f"{c:<{w}}" for c, w in cols)]
     for r in rows:
-        lines.append("  ".join(f"{'-' if r.get(c) is None else str(r.get(c))[:w]:<{w}}" for c, w in cols))
+        shown = {**r, "start": r["start"][:19] + "Z" if r.get("start") else None}
+        lines.append("  ".join(f"{'-' if shown.get(c) is None else str(shown.get(c))[:w]:<{w}}" for c, w in cols))
     lines.append(f"{len(rows)} active placement(s)")
     return "\n".join(lines)
 
