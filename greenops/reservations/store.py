@@ -145,10 +145,9 @@ class ReservationStore:
             for zone, slot, m in rows:
                 used[zone][slot] = m
         if seen.active:
-            for zone, start, end in seen.placements:
-                for s in slots_of(start, end):
-                    if s in used[zone]:
-                        used[zone][s] -= seen.milli_cpu
+            for (zone, s), delta in _deltas(seen.placements, -seen.milli_cpu).items():
+                if s in used[zone]:
+                    used[zone][s] += delta
         return used
 
     def list(self, *, tenant: str | None = None, zone: str | None = None, region: str | None = None,
@@ -172,24 +171,15 @@ class ReservationStore:
     def commit(self, booking: Booking, seen: Seen, capacity_milli: int, now: datetime) -> dict:
         """Store ``booking`` as the key's reservation, replacing its previous booking. Raises
         Conflict (search again) or QuotaExceeded; on any error nothing is changed."""
-        deltas: dict[tuple[str, int], int] = defaultdict(int)
+        deltas = _deltas(booking.placements, booking.milli_cpu)
         if seen.active:
-            for zone, start, end in seen.placements:
-                for s in slots_of(start, end):
-                    deltas[(zone, s)] -= seen.milli_cpu
-        for zone, start, end in booking.placements:
-            for s in slots_of(start, end):
-                deltas[(zone, s)] += booking.milli_cpu
+            for slot, delta in _deltas(seen.placements, -seen.milli_cpu).items():
+                deltas[slot] += delta
         try:
             with self._write() as conn:
                 self._claim_key(conn, booking, seen, now)
                 self._check_quota(conn, booking, now)
-                for (zone, s), delta in sorted(deltas.items()):
-                    if delta > 0 and not self._add(conn, zone, s, delta, capacity_milli):
-                        raise Conflict(f"zone {zone} hour {s} filled up meanwhile")
-                    if delta < 0:
-                        conn.execute(update(slot_usage).where(and_(slot_usage.c.zone == zone, slot_usage.c.slot == s))
-                                     .values(milli_cpu=slot_usage.c.milli_cpu + delta))
+                self._apply(conn, deltas, capacity_milli)
         except IntegrityError as exc:
             raise Conflict(f"key {booking.key} was booked meanwhile") from exc
         except DBAPIError as exc:
@@ -199,37 +189,22 @@ class ReservationStore:
         self._maybe_prune(now)
         return booking.answer
 
-    def release(self, key: str, phase: str, reason: str, now: datetime) -> dict:
-        """Move an active reservation to a terminal phase and give its zone-hours back; a
-        reservation already terminal is returned as it is (a retried release changes nothing)."""
-        assert phase in TERMINAL
+    def report(self, key: str, phase: str, reason: str, now: datetime) -> dict:
+        """Record what happened to an active reservation: an active phase (Provisioning, Running),
+        or a terminal one (Completed, Failed, Released) that gives its zone-hours back. A reservation
+        already terminal is returned as it is: a retried release or a late report changes nothing."""
+        assert phase in ACTIVE or phase in TERMINAL
         with self._write() as conn:
             row = conn.execute(select(reservations).where(reservations.c.key == key).with_for_update()).mappings().first()
             if row is None:
                 raise UnknownReservation(f"reservation {key}: no such key")
             if row["phase"] not in ACTIVE:
                 return dict(row)
-            deltas: dict[tuple[str, int], int] = defaultdict(int)
-            for p in row["placements"]:
-                for s in slots_of(p["start"], p["end"]):
-                    deltas[(p["zone"], s)] -= row["milli_cpu"]
-            for (zone, s), delta in sorted(deltas.items()):
-                conn.execute(update(slot_usage).where(and_(slot_usage.c.zone == zone, slot_usage.c.slot == s))
-                             .values(milli_cpu=slot_usage.c.milli_cpu + delta))
-            values = {"phase": phase, "reason": reason[:1024], "revision": row["revision"] + 1, "updated_at": now}
-            conn.execute(update(reservations).where(reservations.c.key == key).values(**values))
-            return {**dict(row), **values}
-
-    def set_phase(self, key: str, phase: str, reason: str, now: datetime) -> dict:
-        """Record an active phase (Provisioning, Running) reported by the caller."""
-        assert phase in ACTIVE
-        with self._write() as conn:
-            row = conn.execute(select(reservations).where(reservations.c.key == key).with_for_update()).mappings().first()
-            if row is None:
-                raise UnknownReservation(f"reservation {key}: no such key")
-            if row["phase"] not in ACTIVE:
-                return dict(row)  # a terminal record is never revived by a late report
             values = {"phase": phase, "reason": reason[:1024], "updated_at": now}
+            if phase in TERMINAL:
+                seen = self.seen(dict(row))
+                self._apply(conn, _deltas(seen.placements, -seen.milli_cpu), capacity_milli=0)
+                values["revision"] = row["revision"] + 1
             conn.execute(update(reservations).where(reservations.c.key == key).values(**values))
             return {**dict(row), **values}
 
@@ -267,6 +242,16 @@ class ReservationStore:
                                 f"{b.quota_milli / 1000:g} ({used / 1000:g} in active reservations of either path "
                                 f"+ {wanted / 1000:g} requested)")
 
+    def _apply(self, conn, deltas: dict[tuple[str, int], int], capacity_milli: int) -> None:
+        """Change the zone-hours in one order (so concurrent transactions never deadlock); a zone-hour
+        that would go over capacity raises Conflict and the transaction rolls back."""
+        for (zone, s), delta in sorted(deltas.items()):
+            if delta > 0 and not self._add(conn, zone, s, delta, capacity_milli):
+                raise Conflict(f"zone {zone} hour {s} filled up meanwhile")
+            if delta < 0:
+                conn.execute(update(slot_usage).where(and_(slot_usage.c.zone == zone, slot_usage.c.slot == s))
+                             .values(milli_cpu=slot_usage.c.milli_cpu + delta))
+
     def _add(self, conn, zone: str, slot: int, delta: int, capacity_milli: int) -> bool:
         if delta > capacity_milli:
             return False
@@ -289,6 +274,15 @@ class ReservationStore:
             self._pruned_at = time.monotonic()
         with self._write() as conn:
             conn.execute(slot_usage.delete().where(slot_usage.c.slot < int(now.timestamp() // SLOT) - 1))
+
+
+def _deltas(placements, milli_cpu: int) -> dict[tuple[str, int], int]:
+    """milli-vCPUs per (zone, hourly slot) for runs of ``milli_cpu`` each at ``placements``."""
+    out: dict[tuple[str, int], int] = defaultdict(int)
+    for zone, start, end in placements:
+        for s in slots_of(start, end):
+            out[(zone, s)] += milli_cpu
+    return out
 
 
 def _retryable(exc: DBAPIError) -> bool:

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from greenops.reservations import ACTIVE, ReservationStore, UnknownReservation
+from greenops.reservations import ReservationStore, UnknownReservation
 
 
 class ReservationOut(BaseModel):
@@ -79,16 +79,14 @@ def reservations_router(store: ReservationStore, clock: Callable[[], datetime]) 
     @router.patch("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
     def report_phase(key: str, report: PhaseReport):
         try:
-            if report.phase in ACTIVE:
-                return out(store.set_phase(key, report.phase, report.reason, clock()))
-            return out(store.release(key, report.phase, report.reason, clock()))
+            return out(store.report(key, report.phase, report.reason, clock()))
         except UnknownReservation as exc:
             return _unknown(exc)
 
     @router.delete("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
     def release(key: str, reason: str = Query("released by its owner", max_length=1024)):
         try:
-            return out(store.release(key, "Released", reason, clock()))
+            return out(store.report(key, "Released", reason, clock()))
         except UnknownReservation as exc:
             return _unknown(exc)
 
