@@ -14,8 +14,8 @@ from components.config import PolicyConfig
 from components.scheduler import TOKEN_VARIABLE
 from components.secret_env import secret_env
 from greenops.policies import ADMIN_TOKEN_VARIABLE, QUERY_TOKEN_VARIABLE
+from greenops.policies.webhook import VMTEMPLATE_GROUP, VMTEMPLATE_RESOURCE, VMTEMPLATE_VERSION, webhook_configuration
 
-VMTEMPLATE_GROUP = "composition.krateo.io"
 OPA_PORT = 8443
 ADMIN_TOKEN_DIR = "/var/run/secrets/greenops/opa-admin"  # kube-mgmt's --opa-auth-token-file lives here
 
@@ -25,7 +25,7 @@ class PolicyEngineArgs:
     config: PolicyConfig
     opa_image: str
     kube_mgmt_image: str
-    vmtemplate_version: str = "v1-0-0"  # Krateo names the generated API version after the chart
+    vmtemplate_version: str = VMTEMPLATE_VERSION
     scheduler_token: pulumi.Input[str] | None = None  # presented on every call to the scheduler
     # OPA's own API (system.authz): greenops:opaToken for decision queries (GreenVm's), and
     # greenops:opaAdminToken for kube-mgmt's writes. Both or neither.
@@ -77,7 +77,8 @@ class PolicyEngine(pulumi.ComponentResource):
             f"{name}-config", metadata={"name": "opa-config", "namespace": ns},
             data={"config.json": json.dumps(opa_config(c))}, opts=in_ns)
 
-        # Least privilege: kube-mgmt only reads VmTemplates (to replicate them into OPA).
+        # Least privilege: kube-mgmt only reads VmTemplates and Namespaces (to replicate them into
+        # OPA; a namespace's label greenops.io/tenant is its VmTemplates' tenant).
         token_env = []
         if args.scheduler_token is not None:
             self.scheduler_token, env = secret_env(f"{name}-scheduler-token", "greenops-scheduler-token", ns,
@@ -109,7 +110,8 @@ class PolicyEngine(pulumi.ComponentResource):
         self.account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata={"name": "opa", "namespace": ns}, opts=in_ns)
         self.role = k8s.rbac.v1.ClusterRole(
             f"{name}-replicate", metadata={"name": "greenops-opa-replicate"},
-            rules=[{"apiGroups": [VMTEMPLATE_GROUP], "resources": ["vmtemplates"], "verbs": ["get", "list", "watch"]}],
+            rules=[{"apiGroups": [VMTEMPLATE_GROUP], "resources": [VMTEMPLATE_RESOURCE], "verbs": ["get", "list", "watch"]},
+                   {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}],
             opts=child)
         self.binding = k8s.rbac.v1.ClusterRoleBinding(
             f"{name}-replicate", metadata={"name": "greenops-opa-replicate"},
@@ -147,7 +149,8 @@ class PolicyEngine(pulumi.ComponentResource):
                          # Same pod: the sidecar talks to OPA over loopback, through OPA's serving cert.
                          "args": [f"--opa-url=https://127.0.0.1:{OPA_PORT}/v1", "--opa-allow-insecure",
                                   "--enable-policies=false", "--enable-data=false", *mgmt_auth_args,
-                                  f"--replicate={VMTEMPLATE_GROUP}/{args.vmtemplate_version}/vmtemplates"],
+                                  f"--replicate={VMTEMPLATE_GROUP}/{args.vmtemplate_version}/{VMTEMPLATE_RESOURCE}",
+                                  "--replicate-cluster=v1/namespaces"],
                          **({"volumeMounts": mgmt_mounts} if mgmt_mounts else {}),
                          "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False}},
                     ],
@@ -164,23 +167,11 @@ class PolicyEngine(pulumi.ComponentResource):
 
         client_config: dict = ({"url": c.webhook_url} if c.webhook_url
                                else {"service": {"name": "opa", "namespace": ns, "path": "/", "port": 443}})
+        hook = webhook_configuration(
+            client_config, self.ca.cert_pem.apply(lambda pem: base64.b64encode(pem.encode()).decode()),
+            c.webhook_timeout_seconds, exclude_namespaces=["kube-system", ns])
         self.webhook = k8s.admissionregistration.v1.MutatingWebhookConfiguration(
-            f"{name}-webhook",
-            metadata={"name": "greenops-vmtemplate-placement"},
-            webhooks=[{
-                "name": "placement.vmtemplate.greenops.io",
-                "clientConfig": {**client_config,
-                                 "caBundle": self.ca.cert_pem.apply(lambda pem: base64.b64encode(pem.encode()).decode())},
-                "rules": [{"apiGroups": [VMTEMPLATE_GROUP], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
-                           "resources": ["vmtemplates"], "scope": "Namespaced"}],
-                "failurePolicy": "Fail",
-                "sideEffects": "None",
-                "timeoutSeconds": c.webhook_timeout_seconds,
-                "admissionReviewVersions": ["v1"],
-                "reinvocationPolicy": "Never",
-                "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
-                                                            "values": ["kube-system", ns]}]},
-            }],
+            f"{name}-webhook", metadata=hook["metadata"], webhooks=hook["webhooks"],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.service]),
         )
         self.register_outputs({"caCert": self.ca.cert_pem, "webhook": self.webhook.metadata["name"]})

@@ -13,12 +13,14 @@ class SchedulerStandIn:
     """A scheduler on loopback answering the thesis contract; `mode` picks its behaviour.
 
     "first": the first eligible zone, two hours after the request's earliest start;
-    "error": HTTP 500; "zone:<Z>": always zone Z.
+    "error": HTTP 500; "zone:<Z>": always zone Z. Releases (DELETE /reservations/<key>) are
+    answered 200 and kept, path and query, in `released`.
     """
 
     def __init__(self):
         self.mode = "first"
         self.requests: list[dict] = []
+        self.released: list[str] = []
         stand_in = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -30,6 +32,10 @@ class SchedulerStandIn:
                     return
                 zone = stand_in.mode.split(":", 1)[1] if stand_in.mode.startswith("zone:") else body["eligible_regions"][0]
                 self._send(200, {"scheduling_location": zone, "scheduling_time": "2027-01-01T02:00:00Z"})
+
+            def do_DELETE(self):
+                stand_in.released.append(self.path)
+                self._send(200, {"phase": "Released"})
 
             def _send(self, code, payload):
                 data = json.dumps(payload).encode()

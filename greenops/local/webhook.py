@@ -1,13 +1,18 @@
 """The cluster path on a local control plane: the VmTemplate CRD (as Krateo would generate it from
-the chart's schema), a TLS identity for OPA, and the mutating webhook pointing at OPA by URL."""
+the chart's schema), a TLS identity for OPA, the mutating webhook pointing at OPA by URL, and the
+namespaces copied into OPA as kube-mgmt would."""
 from __future__ import annotations
 
 import base64
 import datetime as dt
 import ipaddress
 import json
+import ssl
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+import httpx
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -15,9 +20,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from greenops.charts import CHART_SOURCE
-
-GROUP = "composition.krateo.io"
-VERSION = "v1-0-0"  # Krateo names the API version after the chart version (1.0.0)
+from greenops.policies.webhook import TENANT_LABEL, VMTEMPLATE_GROUP as GROUP, VMTEMPLATE_VERSION as VERSION
+from greenops.policies.webhook import webhook_configuration
 
 
 @dataclass(frozen=True)
@@ -78,27 +82,43 @@ def vmtemplate_crd() -> dict:
     }
 
 
-def webhook_configuration(opa_url: str, ca_pem: bytes, timeout_seconds: int = 10) -> dict:
-    """Same rules as components/policy_engine.py, pointed at a URL (the local OPA)."""
-    return {
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": "greenops-vmtemplate-placement"},
-        "webhooks": [{
-            "name": "placement.vmtemplate.greenops.io",
-            "clientConfig": {"url": f"{opa_url.rstrip('/')}/", "caBundle": base64.b64encode(ca_pem).decode()},
-            "rules": [{"apiGroups": [GROUP], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
-                       "resources": ["vmtemplates"], "scope": "Namespaced"}],
-            "failurePolicy": "Fail", "sideEffects": "None", "timeoutSeconds": timeout_seconds,
-            "admissionReviewVersions": ["v1"],
-        }],
-    }
+def install_admission(cp, opa_url: str, ca_pem: bytes,
+                      namespaces: Iterable[str] | Mapping[str, str | None] = ()) -> None:
+    """The VmTemplate CRD, the webhook to OPA and the given namespaces, on a local control plane.
 
-
-def install_admission(cp, opa_url: str, ca_pem: bytes, namespaces: tuple[str, ...] = ()) -> None:
-    """The VmTemplate CRD, the webhook to OPA and the given namespaces, on a local control plane."""
+    A namespace given by name alone is its own tenant (label greenops.io/tenant=<name>); a mapping
+    gives each namespace's tenant, None for no label. The namespaces are then copied into OPA.
+    """
+    tenants = dict(namespaces) if isinstance(namespaces, Mapping) else {ns: ns for ns in namespaces}
     cp.create_crd(vmtemplate_crd())
     with cp.client() as k:
-        k.post("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
-               json=webhook_configuration(opa_url, ca_pem)).raise_for_status()
-        for ns in namespaces:
-            k.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        k.post("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", json=webhook_configuration(
+            {"url": f"{opa_url.rstrip('/')}/"}, base64.b64encode(ca_pem).decode())).raise_for_status()
+        for ns, tenant in tenants.items():
+            k.post("/api/v1/namespaces", json=namespace_manifest(ns, tenant))
+    replicate_namespaces(cp, opa_url, ca_pem)
+
+
+def namespace_manifest(name: str, tenant: str | None) -> dict:
+    """A Namespace whose VmTemplates belong to ``tenant`` (None: no label, the default tenant)."""
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": {TENANT_LABEL: tenant} if tenant is not None else {}}}
+
+
+def replicate_namespaces(cp, opa_url: str, ca_pem: bytes | None = None, token: str | None = None) -> None:
+    """Copy every Namespace into OPA's data.kubernetes.namespaces, as kube-mgmt's
+    --replicate-cluster=v1/namespaces does in a cluster (here once: call again after a change)."""
+    with cp.client() as k:
+        r = k.get("/api/v1/namespaces")
+        r.raise_for_status()
+        put_namespaces(opa_url, {i["metadata"]["name"]: i for i in r.json()["items"]}, ca_pem, token)
+
+
+def put_namespaces(opa_url: str, namespaces: dict[str, dict], ca_pem: bytes | None = None,
+                   token: str | None = None) -> None:
+    """Replace OPA's data.kubernetes.namespaces (name -> Namespace) as kube-mgmt writes it.
+    ``token``: OPA's admin token, when OPA requires one."""
+    verify = ssl.create_default_context(cadata=ca_pem.decode()) if ca_pem else True
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    with httpx.Client(verify=verify, timeout=10, headers=headers) as opa:
+        opa.put(f"{opa_url.rstrip('/')}/v1/data/kubernetes/namespaces", json=namespaces).raise_for_status()

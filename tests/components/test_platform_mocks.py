@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from components.config import VERSIONS_FILE
+from greenops.policies.webhook import CONFIGURATION_NAME
 
 CA_PEM = "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n"
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
@@ -133,21 +134,31 @@ def test_the_whole_platform_in_prod():
 def test_webhook_configuration():
     m = collect(PROD)
     [hook] = of(m, "kubernetes:admissionregistration.k8s.io/v1:MutatingWebhookConfiguration")
-    [w] = hook.inputs["webhooks"]
-    assert w["rules"] == [{"apiGroups": ["composition.krateo.io"], "apiVersions": ["*"],
-                           "operations": ["CREATE", "UPDATE"], "resources": ["vmtemplates"], "scope": "Namespaced"}]
-    assert w["failurePolicy"] == "Fail" and w["sideEffects"] == "None" and w["timeoutSeconds"] == 10
-    assert w["admissionReviewVersions"] == ["v1"]
-    assert base64.b64decode(w["clientConfig"]["caBundle"]).decode() == CA_PEM  # the CA resource's own cert
-    assert w["clientConfig"]["service"] == {"name": "opa", "namespace": "opa", "path": "/", "port": 443}
+    # the one definition the local control plane uses too (greenops/policies/webhook.py)
+    assert hook.inputs["metadata"] == {"name": CONFIGURATION_NAME}
+    place, release = hook.inputs["webhooks"]
+    assert [w["rules"][0]["operations"] for w in (place, release)] == [["CREATE", "UPDATE"], ["DELETE"]]
+    for w in (place, release):
+        assert w["rules"] == [{"apiGroups": ["composition.krateo.io"], "apiVersions": ["*"], "operations":
+                               w["rules"][0]["operations"], "resources": ["vmtemplates"], "scope": "Namespaced"}]
+        # dry runs book and release nothing (request.dryRun), so the API server may send them
+        assert w["sideEffects"] == "NoneOnDryRun" and w["timeoutSeconds"] == 10
+        assert w["admissionReviewVersions"] == ["v1"] and w["reinvocationPolicy"] == "Never"
+        assert base64.b64decode(w["clientConfig"]["caBundle"]).decode() == CA_PEM  # the CA resource's own cert
+        assert w["clientConfig"]["service"] == {"name": "opa", "namespace": "opa", "path": "/", "port": 443}
+        assert w["namespaceSelector"]["matchExpressions"][0]["values"] == ["kube-system", "opa"]
+    # placing fails closed; deleting is never blocked, not even by an OPA outage
+    assert place["failurePolicy"] == "Fail" and release["failurePolicy"] == "Ignore"
     [deploy] = [r for r in of(m, "kubernetes:apps/v1:Deployment") if r.inputs["metadata"]["name"] == "opa"]
     opa, mgmt = deploy.inputs["spec"]["template"]["spec"]["containers"]
     assert {"name": "SCHEDULER_URL", "value": "http://greenops-scheduler.greenops.svc:8080"} in opa["env"]
     assert "--config-file=/config/config.json" in opa["args"]
     assert "--replicate=composition.krateo.io/v1-0-0/vmtemplates" in mgmt["args"]
+    assert "--replicate-cluster=v1/namespaces" in mgmt["args"]  # the tenant is the namespace's label
     [role] = of(m, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
-    assert role.inputs["rules"] == [{"apiGroups": ["composition.krateo.io"], "resources": ["vmtemplates"],
-                                     "verbs": ["get", "list", "watch"]}]
+    assert role.inputs["rules"] == [
+        {"apiGroups": ["composition.krateo.io"], "resources": ["vmtemplates"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}]
     [cm] = [r for r in of(m, "kubernetes:core/v1:ConfigMap") if r.name == "opa-config"]
     assert json.loads(cm.inputs["data"]["config.json"])["bundles"]["greenops"]["polling"]["min_delay_seconds"] == 30
 

@@ -6,21 +6,36 @@ import json
 import time
 from datetime import datetime, timedelta, timezone
 
+import httpx
 import pytest
 
 from greenops.catalog import select_size
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import GROUP, VERSION
+from tests.e2e.conftest import THRIFTY_QUOTA_VCPU
 
 pytestmark = pytest.mark.e2e
 PATH = f"/apis/{GROUP}/{VERSION}/namespaces/e2e/vmtemplates"
 
 
 def vmtemplate(name: str, **spec) -> dict:
+    """A VmTemplate for namespace e2e (tenant e2e); a field given as None is left out."""
     base = {"vmName": name, "cpu": 2, "memory": 4, "duration": "1h", "maxLatency": 2000, "tenant": "e2e",
             "deadline": (datetime.now(timezone.utc) + timedelta(days=3)).strftime("%Y-%m-%dT%H:%M:%SZ")}
     base.update(spec)
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "VmTemplate", "metadata": {"name": name}, "spec": base}
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "VmTemplate", "metadata": {"name": name},
+            "spec": {k: v for k, v in base.items() if v is not None}}
+
+
+def in_namespace(ns: str) -> str:
+    return f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/vmtemplates"
+
+
+def reservations(cluster, **query) -> list[dict]:
+    """The scheduler's record (GET /reservations): active ones, or every phase with all=true."""
+    r = httpx.get(f"{cluster['scheduler'].url}/reservations", params=query, timeout=10)
+    assert r.status_code == 200, r.text
+    return r.json()["reservations"]
 
 
 def test_created_vmtemplate_carries_opas_decision(cluster, catalog):
@@ -122,3 +137,107 @@ def test_200_concurrent_vmtemplates_none_lost(cluster, record_property):
     print(f"\n200 concurrent VmTemplates: 180 admitted, 20 denied with a reason; admission p50 {p50:.1f} ms, p99 {p99:.1f} ms")
     record_property("admission_p50_ms", round(p50, 1))
     record_property("admission_p99_ms", round(p99, 1))
+
+
+# --- the record of placements: one reservation per VmTemplate, keyed, tenant from the namespace --
+def test_server_side_dry_run_is_placed_but_books_nothing(cluster):
+    """`kubectl create --dry-run=server`: admitted and patched, nothing stored, nothing booked."""
+    path = in_namespace("acme-ml")
+    with cluster["cp"].client() as k:
+        r = k.post(f"{path}?dryRun=All", json=vmtemplate("dry", originRegion="westeurope", tenant=None))
+        assert r.status_code == 201, r.text
+        dry = r.json()
+        assert dry["spec"]["provider"] and dry["spec"]["schedulingTime"] and dry["spec"]["tenant"] == "acme"
+        assert "greenops.io/reservation" not in dry["metadata"]["annotations"]  # no key: nothing booked
+        assert k.get(f"{path}/dry").status_code == 404
+    assert reservations(cluster, tenant="acme") == []
+
+
+def test_create_books_one_reservation_update_replaces_it_delete_releases_it(cluster):
+    path = in_namespace("acme-ml")
+    with cluster["cp"].client() as k:
+        # CREATE: one booking, keyed namespace/name/<the admission's uid>, under the namespace's tenant
+        r = k.post(path, json=vmtemplate("train", originRegion="westeurope", tenant=None))
+        assert r.status_code == 201, r.text
+        obj = r.json()
+        key = obj["metadata"]["annotations"]["greenops.io/reservation"]
+        assert key.startswith("acme-ml/train/") and obj["spec"]["tenant"] == "acme"
+        [booked] = reservations(cluster, tenant="acme")
+        spec = obj["spec"]
+        assert (booked["key"], booked["path"], booked["tenant"], booked["revision"]) == (key, "cluster", "acme", 1)
+        assert (booked["provider"], booked["region"]) == (spec["provider"], spec["schedulingLocation"])
+        # (the record's start is not rounded up to the second as the answer's is)
+        start = datetime.fromisoformat(booked["start"]).replace(tzinfo=timezone.utc)
+        assert abs(start - datetime.fromisoformat(spec["schedulingTime"].replace("Z", "+00:00"))) < timedelta(seconds=1)
+        assert booked["workload"]["tenant"] == "acme" and booked["workload"]["cpu"] == 2
+
+        # UPDATE with more cpu: the same key, booked again in place (revision 2), still one
+        obj["spec"]["cpu"] = 4
+        r = k.put(f"{path}/train", json=obj)
+        assert r.status_code == 200, r.text
+        assert r.json()["metadata"]["annotations"]["greenops.io/reservation"] == key
+        [rebooked] = reservations(cluster, tenant="acme")
+        assert (rebooked["key"], rebooked["revision"], rebooked["cpu"]) == (key, 2, 4)
+
+        # a dry-run DELETE releases nothing; the DELETE releases it
+        assert k.delete(f"{path}/train?dryRun=All").status_code == 200
+        assert [x["key"] for x in reservations(cluster, tenant="acme")] == [key]
+        assert k.delete(f"{path}/train").status_code == 200
+        assert reservations(cluster, tenant="acme") == []
+        [released] = [x for x in reservations(cluster, tenant="acme", all="true") if x["key"] == key]
+        assert released["phase"] == "Released" and released["reason"] == "VmTemplate acme-ml/train deleted"
+
+        # re-created under the same name: a new object, a new key; the old record stays released
+        r = k.post(path, json=vmtemplate("train", originRegion="westeurope", tenant=None))
+        assert r.status_code == 201, r.text
+        again = r.json()["metadata"]["annotations"]["greenops.io/reservation"]
+        assert again != key and [x["key"] for x in reservations(cluster, tenant="acme")] == [again]
+        assert k.delete(f"{path}/train").status_code == 200
+    assert reservations(cluster, tenant="acme") == []
+
+
+def test_a_spec_tenant_other_than_the_namespaces_is_denied(cluster):
+    with cluster["cp"].client() as k:
+        r = k.post(in_namespace("acme-ml"), json=vmtemplate("sneaky", originRegion="westeurope", tenant="globex"))
+        assert r.status_code == 403
+        assert r.json()["message"].endswith(
+            'VmTemplate acme-ml/sneaky: spec.tenant "globex" disagrees with namespace acme-ml\'s label '
+            'greenops.io/tenant "acme": the tenant is the namespace\'s (remove spec.tenant or set it to "acme")')
+        # an unlabelled namespace is the default tenant's
+        r = k.post(in_namespace("unlabelled"), json=vmtemplate("plain", originRegion="westeurope", tenant=None))
+        assert r.status_code == 201, r.text
+        assert r.json()["spec"]["tenant"] == "default"
+        assert k.delete(f"{in_namespace('unlabelled')}/plain").status_code == 200
+    assert reservations(cluster, tenant="globex") == []
+
+
+def test_quota_counts_both_paths(cluster):
+    """Tenant thrifty (6 vCPU): 4 through the Pulumi path's client, then VmTemplates in its namespace
+    until the scheduler's record refuses one; a deleted VmTemplate frees its share."""
+    import ssl
+
+    from greenops.models import Workload
+    from greenops.placement.planner import place
+    from greenops.placement.scheduler_client import SchedulerClient
+    from greenops.policies.client import OpaClient
+
+    deadline = (datetime.now(timezone.utc) + timedelta(days=3)).replace(microsecond=0)
+    batch = Workload.model_validate({"name": "batch", "cpu": 4, "memory": 8, "duration": "1h", "deadline": deadline,
+                                     "originRegion": "westeurope", "tenant": "thrifty"})
+    trust = httpx.HTTPTransport(verify=ssl.create_default_context(cadata=cluster["tls"].ca_pem.decode()))
+    with OpaClient(cluster["opa"].url, transport=trust) as opa, SchedulerClient(cluster["scheduler"].url) as sched:
+        place(batch, opa, sched, key="e2e-stack/batch")
+    path = in_namespace("thrifty-batch")
+    with cluster["cp"].client() as k:
+        assert k.post(path, json=vmtemplate("fits", originRegion="westeurope", tenant=None)).status_code == 201
+        over = k.post(path, json=vmtemplate("over", originRegion="westeurope", tenant=None))
+        assert over.status_code == 403
+        assert over.json()["message"].endswith(
+            f"answered HTTP 409: tenant: tenant thrifty would use 8 vCPU, above its quota of {THRIFTY_QUOTA_VCPU} "
+            "(6 in active reservations of either path + 2 requested)")
+        assert k.get(f"{path}/over").status_code == 404
+        assert sorted(x["path"] for x in reservations(cluster, tenant="thrifty")) == ["cluster", "pulumi"]
+
+        assert k.delete(f"{path}/fits").status_code == 200
+        assert k.post(path, json=vmtemplate("over", originRegion="westeurope", tenant=None)).status_code == 201
+    assert sum(x["cpu"] * x["jobs"] for x in reservations(cluster, tenant="thrifty")) == THRIFTY_QUOTA_VCPU

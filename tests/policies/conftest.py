@@ -21,7 +21,10 @@ def scheduler():
 
 @pytest.fixture(scope="module")
 def opa(opa_binary, scheduler):
+    from greenops.local.webhook import namespace_manifest, put_namespaces
     from greenops.policies.server import OpaServer
 
     with OpaServer(scheduler_url=scheduler.url) as server:
+        # the reviews' namespace, as kube-mgmt replicates it: tenant t1
+        put_namespaces(server.url, {"greenops": namespace_manifest("greenops", "t1")})
         yield server

@@ -7,6 +7,7 @@ import json
 import httpx
 import pytest
 
+from greenops.local.webhook import namespace_manifest, put_namespaces
 from greenops.policies.client import OpaClient, PolicyUnauthorized
 from greenops.policies.server import OpaServer
 
@@ -26,6 +27,8 @@ def bearer(token: str) -> dict:
 @pytest.fixture(scope="module")
 def opa(opa_binary, scheduler):
     with OpaServer(scheduler_url=scheduler.url, query_token=QUERY, admin_token=ADMIN) as server:
+        # kube-mgmt's write of the replicated namespaces, with its admin token
+        put_namespaces(server.url, {"greenops": namespace_manifest("greenops", "t1")}, token=ADMIN)
         yield server
 
 

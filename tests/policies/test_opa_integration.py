@@ -101,11 +101,13 @@ def test_conflict_is_refused_with_the_constraint_chain(opa):
     assert "dataResidency eu leaves" in str(info.value) and "maxLatency 20 ms from westus leaves 0" in str(info.value)
 
 
-def test_quota_from_the_placed_list(opa):
+def test_the_decision_hands_the_tenants_quota_to_the_scheduler(opa):
+    """Policy sets the cap; the scheduler counts the tenant's active reservations of both paths."""
     placed = [{"name": f"w{i}", "tenant": "research", "cpu": 64} for i in range(4)]
     with OpaClient(opa.url) as c:
         d = c.decision(dict(WORKLOAD, tenant="research"), placed=placed)
-    assert d["errors"] == ['workload "etl": tenant research would use 260 vCPU, above its quota of 256 (256 placed + 4 requested)']
+    assert d["allowed"] and d["errors"] == []  # a `placed` list no longer counts in policy
+    assert d["tenantQuotaVcpu"] == 256
 
 
 def test_unreachable_opa_is_a_clear_error():
@@ -132,6 +134,10 @@ def test_create_is_patched_from_the_schedulers_answer(opa, scheduler, catalog):
     assert "FR" in sent["eligible_regions"] and "JP-TK" not in sent["eligible_regions"]
     assert sent["deadline"] == "2030-01-01T00:00:00Z"
     assert sent["origin_zone"] == "IT-NO"  # italynorth's zone, for the scheduler's baseline
+    # booked as the object's reservation, under its namespace's tenant
+    assert sent["key"] == "greenops/vm-1/1f1c" and sent["path"] == "cluster" and sent["tenant"] == "t1"
+    assert sent["dry_run"] is False and sent["regions"]["FR"] == f"azure/{nearest}"
+    assert sent["workload"]["cpu"] == 2 and sent["tenant_quota_vcpu"] == 512  # the default cap
 
 
 def test_patch_respects_eu_residency_and_latency(opa, scheduler, catalog):
@@ -159,13 +165,50 @@ def test_scheduler_failure_fails_closed(opa, scheduler):
     scheduler.mode = "first"
 
 
-def test_quota_denies_through_replicated_vmtemplates(opa, scheduler):
+def test_a_denial_after_booking_releases_the_booking(opa, scheduler):
+    scheduler.mode = "zone:US-CAL-CISO"  # a zone it was not asked for
+    scheduler.released.clear()
+    try:
+        answer = admit(opa, review(obj=vmtemplate()))
+    finally:
+        scheduler.mode = "first"
+    msg = answer["response"]["status"]["message"]
+    assert answer["response"]["allowed"] is False and "the scheduler chose zone US-CAL-CISO" in msg
+    assert msg.endswith("its reservation greenops/vm-1/1f1c was released")
+    [released] = scheduler.released
+    assert released.startswith("/reservations/greenops/vm-1/1f1c?reason=admission+denied")
+
+
+def test_delete_releases_and_is_allowed(opa, scheduler):
+    placed = vmtemplate()
+    placed["metadata"]["annotations"] = {"greenops.io/reservation": "greenops/vm-1/0a9d"}
+    scheduler.released.clear()
+    answer = admit(opa, review(op="DELETE", old=placed))
+    assert answer["response"] == {"uid": "1f1c", "allowed": True}
+    assert scheduler.released == ["/reservations/greenops/vm-1/0a9d?reason=VmTemplate+greenops%2Fvm-1+deleted"]
+    dry = review(op="DELETE", old=placed)
+    dry["request"]["dryRun"] = True
+    assert admit(opa, dry)["response"]["allowed"] and len(scheduler.released) == 1  # a dry run releases nothing
+
+
+def test_a_spec_tenant_not_the_namespaces_is_denied(opa, scheduler):
+    answer = admit(opa, review(obj=vmtemplate(tenant="media")))
+    assert answer["response"]["status"]["message"] == (
+        'VmTemplate greenops/vm-1: spec.tenant "media" disagrees with namespace greenops\'s label greenops.io/tenant "t1": '
+        'the tenant is the namespace\'s (remove spec.tenant or set it to "t1")')
+
+
+def test_the_tenant_label_is_the_one_python_sets(opa):
+    from greenops.policies.webhook import TENANT_LABEL
+
+    assert httpx.get(f"{opa.url}/v1/data/greenops/tenancy/label").json()["result"] == TENANT_LABEL
+
+
+def test_visibility_over_replicated_vmtemplates(opa):
     placed = {"greenops": {f"big-{i}": {"spec": {"vmName": f"big-{i}", "tenant": "media", "cpu": 64, "provider": "gcp",
                                                "schedulingLocation": "europe-west9"}} for i in range(2)}}
     assert httpx.put(f"{opa.url}/v1/data/kubernetes/vmtemplates", json=placed).status_code == 204
     try:
-        answer = admit(opa, review(obj=vmtemplate(tenant="media", cpu=4, memory=8)))
-        assert "tenant media would use 132 vCPU, above its quota of 128" in answer["response"]["status"]["message"]
         eu = httpx.post(f"{opa.url}/v1/data/greenops/visibility/placed_in_eu", json={}).json()["result"]
         assert {w["name"] for w in eu} == {"big-0", "big-1"}
         hit = httpx.post(f"{opa.url}/v1/data/greenops/visibility/affected", json={"input": {"region": "europe-west9"}}).json()["result"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import json
 from datetime import datetime, timedelta, timezone
@@ -12,9 +13,18 @@ import pytest
 from greenops.catalog import select_size
 from greenops.local.controlplane import free_port
 from greenops.local.scheduler import SchedulerServer
+from greenops.local.webhook import namespace_manifest, put_namespaces
 from greenops.policies.server import OpaServer
 
 pytestmark = pytest.mark.integration
+
+
+@contextlib.contextmanager
+def tenant_opa(**kw):
+    """OPA with the reviews' namespace replicated as kube-mgmt would: ml, labelled tenant ml."""
+    with OpaServer(**kw) as opa:
+        put_namespaces(opa.url, {"ml": namespace_manifest("ml", "ml")})
+        yield opa
 
 
 def review(deadline: str) -> dict:
@@ -28,7 +38,7 @@ def review(deadline: str) -> dict:
 def test_place_fail_closed_and_recover(opa_binary, catalog):
     port = free_port()
     deadline = (datetime.now(timezone.utc) + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    with OpaServer(scheduler_url=f"http://127.0.0.1:{port}") as opa:
+    with tenant_opa(scheduler_url=f"http://127.0.0.1:{port}") as opa:
         with SchedulerServer(port=port):
             answer = httpx.post(f"{opa.url}/", json=review(deadline), timeout=20).json()["response"]
             assert answer["allowed"], answer
@@ -89,7 +99,7 @@ def test_reapplied_placed_vmtemplate_is_placed_again_not_denied(opa_binary, cata
     port = free_port()
     deadline = (datetime.now(timezone.utc) + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
     created = review(deadline)["request"]["object"]
-    with OpaServer(scheduler_url=f"http://127.0.0.1:{port}") as opa:
+    with tenant_opa(scheduler_url=f"http://127.0.0.1:{port}") as opa:
         def admit(body):
             return httpx.post(f"{opa.url}/", json=body, timeout=20).json()["response"]
 
@@ -127,9 +137,9 @@ def test_reapplied_placed_vmtemplate_is_placed_again_not_denied(opa_binary, cata
 def test_opa_presents_the_schedulers_token_and_fails_closed_without_it(opa_binary):
     deadline = (datetime.now(timezone.utc) + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
     with SchedulerServer(token="t0ken-for-opa") as scheduler:
-        with OpaServer(scheduler_url=scheduler.url, scheduler_token="t0ken-for-opa") as opa:
+        with tenant_opa(scheduler_url=scheduler.url, scheduler_token="t0ken-for-opa") as opa:
             assert httpx.post(f"{opa.url}/", json=review(deadline), timeout=20).json()["response"]["allowed"]
-        with OpaServer(scheduler_url=scheduler.url) as opa:
+        with tenant_opa(scheduler_url=scheduler.url) as opa:
             denied = httpx.post(f"{opa.url}/", json=review(deadline), timeout=20).json()["response"]
     assert denied["allowed"] is False
     assert "failing closed" in denied["status"]["message"] and "answered HTTP 401" in denied["status"]["message"]

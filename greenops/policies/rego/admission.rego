@@ -1,11 +1,14 @@
 # The mutating admission policy for VmTemplate (thesis §3.5, §3.6.9, §3.6.11).
 #
 # For CREATE and UPDATE of a VmTemplate: evaluate the placement decision, ask the scheduler
-# (http.send), map its zone back to a provider region and answer with a base64 JSONPatch adding
-# provider, schedulingLocation (cloud region), schedulingTime and vmSize, and recording the
-# values it chose itself under the annotation greenops.io/decision (see "Whose fields" below and
-# the README). Conflicts, quota, malformed specs and scheduler failures are denied with a reason
-# (fail closed). Any other kind or operation passes unchanged. Served as system.main (see
+# (http.send) to book it as the object's reservation, map its zone back to a provider region and
+# answer with a base64 JSONPatch adding provider, schedulingLocation (cloud region), schedulingTime
+# and vmSize, the namespace's tenant when the spec has none, and recording the values it chose
+# itself under the annotation greenops.io/decision (see "Whose fields" below and the README) and the
+# reservation's key under greenops.io/reservation. Conflicts, a tenant that is not the namespace's,
+# malformed specs and scheduler failures (quota included: the scheduler counts both paths) are
+# denied with a reason (fail closed). A dry run books nothing. DELETE releases the reservation and
+# is always allowed. Any other kind or operation passes unchanged. Served as system.main (see
 # system.rego).
 package greenops.admission
 
@@ -13,6 +16,7 @@ import rego.v1
 
 import data.greenops.placement
 import data.greenops.scheduler
+import data.greenops.tenancy
 import data.greenops.workload
 
 request := input.request
@@ -32,48 +36,58 @@ response := _deny(_malformed) if _malformed
 
 else := {"allowed": true} if not _targets_vmtemplate
 
+else := _deleted if request.operation == "DELETE"
+
+else := {"allowed": true} if _terminating
+
 else := _deny(sprintf("%v: spec must be an object", [_subject])) if not is_object(_field(_field(request, "object"), "spec"))
 
-else := _patch(_existing_decision) if _keep_existing
+else := _patch(_existing_decision, object.get(_old, "tenant", null)) if _keep_existing
+
+else := _deny(sprintf("%v: %v", [_subject, _tenant_problem])) if _tenant_problem
 
 else := _deny(sprintf("%v: %v", [_subject, concat("; ", _decision.errors)])) if count(_decision.errors) > 0
 
 else := _deny(sprintf("%v: not placed, failing closed: %v", [_subject, _schedule.error])) if not _schedule.ok
 
-else := _deny(sprintf("%v: not placed, failing closed: the scheduler chose zone %v, which is not among the eligible zones %v", [_subject, _schedule.answer.scheduling_location, _decision.zones])) if not _selection
+else := _deny(sprintf("%v: not placed, failing closed: the scheduler chose zone %v, which is not among the eligible zones %v; %v", [_subject, _schedule.answer.scheduling_location, _decision.zones, _given_back])) if not _selection
 
-else := _patch({
-	"provider": _selection.provider,
-	"schedulingLocation": _selection.region,
-	"schedulingTime": _schedule.answer.scheduling_time,
-	"vmSize": _selection.vmSize,
-})
+else := _patch(
+	{
+		"provider": _selection.provider,
+		"schedulingLocation": _selection.region,
+		"schedulingTime": _schedule.answer.scheduling_time,
+		"vmSize": _selection.vmSize,
+	},
+	_tenant,
+)
 
 _deny(msg) := {"allowed": false, "status": {"code": 403, "reason": "Forbidden", "message": msg}}
 
-_patch(d) := {
+_patch(d, tenant) := {
 	"allowed": true,
 	"patchType": "JSONPatch",
 	"patch": base64.encode(json.marshal(array.concat(
-		[{"op": "add", "path": sprintf("/spec/%v", [k]), "value": d[k]} |
-			some k in decision_fields
-			d[k] != null
-		],
-		[_annotation_op(json.marshal(_own_choices(d)))],
+		array.concat(
+			[{"op": "add", "path": sprintf("/spec/%v", [k]), "value": d[k]} |
+				some k in decision_fields
+				d[k] != null
+			],
+			[{"op": "add", "path": "/spec/tenant", "value": tenant} | tenant != null; not is_string(_field(_spec, "tenant"))],
+		),
+		_annotation_ops(object.union({decision_annotation: json.marshal(_own_choices(d))}, _reservation_record)),
 	))),
 }
 
 # JSONPatch "add" on a missing parent fails, and replacing the whole map would drop the user's
-# other annotations: add the one key when the map exists, else the map, else the metadata.
-_annotation_op(value) := {"op": "add", "path": sprintf("/metadata/annotations/%v", [_pointer_escape(decision_annotation)]), "value": value} if {
+# other annotations: add each key when the map exists, else the map, else the metadata.
+_annotation_ops(values) := [{"op": "add", "path": sprintf("/metadata/annotations/%v", [_pointer_escape(k)]), "value": v} |
+	some k, v in values
+] if {
 	is_object(_field(_metadata, "annotations"))
-}
-
-else := {"op": "add", "path": "/metadata/annotations", "value": {decision_annotation: value}} if {
+} else := [{"op": "add", "path": "/metadata/annotations", "value": values}] if {
 	is_object(_field(_field(request, "object"), "metadata"))
-}
-
-else := {"op": "add", "path": "/metadata", "value": {"annotations": {decision_annotation: value}}}
+} else := [{"op": "add", "path": "/metadata", "value": {"annotations": values}}]
 
 # RFC 6901: "~" and "/" in a key are written "~0" and "~1".
 _pointer_escape(key) := replace(replace(key, "~", "~0"), "/", "~1")
@@ -101,30 +115,147 @@ else := "malformed AdmissionReview: request.operation must be a string" if not i
 
 _targets_vmtemplate if {
 	request.kind.kind == "VmTemplate"
-	request.operation in {"CREATE", "UPDATE"}
+	request.operation in {"CREATE", "UPDATE", "DELETE"}
 }
 
 _metadata := _obj(_field(_field(request, "object"), "metadata"))
 
-_subject := sprintf("VmTemplate %v/%v", [
-	object.get(_metadata, "namespace", object.get(request, "namespace", "")),
-	object.get(_metadata, "name", object.get(request, "name", "")),
-])
+_old_metadata := _obj(_field(_field(request, "oldObject"), "metadata"))
+
+# The namespace the API server reviews the object in (the request's; the object's own for a
+# review that lacks it).
+_namespace := ns if {
+	ns := _field(request, "namespace")
+	is_string(ns)
+	ns != ""
+} else := object.get(_metadata, "namespace", object.get(_old_metadata, "namespace", ""))
+
+_subject := sprintf("VmTemplate %v/%v", [_namespace, object.get(_metadata, "name", object.get(request, "name", ""))])
+
+# An object being deleted (deletionTimestamp set; finalizers still to run) is never blocked and
+# never placed again: its reservation went back at the DELETE.
+_terminating if {
+	request.operation == "UPDATE"
+	_field(_metadata, "deletionTimestamp") != null
+}
 
 # The workload as the placement policy reads it: the user's intent (the spec without the
-# webhook's own values, see below); vmName (or the object's name) names it.
-_workload := object.union({"name": object.get(_intent, "vmName", object.get(_metadata, "name", ""))}, _intent)
+# webhook's own values, see below) under the namespace's tenant; vmName (or the object's name)
+# names it.
+_workload := object.union({"name": object.get(_intent, "vmName", object.get(_metadata, "name", "")), "tenant": _tenant}, _intent)
 
 _decision := d if {
 	d := placement.decision with input as {"workload": _workload}
 }
 
-_schedule := scheduler.call(scheduler.request_body(workload.normalize(_workload), _decision.zones))
+_schedule := scheduler.call(object.union(scheduler.request_body(workload.normalize(_workload), _decision.zones), _booking))
 
 _selection := s if {
 	s := placement.selection with input as {"workload": _workload, "zone": _schedule.answer.scheduling_location}
 	s != null
 }
+
+# --- Tenant: the namespace's (see tenancy.rego) -----------------------------------------------
+_tenancy := tenancy.of_namespace(_namespace)
+
+_tenant := _tenancy.tenant
+
+_tenant_problem := e if {
+	e := _tenancy.error
+} else := tenancy.mismatch(_namespace, _spec.tenant, _tenant) if {
+	is_string(_spec.tenant)
+	_spec.tenant != _tenant
+}
+
+# --- The reservation: the scheduler books the placement under the object's key ----------------
+# On CREATE the object has no uid yet (the API server assigns uid and creationTimestamp after
+# admission; checked on kube-apiserver 1.36, and generateName objects have no name yet either), so
+# the key is "<namespace>/<name or generateName>/<the admission request's uid>": the same in every
+# http.send attempt and every re-send of this webhook call (same AdmissionReview), new for a
+# re-created object. The annotation greenops.io/reservation records it, and UPDATE and DELETE read
+# it from the stored object (oldObject), never from the user's copy; an object admitted before the
+# annotation existed is keyed "<namespace>/<name>/<metadata.uid>". Why, and what it costs: the
+# README, "The cluster path's reservations and tenants".
+reservation_annotation := "greenops.io/reservation"
+
+reservation_key := sprintf("%v/%v/%v", [_namespace, _created_name, request.uid]) if {
+	request.operation == "CREATE"
+} else := recorded_reservation(_field(request, "oldObject")) if {
+	recorded_reservation(_field(request, "oldObject"))
+} else := sprintf("%v/%v/%v", [_namespace, object.get(_old_metadata, "name", object.get(request, "name", "")), uid]) if {
+	uid := _field(_old_metadata, "uid")
+	is_string(uid)
+	uid != ""
+}
+
+_created_name := n if {
+	n := object.get(_metadata, "name", "")
+	is_string(n)
+	n != ""
+} else := object.get(_metadata, "generateName", object.get(request, "name", ""))
+
+# recorded_reservation(obj): the key in obj's annotation, when it is one the scheduler accepts.
+recorded_reservation(obj) := key if {
+	key := _field(_field(_field(obj, "metadata"), "annotations"), reservation_annotation)
+	is_string(key)
+	regex.match(`^[\x21-\x7e]{1,512}$`, key)
+}
+
+default dry_run := false
+
+dry_run if request.dryRun == true
+
+# What the scheduler records with the booking, beyond the thesis body: the key, whose quota it
+# counts against (the scheduler sums the tenant's active reservations of both paths), the zones'
+# provider/region, the workload as policy saw it; a dry run decides and books nothing.
+_booking := object.union(_key_field, {
+	"tenant": _tenant,
+	"path": "cluster",
+	"tenant_quota_vcpu": _decision.tenantQuotaVcpu,
+	"regions": _decision.zoneRegions,
+	"workload": workload.normalize(_workload),
+	"dry_run": dry_run,
+})
+
+# Every review from an API server yields a key; a hand-made one without any is still answered
+# (booked under a key the scheduler makes up).
+_key_field := {"key": reservation_key} if reservation_key
+
+else := {}
+
+# The annotation recording the key: not on a dry-run CREATE, which booked nothing.
+_reservation_record := {} if {
+	dry_run
+	request.operation == "CREATE"
+} else := {reservation_annotation: reservation_key} if {
+	reservation_key
+} else := {}
+
+# A denial after the scheduler booked gives the booking back. (On UPDATE the booking replaced the
+# object's previous one under the same key, so the object is left without a reservation until it
+# is placed again: a denial here means the scheduler answered outside what it was asked.)
+_given_back := "nothing was booked (dry run)" if dry_run
+
+else := "the booking has no key to release it by" if not reservation_key
+
+else := sprintf("its reservation %v was released", [reservation_key]) if _release_denied.ok
+
+else := sprintf("releasing its reservation %v failed too (%v); it ends with its window", [reservation_key, _release_denied.error])
+
+_release_denied := scheduler.release(reservation_key, "admission denied: the scheduler's zone is not eligible")
+
+# DELETE: give the reservation back and always allow. A scheduler failure must not block the
+# deletion; the user is warned and the booking ends with its window (or a sweep of the record
+# against the cluster's VmTemplates releases it, see the README). A dry run releases nothing.
+_deleted := {"allowed": true} if dry_run
+
+else := {"allowed": true} if not reservation_key
+
+else := {"allowed": true} if _release_deleted.ok
+
+else := {"allowed": true, "warnings": [sprintf("%v deleted, but its reservation %v was not released: %v", [_subject, reservation_key, _release_deleted.error])]}
+
+_release_deleted := scheduler.release(reservation_key, sprintf("%v deleted", [_subject]))
 
 # --- Whose fields: the user's requests or the webhook's own decision -------------------------
 # The decision is written into the same spec fields a user may set to pin a placement, and
@@ -184,7 +315,8 @@ _requested(k) if {
 _existing_decision := {k: _old[k] | some k in decision_fields; _old[k]}
 
 # A change to any placement field, or to an explicit provider/region request, places the
-# workload again; otherwise the stored decision is re-asserted (the user's copy may lack it).
+# workload again; otherwise the stored decision is re-asserted (the user's copy may lack it). A
+# spec without a tenant means the namespace's, so dropping the patched-in tenant changes nothing.
 _keep_existing if {
 	request.operation == "UPDATE"
 	is_string(_old.provider)
@@ -192,6 +324,14 @@ _keep_existing if {
 	is_string(_old.schedulingTime)
 	old_intent := intent(_old, _recorded)
 	every field in workload.placement_fields {
-		object.get(old_intent, field, null) == object.get(_intent, field, null)
+		_placement_value(old_intent, field) == _placement_value(_intent, field)
 	}
 }
+
+_placement_value(spec, "tenant") := object.get(spec, "tenant", _tenant_or_null)
+
+_placement_value(spec, field) := object.get(spec, field, null) if field != "tenant"
+
+_tenant_or_null := t if {
+	t := _tenant
+} else := null

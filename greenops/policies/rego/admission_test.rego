@@ -54,10 +54,34 @@ mock(req) := scheduler_flaky(req) if data.test.scheduler == "flaky"
 
 mock(req) := scheduler_it(req) if data.test.scheduler == "it"
 
-answer(rev, mode) := r if {
+mock(req) := echo_any(req) if data.test.scheduler == "echo"
+
+# The scheduler answers a zone it was not asked for, and is gone when its booking is released.
+mock(req) := scheduler_us(req) if {
+	data.test.scheduler == "us, then down"
+	req.method == "POST"
+}
+
+mock(req) := scheduler_down(req) if {
+	data.test.scheduler == "us, then down"
+	req.method == "DELETE"
+}
+
+# Fails every call on purpose, reporting what it was sent.
+echo_any(req) := {"status_code": 418, "body": {"detail": sprintf("%v %v %v", [req.method, req.url, json.marshal(object.get(req, "body", null))])}}
+
+answer(rev, mode) := answer_in(rev, mode, namespaces)
+
+# The namespaces as kube-mgmt replicates them: greenops belongs to tenant t1 (the spec's).
+namespaces := {"greenops": namespace("greenops", {"greenops.io/tenant": "t1"})}
+
+namespace(name, labels) := {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+answer_in(rev, mode, replicated) := r if {
 	r := admission.main with input as rev
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
+		with data.kubernetes.namespaces as replicated
 		with opa.runtime as {"env": {"SCHEDULER_URL": "http://127.0.0.1:9/"}}
 		with http.send as mock
 		with data.test.scheduler as mode
@@ -83,8 +107,12 @@ test_create_is_patched_with_the_scheduler_decision if {
 		{"op": "add", "path": "/spec/schedulingLocation", "value": "francecentral"},
 		{"op": "add", "path": "/spec/schedulingTime", "value": "2029-12-30T02:00:00Z"},
 		{"op": "add", "path": "/spec/vmSize", "value": "Standard_E2as_v4"},
-		# no annotations map yet: the whole map is added, the value is compact JSON
-		{"op": "add", "path": "/metadata/annotations", "value": {"greenops.io/decision": `{"provider":"azure","schedulingLocation":"francecentral","schedulingTime":"2029-12-30T02:00:00Z","vmSize":"Standard_E2as_v4"}`}},
+		# no annotations map yet: the whole map is added, the decision is compact JSON, the
+		# reservation's key is namespace/name/the request's uid
+		{"op": "add", "path": "/metadata/annotations", "value": {
+			"greenops.io/decision": `{"provider":"azure","schedulingLocation":"francecentral","schedulingTime":"2029-12-30T02:00:00Z","vmSize":"Standard_E2as_v4"}`,
+			"greenops.io/reservation": "greenops/vm-1/uid-1",
+		}},
 	]
 }
 
@@ -113,6 +141,7 @@ test_scheduler_receives_the_thesis_body if {
 	r := admission.main with input as review("CREATE", vm(spec), null)
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
+		with data.kubernetes.namespaces as namespaces
 		with opa.runtime as {"env": {"SCHEDULER_URL": "http://sched:8080/"}}
 		with http.send as echo_request
 
@@ -122,6 +151,16 @@ test_scheduler_receives_the_thesis_body if {
 	contains(r.response.status.message, `"number_of_jobs":1`)
 	contains(r.response.status.message, `"origin_zone":"IT-NO"`)
 	contains(r.response.status.message, "http://sched:8080/scheduling")
+
+	# ...and books it as the object's reservation: its key, the namespace's tenant and its quota
+	# (t1 has none here), the cluster path, the zones' regions and the workload policy saw
+	contains(r.response.status.message, `"key":"greenops/vm-1/uid-1"`)
+	contains(r.response.status.message, `"tenant":"t1"`)
+	contains(r.response.status.message, `"tenant_quota_vcpu":null`)
+	contains(r.response.status.message, `"path":"cluster"`)
+	contains(r.response.status.message, `"regions":{"FR":"azure/francecentral","IT-NO":"azure/italynorth"}`)
+	contains(r.response.status.message, `"workload":{"cpu":2,`)
+	contains(r.response.status.message, `"dry_run":false`)
 }
 
 echo_request(req) := {"status_code": 418, "body": {"detail": sprintf("%v %v", [req.url, json.marshal(req.body)])}}
@@ -158,6 +197,7 @@ test_missing_scheduler_url_fails_closed if {
 	r := admission.main with input as review("CREATE", vm(spec), null)
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
+		with data.kubernetes.namespaces as namespaces
 		with opa.runtime as {"env": {}}
 		with http.send as scheduler_fr
 	r.response.status.message == "VmTemplate greenops/vm-1: not placed, failing closed: SCHEDULER_URL is not set in OPA's environment"
@@ -184,7 +224,8 @@ test_update_with_unchanged_spec_keeps_the_decision_without_asking if {
 		{"op": "add", "path": "/spec/schedulingLocation", "value": "francecentral"},
 		{"op": "add", "path": "/spec/schedulingTime", "value": "2029-12-30T02:00:00Z"},
 		{"op": "add", "path": "/spec/vmSize", "value": "Standard_E2as_v4"},
-		{"op": "add", "path": "/metadata/annotations", "value": {"greenops.io/decision": json.marshal(decision_fr)}},
+		# the key recorded on the stored object, re-asserted
+		{"op": "add", "path": "/metadata/annotations", "value": {"greenops.io/decision": json.marshal(decision_fr), "greenops.io/reservation": "greenops/vm-1/uid-1"}},
 	]
 }
 
@@ -246,7 +287,7 @@ test_a_pin_stays_a_pin_on_later_updates if {
 
 	# more cpu later: only the pinned region's zone is offered, so the scheduler's FR is refused
 	r := answer(review("UPDATE", json.patch(pinned, [{"op": "replace", "path": "/spec/cpu", "value": 4}]), pinned), "fr")
-	r.response.status.message == `VmTemplate greenops/vm-1: not placed, failing closed: the scheduler chose zone FR, which is not among the eligible zones ["IT-NO"]`
+	r.response.status.message == `VmTemplate greenops/vm-1: not placed, failing closed: the scheduler chose zone FR, which is not among the eligible zones ["IT-NO"]; its reservation greenops/vm-1/uid-1 was released`
 }
 
 test_removing_a_pin_places_the_workload_again_freely if {
@@ -282,7 +323,7 @@ test_without_a_record_the_fields_are_requests if {
 	kept.response.allowed
 	recorded(patched(review("UPDATE", legacy, legacy), kept)) == {"schedulingTime": "2029-12-29T00:00:00Z", "vmSize": "Standard_E2as_v4"}
 	r := answer(review("UPDATE", vm(object.union(decided, {"cpu": 4, "memory": 8})), legacy), "fr")
-	r.response.status.message == `VmTemplate greenops/vm-1: not placed, failing closed: the scheduler chose zone FR, which is not among the eligible zones ["IT-NO"]`
+	r.response.status.message == `VmTemplate greenops/vm-1: not placed, failing closed: the scheduler chose zone FR, which is not among the eligible zones ["IT-NO"]; the booking has no key to release it by`
 }
 
 test_a_malformed_record_is_ignored_cleanly if {
@@ -312,9 +353,31 @@ test_other_kinds_pass_unchanged if {
 	r.response == {"uid": "uid-1", "allowed": true}
 }
 
-test_delete_passes if {
-	r := answer(review("DELETE", null, placed), "down")
+# --- DELETE gives the reservation back, and is never blocked ----------------------------------
+test_delete_releases_the_recorded_reservation if {
+	r := answer(review("DELETE", null, placed), "fr")
 	r.response == {"uid": "uid-1", "allowed": true}
+	sent := answer(review("DELETE", null, placed), "echo")
+	sent.response.warnings == [`VmTemplate greenops/vm-1 deleted, but its reservation greenops/vm-1/uid-1 was not released: scheduler at http://127.0.0.1:9 answered HTTP 418: DELETE http://127.0.0.1:9/reservations/greenops/vm-1/uid-1?reason=VmTemplate+greenops%2Fvm-1+deleted null`]
+}
+
+test_a_scheduler_failure_does_not_block_the_delete if {
+	r := answer(review("DELETE", null, placed), "down")
+	r.response.allowed
+	r.response.warnings == ["VmTemplate greenops/vm-1 deleted, but its reservation greenops/vm-1/uid-1 was not released: scheduler at http://127.0.0.1:9 unreachable: connection refused"]
+}
+
+test_a_dry_run_delete_releases_nothing if {
+	rev := json.patch(review("DELETE", null, placed), [{"op": "add", "path": "/request/dryRun", "value": true}])
+	answer(rev, "echo").response == {"uid": "uid-1", "allowed": true} # echo would have warned
+}
+
+test_delete_of_an_object_admitted_before_the_record_uses_its_uid if {
+	legacy := json.patch(vm(spec), [{"op": "add", "path": "/metadata/uid", "value": "6f1e"}])
+	r := answer(review("DELETE", null, legacy), "echo")
+	contains(r.response.warnings[0], "/reservations/greenops/vm-1/6f1e?")
+	keyless := answer(review("DELETE", null, vm(spec)), "echo") # no record, no uid: nothing to release
+	keyless.response == {"uid": "uid-1", "allowed": true}
 }
 
 test_malformed_reviews_get_a_clean_denial if {

@@ -1,10 +1,11 @@
 # Where a workload may run: the placement decision document.
 #
 # Query:  POST /v1/data/greenops/placement/decision
-#         {"input": {"workload": {...}, "placed": [{"name", "tenant", "cpu"}], "zone": "FR"?}}
+#         {"input": {"workload": {...}, "zone": "FR"?}}
 # Answer: eligible regions per provider, the Electricity Maps zones to send to the scheduler,
-#         `errors` (empty when allowed) and, when `zone` is given, the `selection` that zone
-#         maps back to. /v1/data/greenops/placement/candidates ranks every eligible region.
+#         `errors` (empty when allowed), when `zone` is given the `selection` that zone maps back
+#         to, each zone's provider/region and the tenant's vCPU quota (the scheduler enforces it).
+#         /v1/data/greenops/placement/candidates ranks every eligible region.
 package greenops.placement
 
 import rego.v1
@@ -156,12 +157,14 @@ _label := sprintf("%q", [workload.name_of(input.workload)]) if workload.name_of(
 
 else := "(unnamed)"
 
-policy_errors := array.concat(array.concat(provider_errors, request_errors), array.concat(conflict_errors, quota_errors))
+policy_errors := array.concat(array.concat(provider_errors, request_errors), conflict_errors)
 
 provider_errors := [msg |
 	count(providers) == 0
-	msg := sprintf("eligibleProviders %v and the platform's allowed providers %v have nothing in common",
-		[spec.eligibleProviders, config.default_providers])
+	msg := sprintf(
+		"eligibleProviders %v and the platform's allowed providers %v have nothing in common",
+		[spec.eligibleProviders, config.default_providers],
+	)
 ]
 
 request_errors := array.concat(_provider_request_errors, _region_request_errors)
@@ -244,8 +247,6 @@ _chain := [sprintf("%v leaves %v", [s[0], s[1]]) |
 ]
 
 _first_empty := min({i | some i, s in _stages; s[1] == 0})
-
-quota_errors := quota.errors(spec, object.get(input, "placed", null))
 
 # The tenant's vCPU quota: the scheduler enforces it over the active reservations of both paths.
 default tenant_quota := null

@@ -82,6 +82,30 @@ call(body) := result if {
 	result := {"ok": false, "error": _failure(r)}
 }
 
+# release(key, reason) gives the reservation `key` back (DELETE /reservations/{key}): a booking
+# whose admission was denied, or a deleted VmTemplate's. A key the record does not know counts as
+# released. {"ok": true} or {"ok": false, "error": "..."}; a DELETE is safe to repeat, so it gets the
+# same attempts as a booking.
+release(key, reason) := {"ok": true} if {
+	_released(_delete(key, reason, 1))
+} else := {"ok": true} if {
+	settings.attempts >= 2
+	_released(_delete(key, reason, 2))
+} else := {"ok": false, "error": "SCHEDULER_URL is not set in OPA's environment"} if {
+	not url
+} else := {"ok": false, "error": _failure(_delete(key, reason, settings.attempts))}
+
+_released(resp) if resp.status_code in {200, 404}
+
+_delete(key, reason, attempt) := http.send({
+	"method": "DELETE",
+	"url": sprintf("%v/reservations/%v?reason=%v", [url, concat("/", [urlquery.encode(s) | some s in split(key, "/")]), urlquery.encode(reason)]),
+	"headers": object.union({"X-GreenOps-Attempt": sprintf("%v", [attempt])}, _auth(opa.runtime().env)),
+	"timeout": sprintf("%vs", [settings.timeout_seconds]),
+	"raise_error": false,
+	"force_json_decode": true,
+})
+
 _failure(r) := sprintf("scheduler at %v unreachable: %v", [url, r.error.message]) if r.status_code == 0
 
 else := sprintf("scheduler at %v answered HTTP %v: %v", [url, r.status_code, _detail(r)]) if r.status_code != 200
