@@ -32,7 +32,6 @@ class GreenWorkloadArgs:
     workload: Workload
     endpoints: Endpoints
     render: RenderSettings = field(default_factory=RenderSettings)
-    placed: list[dict] | None = None  # other workloads of the stack, for the tenant quota
 
 
 class GreenWorkload(pulumi.ComponentResource):
@@ -58,7 +57,6 @@ class GreenWorkload(pulumi.ComponentResource):
             "timeoutSeconds": e.timeout_seconds,
             "attempts": e.attempts,
             "render": args.render.model_dump(mode="json", by_alias=True),
-            "placed": args.placed,
             "opaToken": e.opa_token,
             "schedulerToken": e.scheduler_token,
             "leadSeconds": e.lead_seconds,

@@ -184,7 +184,7 @@ def cmd_placements(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from greenops.demo import demo
 
-    return demo(once=args.once)
+    return demo(once=args.once, record=Path(args.record)) if args.record else demo(once=args.once)
 
 
 def _utc(text: str) -> datetime:
@@ -238,6 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_placements)
     p = sub.add_parser("demo", help="the whole system on loopback: control plane, webhook, OPA, scheduler, dev stack")
     p.add_argument("--once", action="store_true", help="tear everything down after the report")
+    p.add_argument("--record", help="the SQLite file of the scheduler's reservation record "
+                   "(default: build/demo/reservations.db, kept between runs)")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("serve", help="run OPA and the scheduler on loopback for the dev stack")
     p.add_argument("--opa-port", type=int, default=8181)

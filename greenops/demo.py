@@ -61,22 +61,22 @@ def show_record(scheduler_url: str) -> None:
         say(placements.table(placements.active(client)))
 
 
-def demo(once: bool = True) -> int:
+def demo(once: bool = True, record: Path = RECORD) -> int:
     work = Path(tempfile.mkdtemp(prefix="greenops-demo-"))
-    RECORD.parent.mkdir(parents=True, exist_ok=True)
+    record.parent.mkdir(parents=True, exist_ok=True)
     say("GreenOps demo: carbon-aware VM placement, everything on this machine (no cloud account).")
     say("Starting a local Kubernetes API server (etcd + kube-apiserver), the scheduler and OPA...")
     tls = loopback_tls(work / "tls")
     # the controller manager runs the garbage collector, which deletions through Pulumi wait for
-    with LocalControlPlane(with_controller_manager=True) as cp, SchedulerServer(database=f"sqlite:///{RECORD}") as sched, \
+    with LocalControlPlane(with_controller_manager=True) as cp, SchedulerServer(database=f"sqlite:///{record}") as sched, \
             OpaServer(scheduler_url=sched.url, tls_cert=tls.cert_file, tls_key=tls.key_file) as opa:
         say(f"  API server {cp.server}   scheduler {sched.url}   OPA {opa.url} (policy bundle loaded)")
         with RetryingClient(sched.url) as client:
             earlier = placements.active(client)
-        say(f"  reservation record {RECORD.relative_to(REPO)}: {len(earlier)} active from earlier runs "
-            "(the same workloads are answered from it, not booked again)")
+        say(f"  reservation record {record}: {len(earlier)} active from earlier runs "
+            "(the same workloads are booked under the same keys, never twice)")
         install_admission(cp, opa.url, tls.ca_pem, ("greenops", "demo"))
-        say("  installed: the VmTemplate CRD and the mutating webhook (VmTemplate CREATE/UPDATE -> OPA)")
+        say("  installed: the VmTemplate CRD and the mutating webhook (VmTemplate CREATE/UPDATE -> OPA places and books; DELETE -> OPA releases)")
 
         say("\n1) Pulumi path: `up` of the dev stack's sample workloads against the local API server")
         project = demo_project(work / "project", cp, opa.url, sched.url)
@@ -119,15 +119,21 @@ def demo(once: bool = True) -> int:
                     say(f"   rejected {vm['metadata']['name']:13} -> {r.json().get('message', r.text)[:400]}")
         say("\n3) The scheduler's record of placements, both paths (greenops placements):")
         show_record(sched.url)
+        if not once:
+            say("\nEverything stays up; Ctrl-C stops it (the Pulumi path's reservations stay in the record). "
+                f"Try: KUBECONFIG={cp.kubeconfig_path} kubectl get vmtemplates -A")
+            stop = threading.Event()
+            signal.signal(signal.SIGINT, lambda *_: stop.set())
+            stop.wait()
+        # The VmTemplates go with this control plane: deleting them releases their reservations.
+        with cp.client() as k:
+            for vm in cases:
+                k.delete(f"/apis/{GROUP}/{VERSION}/namespaces/demo/vmtemplates/{vm['metadata']['name']}")
         if once:
             say("\nTearing down (--once): destroying the demo stack, stopping the servers.")
             automation.run(st, "destroy", stream=False)
             st.workspace.remove_stack("demo")
-        else:
-            say("\nEverything stays up; Ctrl-C stops it. Try: "
-                f"KUBECONFIG={cp.kubeconfig_path} kubectl get vmtemplates -A")
-            stop = threading.Event()
-            signal.signal(signal.SIGINT, lambda *_: stop.set())
-            stop.wait()
+        with RetryingClient(sched.url) as client:
+            say(f"reservation record {record}: {len(placements.active(client))} active left")
     shutil.rmtree(work, ignore_errors=True)
     return 0

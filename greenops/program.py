@@ -88,11 +88,10 @@ def run() -> list[GreenWorkload]:
                           cfg.get_secret("opaToken"), cfg.get_secret("schedulerToken"), config.lead_seconds,
                           watch_operators=watched, kubeconfig=cfg.get_secret("kubeconfig") if watched else None,
                           kube_context=config.kubernetes.context if watched else None)
-    placed = [{"name": w.name, "tenant": w.tenant, "cpu": w.cpu} for w in config.workloads]
     rows, components = [], []
     for w in config.workloads:
         component = GreenWorkload(
-            w.name, GreenWorkloadArgs(w, endpoints, config.render, placed),
+            w.name, GreenWorkloadArgs(w, endpoints, config.render),
             pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends),
         )
         components.append(component)

@@ -16,7 +16,7 @@ class PlacementError(GreenOpsError):
 
 
 def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
-          placed: list[dict] | None = None, catalog: Catalog | None = None,
+          catalog: Catalog | None = None,
           earliest_start: datetime | None = None, key: str | None = None) -> Decision:
     """Ask OPA for the eligible zones, the scheduler for zone and time (not before
     ``earliest_start``, the caller's clock), OPA again to map the zone back to a provider region
@@ -26,7 +26,7 @@ def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
     catalog = catalog or load_catalog()
     spec = workload.spec()
     try:
-        decision = opa.require_allowed(spec, placed)
+        decision = opa.require_allowed(spec)
     except PolicyDenied as exc:
         raise PlacementError(f"policy refused it: {exc}") from None
     origin = _origin_zone(catalog, workload.origin_region)
@@ -37,9 +37,13 @@ def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
                                 workload.cpu, workload.memory, origin_zone=origin, earliest_start=earliest_start,
                                 reservation=reservation)
     zone = answer["scheduling_location"]
-    selection = opa.decision(spec, placed, zone=zone).get("selection")
+    selection = opa.decision(spec, zone=zone).get("selection")
     if not selection:
-        raise PlacementError(f"the scheduler chose zone {zone}, which maps to no eligible region")
+        given_back = ""
+        if key is not None:  # booked, but unusable: give it back before failing
+            scheduler.release(key, f"zone {zone} maps to no eligible region of {workload.name}")
+            given_back = f"; its reservation {key} was released"
+        raise PlacementError(f"the scheduler chose zone {zone}, which maps to no eligible region{given_back}")
     start = datetime.fromisoformat(answer["scheduling_time"].replace("Z", "+00:00")).astimezone(timezone.utc)
     return Decision(
         provider=selection["provider"], region=selection["region"], zone=zone, scheduling_time=start,

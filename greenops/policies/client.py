@@ -29,11 +29,9 @@ class OpaClient(RetryingClient):
         super().__init__(url, timeout, attempts, backoff, token=token, **kw)
         self.has_token = bool(token)
 
-    def decision(self, workload: dict[str, Any], placed: list[dict] | None = None, zone: str | None = None) -> dict:
+    def decision(self, workload: dict[str, Any], zone: str | None = None) -> dict:
         """The decision document; raises PolicyUnavailable (transport) but never on denial."""
         payload: dict[str, Any] = {"workload": workload}
-        if placed is not None:
-            payload["placed"] = placed
         if zone is not None:
             payload["zone"] = zone
         r = self.post(DECISION_PATH, {"input": payload})
@@ -51,8 +49,8 @@ class OpaClient(RetryingClient):
             self.last_error = f"HTTP {r.status_code}: {r.text[:300]}"
         raise PolicyUnavailable(f"OPA at {self.url} did not answer the placement query ({self.last_error})")
 
-    def require_allowed(self, workload: dict[str, Any], placed: list[dict] | None = None, zone: str | None = None) -> dict:
-        d = self.decision(workload, placed, zone)
+    def require_allowed(self, workload: dict[str, Any], zone: str | None = None) -> dict:
+        d = self.decision(workload, zone)
         if not d.get("allowed"):
             raise PolicyDenied("; ".join(d.get("errors") or ["denied without a reason"]))
         return d

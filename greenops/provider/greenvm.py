@@ -50,7 +50,7 @@ from greenops.renderers import RenderSettings, render
 
 # Credentials for OPA, the scheduler and the cluster: kept as secrets in the state.
 SECRET_INPUTS = ["opaToken", "schedulerToken", "kubeconfig"]
-SETTINGS_KEYS = ("stack", "opaUrl", "schedulerUrl", "timeoutSeconds", "attempts", "render", "placed", "opaToken",
+SETTINGS_KEYS = ("stack", "opaUrl", "schedulerUrl", "timeoutSeconds", "attempts", "render", "opaToken",
                  "schedulerToken", "leadSeconds", "watchOperators", "kubeconfig", "kubeContext")
 
 
@@ -171,7 +171,7 @@ class GreenVmProvider(ResourceProvider):
         opa = OpaClient(props["opaUrl"], timeout=timeout, attempts=attempts, token=props.get("opaToken"))
         scheduler = self._scheduler(props)
         try:
-            return place(workload, opa, scheduler, placed=props.get("placed"), earliest_start=now,
+            return place(workload, opa, scheduler, earliest_start=now,
                          key=reservation_key(props))
         except GreenOpsError as exc:
             raise GreenOpsError(f"workload {workload.name!r} was not placed: {exc}") from None

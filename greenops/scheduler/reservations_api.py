@@ -9,7 +9,8 @@ report changes nothing.
 """
 from __future__ import annotations
 
-from datetime import datetime
+import math
+from datetime import datetime, timezone
 from typing import Callable, Literal
 
 from fastapi import APIRouter, Query
@@ -49,11 +50,22 @@ class PhaseReport(BaseModel):
 
 
 def out(row: dict) -> ReservationOut:
+    first = min(row["placements"], key=lambda p: p["start"])
     return ReservationOut(key=row["key"], tenant=row["tenant"], path=row["path"], phase=row["phase"],
                           reason=row["reason"], zone=row["zone"], provider=row["provider"], region=row["region"],
-                          start=row["start_at"], end=row["end_at"], cpu=row["milli_cpu"] / 1000, jobs=row["jobs"],
-                          revision=row["revision"], workload=row["request"].get("workload"),
-                          updated_at=row["updated_at"])
+                          start=_second(first["start"]), end=_second(max(p["end"] for p in row["placements"])),
+                          cpu=row["milli_cpu"] / 1000, jobs=row["jobs"], revision=row["revision"],
+                          workload=row["request"].get("workload"), updated_at=_utc(row["updated_at"]))
+
+
+def _second(epoch: float) -> datetime:
+    # rounded up as the answer's scheduling_time is, so the two read the same
+    return datetime.fromtimestamp(math.ceil(epoch - 1e-6), timezone.utc)
+
+
+def _utc(value: datetime) -> datetime:
+    # SQLite hands back naive datetimes; every time the store writes is UTC
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
 def _unknown(exc: UnknownReservation) -> JSONResponse:

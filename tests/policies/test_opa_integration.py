@@ -103,10 +103,9 @@ def test_conflict_is_refused_with_the_constraint_chain(opa):
 
 def test_the_decision_hands_the_tenants_quota_to_the_scheduler(opa):
     """Policy sets the cap; the scheduler counts the tenant's active reservations of both paths."""
-    placed = [{"name": f"w{i}", "tenant": "research", "cpu": 64} for i in range(4)]
     with OpaClient(opa.url) as c:
-        d = c.decision(dict(WORKLOAD, tenant="research"), placed=placed)
-    assert d["allowed"] and d["errors"] == []  # a `placed` list no longer counts in policy
+        d = c.decision(dict(WORKLOAD, tenant="research"))
+    assert d["allowed"] and d["errors"] == []
     assert d["tenantQuotaVcpu"] == 256
 
 
@@ -177,6 +176,25 @@ def test_a_denial_after_booking_releases_the_booking(opa, scheduler):
     assert msg.endswith("its reservation greenops/vm-1/1f1c was released")
     [released] = scheduler.released
     assert released.startswith("/reservations/greenops/vm-1/1f1c?reason=admission+denied")
+
+
+def test_the_pulumi_path_releases_a_booking_it_cannot_map(opa, scheduler):
+    from greenops.models import Workload
+    from greenops.placement import SchedulerClient, place
+    from greenops.placement.planner import PlacementError
+
+    scheduler.mode = "zone:US-CAL-CISO"  # not among the EU workload's zones
+    scheduler.released.clear()
+    workload = Workload.model_validate(dict(WORKLOAD, name="etl", dataResidency="eu"))
+    try:
+        with OpaClient(opa.url) as o, SchedulerClient(scheduler.url) as s, pytest.raises(PlacementError) as info:
+            place(workload, o, s, key="dev/etl/abc")
+    finally:
+        scheduler.mode = "first"
+    assert str(info.value) == ("the scheduler chose zone US-CAL-CISO, which maps to no eligible region; "
+                               "its reservation dev/etl/abc was released")
+    [released] = scheduler.released
+    assert released.startswith("/reservations/dev/etl/abc?reason=zone+US-CAL-CISO+maps+to+no+eligible+region")
 
 
 def test_delete_releases_and_is_allowed(opa, scheduler):

@@ -156,3 +156,11 @@ def test_a_retry_with_a_later_clock_keeps_its_booking_until_the_clock_passes_its
     assert moved.status_code == 200 and "idempotent-replayed" not in moved.headers
     assert moved.json()["scheduling_time"] >= later
     assert [(r["key"], r["revision"]) for r in store.list()] == [("k", 2)]
+
+
+def test_the_listing_reads_the_start_as_the_answer_does(client):
+    answer = client.post("/scheduling", json=body(key="k", eligible_regions=["FR", "DE"],
+                                                  deadline="2027-01-11T03:00:00Z", cpu=1)).json()
+    [row] = client.get("/reservations").json()["reservations"]
+    assert row["start"].replace("+00:00", "Z") == answer["scheduling_time"]
+    assert row["updated_at"].endswith(("Z", "+00:00"))
