@@ -222,19 +222,8 @@ def test_the_tenant_label_is_the_one_python_sets(opa):
     assert httpx.get(f"{opa.url}/v1/data/greenops/tenancy/label").json()["result"] == TENANT_LABEL
 
 
-def test_visibility_over_replicated_vmtemplates(opa):
-    placed = {"greenops": {f"big-{i}": {"spec": {"vmName": f"big-{i}", "tenant": "media", "cpu": 64, "provider": "gcp",
-                                               "schedulingLocation": "europe-west9"}} for i in range(2)}}
-    assert httpx.put(f"{opa.url}/v1/data/kubernetes/vmtemplates", json=placed).status_code == 204
-    try:
-        eu = httpx.post(f"{opa.url}/v1/data/greenops/visibility/placed_in_eu", json={}).json()["result"]
-        assert {w["name"] for w in eu} == {"big-0", "big-1"}
-        hit = httpx.post(f"{opa.url}/v1/data/greenops/visibility/affected", json={"input": {"region": "europe-west9"}}).json()["result"]
-        assert len(hit) == 2
-        miss = httpx.post(f"{opa.url}/v1/data/greenops/visibility/affected", json={"input": {"region": "westus"}}).json()["result"]
-        assert miss == []
-    finally:
-        httpx.delete(f"{opa.url}/v1/data/kubernetes/vmtemplates")
+# Visibility reads the real scheduler's record, not replicated VmTemplates:
+# tests/policies/test_visibility_with_real_scheduler.py.
 
 
 def test_unchanged_update_keeps_the_decision_without_calling_the_scheduler(opa, scheduler):

@@ -2,7 +2,8 @@
 #
 # Its URL comes from the environment variable SCHEDULER_URL, as in the thesis, and its bearer token,
 # when the scheduler requires one, from GREENOPS_SCHEDULER_TOKEN (a Secret in a cluster). Calls never
-# raise: a failed or malformed answer becomes `error`, and the admission policy fails closed on it.
+# raise: a failed or malformed answer becomes `error`; the admission policy fails closed on it and the
+# visibility queries report it.
 package greenops.scheduler
 
 import rego.v1
@@ -105,6 +106,36 @@ _delete(key, reason, attempt) := http.send({
 	"raise_error": false,
 	"force_json_decode": true,
 })
+
+# reservations(filters) reads the record of placements (GET /reservations, `filters` as its query:
+# tenant, region, provider, zone, path; {} for all): the active reservations of both paths, as
+# {"ok": true, "reservations": [...]} or {"ok": false, "error": "..."}. One attempt: a failed read
+# is reported to its caller, who may ask again; nothing is booked or denied on it.
+reservations(filters) := {"ok": false, "error": "SCHEDULER_URL is not set in OPA's environment"} if {
+	not url
+} else := {"ok": true, "reservations": r.body.reservations} if {
+	r := _list(filters)
+	r.status_code == 200
+	is_array(r.body.reservations)
+} else := {"ok": false, "error": _list_failure(_list(filters))}
+
+# Same request, same answer: OPA's per-query cache sends it once however many rules read it.
+_list(filters) := http.send({
+	"method": "GET",
+	"url": sprintf("%v/reservations%v", [url, _query(filters)]),
+	"headers": _auth(opa.runtime().env),
+	"timeout": sprintf("%vs", [settings.timeout_seconds]),
+	"raise_error": false,
+	"force_json_decode": true,
+})
+
+_query(filters) := "" if count(filters) == 0
+
+else := sprintf("?%v", [urlquery.encode_object(filters)])
+
+_list_failure(r) := sprintf("scheduler at %v answered HTTP 200 without a reservations list", [url]) if r.status_code == 200
+
+else := _failure(r)
 
 _failure(r) := sprintf("scheduler at %v unreachable: %v", [url, r.error.message]) if r.status_code == 0
 
