@@ -60,7 +60,8 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                 db_password=s.scheduler_db_password, postgresql_chart=v("postgresql")), child)
         if c.policy.enabled:
             self.parts["policy"] = PolicyEngine("opa", PolicyEngineArgs(
-                c.policy, v("opa_image"), v("kube_mgmt_image"), scheduler_token=args.secrets.scheduler_token,
+                c.policy, v("opa_image"), v("kube_mgmt_image"), bundle_init_image=v("bundle_init_image"),
+                scheduler_token=args.secrets.scheduler_token,
                 query_token=args.secrets.opa_token, admin_token=args.secrets.opa_admin_token), child)
         if c.mlflow.enabled:
             s = args.secrets

@@ -1,5 +1,10 @@
 """PolicyEngine: OPA with the kube-mgmt sidecar, the policy bundle service, webhook TLS and the
-MutatingWebhookConfiguration for VmTemplate (thesis §3.5-3.6)."""
+MutatingWebhookConfiguration for VmTemplate (thesis §3.5-3.6).
+
+OPA never serves an empty policy: the bundle built from this release (greenops.policies.bundle.pack)
+ships in a ConfigMap. Without a bundle service OPA loads it with --bundle; with one, it is copied
+into OPA's persistence directory before OPA starts, so OPA boots with it, and the service's newer
+revisions replace it as they arrive."""
 from __future__ import annotations
 
 import base64
@@ -14,9 +19,13 @@ from components.config import PolicyConfig
 from components.scheduler import TOKEN_VARIABLE
 from components.secret_env import secret_env
 from greenops.policies import ADMIN_TOKEN_VARIABLE, QUERY_TOKEN_VARIABLE
+from greenops.policies.bundle import pack
 from greenops.policies.webhook import VMTEMPLATE_GROUP, VMTEMPLATE_RESOURCE, VMTEMPLATE_VERSION, webhook_configuration
 
 OPA_PORT = 8443
+SHIPPED_DIR = "/shipped"  # the release's bundle, from the opa-bundle ConfigMap
+PERSIST_DIR = "/var/opa"  # OPA's persistence directory: bundles/<name>/bundle.tar.gz is loaded at boot
+BUNDLE_NAME = "greenops"
 ADMIN_TOKEN_DIR = "/var/run/secrets/greenops/opa-admin"  # kube-mgmt's --opa-auth-token-file lives here
 
 
@@ -25,6 +34,7 @@ class PolicyEngineArgs:
     config: PolicyConfig
     opa_image: str
     kube_mgmt_image: str
+    bundle_init_image: str = "docker.io/library/busybox:1.37.0"
     vmtemplate_version: str = VMTEMPLATE_VERSION
     scheduler_token: pulumi.Input[str] | None = None  # presented on every call to the scheduler
     # OPA's own API (system.authz): greenops:opaToken for decision queries (GreenVm's), and
@@ -41,8 +51,9 @@ def opa_config(c: PolicyConfig) -> dict:
     if c.bundle_service_type == "oci":
         service["type"] = "oci"
     return {"services": {"bundles": service},
-            "bundles": {"greenops": {"service": "bundles", "resource": c.bundle_resource,
-                                     "polling": {"min_delay_seconds": 30, "max_delay_seconds": 120}}}}
+            "bundles": {BUNDLE_NAME: {"service": "bundles", "resource": c.bundle_resource, "persist": True,
+                                      "polling": {"min_delay_seconds": 30, "max_delay_seconds": 120}}},
+            "persistence_directory": PERSIST_DIR}
 
 
 class PolicyEngine(pulumi.ComponentResource):
@@ -76,6 +87,10 @@ class PolicyEngine(pulumi.ComponentResource):
         self.config_map = k8s.core.v1.ConfigMap(
             f"{name}-config", metadata={"name": "opa-config", "namespace": ns},
             data={"config.json": json.dumps(opa_config(c))}, opts=in_ns)
+        bundle, self.bundle_revision = pack()
+        self.bundle_map = k8s.core.v1.ConfigMap(
+            f"{name}-bundle", metadata={"name": "opa-bundle", "namespace": ns},
+            binary_data={"bundle.tar.gz": base64.b64encode(bundle).decode()}, opts=in_ns)
 
         # Least privilege: kube-mgmt only reads VmTemplates and Namespaces (to replicate them into
         # OPA; a namespace's label greenops.io/tenant is its VmTemplates' tenant).
@@ -121,16 +136,36 @@ class PolicyEngine(pulumi.ComponentResource):
         labels = {"app.kubernetes.io/name": "opa", "app.kubernetes.io/part-of": "greenops"}
         opa_args = ["run", "--server", f"--addr=0.0.0.0:{OPA_PORT}", "--tls-cert-file=/certs/tls.crt",
                     "--tls-private-key-file=/certs/tls.key", "--optimize-store-for-read-speed", "--log-format=json", *auth_args]
+        opa_mounts = [{"name": "certs", "mountPath": "/certs", "readOnly": True},
+                      {"name": "config", "mountPath": "/config", "readOnly": True}]
+        bundle_volumes = [{"name": "shipped-bundle", "configMap": {"name": "opa-bundle"}}]
+        init = []
         if c.bundle_service_url:
             opa_args.append("--config-file=/config/config.json")
+            target = f"{PERSIST_DIR}/bundles/{BUNDLE_NAME}"
+            init = [{"name": "shipped-bundle", "image": args.bundle_init_image,
+                     "command": ["sh", "-c", f"mkdir -p {target} && cp {SHIPPED_DIR}/bundle.tar.gz {target}/bundle.tar.gz"],
+                     "volumeMounts": [{"name": "shipped-bundle", "mountPath": SHIPPED_DIR, "readOnly": True},
+                                      {"name": "persist", "mountPath": PERSIST_DIR}],
+                     "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "readOnlyRootFilesystem": True,
+                                         "allowPrivilegeEscalation": False}}]
+            opa_mounts.append({"name": "persist", "mountPath": PERSIST_DIR})
+            bundle_volumes.append({"name": "persist", "emptyDir": {}})
+        else:
+            opa_args.append(f"--bundle={SHIPPED_DIR}/bundle.tar.gz")
+            opa_mounts.append({"name": "shipped-bundle", "mountPath": SHIPPED_DIR, "readOnly": True})
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-opa",
             metadata={"name": "opa", "namespace": ns, "labels": labels},
             spec={
                 "replicas": 2,
                 "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": {
+                # a new policy in the release rolls the pods (OPA does not watch the mounted file)
+                "template": {"metadata": {"labels": labels,
+                                          "annotations": {"greenops.io/bundle-revision": self.bundle_revision}},
+                             "spec": {
                     "serviceAccountName": "opa",
+                    **({"initContainers": init} if init else {}),
                     "containers": [
                         {"name": "opa", "image": args.opa_image, "args": opa_args,
                          "env": [{"name": "SCHEDULER_URL", "value": c.scheduler_url}, {"name": "GOGC", "value": "400"},
@@ -143,8 +178,7 @@ class PolicyEngine(pulumi.ComponentResource):
                          **({"startupProbe": {"httpGet": {"path": "/health", "port": OPA_PORT, "scheme": "HTTPS"},
                                               "periodSeconds": 5, "failureThreshold": 60}} if auth_args else {}),
                          "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False},
-                         "volumeMounts": [{"name": "certs", "mountPath": "/certs", "readOnly": True},
-                                          {"name": "config", "mountPath": "/config", "readOnly": True}]},
+                         "volumeMounts": opa_mounts},
                         {"name": "kube-mgmt", "image": args.kube_mgmt_image,
                          # Same pod: the sidecar talks to OPA over loopback, through OPA's serving cert.
                          "args": [f"--opa-url=https://127.0.0.1:{OPA_PORT}/v1", "--opa-allow-insecure",
@@ -155,11 +189,12 @@ class PolicyEngine(pulumi.ComponentResource):
                          "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False}},
                     ],
                     "volumes": [{"name": "certs", "secret": {"secretName": "opa-server-tls"}},
-                                {"name": "config", "configMap": {"name": "opa-config"}}, *token_volumes],
+                                {"name": "config", "configMap": {"name": "opa-config"}}, *bundle_volumes,
+                                *token_volumes],
                 }},
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[
-                self.tls_secret, self.config_map, self.binding, *token_secrets]),
+                self.tls_secret, self.config_map, self.bundle_map, self.binding, *token_secrets]),
         )
         self.service = k8s.core.v1.Service(
             f"{name}-svc", metadata={"name": "opa", "namespace": ns, "labels": labels},

@@ -8,10 +8,14 @@ zone, a latency, a size) exists once, in ``data/``. ``opa build`` packs and chec
 from __future__ import annotations
 
 import argparse
+import gzip
+import hashlib
+import io
 import json
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -105,6 +109,31 @@ def stage(directory: Path, catalog: Catalog | None = None, config: PolicyConfig 
     payload = bundle_data(catalog or load_catalog(), config or load_policy_config())
     (directory / "data.json").write_text(json.dumps(payload, sort_keys=True, separators=(",", ":")))
     return directory
+
+
+def pack(revision: str | None = None, catalog: Catalog | None = None,
+         config: PolicyConfig | None = None) -> tuple[bytes, str]:
+    """The same bundle as ``build``, packed in Python, and its revision: what the platform ships
+    with its release, so OPA boots with the policy and no tool is needed at ``pulumi up`` time.
+    Deterministic (sorted names, no timestamps), and by default the revision is a digest of the
+    content, so an unchanged policy is an unchanged ConfigMap and no rollout."""
+    with tempfile.TemporaryDirectory(prefix="greenops-bundle-") as tmp:
+        src = stage(Path(tmp) / "bundle", catalog, config)
+        if revision is None:
+            digest = hashlib.sha256()
+            for path in sorted(src.iterdir()):
+                digest.update(path.name.encode() + b"\0" + path.read_bytes())
+            from greenops import __version__
+            revision = f"{__version__}+{digest.hexdigest()[:12]}"
+        (src / ".manifest").write_text(json.dumps({"revision": revision, "roots": ROOTS}))
+        raw = io.BytesIO()
+        with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w") as tar:
+            for path in sorted(src.iterdir()):
+                info = tarfile.TarInfo(f"/{path.name}")
+                body = path.read_bytes()
+                info.size, info.mode = len(body), 0o644
+                tar.addfile(info, io.BytesIO(body))
+        return raw.getvalue(), revision
 
 
 def build(out: Path, revision: str, catalog: Catalog | None = None, config: PolicyConfig | None = None) -> Path:

@@ -358,3 +358,39 @@ def test_kserve_objects_validate_against_the_crds(crd_schemas):
              "spec": r.inputs["spec"]} for r in m.resources if r.typ.startswith("kubernetes:serving.kserve.io")]
     assert {o["metadata"]["name"] for o in objs if o["kind"] == "InferenceService"} == set(forecaster_names(["DE", "FR"]))
     assert [e for o in objs for e in crd_schemas.errors(o)] == []
+
+
+def opa_pod(m: Mocks) -> dict:
+    [deploy] = [r for r in of(m, "kubernetes:apps/v1:Deployment") if r.inputs["metadata"]["name"] == "opa"]
+    return deploy.inputs["spec"]["template"]
+
+
+def test_opa_boots_from_the_bundle_shipped_with_the_release():
+    import io
+    import tarfile
+
+    from greenops.policies.bundle import pack
+
+    # with a bundle service: the shipped bundle is copied into OPA's persistence directory first
+    m = collect(PROD)
+    [shipped] = [r for r in of(m, "kubernetes:core/v1:ConfigMap") if r.inputs["metadata"]["name"] == "opa-bundle"]
+    raw = base64.b64decode(shipped.inputs["binaryData"]["bundle.tar.gz"])
+    names = tarfile.open(fileobj=io.BytesIO(raw)).getnames()
+    assert {"/.manifest", "/data.json", "/admission.rego", "/system.rego", "/authz.rego"} <= set(names)
+    assert not [n for n in names if n.endswith("_test.rego")]
+    pod = opa_pod(m)
+    assert pod["metadata"]["annotations"]["greenops.io/bundle-revision"] == pack()[1]
+    [init] = pod["spec"]["initContainers"]
+    assert init["command"][-1] == "mkdir -p /var/opa/bundles/greenops && cp /shipped/bundle.tar.gz " \
+                                  "/var/opa/bundles/greenops/bundle.tar.gz"
+    opa = pod["spec"]["containers"][0]
+    assert not [a for a in opa["args"] if a.startswith("--bundle")]
+    [config] = [r for r in of(m, "kubernetes:core/v1:ConfigMap") if r.inputs["metadata"]["name"] == "opa-config"]
+    settings = json.loads(config.inputs["data"]["config.json"])
+    assert settings["persistence_directory"] == "/var/opa" and settings["bundles"]["greenops"]["persist"] is True
+    # without one: OPA loads the shipped bundle itself; there is no state in which it has no policy
+    bare = opa_pod(collect({**PROD, "policy": {"webhookTimeoutSeconds": 10}}))
+    assert "initContainers" not in bare["spec"]
+    assert "--bundle=/shipped/bundle.tar.gz" in bare["spec"]["containers"][0]["args"]
+    assert {"name": "shipped-bundle", "mountPath": "/shipped", "readOnly": True} in \
+        bare["spec"]["containers"][0]["volumeMounts"]

@@ -1,0 +1,67 @@
+"""The policy bundle the platform ships with its release, loaded by the real OPA as the
+PolicyEngine component runs it: with --bundle, and from the persistence directory while the
+bundle service cannot be reached (so OPA never serves an empty policy)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import httpx
+import pytest
+
+from components.config import PolicyConfig
+from components.policy_engine import BUNDLE_NAME, opa_config
+from greenops.local.controlplane import free_port
+from greenops.policies.bundle import pack
+from greenops.policies.server import OpaServer
+from tests.policies.test_opa_integration import review, vmtemplate
+
+pytestmark = pytest.mark.integration
+
+
+def answers_admission(url: str) -> None:
+    r = httpx.post(f"{url}/", json=review(obj=vmtemplate()), timeout=10)
+    assert r.status_code == 200 and r.json()["kind"] == "AdmissionReview", r.text
+
+
+def test_the_shipped_bundle_loads_with_its_revision(opa_binary, tmp_path):
+    raw, revision = pack()
+    (tmp_path / "bundle.tar.gz").write_bytes(raw)
+    with OpaServer(bundle=tmp_path / "bundle.tar.gz") as opa:
+        bundles = httpx.get(f"{opa.url}/v1/data/system/bundles").json()["result"]
+        [manifest] = [b["manifest"] for b in bundles.values()]
+        assert manifest == {"revision": revision, "roots": ["greenops", "system"]}
+        answers_admission(opa.url)
+
+
+def test_opa_boots_from_the_persisted_bundle_while_the_service_is_unreachable(opa_binary, tmp_path):
+    raw, revision = pack()
+    # what the component's init container does: the shipped bundle into the persistence directory
+    config = opa_config(PolicyConfig(bundle_service_url=f"http://127.0.0.1:{free_port()}"))  # nobody listens
+    persist = tmp_path / "persist"
+    (persist / "bundles" / BUNDLE_NAME).mkdir(parents=True)
+    (persist / "bundles" / BUNDLE_NAME / "bundle.tar.gz").write_bytes(raw)
+    config["persistence_directory"] = str(persist)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    port = free_port()
+    proc = subprocess.Popen([opa_binary, "run", "--server", "--addr", f"127.0.0.1:{port}", "--log-level", "error",
+                             "--config-file", str(tmp_path / "config.json")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(f"{url}/health?bundles", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "OPA never became ready from its persisted bundle"
+            time.sleep(0.2)
+        bundles = httpx.get(f"{url}/v1/data/system/bundles").json()["result"]
+        assert bundles[BUNDLE_NAME]["manifest"]["revision"] == revision
+        answers_admission(url)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
