@@ -25,6 +25,7 @@ class Endpoints:
     watch_operators: bool = False
     kubeconfig: pulumi.Input[str] | None = None
     kube_context: str | None = None
+    ca_certificate: str | None = None  # the platform's CA, trusted for OPA and the scheduler
 
 
 @dataclass
@@ -63,6 +64,7 @@ class GreenWorkload(pulumi.ComponentResource):
             "watchOperators": e.watch_operators,
             "kubeconfig": e.kubeconfig,
             "kubeContext": e.kube_context,
+            "caCertificate": e.ca_certificate,
             "stack": pulumi.get_stack(),  # the reservation's key is stack/workload/spec
         }
         self.vm = GreenVm(f"{name}-placement", props, pulumi.ResourceOptions(parent=self))

@@ -32,13 +32,15 @@ def say(text: str = "") -> None:
     print(text, flush=True)
 
 
-def demo_project(folder: Path, cp: LocalControlPlane, opa_url: str, scheduler_url: str) -> Path:
+def demo_project(folder: Path, cp: LocalControlPlane, opa_url: str, scheduler_url: str, ca_pem: str) -> Path:
     """A copy of the project whose ``demo`` stack is the dev stack pointed at the local servers."""
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy2(REPO / "Pulumi.yaml", folder / "Pulumi.yaml")
     (folder / "stacks").mkdir(exist_ok=True)
     config = yaml.safe_load((REPO / "stacks" / "Pulumi.dev.yaml").read_text())["config"]
-    config["greenops:endpoints"] = {"opaUrl": opa_url, "schedulerUrl": scheduler_url, "timeoutSeconds": 10}
+    # GreenVm trusts the local OPA's throw-away CA as a prod stack trusts the platform's (caCertificate)
+    config["greenops:endpoints"] = {"opaUrl": opa_url, "schedulerUrl": scheduler_url, "timeoutSeconds": 10,
+                                    "caCertificate": ca_pem}
     # No operator runs on this machine, so nothing would ever report a VM ready: a run counts from
     # when its objects are applied (readiness: applied), and the demo says so.
     config["greenops:kubernetes"] = {"mode": "cluster", "installCrdStubs": True, "readiness": "applied"}
@@ -79,13 +81,10 @@ def demo(once: bool = True, record: Path = RECORD) -> int:
         say("  installed: the VmTemplate CRD and the mutating webhook (VmTemplate CREATE/UPDATE -> OPA places and books; DELETE -> OPA releases)")
 
         say("\n1) Pulumi path: `up` of the dev stack's sample workloads against the local API server")
-        project = demo_project(work / "project", cp, opa.url, sched.url)
+        project = demo_project(work / "project", cp, opa.url, sched.url, tls.ca_pem.decode())
         (work / "state").mkdir()
-        (work / "ca.pem").write_bytes(tls.ca_pem)
         st = automation.stack("demo", work_dir=project, env={
-            "PULUMI_BACKEND_URL": f"file://{work / 'state'}", "KUBECONFIG": str(cp.kubeconfig_path),
-            "SSL_CERT_FILE": str(work / "ca.pem"),  # GreenVm trusts the local OPA's throw-away CA
-        })
+            "PULUMI_BACKEND_URL": f"file://{work / 'state'}", "KUBECONFIG": str(cp.kubeconfig_path)})
         st.set_config("greenops:kubeconfig", automation.auto.ConfigValue(cp.kubeconfig_path.read_text(), secret=True))
         started = time.monotonic()
         result = automation.run(st, "up", stream=False)

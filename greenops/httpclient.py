@@ -1,8 +1,10 @@
 """The one HTTP client shape every GreenOps caller uses: timeouts, bounded retries, bearer token."""
 from __future__ import annotations
 
+import ssl
 import time
 
+import certifi
 import httpx
 
 
@@ -14,14 +16,16 @@ class RetryingClient:
     """
 
     def __init__(self, url: str, timeout: float = 10.0, attempts: int = 3, backoff: float = 0.3,
-                 transport: httpx.BaseTransport | None = None, token: str | None = None):
+                 transport: httpx.BaseTransport | None = None, token: str | None = None,
+                 ca_certificate: str | None = None):
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.attempts = attempts
         self.backoff = backoff
         self.last_error = "no attempt made"
         headers = {"Authorization": f"Bearer {token}"} if token else None
-        self._client = httpx.Client(base_url=self.url, timeout=timeout, transport=transport, headers=headers)
+        self._client = httpx.Client(base_url=self.url, timeout=timeout, transport=transport, headers=headers,
+                                    verify=trust(ca_certificate))
 
     def close(self) -> None:
         self._client.close()
@@ -51,6 +55,16 @@ class RetryingClient:
             if attempt < self.attempts:
                 time.sleep(self.backoff * attempt)
         return response
+
+
+def trust(ca_certificate: str | None) -> ssl.SSLContext | bool:
+    """httpx's usual trust, plus the platform's own CA when given (OPA's serving certificate is
+    signed by it), so no process-wide SSL_CERT_FILE is needed."""
+    if not ca_certificate:
+        return True
+    context = ssl.create_default_context(cafile=certifi.where())
+    context.load_verify_locations(cadata=ca_certificate)
+    return context
 
 
 def detail(r: httpx.Response) -> str:

@@ -66,8 +66,12 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
         raise pulumi.RunError("greenops:platform.scheduler: the reservation record needs a PostgreSQL: set the secret "
                               "greenops:schedulerDbPassword (the platform deploys one) or greenops:schedulerDatabaseUrl "
                               "(an existing server)")
-    GreenOpsPlatform("greenops", GreenOpsPlatformArgs(platform_config, secrets, reconcile_interval_seconds=interval),
-                     pulumi.ResourceOptions(providers={"kubernetes": provider}))
+    installed = GreenOpsPlatform("greenops", GreenOpsPlatformArgs(platform_config, secrets,
+                                                                  reconcile_interval_seconds=interval),
+                                 pulumi.ResourceOptions(providers={"kubernetes": provider}))
+    if "policy" in installed.parts:
+        # the CA a workloads stack trusts for OPA: greenops:endpoints.caCertificate
+        pulumi.export("opaCaCertificate", installed.parts["policy"].ca.cert_pem)
 
 
 def run() -> list[GreenWorkload]:
@@ -87,7 +91,8 @@ def run() -> list[GreenWorkload]:
     endpoints = Endpoints(str(e.opa_url), str(e.scheduler_url), e.timeout_seconds, e.attempts,
                           cfg.get_secret("opaToken"), cfg.get_secret("schedulerToken"), config.lead_seconds,
                           watch_operators=watched, kubeconfig=cfg.get_secret("kubeconfig") if watched else None,
-                          kube_context=config.kubernetes.context if watched else None)
+                          kube_context=config.kubernetes.context if watched else None,
+                          ca_certificate=e.ca_certificate)
     rows, components = [], []
     for w in config.workloads:
         component = GreenWorkload(

@@ -6,7 +6,7 @@ from typing import Any
 
 from typing import Literal
 
-from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from greenops.errors import GreenOpsError
@@ -29,10 +29,27 @@ class EndpointsConfig(_Section):
     scheduler_url: AnyHttpUrl = Field(default="http://127.0.0.1:8080")
     timeout_seconds: float = Field(default=10.0, gt=0, le=120)
     attempts: int = Field(default=3, ge=1, le=10)
+    ca_certificate: str | None = Field(
+        default=None, description="PEM of the CA that signed OPA's and the scheduler's HTTPS certificates (the "
+                                  "platform's own CA: the PolicyEngine's caCert output), trusted besides the system's")
     provisioning_lead_seconds: float | None = Field(
         default=None, ge=0, le=86400,
         description="open the time gate this long before the start; default: the reconcile interval plus "
                     "the provisioning margin (greenops:reconcile)")
+
+
+    @field_validator("ca_certificate")
+    @classmethod
+    def _pem(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        from cryptography import x509
+
+        try:
+            x509.load_pem_x509_certificates(v.encode())
+        except ValueError as exc:
+            raise ValueError(f"not a PEM certificate ({exc})") from None
+        return v
 
 
 class ReconcileConfig(_Section):

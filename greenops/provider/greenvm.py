@@ -51,7 +51,7 @@ from greenops.renderers import RenderSettings, render
 # Credentials for OPA, the scheduler and the cluster: kept as secrets in the state.
 SECRET_INPUTS = ["opaToken", "schedulerToken", "kubeconfig"]
 SETTINGS_KEYS = ("stack", "opaUrl", "schedulerUrl", "timeoutSeconds", "attempts", "render", "opaToken",
-                 "schedulerToken", "leadSeconds", "watchOperators", "kubeconfig", "kubeContext")
+                 "schedulerToken", "leadSeconds", "watchOperators", "kubeconfig", "kubeContext", "caCertificate")
 
 
 def _workload(props: dict, now: datetime, check_deadline: bool = True) -> Workload:
@@ -168,7 +168,8 @@ class GreenVmProvider(ResourceProvider):
     def _place(self, props: dict, workload: Workload, now: datetime) -> Decision:
         timeout = float(props.get("timeoutSeconds") or 10)
         attempts = int(props.get("attempts") or 3)
-        opa = OpaClient(props["opaUrl"], timeout=timeout, attempts=attempts, token=props.get("opaToken"))
+        opa = OpaClient(props["opaUrl"], timeout=timeout, attempts=attempts, token=props.get("opaToken"),
+                        ca_certificate=props.get("caCertificate"))
         scheduler = self._scheduler(props)
         try:
             return place(workload, opa, scheduler, earliest_start=now,
@@ -182,7 +183,8 @@ class GreenVmProvider(ResourceProvider):
     @staticmethod
     def _scheduler(props: dict) -> SchedulerClient:
         return SchedulerClient(props["schedulerUrl"], timeout=float(props.get("timeoutSeconds") or 10),
-                               attempts=int(props.get("attempts") or 3), token=props.get("schedulerToken"))
+                               attempts=int(props.get("attempts") or 3), token=props.get("schedulerToken"),
+                               ca_certificate=props.get("caCertificate"))
 
     def _report(self, props: dict, lifecycle: Lifecycle, recorded: str | None) -> str | None:
         """Tell the record the lifecycle's phase when it differs from what the record has; return

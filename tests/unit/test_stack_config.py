@@ -55,3 +55,8 @@ def test_bad_render_settings_name_the_key():
 def test_workloads_must_be_a_list():
     with pytest.raises(StackConfigError, match="greenops:workloads: must be a list"):
         parse_stack_config({"workloads": {"name": "x"}}, now=NOW)
+
+
+def test_a_ca_certificate_that_is_not_pem_is_named():
+    with pytest.raises(StackConfigError, match=r"greenops:endpoints\.caCertificate: .*not a PEM certificate"):
+        parse_stack_config({"endpoints": {"caCertificate": "-----BEGIN CERTIFICATE-----\nnope\n"}}, now=NOW)
