@@ -24,6 +24,7 @@ from greenops.local.tools import TOOLS_BIN, pulumi_env
 from greenops.policies.server import OpaServer
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBenchmarkKeyOnly greenops-bench"
+SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"  # rendered into owner ARM ids, never used against Azure
 
 
 def workloads(n: int) -> list[dict]:
@@ -72,7 +73,8 @@ def main() -> None:
                 "greenops:workloads": auto.ConfigValue(json.dumps(workloads(n))),
                 "greenops:endpoints": auto.ConfigValue(json.dumps({"opaUrl": opa.url, "schedulerUrl": scheduler.url})),
                 "greenops:kubernetes": auto.ConfigValue(json.dumps({"mode": "render", "renderDir": str(tmp / "out")})),
-                "greenops:render": auto.ConfigValue(json.dumps({"sshPublicKey": KEY, "skipAwait": True})),
+                "greenops:render": auto.ConfigValue(json.dumps({"sshPublicKey": KEY, "skipAwait": True,
+                                                                  "azureSubscriptionId": SUBSCRIPTION})),
             })
             print(f"{n} workloads:")
             timed("preview (nothing deployed yet)", stack.preview)

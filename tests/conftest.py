@@ -13,6 +13,8 @@ from greenops.models import Workload
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
+# greenops:render.azureSubscriptionId of every test stack that renders Azure (the owners' ARM id needs it)
+AZURE_SUBSCRIPTION = "11111111-2222-3333-4444-555555555555"
 
 
 @pytest.fixture(scope="session")
@@ -66,3 +68,13 @@ def require_tool(name: str) -> str:
         if os.environ.get("CI"):
             pytest.fail(str(exc))
         pytest.skip(str(exc))
+
+
+@pytest.fixture(autouse=True)
+def offline_operator_bundles(monkeypatch):
+    """No test downloads Config Connector's pinned release bundle: a small archive with the upstream
+    layout stands in (tests/components/bundles.py); tests/components/test_operator_bundle.py tests the
+    real download, checksum and cache."""
+    from tests.components.bundles import offline_fetch
+
+    monkeypatch.setattr("components.operator_bundle.fetch", offline_fetch)

@@ -12,7 +12,7 @@ import yaml
 
 from greenops import automation
 from greenops.local.tools import REPO, TOOLS_BIN, pulumi_env
-from tests.conftest import require_tool
+from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
 ENGINE_TOOLS = ("pulumi", "opa", "pulumi-resource-kubernetes", "pulumi-resource-pulumi-python")
@@ -35,7 +35,8 @@ def render_mode_config(opa_url: str, scheduler_url: str, render_dir: Path, **sec
     """``greenops:*`` config of a render-mode stack pointed at the loopback servers."""
     endpoints = {"opaUrl": opa_url, "schedulerUrl": scheduler_url, **sections.pop("endpoints", {})}
     return {"endpoints": endpoints, "kubernetes": {"mode": "render", "renderDir": str(render_dir)},
-            "render": {"sshPublicKey": KEY, "skipAwait": True}, **sections}
+            "render": {"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": AZURE_SUBSCRIPTION},
+            **sections}
 
 
 def engine_stack(tmp_path: Path, name: str, now: datetime, config: dict):

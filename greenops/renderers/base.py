@@ -12,6 +12,12 @@ from greenops.models import Decision, Workload
 
 MANAGED_BY = "greenops"
 LABEL_PREFIX = "greenops.io"
+# The two parts of the ARM id that owns every ASO object. The chart checks its values with the same
+# patterns (through its catalog), so what one path refuses the other refuses too. The group pattern
+# keeps the id well-formed (no "/", no trailing period, at most 90 characters); Azure's finer naming
+# rules are left to Azure.
+AZURE_SUBSCRIPTION_ID_PATTERN = r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$"
+AZURE_RESOURCE_GROUP_PATTERN = r"^[^/]{0,89}[^/.]$"
 
 
 class RenderSettings(BaseModel):
@@ -21,8 +27,13 @@ class RenderSettings(BaseModel):
 
     namespace: str = "greenops"
     azure_resource_group: str = Field(
-        default="greenops-workloads",
-        description="name of the ASO ResourceGroup object that owns every Azure workload resource",
+        default="greenops-workloads", pattern=AZURE_RESOURCE_GROUP_PATTERN,
+        description="the Azure resource group (created by pulumi-azure-native, not an ASO object) that owns "
+                    "every Azure workload resource",
+    )
+    azure_subscription_id: str | None = Field(
+        default=None, pattern=AZURE_SUBSCRIPTION_ID_PATTERN,
+        description="the resource group's subscription: ASO objects name their owner by ARM id; required to render Azure",
     )
     admin_username: str = "greenops"
     ssh_public_key: str | None = Field(default=None, description="OpenSSH public key for the admin user")

@@ -10,6 +10,7 @@ import yaml
 
 from greenops import automation
 from greenops.local.tools import REPO
+from tests.conftest import AZURE_SUBSCRIPTION
 from tests.engine import iso
 
 pytestmark = pytest.mark.e2e
@@ -61,7 +62,8 @@ def test_up_gate_operator_verdicts_reconcile_destroy(cluster, tmp_path, crd_sche
         "greenops:workloads": workloads,
         "greenops:endpoints": {"opaUrl": cluster["opa"].url, "schedulerUrl": cluster["scheduler"].url},
         "greenops:kubernetes": {"mode": "cluster", "installCrdStubs": True},  # readiness: operator (the default)
-        "greenops:render": {"sshPublicKey": KEY, "skipAwait": True, "namespace": "greenops"},
+        "greenops:render": {"sshPublicKey": KEY, "skipAwait": True, "namespace": "greenops",
+                            "azureSubscriptionId": AZURE_SUBSCRIPTION},
     }}))
     (tmp_path / "state").mkdir()
     (tmp_path / "ca.pem").write_bytes(cluster["tls"].ca_pem)

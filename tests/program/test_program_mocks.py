@@ -8,6 +8,7 @@ import pytest
 
 from greenops.renderers import RenderSettings, render
 from greenops.models import Decision, Workload
+from tests.conftest import AZURE_SUBSCRIPTION
 
 NOW_SPEC = {"cpu": 2, "memory": 4, "duration": "1h", "deadline": "2030-01-01T00:00:00Z", "originRegion": "westeurope"}
 WORKLOADS = [dict(NOW_SPEC, name="due-now", tenant="finance"), dict(NOW_SPEC, name="later", tenant="ml")]
@@ -47,7 +48,7 @@ def mocks():
     pulumi.runtime.set_mocks(m, project="greenops-platform", stack="test", preview=False)
     pulumi.runtime.set_all_config({
         "greenops:workloads": json.dumps(WORKLOADS),
-        "greenops:render": json.dumps({"sshPublicKey": KEY, "skipAwait": True}),
+        "greenops:render": json.dumps({"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": AZURE_SUBSCRIPTION}),
         "greenops:opaToken": "s3cr3t-token",
     }, secret_keys=["greenops:opaToken"])
     return m

@@ -11,7 +11,7 @@ from greenops.local.controlplane import free_port
 from greenops.local.scheduler import SchedulerServer
 from greenops.policies.server import OpaServer
 from greenops.provider.greenvm import GreenVmProvider
-from tests.conftest import require_tool
+from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 from tests.engine import iso
 
 pytestmark = pytest.mark.integration
@@ -36,7 +36,7 @@ def props(servers, **workload):
          "originRegion": "westeurope", "dataResidency": "eu", "tenant": "data"}
     w.update(workload)
     return {"workload": w, "opaUrl": opa.url, "schedulerUrl": scheduler.url, "timeoutSeconds": 5, "attempts": 2,
-            "render": {"sshPublicKey": KEY, "skipAwait": True}}
+            "render": {"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": AZURE_SUBSCRIPTION}}
 
 
 class Clock:

@@ -3,6 +3,8 @@ import pytest
 
 from greenops.errors import RenderError
 from greenops.renderers import RenderSettings, providers, render
+from tests.conftest import AZURE_SUBSCRIPTION
+from tests.references import owner_problems, security_group_problems
 
 REGIONS = {
     "azure": ["italynorth", "swedencentral", "francecentral", "eastus", "japaneast"],
@@ -67,11 +69,12 @@ def test_names_labels_and_references_are_consistent(make_workload, decide, setti
         values = set(labels.values())
         assert {"etl-42", "finance", "greenops"} <= values, labels
         assert o["metadata"]["namespace"] == "greenops"
-    # Every in-cluster reference points at an object of the same set (or the configured owner).
+    # Every in-cluster reference points at an object of the same set: nothing else lives in the namespace.
     refs = set()
     for o in objects:
         collect_refs(o["spec"], refs)
-    assert refs and refs <= names | {settings.azure_resource_group}
+    assert refs and refs <= names
+    assert owner_problems(objects) == []
 
 
 def collect_refs(node, out):
@@ -89,12 +92,58 @@ def collect_refs(node, out):
 
 
 def test_azure_objects_are_owned_by_the_configured_resource_group(make_workload, decide):
+    """By ARM id: the group is made by pulumi-azure-native, never an ASO object in the namespace."""
     w = make_workload()
-    s = RenderSettings(ssh_public_key="ssh-ed25519 AAAA k", azure_resource_group="rg-ml")
+    s = RenderSettings(ssh_public_key="ssh-ed25519 AAAA k", azure_resource_group="rg-ml",
+                       azure_subscription_id=AZURE_SUBSCRIPTION)
     objects = render(w, decide(w, "azure", "westeurope"), s)
-    owners = {o["kind"]: o["spec"]["owner"]["name"] for o in objects}
-    assert owners == {"VirtualNetwork": "rg-ml", "VirtualNetworksSubnet": "train-1-vnet",
-                      "NetworkInterface": "rg-ml", "VirtualMachine": "rg-ml"}
+    group = f"/subscriptions/{AZURE_SUBSCRIPTION}/resourceGroups/rg-ml"
+    owners = {o["kind"]: o["spec"]["owner"] for o in objects}
+    assert owners == {"VirtualNetwork": {"armId": group}, "VirtualNetworksSubnet": {"name": "train-1-vnet"},
+                      "NetworkInterface": {"armId": group}, "VirtualMachine": {"armId": group}}
+    assert owner_problems(objects) == []
+
+
+def test_a_dangling_in_namespace_owner_is_caught(make_workload, decide, settings):
+    """The check above fails on what the renderer used to emit: owner.name of a ResourceGroup
+    object that nothing in the namespace creates."""
+    w = make_workload()
+    objects = render(w, decide(w, "azure", "westeurope"), settings)
+    objects[0]["spec"]["owner"] = {"name": "greenops-workloads"}
+    assert owner_problems(objects) == [
+        "VirtualNetwork/train-1-vnet: spec.owner.name: 'greenops-workloads' is not an object of this set, "
+        "and nothing else creates it in namespace 'greenops'"]
+
+
+# Why no fix yet: the pinned ACK ec2-controller (v1.20.0, its newest release; ../shared/crds) gives
+# Instance no securityGroupRefs, only securityGroupIDs, the AWS id the SecurityGroup gets in its
+# status once created. Upstream PR aws-controllers-k8s/ec2-controller#348 (that reference) was closed.
+SG_NOT_ATTACHABLE = ("issue 16: ACK ec2 v1.20.0 Instance has no securityGroupRefs; securityGroupIDs needs the "
+                     "SecurityGroup's status.id, which no pure render knows")
+
+
+@pytest.mark.xfail(strict=True, reason=SG_NOT_ATTACHABLE)
+@pytest.mark.parametrize("region", REGIONS["aws"])
+def test_the_aws_instance_attaches_the_security_group_we_render(make_workload, decide, settings, region):
+    w = make_workload()
+    assert security_group_problems(render(w, decide(w, "aws", region), settings)) == []
+
+
+def test_azure_without_a_subscription_fails_closed(make_workload, decide):
+    w = make_workload()
+    with pytest.raises(RenderError, match="workload 'train-1': Azure objects are owned by resource group "
+                                          "'greenops-workloads' through its ARM id, which needs its subscription; "
+                                          "set azureSubscriptionId"):
+        render(w, decide(w, "azure", "westeurope"), RenderSettings(ssh_public_key="ssh-ed25519 AAAA k"))
+
+
+@pytest.mark.parametrize("field,value", [("azureSubscriptionId", "my-subscription"),
+                                         ("azureSubscriptionId", "11111111-2222-3333-4444-55555555555/"),
+                                         ("azureResourceGroup", "rg/ml"), ("azureResourceGroup", "rg-ml."),
+                                         ("azureResourceGroup", "")])
+def test_settings_that_cannot_form_the_owner_arm_id_are_refused(field, value):
+    with pytest.raises(ValueError, match=field):
+        RenderSettings.model_validate({field: value})
 
 
 def test_rendering_is_deterministic(make_workload, decide, settings):
@@ -114,7 +163,7 @@ def test_skip_await_and_project_annotations(make_workload, decide):
 def test_azure_without_ssh_key_fails_closed(make_workload, decide):
     w = make_workload()
     with pytest.raises(RenderError, match="workload 'train-1': Azure Linux VMs need an SSH public key"):
-        render(w, decide(w, "azure", "westeurope"), RenderSettings())
+        render(w, decide(w, "azure", "westeurope"), RenderSettings(azure_subscription_id=AZURE_SUBSCRIPTION))
 
 
 def test_gcp_region_without_compute_zones_is_refused(make_workload, catalog, settings):

@@ -1,17 +1,27 @@
-"""Azure Service Operator v2: VirtualNetwork, subnet, NIC and VirtualMachine (thesis §3.4.1)."""
+"""Azure Service Operator v2: VirtualNetwork, subnet, NIC and VirtualMachine (thesis §3.4.1).
+
+Every object sits in the stack's resource group, named by ARM id (``owner.armId``, as the thesis
+does): the group is created by pulumi-azure-native (components/azure_operator.py), so there is no
+``resources.azure.com`` ResourceGroup object in the namespace for an ``owner.name`` to point at. The
+subnet's owner is our own VirtualNetwork, so it stays a reference by name.
+"""
 from __future__ import annotations
 
 from greenops.errors import RenderError
-from greenops.renderers.base import ObjectState, RenderContext, condition, describe, readiness
+from greenops.renderers.base import (AZURE_RESOURCE_GROUP_PATTERN, AZURE_SUBSCRIPTION_ID_PATTERN, ObjectState,
+                                     RenderContext, condition, describe, readiness)
 from greenops.renderers.registry import renderer
 
 NETWORK_API = "network.azure.com/v1api20240301"
 COMPUTE_API = "compute.azure.com/v1api20220301"  # the version the thesis templates use
 VNET_CIDR = "10.0.0.0/16"
 SUBNET_CIDR = "10.0.0.0/24"
+RESOURCE_GROUP_ID = "/subscriptions/%s/resourceGroups/%s"  # printf-style: the chart formats it too
 
 # The chart (components/charts/vm-template) reads these through its generated catalog.
-CHART_CONSTANTS = {"networkApi": NETWORK_API, "computeApi": COMPUTE_API, "vnetCidr": VNET_CIDR, "subnetCidr": SUBNET_CIDR}
+CHART_CONSTANTS = {"networkApi": NETWORK_API, "computeApi": COMPUTE_API, "vnetCidr": VNET_CIDR, "subnetCidr": SUBNET_CIDR,
+                   "resourceGroupId": RESOURCE_GROUP_ID, "subscriptionIdPattern": AZURE_SUBSCRIPTION_ID_PATTERN,
+                   "resourceGroupPattern": AZURE_RESOURCE_GROUP_PATTERN}
 
 
 def _image_reference(urn: str, workload: str) -> dict:
@@ -40,7 +50,12 @@ def render(ctx: RenderContext) -> list[dict]:
         raise RenderError(
             f"workload {ctx.workload.name!r}: Azure Linux VMs need an SSH public key; set sshPublicKey in the render settings"
         )
-    owner = {"name": s.azure_resource_group}
+    if not s.azure_subscription_id:
+        raise RenderError(
+            f"workload {ctx.workload.name!r}: Azure objects are owned by resource group {s.azure_resource_group!r} "
+            f"through its ARM id, which needs its subscription; set azureSubscriptionId in the render settings"
+        )
+    owner = {"armId": RESOURCE_GROUP_ID % (s.azure_subscription_id, s.azure_resource_group)}
     vnet, subnet, nic, vm = ctx.name("vnet"), ctx.name("subnet"), ctx.name("nic"), ctx.name()
     return [
         {
