@@ -1,7 +1,7 @@
 """AzureServiceOperator: ASO v2 plus the Azure identity it runs as (workload identity)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_azure_native as azure
@@ -21,6 +21,8 @@ CONTRIBUTOR = "b24988ac-6180-42a0-ab88-20f7382dd24c"  # built-in Azure role defi
 class AzureServiceOperatorArgs:
     config: AzureConfig
     chart: dict
+    # what the release waits for: cert-manager (the chart's Issuer and Certificate for its webhooks)
+    after: list[pulumi.Resource] = field(default_factory=list)
 
 
 class AzureServiceOperator(pulumi.ComponentResource):
@@ -63,5 +65,5 @@ class AzureServiceOperator(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace]),
         )
         self.operator = release(f"{name}-aso", args.chart, NAMESPACE, {"crdPattern": CRD_PATTERN}, self,
-                                depends_on=[self.settings, self.role])
+                                depends_on=[self.settings, self.role, *args.after])
         self.register_outputs({"clientId": self.identity.client_id, "resourceGroup": self.resource_group.name})

@@ -6,8 +6,10 @@ from typing import Literal
 from urllib.parse import urlencode
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+
+from greenops.forecasting.names import DEFAULT_STORAGE_PREFIX
 
 VERSIONS_FILE = Path(__file__).resolve().parent / "versions.yaml"
 
@@ -101,7 +103,22 @@ class KserveConfig(_Section):
     models_namespace: str = "forecasting"
     deployment_mode: Literal["RawDeployment", "Serverless"] = "RawDeployment"
     zones: list[str] = Field(default_factory=lambda: ["DE", "FR", "GB"])
-    storage_prefix: str = "s3://mlflow/forecasters"
+    storage_prefix: str = DEFAULT_STORAGE_PREFIX  # where the InferenceServices read, publish writes
+
+
+class CertManagerConfig(_Section):
+    """cert-manager, needed by ASO v2's and KServe's webhooks. enabled: the platform installs it, before
+    them; enabled: false with existing: true: the cluster already runs one (a managed add-on, another
+    team's), and the platform relies on it. Neither, with azure or kserve on, is refused."""
+    enabled: bool = True
+    namespace: str = "cert-manager"
+    existing: bool = Field(default=False, description="the cluster already runs cert-manager; install none")
+
+    @model_validator(mode="after")
+    def _one_install(self) -> "CertManagerConfig":
+        if self.enabled and self.existing:
+            raise ValueError("existing: true needs enabled: false (the platform would install a second cert-manager)")
+        return self
 
 
 class SecretKeyRef(_Section):
@@ -229,8 +246,22 @@ class PlatformConfig(_Section):
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     mlflow: MlflowConfig = Field(default_factory=MlflowConfig)
     kserve: KserveConfig = Field(default_factory=KserveConfig)
+    # after azure and kserve: its check reads them
+    cert_manager: CertManagerConfig = Field(default_factory=CertManagerConfig)
     reconciler: ReconcilerConfig = Field(default_factory=lambda: ReconcilerConfig(enabled=False))
     versions: dict[str, dict | str] = Field(default_factory=dict, description="overrides of components/versions.yaml")
+
+    @field_validator("cert_manager")
+    @classmethod
+    def _webhooks_have_cert_manager(cls, v: CertManagerConfig, info: ValidationInfo) -> CertManagerConfig:
+        needs = [f"{k} ({what})" for k, what in (("azure", "ASO v2"), ("kserve", "KServe"))
+                 if getattr(info.data.get(k), "enabled", False)]
+        if needs and not v.enabled and not v.existing:
+            verb = "need" if len(needs) > 1 else "needs"
+            raise ValueError(f"{' and '.join(needs)} {verb} cert-manager to issue webhook certificates: set "
+                             "certManager.enabled: true (the platform installs it), or certManager.existing: true "
+                             "if the cluster already runs one")
+        return v
 
     def version(self, key: str) -> dict | str:
         pinned = yaml.safe_load(VERSIONS_FILE.read_text())

@@ -8,6 +8,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.config import GcpConfig
+from components.operator_bundle import operator_manifest
 
 KSA = "cnrm-system/cnrm-controller-manager"
 
@@ -34,9 +35,12 @@ class ConfigConnector(pulumi.ComponentResource):
             f"{name}-workload-identity", service_account_id=self.account.name,
             role="roles/iam.workloadIdentityUser",
             member=f"serviceAccount:{project}.svc.id.goog[{KSA}]", opts=child)
-        # The operator itself ships as a manifest bundle (no Helm chart upstream).
-        self.operator = k8s.yaml.v2.ConfigFile(
-            f"{name}-operator", file=args.pin["operator_bundle"],
+        # The operator ships only inside Google's release-bundle.tar.gz (no chart; no plain-YAML asset,
+        # and GitHub releases carry source only), which yaml.v2.ConfigFile cannot read: the program
+        # fetches the pinned archive, verifies its pinned sha256, and applies the one manifest in it
+        # that upstream's manual install applies (operator-system/configconnector-operator.yaml).
+        self.operator = k8s.yaml.v2.ConfigGroup(
+            f"{name}-operator", yaml=operator_manifest(args.pin),
             opts=pulumi.ResourceOptions(parent=self))
         self.context = k8s.apiextensions.CustomResource(
             f"{name}-config",

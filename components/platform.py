@@ -8,6 +8,7 @@ import pulumi
 
 from components.aws_controllers import AwsControllers, AwsControllersArgs
 from components.azure_operator import AzureServiceOperator, AzureServiceOperatorArgs
+from components.cert_manager import CertManager, CertManagerArgs
 from components.config import PlatformConfig
 from components.config_connector import ConfigConnector, ConfigConnectorArgs
 from components.krateo import KrateoArgs, KrateoPlatform
@@ -46,8 +47,15 @@ class GreenOpsPlatform(pulumi.ComponentResource):
         self.parts: dict[str, pulumi.ComponentResource] = {}
         if c.krateo.enabled:
             self.parts["krateo"] = KrateoPlatform("krateo", KrateoArgs(c.krateo, v("krateo_core_provider")), child)
+        # cert-manager first: ASO's and KServe's releases declare Certificates and need its webhook up.
+        # With certManager.existing they rely on the cluster's own; with neither, the config is refused.
+        webhook_certs: list[pulumi.Resource] = []
+        if c.cert_manager.enabled:
+            self.parts["certManager"] = CertManager("cert-manager", CertManagerArgs(c.cert_manager, v("cert_manager")), child)
+            webhook_certs.append(self.parts["certManager"].release)
         if c.azure.enabled:
-            self.parts["azure"] = AzureServiceOperator("aso", AzureServiceOperatorArgs(c.azure, v("azure_service_operator")), child)
+            self.parts["azure"] = AzureServiceOperator("aso", AzureServiceOperatorArgs(
+                c.azure, v("azure_service_operator"), after=webhook_certs), child)
         if c.gcp.enabled:
             self.parts["gcp"] = ConfigConnector("kcc", ConfigConnectorArgs(c.gcp, v("config_connector")), child)
         if c.aws.enabled:
@@ -69,8 +77,12 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                 c.mlflow, v("mlflow"), v("postgresql"), v("seaweedfs"),
                 s.mlflow_db_password, s.s3_access_key, s.s3_secret_key), child)
         if c.kserve.enabled:
+            s, tracking = args.secrets, self.parts.get("mlflow")
             self.parts["kserve"] = ModelServing("kserve", ModelServingArgs(
-                c.kserve, v("kserve_crd"), v("kserve"), v("mlserver_image")), child)
+                c.kserve, v("kserve_crd"), v("kserve"), v("mlserver_image"), after=webhook_certs,
+                # the models are read from the tracking store's object store, with the same keys
+                s3_endpoint=tracking.endpoint if tracking else c.mlflow.artifact_endpoint,
+                s3_access_key=s.s3_access_key, s3_secret_key=s.s3_secret_key), child)
         if c.reconciler.enabled:
             r = c.reconciler
             # One owner per namespace: the scheduler's, when the workloads share it.

@@ -56,7 +56,11 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
         lines = [f"greenops:platform.{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
                  for e in exc.errors()]
         raise pulumi.RunError("; ".join(lines)) from None
-    secrets = PlatformSecrets(*(cfg.require_secret(k) if platform_config.mlflow.enabled else None
+    # the object-store keys: MLflow's artifacts and SeaweedFS, and the models KServe reads
+    needed = {"mlflowDbPassword": platform_config.mlflow.enabled,
+              "s3AccessKey": platform_config.mlflow.enabled or platform_config.kserve.enabled,
+              "s3SecretKey": platform_config.mlflow.enabled or platform_config.kserve.enabled}
+    secrets = PlatformSecrets(*(cfg.require_secret(k) if needed[k] else None
                                 for k in PLATFORM_SECRETS), scheduler_token=cfg.get_secret("schedulerToken"),
                               opa_token=cfg.get_secret("opaToken"), opa_admin_token=cfg.get_secret("opaAdminToken"),
                               scheduler_database_url=cfg.get_secret("schedulerDatabaseUrl"),

@@ -4,17 +4,24 @@
                              [--tracking-uri URI] [--out build/forecast] [--no-register]
     greenops-forecast export --dest DIR [--models forecaster-de,...]      # KServe storageUri layout
     greenops-forecast serve  [--port 8085] [--models ...]                 # MLServer, OIP v2 on loopback
+    greenops-forecast publish (--stack prod | --storage-prefix s3://...) [--endpoint-url URL] [--models ...]
+                                                  # the champions where the InferenceServices read them
 
 The tracking URI defaults to $MLFLOW_TRACKING_URI, else a local sqlite store in build/mlflow.
+publish reads the object store's keys from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (the stack's
+greenops:s3AccessKey / s3SecretKey) and its endpoint from --endpoint-url, else $AWS_ENDPOINT_URL.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+from .names import DEFAULT_STORAGE_PREFIX
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "build"
@@ -125,6 +132,54 @@ def cmd_serve(args) -> int:
     return 0
 
 
+def stack_serving(stack: str) -> tuple[str, list[str]]:
+    """The storage prefix and the models a stack's InferenceServices read (greenops:platform.kserve)."""
+    import yaml
+    from pydantic import ValidationError
+
+    from components.config import PlatformConfig
+
+    from .names import served_models
+
+    path = REPO / "stacks" / f"Pulumi.{stack}.yaml"
+    if not path.is_file():
+        raise LookupError(f"no stack file {path}")
+    raw = ((yaml.safe_load(path.read_text()) or {}).get("config") or {}).get("greenops:platform") or {}
+    try:
+        kserve = PlatformConfig.model_validate(raw).kserve
+    except ValidationError as exc:
+        raise LookupError(f"{path}: greenops:platform is not valid: {exc}") from None
+    if not kserve.enabled:
+        raise LookupError(f"stack {stack} serves no forecasters (greenops:platform.kserve.enabled is false)")
+    return kserve.storage_prefix, served_models(kserve.zones)
+
+
+def cmd_publish(args) -> int:
+    from mlflow.exceptions import MlflowException
+
+    from . import publish, tracking
+    from .names import split_s3_uri
+
+    try:
+        if args.stack:
+            prefix, names = stack_serving(args.stack)
+            names = _names(args.models) or names
+        else:
+            prefix, names = args.storage_prefix, _names(args.models)
+        split_s3_uri(prefix)  # a bad prefix is refused before anything is downloaded
+        client = publish.s3_client(args.endpoint_url)
+        _connect(args.tracking_uri)
+        exported = tracking.export(args.export_dir, names)
+        done = publish.publish(exported, prefix, client)
+    except (LookupError, ValueError, tracking.TrackingUnavailable, MlflowException, publish.PublishError) as exc:
+        print(f"greenops-forecast: publish failed: {exc}", file=sys.stderr)
+        return 2
+    for p in done:
+        version = json.loads((exported[p.model] / "registered_model_version.json").read_text())["version"]
+        print(f"{p.model} v{version}: {p.uri} ({p.uploaded} files, {p.removed} stale removed)")
+    return 0
+
+
 def tracking_uri_default() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{LOCAL_STORE / 'mlflow.db'}"
 
@@ -156,6 +211,15 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--export-dir", type=Path, default=BUILD / "models")
     s.add_argument("--repository", type=Path, default=BUILD / "mlserver")
     s.set_defaults(func=cmd_serve)
+    p = sub.add_parser("publish", help="upload the champion versions to the prefix the InferenceServices read")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--stack", help="a stack in stacks/: its greenops:platform.kserve storagePrefix and zones")
+    where.add_argument("--storage-prefix", help=f"an s3:// prefix (the platform default is {DEFAULT_STORAGE_PREFIX})")
+    p.add_argument("--models", help="comma-separated model names (default: the stack's, or every forecaster-*)")
+    p.add_argument("--endpoint-url", default=os.environ.get("AWS_ENDPOINT_URL"),
+                   help="the S3 endpoint, e.g. a port-forward to SeaweedFS (default: $AWS_ENDPOINT_URL, else AWS)")
+    p.add_argument("--export-dir", type=Path, default=BUILD / "published")
+    p.set_defaults(func=cmd_publish)
     args = parser.parse_args(argv)
     return args.func(args)
 

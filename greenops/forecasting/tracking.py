@@ -21,6 +21,7 @@ from greenops.errors import GreenOpsError
 
 from . import estimator, features, pyfunc
 from .features import HISTORY_HOURS, INPUT_NAME
+from .names import PREFIX
 from .training import TrainingReport, ZoneResult
 
 EXPERIMENT = "greenops-forecasting"
@@ -96,7 +97,7 @@ def log_training(report: TrainingReport, files: list[Path], register: bool = Tru
 def champions(client: MlflowClient, names: list[str] | None = None) -> dict[str, str]:
     """name -> version carrying the champion alias, for ``names`` or every registered forecaster."""
     if names is None:
-        names = sorted(m.name for m in client.search_registered_models() if m.name.startswith("forecaster-"))
+        names = sorted(m.name for m in client.search_registered_models() if m.name.startswith(PREFIX))
     out = {}
     for name in names:
         try:

@@ -20,15 +20,10 @@ from .baselines import BASELINES
 from .estimator import CarbonForecastRegressor
 from .features import HOUR, windows
 from .metrics import scores
+from .names import GENERIC_ZONE as GENERIC, model_name
 
 DEFAULT_HORIZON = 72
 MAX_GAP_HOURS = 6
-GENERIC = "generic"
-
-
-def model_name(zone: str) -> str:
-    """The registry and OIP name: lower case, as KServe InferenceService names must be."""
-    return f"forecaster-{zone.lower()}"
 
 
 @dataclass

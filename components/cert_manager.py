@@ -1,0 +1,39 @@
+"""CertManager: cert-manager, which issues the serving certificates of ASO v2's and KServe's webhooks
+(their charts declare cert-manager Issuers and Certificates, their CRDs ``cert-manager.io/inject-ca-from``).
+The platform installs it before them; a cluster that already runs one says so with
+``certManager: {enabled: false, existing: true}`` (components/config.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from components.config import CertManagerConfig
+from components.helm import release
+
+
+def chart_values(c: CertManagerConfig) -> dict:
+    return {
+        # The chart's own CRD templates (crds.enabled, since v1.15; installCRDs is deprecated): Helm
+        # upgrades them with the release, unlike crds/ files. keep: an uninstall leaves the CRDs, and
+        # with them every Certificate and Issuer other parts own, to be removed deliberately.
+        "crds": {"enabled": True, "keep": True},
+        # Leases in its own namespace: kube-system is not writable on GKE Autopilot.
+        "global": {"leaderElection": {"namespace": c.namespace}},
+        # startupapicheck (on by default) is a post-install hook: with the release's atomic wait it
+        # completes only once the webhook answers, so the parts after it never meet an unready webhook.
+    }
+
+
+@dataclass
+class CertManagerArgs:
+    config: CertManagerConfig
+    chart: dict  # pinned chart (components/versions.yaml cert_manager)
+
+
+class CertManager(pulumi.ComponentResource):
+    def __init__(self, name: str, args: CertManagerArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("greenops:platform:CertManager", name, None, opts)
+        c = args.config
+        self.release = release(name, args.chart, c.namespace, chart_values(c), self)
+        self.register_outputs({"version": args.chart["version"], "namespace": c.namespace})
