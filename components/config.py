@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from greenops import endpoints
 from greenops.forecasting.names import DEFAULT_STORAGE_PREFIX
 
 VERSIONS_FILE = Path(__file__).resolve().parent / "versions.yaml"
@@ -75,12 +76,12 @@ class PolicyConfig(_Section):
     bundle_resource: str = "greenops/policy-bundle.tar.gz"
     webhook_url: str | None = Field(default=None, description="call OPA at this URL instead of its Service (local API server)")
     webhook_timeout_seconds: int = Field(default=10, ge=1, le=30)
-    scheduler_url: str = "http://greenops-scheduler.greenops.svc:8080"
+    scheduler_url: str = endpoints.in_cluster_scheduler_url()
 
 
 class SchedulerConfig(_Section):
     enabled: bool = True
-    namespace: str = "greenops"
+    namespace: str = endpoints.SCHEDULER_NAMESPACE
     image: str | None = None
     replicas: int = Field(default=2, ge=1, le=20, description="replicas share the reservation record in PostgreSQL, "
                                                                 "which decides every booking")

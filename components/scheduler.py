@@ -11,9 +11,10 @@ import pulumi_kubernetes as k8s
 
 from components.config import SchedulerConfig
 from components.helm import release
+from greenops import endpoints
 from components.secret_env import secret_env
 
-PORT = 8080
+PORT = endpoints.SCHEDULER_PORT
 TOKEN_VARIABLE = "GREENOPS_SCHEDULER_TOKEN"  # read by the scheduler and by OPA's http.send (scheduler.rego)
 DATABASE_VARIABLE = "GREENOPS_SCHEDULER_DATABASE"  # the reservation record's SQLAlchemy URL
 DATABASE, DB_USER = "greenops", "greenops"
@@ -59,7 +60,7 @@ class GreenOpsScheduler(pulumi.ComponentResource):
         probe = lambda path: {"httpGet": {"path": path, "port": PORT}, "periodSeconds": 10}  # noqa: E731
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deploy",
-            metadata={"name": "greenops-scheduler", "namespace": c.namespace, "labels": labels},
+            metadata={"name": endpoints.SCHEDULER_SERVICE, "namespace": c.namespace, "labels": labels},
             spec={
                 "replicas": c.replicas,
                 "selector": {"matchLabels": labels},
@@ -79,9 +80,9 @@ class GreenOpsScheduler(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=after),
         )
         self.service = k8s.core.v1.Service(
-            f"{name}-svc", metadata={"name": "greenops-scheduler", "namespace": c.namespace, "labels": labels},
+            f"{name}-svc", metadata={"name": endpoints.SCHEDULER_SERVICE, "namespace": c.namespace, "labels": labels},
             spec={"selector": labels, "ports": [{"name": "http", "port": PORT, "targetPort": PORT}]}, opts=in_ns)
-        self.url = pulumi.Output.concat("http://greenops-scheduler.", c.namespace, ".svc:", str(PORT))
+        self.url = endpoints.in_cluster_scheduler_url(c.namespace)
         self.register_outputs({"url": self.url})
 
     def _postgresql(self, name: str, args: GreenOpsSchedulerArgs, opts: pulumi.ResourceOptions) -> pulumi.Resource:

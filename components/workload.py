@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from greenops import endpoints
 from greenops.models import Workload
 from greenops.provider.greenvm import GreenVm
 from greenops.renderers import RenderSettings
@@ -15,8 +16,8 @@ from greenops.renderers import RenderSettings
 class Endpoints:
     opa_url: str
     scheduler_url: str
-    timeout_seconds: float = 10.0
-    attempts: int = 3
+    timeout_seconds: float = endpoints.TIMEOUT_SECONDS
+    attempts: int = endpoints.ATTEMPTS
     opa_token: pulumi.Input[str] | None = None
     scheduler_token: pulumi.Input[str] | None = None
     lead_seconds: float = 300.0  # open the time gate this long before the start (provisioning time)

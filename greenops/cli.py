@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from greenops.catalog import load_catalog, select_size
+from greenops import endpoints
 from greenops.errors import GreenOpsError
 from greenops.httpclient import RetryingClient
 from greenops.models import Decision
@@ -242,8 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: build/demo/reservations.db, kept between runs)")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("serve", help="run OPA and the scheduler on loopback for the dev stack")
-    p.add_argument("--opa-port", type=int, default=8181)
-    p.add_argument("--scheduler-port", type=int, default=8080)
+    p.add_argument("--opa-port", type=int, default=endpoints.OPA_PORT)
+    p.add_argument("--scheduler-port", type=int, default=endpoints.SCHEDULER_PORT)
     p.add_argument("--source", default="profiles")
     p.set_defaults(func=cmd_serve)
     return parser

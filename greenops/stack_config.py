@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
+from greenops import endpoints
 from greenops.errors import GreenOpsError
 from greenops.models import Workload
 from greenops.renderers import RenderSettings
@@ -25,10 +26,10 @@ class _Section(BaseModel):
 class EndpointsConfig(_Section):
     """``greenops:endpoints``: where OPA and the scheduler answer."""
 
-    opa_url: AnyHttpUrl = Field(default="http://127.0.0.1:8181")
-    scheduler_url: AnyHttpUrl = Field(default="http://127.0.0.1:8080")
-    timeout_seconds: float = Field(default=10.0, gt=0, le=120)
-    attempts: int = Field(default=3, ge=1, le=10)
+    opa_url: AnyHttpUrl = Field(default=endpoints.LOCAL_OPA_URL)
+    scheduler_url: AnyHttpUrl = Field(default=endpoints.LOCAL_SCHEDULER_URL)
+    timeout_seconds: float = Field(default=endpoints.TIMEOUT_SECONDS, gt=0, le=120)
+    attempts: int = Field(default=endpoints.ATTEMPTS, ge=1, le=10)
     ca_certificate: str | None = Field(
         default=None, description="PEM of the CA that signed OPA's and the scheduler's HTTPS certificates (the "
                                   "platform's own CA: the PolicyEngine's caCert output), trusted besides the system's")

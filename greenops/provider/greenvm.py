@@ -39,6 +39,7 @@ from pulumi.dynamic import (
 )
 from pydantic import ValidationError
 
+from greenops import endpoints
 from greenops.catalog import load_catalog
 from greenops.clock import system_clock
 from greenops.errors import GreenOpsError
@@ -166,8 +167,8 @@ class GreenVmProvider(ResourceProvider):
 
     # -- the pieces ---------------------------------------------------------------------------
     def _place(self, props: dict, workload: Workload, now: datetime) -> Decision:
-        timeout = float(props.get("timeoutSeconds") or 10)
-        attempts = int(props.get("attempts") or 3)
+        timeout = float(props.get("timeoutSeconds") or endpoints.TIMEOUT_SECONDS)
+        attempts = int(props.get("attempts") or endpoints.ATTEMPTS)
         opa = OpaClient(props["opaUrl"], timeout=timeout, attempts=attempts, token=props.get("opaToken"),
                         ca_certificate=props.get("caCertificate"))
         scheduler = self._scheduler(props)
@@ -182,8 +183,8 @@ class GreenVmProvider(ResourceProvider):
 
     @staticmethod
     def _scheduler(props: dict) -> SchedulerClient:
-        return SchedulerClient(props["schedulerUrl"], timeout=float(props.get("timeoutSeconds") or 10),
-                               attempts=int(props.get("attempts") or 3), token=props.get("schedulerToken"),
+        return SchedulerClient(props["schedulerUrl"], timeout=float(props.get("timeoutSeconds") or endpoints.TIMEOUT_SECONDS),
+                               attempts=int(props.get("attempts") or endpoints.ATTEMPTS), token=props.get("schedulerToken"),
                                ca_certificate=props.get("caCertificate"))
 
     def _report(self, props: dict, lifecycle: Lifecycle, recorded: str | None) -> str | None:

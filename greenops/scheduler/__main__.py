@@ -24,6 +24,7 @@ import uvicorn
 from sqlalchemy import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
+from greenops import endpoints
 from greenops.clock import system_clock
 from greenops.reservations import ReservationStore
 from greenops.scheduler.api import create_app
@@ -68,7 +69,7 @@ def configure_logging(fmt: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m greenops.scheduler", description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--port", type=int, default=endpoints.SCHEDULER_PORT)
     parser.add_argument("--source", default=os.environ.get("GREENOPS_CARBON_SOURCE", "profiles"))
     parser.add_argument("--history", help="with --source oip:URL, the source of the recent history fed to the "
                         "forecasters (e.g. traces:DIR); profiles when absent")

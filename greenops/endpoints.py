@@ -1,0 +1,16 @@
+"""Where OPA and the scheduler answer, and how patiently they are asked: written once, read by the
+stack config, the GreenWorkload component, GreenVm, the platform's components and the CLI."""
+from __future__ import annotations
+
+OPA_PORT = 8181  # OPA on loopback (the embedded default); in a cluster it serves HTTPS on its Service
+SCHEDULER_PORT = 8080
+LOCAL_OPA_URL = f"http://127.0.0.1:{OPA_PORT}"
+LOCAL_SCHEDULER_URL = f"http://127.0.0.1:{SCHEDULER_PORT}"
+SCHEDULER_SERVICE = "greenops-scheduler"  # the platform's Deployment and Service
+SCHEDULER_NAMESPACE = "greenops"
+TIMEOUT_SECONDS = 10.0  # per call from the Pulumi path
+ATTEMPTS = 3
+
+
+def in_cluster_scheduler_url(namespace: str = SCHEDULER_NAMESPACE) -> str:
+    return f"http://{SCHEDULER_SERVICE}.{namespace}.svc:{SCHEDULER_PORT}"
