@@ -21,7 +21,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, and_, create_engine, event, func, insert, select, text, update
+from sqlalchemy import Engine, and_, bindparam, create_engine, event, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.pool import StaticPool
@@ -243,25 +243,34 @@ class ReservationStore:
                                 f"+ {wanted / 1000:g} requested)")
 
     def _apply(self, conn, deltas: dict[tuple[str, int], int], capacity_milli: int) -> None:
-        """Change the zone-hours in one order (so concurrent transactions never deadlock); a zone-hour
-        that would go over capacity raises Conflict and the transaction rolls back."""
-        for (zone, s), delta in sorted(deltas.items()):
-            if delta > 0 and not self._add(conn, zone, s, delta, capacity_milli):
-                raise Conflict(f"zone {zone} hour {s} filled up meanwhile")
-            if delta < 0:
-                conn.execute(update(slot_usage).where(and_(slot_usage.c.zone == zone, slot_usage.c.slot == s))
-                             .values(milli_cpu=slot_usage.c.milli_cpu + delta))
-
-    def _add(self, conn, zone: str, slot: int, delta: int, capacity_milli: int) -> bool:
-        if delta > capacity_milli:
-            return False
-        stmt = self._insert(slot_usage).values(zone=zone, slot=slot, milli_cpu=delta)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=[slot_usage.c.zone, slot_usage.c.slot],
-            set_={"milli_cpu": slot_usage.c.milli_cpu + stmt.excluded.milli_cpu},
-            where=slot_usage.c.milli_cpu + stmt.excluded.milli_cpu <= capacity_milli,
-        ).returning(slot_usage.c.milli_cpu)
-        return conn.execute(stmt).first() is not None
+        """Change the zone-hours in a few statements, whatever the booking's size, so a batch holds
+        its locks briefly: create the missing rows, lock every touched row in one order (zone, then
+        hour: concurrent transactions never deadlock), check capacity, then update them all. A
+        zone-hour that would go over capacity raises Conflict and the transaction rolls back."""
+        keys = sorted(k for k, d in deltas.items() if d != 0)
+        if not keys:
+            return
+        if any(deltas[k] > capacity_milli for k in keys):
+            raise Conflict("one booking alone is above a zone-hour's capacity")
+        # a zone-hour given back that was already pruned (it had passed) is not brought back
+        added = [{"zone": z, "slot": s, "milli_cpu": 0} for z, s in keys if deltas[(z, s)] > 0]
+        if added:
+            conn.execute(self._insert(slot_usage).on_conflict_do_nothing(), added)
+        used: dict[tuple[str, int], int] = {}
+        for zone in sorted({z for z, _ in keys}):
+            slots = [s for z, s in keys if z == zone]
+            rows = conn.execute(select(slot_usage.c.slot, slot_usage.c.milli_cpu)
+                                .where(and_(slot_usage.c.zone == zone, slot_usage.c.slot >= slots[0],
+                                            slot_usage.c.slot <= slots[-1]))
+                                .order_by(slot_usage.c.slot).with_for_update())
+            used.update({(zone, s): m for s, m in rows})
+        full = [k for k in keys if deltas[k] > 0 and used[k] + deltas[k] > capacity_milli]
+        if full:
+            raise Conflict(f"zone {full[0][0]} hour {full[0][1]} filled up meanwhile")
+        conn.execute(update(slot_usage).where(and_(slot_usage.c.zone == bindparam("z"),
+                                                   slot_usage.c.slot == bindparam("s")))
+                     .values(milli_cpu=slot_usage.c.milli_cpu + bindparam("d")),
+                     [{"z": z, "s": s, "d": deltas[(z, s)]} for z, s in keys])
 
     def _insert(self, table):
         return (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)

@@ -25,9 +25,10 @@ from fastapi.responses import JSONResponse
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from greenops.reservations import QuotaExceeded, ReservationStore
-from greenops.scheduler.algorithm import DecisionTimeout, Job, NoFeasibleWindow, Placement, place_batch, run_now_mean
+from greenops.scheduler.algorithm import DecisionTimeout, Job, NoFeasibleWindow, Placement, run_now_mean
 from greenops.scheduler.auth import require_token
 from greenops.scheduler.booking import Ask, Outcome, book, replay
+from greenops.scheduler.offload import SearchPool
 from greenops.scheduler.ratelimit import TenantRateLimit
 from greenops.scheduler.reservations_api import reservations_router
 from greenops.scheduler.series import from_epoch, to_epoch
@@ -125,6 +126,8 @@ def create_app(
                   description="Carbon-aware geographic and temporal placement of delay-tolerant jobs.")
     store = store or ReservationStore("sqlite://")
     app.state.store = store
+    searches = SearchPool()
+    app.router.on_shutdown.append(searches.close)
     app.state.source = source
     auth = [Depends(require_token(token))]
     limiter = TenantRateLimit(rate_limit) if rate_limit else None
@@ -193,8 +196,8 @@ def create_app(
                 what = "run now, mean over the eligible zones"
 
             def search(ledger):
-                return place_batch(forecasts, Job(req.cpu, req.memory, duration), req.number_of_jobs,
-                                   begin, deadline, ledger, give_up_at)
+                return searches.place(work, forecasts, Job(req.cpu, req.memory, duration), req.number_of_jobs,
+                                      begin, deadline, ledger, give_up_at)
 
             def answer_of(placements):
                 return _response(placements, baseline, what, None if req.dry_run else key, source.describe())
