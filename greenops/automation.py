@@ -66,8 +66,17 @@ def _run(st: auto.Stack, op: str, stream: bool) -> object:
     except auto.ConcurrentUpdateError:
         raise StackLocked(f"stack {st.name} is being updated by another run (its lock is held); try again when it ends") from None
     except auto.CommandError as exc:
+        if _lock_race(str(exc)):
+            raise StackLocked(f"stack {st.name} is being updated by another run (its lock was being taken "
+                              "while this run looked); try again when it ends") from None
         raise GreenOpsError(f"pulumi {op} of stack {st.name} failed:\n{_tail(str(exc))}") from None
     raise ValueError(op)
+
+
+def _lock_race(text: str) -> bool:
+    """The file backend lists its lock folder non-atomically: a run that looks while another writes
+    its lock file fails with this instead of ConcurrentUpdateError. It is the same situation."""
+    return "could not list bucket" in text and "/.pulumi/locks/" in text
 
 
 def placements(st: auto.Stack) -> list[dict]:

@@ -78,7 +78,8 @@ def rendered_workloads(folder: Path) -> set[str]:
 
 
 def at_once(run: Callable[[], object], times: int = 2) -> list:
-    """Start ``run`` in ``times`` threads together: each outcome, or the StackLocked message."""
+    """Start ``run`` in ``times`` threads together: each outcome, the StackLocked message, or any
+    other exception (so a caller sees every run's fate; none is lost in a thread)."""
     outcomes: list = []
 
     def one() -> None:
@@ -86,6 +87,8 @@ def at_once(run: Callable[[], object], times: int = 2) -> list:
             outcomes.append(run())
         except automation.StackLocked as exc:
             outcomes.append(str(exc))
+        except Exception as exc:  # noqa: BLE001 - handed to the test, which asserts on it
+            outcomes.append(exc)
 
     threads = [threading.Thread(target=one) for _ in range(times)]
     for t in threads:

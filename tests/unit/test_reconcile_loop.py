@@ -75,3 +75,13 @@ def test_a_lead_shorter_than_interval_plus_margin_is_refused_naming_both():
         "reconcile more often")
     assert parse_stack_config({"reconcile": {"intervalSeconds": 600}}).lead_seconds == 660  # derived when unset
     assert parse_stack_config({}).lead_seconds == 300
+
+
+def test_the_file_backends_lock_listing_race_is_a_held_lock_not_a_failure():
+    from greenops.automation import _lock_race
+
+    seen_in_ci = ("code: 1\n stderr: error: could not list bucket: blob (code=NotFound): lstat /tmp/x/state/.pulumi/"
+                  "locks/organization/greenops-platform/days/8cc7e20d.json.18ea4c522240dd93.tmp: no such file or directory")
+    assert _lock_race(seen_in_ci)
+    assert not _lock_race("error: could not list bucket: permission denied on /srv/state/.pulumi/stacks")
+    assert not _lock_race("error: update failed: workload 'etl' was not placed")
