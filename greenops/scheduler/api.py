@@ -31,7 +31,7 @@ from greenops.scheduler.booking import Ask, Outcome, book, replay
 from greenops.scheduler.offload import SearchPool
 from greenops.scheduler.ratelimit import TenantRateLimit
 from greenops.scheduler.reservations_api import reservations_router
-from greenops.scheduler.series import from_epoch, to_epoch
+from greenops.scheduler.series import ceil_second, to_epoch
 from greenops.scheduler.sources.base import CarbonSource, SourceUnavailable, UnknownZone
 
 log = structlog.get_logger("greenops.scheduler")
@@ -104,8 +104,7 @@ class Health(BaseModel):
 
 
 def _rfc3339(epoch: float) -> str:
-    # Rounded up: a start a fraction of a second after `now` must not be reported before it.
-    return from_epoch(math.ceil(epoch - 1e-6)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return ceil_second(epoch).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _field_error(field: str, message: str, code: int = 422) -> JSONResponse:

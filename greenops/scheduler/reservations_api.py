@@ -9,7 +9,6 @@ report changes nothing.
 """
 from __future__ import annotations
 
-import math
 from datetime import datetime, timezone
 from typing import Callable, Literal
 
@@ -18,6 +17,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from greenops.reservations import ReservationStore, UnknownReservation
+from greenops.scheduler.series import ceil_second
 
 
 class ReservationOut(BaseModel):
@@ -53,14 +53,9 @@ def out(row: dict) -> ReservationOut:
     first = min(row["placements"], key=lambda p: p["start"])
     return ReservationOut(key=row["key"], tenant=row["tenant"], path=row["path"], phase=row["phase"],
                           reason=row["reason"], zone=row["zone"], provider=row["provider"], region=row["region"],
-                          start=_second(first["start"]), end=_second(max(p["end"] for p in row["placements"])),
+                          start=ceil_second(first["start"]), end=ceil_second(max(p["end"] for p in row["placements"])),
                           cpu=row["milli_cpu"] / 1000, jobs=row["jobs"], revision=row["revision"],
                           workload=row["request"].get("workload"), updated_at=_utc(row["updated_at"]))
-
-
-def _second(epoch: float) -> datetime:
-    # rounded up as the answer's scheduling_time is, so the two read the same
-    return datetime.fromtimestamp(math.ceil(epoch - 1e-6), timezone.utc)
 
 
 def _utc(value: datetime) -> datetime:

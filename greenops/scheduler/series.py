@@ -6,6 +6,7 @@ epoch seconds (floats), so start times need not fall on a data point.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -19,6 +20,12 @@ def to_epoch(t: datetime) -> float:
 
 def from_epoch(s: float) -> datetime:
     return datetime.fromtimestamp(s, tz=timezone.utc)
+
+
+def ceil_second(s: float) -> datetime:
+    """An instant as the service reports it, rounded up to the second: a start a fraction of a
+    second after `now` must not be reported before it."""
+    return from_epoch(math.ceil(s - 1e-6))
 
 
 @dataclass(frozen=True)
