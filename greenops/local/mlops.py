@@ -64,6 +64,7 @@ class SeaweedFsServer(ProcessService):
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-seaweedfs-")))
     port: int = 0  # the S3 gateway's
     startup_timeout: float = 60.0
+    stop_timeout: float = 3.0  # throw-away data: no need for weed's slow graceful shutdown
     name = "SeaweedFS"
 
     def start(self) -> None:
@@ -80,16 +81,6 @@ class SeaweedFsServer(ProcessService):
                       "-master.volumeSizeLimitMB=64", "-volume.max=8"],
                      self.root / "weed.log")
         self._wait_ready(f"{self.url}/healthz")
-
-    def stop(self) -> None:
-        # throw-away data: no need for weed's slow graceful shutdown
-        if self.running:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
 
 
 def write_repository(models: dict[str, Path], repository: Path) -> Path:

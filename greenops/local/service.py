@@ -37,6 +37,7 @@ class ProcessService(LoopbackService):
 
     name = "service"
     startup_timeout: float = 30.0
+    stop_timeout: float = 10.0  # grace after SIGTERM before SIGKILL
     port: int = 0
     _proc = None
 
@@ -71,7 +72,7 @@ class ProcessService(LoopbackService):
         if self.running:
             self._proc.terminate()
             try:
-                self._proc.wait(timeout=10)
+                self._proc.wait(timeout=self.stop_timeout)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait()
