@@ -154,7 +154,8 @@ def create_app(
         if limiter and (refused := limiter.refuse(req.tenant)):
             return refused
         request = req.model_dump(mode="json", exclude={"key"})
-        if not req.dry_run and (done := replay(store, key, request)):
+        row = store.get(key)
+        if not req.dry_run and (done := replay(row, request)):
             return _answer(done)
         now_dt = clock()
         now = to_epoch(now_dt)
@@ -204,7 +205,7 @@ def create_app(
             ask = Ask(key=key, request=request, tenant=req.tenant, path=req.path, cpu=req.cpu, duration=duration,
                       zones=req.eligible_regions, begin=begin, deadline=deadline, quota_vcpu=req.tenant_quota_vcpu,
                       regions=req.regions, dry_run=req.dry_run)
-            done = book(store, ask, capacity_vcpu, now_dt, give_up_at, search, answer_of)
+            done = book(store, ask, row, capacity_vcpu, now_dt, give_up_at, search, answer_of)
         except UnknownZone as exc:
             return _field_error("eligible_regions", str(exc))
         except NoFeasibleWindow as exc:

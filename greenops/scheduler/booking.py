@@ -54,9 +54,9 @@ class Ask:
     dry_run: bool
 
 
-def replay(store: ReservationStore, key: str, request: dict) -> Outcome | None:
-    """The stored answer when ``key`` is already actively booked with this very request."""
-    return _replayed(store.get(key), spec_hash(request), request.get("earliest_start"))
+def replay(row: dict | None, request: dict) -> Outcome | None:
+    """The stored answer when the key's ``row`` is an active booking of this very request."""
+    return _replayed(row, spec_hash(request), request.get("earliest_start"))
 
 
 def _replayed(row: dict | None, digest: str, earliest_start: str | None) -> Outcome | None:
@@ -71,14 +71,17 @@ def _replayed(row: dict | None, digest: str, earliest_start: str | None) -> Outc
     return Outcome(row["answer"], replayed=True)
 
 
-def book(store: ReservationStore, ask: Ask, capacity_vcpu: float, now: datetime, give_up_at: float,
-         search: Callable[[CapacityLedger], list[Placement]],
+def book(store: ReservationStore, ask: Ask, row: dict | None, capacity_vcpu: float, now: datetime,
+         give_up_at: float, search: Callable[[CapacityLedger], list[Placement]],
          answer_of: Callable[[list[Placement]], dict]) -> Outcome:
+    """``row`` is the key's record as the caller read it; after a conflict it is read again."""
     digest = spec_hash(ask.request)
     first_slot, last_slot = int(ask.begin // SLOT), int(-(-ask.deadline // SLOT))
+    capacity_milli = milli(capacity_vcpu) if capacity_vcpu != float("inf") else 2**62
     last_conflict = ""
-    for _ in range(MAX_ATTEMPTS):
-        row = store.get(ask.key)
+    for attempt in range(MAX_ATTEMPTS):
+        if attempt:
+            row = store.get(ask.key)
         if done := _replayed(row, digest, ask.request.get("earliest_start")):
             return done  # booked meanwhile by a retry that overtook this request
         seen = store.seen(row)
@@ -94,8 +97,7 @@ def book(store: ReservationStore, ask: Ask, capacity_vcpu: float, now: datetime,
             request=ask.request, answer=answer, provider=provider or None, region=region or None,
             quota_milli=None if ask.quota_vcpu is None else milli(ask.quota_vcpu))
         try:
-            return Outcome(store.commit(booking, seen, milli(capacity_vcpu) if capacity_vcpu != float("inf")
-                                        else 2**62, now), replayed=False)
+            return Outcome(store.commit(booking, seen, capacity_milli, now), replayed=False)
         except Conflict as exc:
             last_conflict = str(exc)
             if time.monotonic() > give_up_at:
