@@ -58,9 +58,9 @@ def vmtemplate(name: str, **spec) -> dict:
 RECORD = REPO / "build" / "demo" / "reservations.db"  # outlives the demo: a restart shows the same reservations
 
 
-def show_record(scheduler_url: str) -> None:
+def active_reservations(scheduler_url: str) -> list[dict]:
     with RetryingClient(scheduler_url) as client:
-        say(placements.table(placements.active(client)))
+        return placements.active(client)
 
 
 def demo(once: bool = True, record: Path = RECORD) -> int:
@@ -73,8 +73,7 @@ def demo(once: bool = True, record: Path = RECORD) -> int:
     with LocalControlPlane(with_controller_manager=True) as cp, SchedulerServer(database=f"sqlite:///{record}") as sched, \
             OpaServer(scheduler_url=sched.url, tls_cert=tls.cert_file, tls_key=tls.key_file) as opa:
         say(f"  API server {cp.server}   scheduler {sched.url}   OPA {opa.url} (policy bundle loaded)")
-        with RetryingClient(sched.url) as client:
-            earlier = placements.active(client)
+        earlier = active_reservations(sched.url)
         say(f"  reservation record {record}: {len(earlier)} active from earlier runs "
             "(the same workloads are booked under the same keys, never twice)")
         install_admission(cp, opa.url, tls.ca_pem, ("greenops", "demo"))
@@ -117,7 +116,7 @@ def demo(once: bool = True, record: Path = RECORD) -> int:
                 else:
                     say(f"   rejected {vm['metadata']['name']:13} -> {r.json().get('message', r.text)[:400]}")
         say("\n3) The scheduler's record of placements, both paths (greenops placements):")
-        show_record(sched.url)
+        say(placements.table(active_reservations(sched.url)))
         if not once:
             say("\nEverything stays up; Ctrl-C stops it (the Pulumi path's reservations stay in the record). "
                 f"Try: KUBECONFIG={cp.kubeconfig_path} kubectl get vmtemplates -A")
@@ -132,7 +131,6 @@ def demo(once: bool = True, record: Path = RECORD) -> int:
             say("\nTearing down (--once): destroying the demo stack, stopping the servers.")
             automation.run(st, "destroy", stream=False)
             st.workspace.remove_stack("demo")
-        with RetryingClient(sched.url) as client:
-            say(f"reservation record {record}: {len(placements.active(client))} active left")
+        say(f"reservation record {record}: {len(active_reservations(sched.url))} active left")
     shutil.rmtree(work, ignore_errors=True)
     return 0
