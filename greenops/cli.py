@@ -257,6 +257,11 @@ def main(argv: list[str] | None = None) -> int:
     except GreenOpsError as exc:
         print(f"greenops: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # The context managers have stopped what they started on the way out; a traceback here
+        # would only say where the Ctrl-C landed.
+        print("greenops: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

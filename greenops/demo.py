@@ -118,10 +118,12 @@ def demo(once: bool = True, record: Path = RECORD) -> int:
         say("\n3) The scheduler's record of placements, both paths (greenops placements):")
         say(placements.table(active_reservations(sched.url)))
         if not once:
-            say("\nEverything stays up; Ctrl-C stops it (the Pulumi path's reservations stay in the record). "
-                f"Try: KUBECONFIG={cp.kubeconfig_path} kubectl get vmtemplates -A")
+            # The handler goes in before the prompt: a Ctrl-C sent as soon as the line shows must
+            # take the orderly path below, not interrupt it half-way.
             stop = threading.Event()
             signal.signal(signal.SIGINT, lambda *_: stop.set())
+            say("\nEverything stays up; Ctrl-C stops it (the Pulumi path's reservations stay in the record). "
+                f"Try: KUBECONFIG={cp.kubeconfig_path} kubectl get vmtemplates -A")
             stop.wait()
         # The VmTemplates go with this control plane: deleting them releases their reservations.
         with cp.client() as k:

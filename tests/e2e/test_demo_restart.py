@@ -49,7 +49,12 @@ def test_a_restarted_demo_shows_the_same_reservations(tmp_path):
             break
         assert time.monotonic() < deadline, "".join(out1)
     first.send_signal(signal.SIGINT)
-    rest, _ = first.communicate(timeout=120)
+    try:
+        rest, _ = first.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        first.kill()
+        rest, _ = first.communicate()
+        pytest.fail("the demo did not stop within 120 s of Ctrl-C:\n" + "".join(out1) + rest)
     out1 = "".join(out1) + rest
     assert first.returncode == 0, out1
     rows1 = record_table(out1)
