@@ -20,7 +20,7 @@ from greenops import endpoints
 from greenops.errors import GreenOpsError
 from greenops.httpclient import RetryingClient
 from greenops.models import Decision
-from greenops.renderers import render
+from greenops.renderers import render_set
 from greenops.stack_config import parse_stack_config
 from greenops.validation import CrdSchemas, default_crd_dir
 
@@ -67,7 +67,8 @@ def cmd_render(args: argparse.Namespace) -> int:
             size = select_size(cat, args.provider, region.name, w.cpu, w.memory)
             decision = Decision(provider=args.provider, region=region.name, zone=region.zone or "unknown",
                                 scheduling_time=start, vm_size=size.name, image=cat.image(args.provider, region.name))
-            objects = render(w, decision, config.render, cat)
+            rendered = render_set(w, decision, config.render, cat)
+            objects = rendered.objects
         except GreenOpsError as exc:
             print(f"error {w.name}: {exc}")
             failures += 1
@@ -79,6 +80,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         print(f"ok    {w.name}: {size.name} in {region.name} ({region.zone}), {len(objects)} objects -> {path} [{verdict}]")
         for p in problems:
             print(f"      {p}")
+        for held in rendered.held:  # what only the cluster can complete: applied on a later pass
+            print(f"      held: {held}")
         failures += bool(problems)
     return 1 if failures else 0
 

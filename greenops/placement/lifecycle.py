@@ -12,10 +12,10 @@ and every run gets its full duration from its actual start:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Callable
+from typing import Callable, Mapping
 
 from pydantic import AwareDatetime, Field, field_serializer
 
@@ -121,6 +121,8 @@ class Observation:
     failure: str | None = None  # a terminal error the operator will not retry by itself
     missing: tuple[str, ...] = ()  # objects that should exist and do not (deleted by hand)
     detail: str = ""  # the VM object's current condition, for the reason while waiting; empty: nothing reported
+    # every object read back, "Kind/name" -> its status: what a held object of the set waits for
+    reported: Mapping[str, Mapping] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -73,12 +73,14 @@ class ClusterObserver:
         missing = tuple(f"{m['kind']} {m['metadata']['name']}" for m, got in live if got is None)
         failure = next((f"{m['kind']} {m['metadata']['name']}: {s.failure}" for m, got in live if got is not None
                         for s in [object_state(provider, got)] if s.failure), None)
+        reported = {f"{m['kind']}/{m['metadata']['name']}": got.get("status") or {} for m, got in live if got}
         vm = next(((m, got) for m, got in live if m["kind"] == vm_kind(provider)), None)
         if vm is None or vm[1] is None:
-            return Observation(ready=False, failure=failure, missing=missing)
+            return Observation(ready=False, failure=failure, missing=missing, reported=reported)
         state = object_state(provider, vm[1])
         return Observation(ready=state.ready, ready_since=_time(state.since), failure=failure, missing=missing,
-                           detail=f"{vm[0]['kind']} {vm[0]['metadata']['name']}: {state.detail}" if state.detail else "")
+                           detail=f"{vm[0]['kind']} {vm[0]['metadata']['name']}: {state.detail}" if state.detail else "",
+                           reported=reported)
 
 
 def _time(text: str | None) -> datetime | None:

@@ -4,7 +4,9 @@ create:  OPA's decision -> the scheduler -> zone mapped back to region and size 
          lifecycle starts as Scheduled and the manifests stay empty until the time gate opens.
 diff:    replace when the workload spec changes; update when the recorded lifecycle would move
          (gate opens, the operator reports the VM ready or failed, the run has had its full
-         duration, a missed window) or when settings change; otherwise nothing, and no scheduler call.
+         duration, a missed window), when the objects would change (an object held back until the
+         cluster reported what it needs, such as ACK's Instance waiting for its security group's id)
+         or when settings change; otherwise nothing, and no scheduler call.
 update:  advances the recorded lifecycle (greenops.placement.lifecycle); a missed window with room
          before the deadline is placed again (policy and scheduler, from now).
 delete:  releases the scheduler's reservation.
@@ -24,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import pulumi
 from pulumi.dynamic import (
@@ -47,7 +49,7 @@ from greenops.models import Decision, Workload
 from greenops.placement import SchedulerClient, place
 from greenops.placement.lifecycle import Lifecycle, Observation, Phase, Step, Window, advance, from_outputs, next_change, stamp
 from greenops.policies.client import OpaClient
-from greenops.renderers import RenderSettings, render
+from greenops.renderers import Rendered, RenderSettings, render_set
 
 # Credentials for OPA, the scheduler and the cluster: kept as secrets in the state.
 SECRET_INPUTS = ["opaToken", "schedulerToken", "kubeconfig"]
@@ -111,10 +113,10 @@ class GreenVmProvider(ResourceProvider):
         workload = _workload(props, now)
         decision = self._place(props, workload, now)
         lifecycle = Lifecycle.placed(now, f"placed: {decision.provider}/{decision.region} from {_stamp(decision)}")
-        step = self._advance(props, workload, decision, lifecycle, now, manifests=[], just_placed=True)
+        step, reported = self._advance(props, workload, decision, lifecycle, now, manifests=[], just_placed=True)
         recorded = self._report(props, step.lifecycle, Phase.SCHEDULED.value)
         return CreateResult(id_=f"greenvm-{workload.name}",
-                            outs=self._outputs(props, workload, decision, step.lifecycle, recorded))
+                            outs=self._outputs(props, workload, decision, step.lifecycle, recorded, reported))
 
     # -- diff / update ------------------------------------------------------------------------
     def diff(self, _id: str, olds: dict, news: dict) -> DiffResult:
@@ -127,9 +129,11 @@ class GreenVmProvider(ResourceProvider):
         workload = _workload(news, now, check_deadline=False)
         decision = Decision.from_document(olds["decision"])
         before = from_outputs(olds, _window(news, workload, decision))
-        step = self._advance(news, workload, decision, before, now, olds.get("manifests") or [])
+        step, reported = self._advance(news, workload, decision, before, now, olds.get("manifests") or [],
+                                       olds.get("resolved"))
         moved = step.replace is not None or step.lifecycle != before or olds.get("phase") != before.phase.value \
-            or _recorded(olds) != step.lifecycle.phase.value
+            or _recorded(olds) != step.lifecycle.phase.value \
+            or _materialised(news, workload, decision, step.lifecycle, reported).objects != (olds.get("manifests") or [])
         return DiffResult(changes=settings_changed or moved, replaces=[],
                           stables=[] if step.replace else ["decision"])
 
@@ -138,18 +142,19 @@ class GreenVmProvider(ResourceProvider):
         workload = _workload(news, now, check_deadline=False)
         decision = Decision.from_document(olds["decision"])
         before = from_outputs(olds, _window(news, workload, decision))
-        step = self._advance(news, workload, decision, before, now, olds.get("manifests") or [])
+        step, reported = self._advance(news, workload, decision, before, now, olds.get("manifests") or [],
+                                       olds.get("resolved"))
         if step.replace:
             # The window passed with nothing provisioned and the deadline still leaves room: a new
             # policy and scheduler call, from now; the old decision is kept in the events.
             decision = self._place(news, workload, now)
             placed = Lifecycle.placed(now, f"re-placed: {step.replace}; now {decision.provider}/{decision.region} "
                                            f"from {_stamp(decision)}", earlier=before)
-            step = self._advance(news, workload, decision, placed, now, manifests=[], just_placed=True)
+            step, reported = self._advance(news, workload, decision, placed, now, manifests=[], just_placed=True)
             recorded = self._report(news, step.lifecycle, Phase.SCHEDULED.value)
         else:
             recorded = self._report(news, step.lifecycle, _recorded(olds))
-        return UpdateResult(outs=self._outputs(news, workload, decision, step.lifecycle, recorded))
+        return UpdateResult(outs=self._outputs(news, workload, decision, step.lifecycle, recorded, reported))
 
     def read(self, id_: str, props: dict) -> ReadResult:
         # Refresh keeps the record: what happened is not re-derived from the clock.
@@ -202,39 +207,70 @@ class GreenVmProvider(ResourceProvider):
             return recorded
 
     def _advance(self, props: dict, workload: Workload, decision: Decision, lifecycle: Lifecycle, now: datetime,
-                 manifests: list[dict], just_placed: bool = False) -> Step:
+                 manifests: list[dict], resolved: Mapping[str, Mapping] | None = None,
+                 just_placed: bool = False) -> tuple[Step, Mapping[str, Mapping]]:
+        """The lifecycle after this pass, and what is known of the objects' statuses: what was
+        ``resolved`` before (recorded in the state), updated by what the cluster reports now."""
         window = _window(props, workload, decision)
         if just_placed and window.start < now:
             # The scheduler's clock may run a little behind ours: a start it just chose is never "missed".
             window = Window(now, window.duration, window.lead, window.deadline)
         if not props.get("watchOperators"):
-            return advance(lifecycle, window, now)
+            # No operator runs where nothing is read back (render mode, readiness "applied"): a run
+            # counts from when its objects are applied, and an object held for a status that only an
+            # operator reports stays out (the outputs' "held" and a warning say which).
+            return advance(lifecycle, window, now), dict(resolved or {})
+        seen: list[Observation] = []
 
         def observe() -> Observation:  # called only while the objects exist
             from greenops.placement.observe import ClusterObserver
 
             observer = ClusterObserver(props.get("kubeconfig"), props.get("kubeContext"))
             try:
-                return observer.observe(workload.name, decision.provider,
-                                        manifests or self._manifests(props, workload, decision))
+                seen.append(observer.observe(workload.name, decision.provider,
+                                             manifests or _render(props, workload, decision, {}).objects))
+                return seen[-1]
             finally:
                 observer.close()
 
-        return advance(lifecycle, window, now, observe)
+        step = advance(lifecycle, window, now, observe)
+        return step, _known(resolved, seen[-1].reported if seen else {})
 
     @staticmethod
-    def _manifests(props: dict, workload: Workload, decision: Decision) -> list[dict]:
-        settings = RenderSettings.model_validate(props.get("render") or {})
-        return render(workload, decision, settings, load_catalog())
-
-    @classmethod
-    def _outputs(cls, props: dict, workload: Workload, decision: Decision, lifecycle: Lifecycle,
-                 recorded: str | None) -> dict[str, Any]:
-        manifests = cls._manifests(props, workload, decision) if lifecycle.phase.materialised else []
+    def _outputs(props: dict, workload: Workload, decision: Decision, lifecycle: Lifecycle,
+                 recorded: str | None, reported: Mapping[str, Mapping]) -> dict[str, Any]:
+        rendered = _materialised(props, workload, decision, lifecycle, reported)
+        if rendered.held and not props.get("watchOperators"):
+            pulumi.log.warn(f"workload {workload.name!r}: {'; '.join(rendered.held)}; nothing reads the cluster back "
+                            "in this stack (render mode, or readiness applied), so it is not rendered")
         upcoming = next_change(lifecycle, _window(props, workload, decision))
         return {**props, "decision": decision.document(), "phase": lifecycle.phase.value,
                 "lifecycle": lifecycle.document(), "nextChangeAt": stamp(upcoming) if upcoming else None,
-                "manifests": manifests, "reservation": {"key": reservation_key(props), "phase": recorded}}
+                "manifests": rendered.objects, "resolved": rendered.used, "held": rendered.held,
+                "reservation": {"key": reservation_key(props), "phase": recorded}}
+
+
+def _render(props: dict, workload: Workload, decision: Decision, reported: Mapping[str, Mapping]) -> Rendered:
+    settings = RenderSettings.model_validate(props.get("render") or {})
+    return render_set(workload, decision, settings, load_catalog(), reported)
+
+
+def _materialised(props: dict, workload: Workload, decision: Decision, lifecycle: Lifecycle,
+                  reported: Mapping[str, Mapping]) -> Rendered:
+    """The objects that exist in this phase: none before the gate and after the run."""
+    if not lifecycle.phase.materialised:
+        return Rendered([], [], {})
+    return _render(props, workload, decision, reported)
+
+
+def _known(resolved: Mapping[str, Mapping] | None, reported: Mapping[str, Mapping]) -> dict[str, dict]:
+    """What the objects were rendered with before, updated by what the cluster reports now. A field
+    the cluster no longer shows (an operator re-syncing, a status briefly cleared) keeps its recorded
+    value, so an Instance is never dropped from the set, and deleted, for a status that blinked."""
+    known = {k: dict(v) for k, v in (resolved or {}).items()}
+    for key, status in reported.items():
+        known.setdefault(key, {}).update({f: v for f, v in status.items() if v not in (None, "", [], {})})
+    return known
 
 
 def _recorded(outputs: dict) -> str | None:
@@ -258,10 +294,13 @@ class GreenVm(Resource):
     lifecycle: pulumi.Output[dict]
     nextChangeAt: pulumi.Output[str | None]  # noqa: N815 - output attributes carry the property names
     manifests: pulumi.Output[list]
+    resolved: pulumi.Output[dict]  # what the cluster reported that the manifests were rendered with
+    held: pulumi.Output[list]  # objects not rendered yet, each with what it waits for
     reservation: pulumi.Output[dict]
 
     def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions | None = None):
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=SECRET_INPUTS))
         super().__init__(GreenVmProvider(), name, {**props, "decision": None, "phase": None, "lifecycle": None,
-                                                 "nextChangeAt": None, "manifests": None, "reservation": None}, opts)
+                                                 "nextChangeAt": None, "manifests": None, "resolved": None, "held": None,
+                                                 "reservation": None}, opts)
 

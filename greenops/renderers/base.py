@@ -1,8 +1,8 @@
 """What every provider renderer shares: settings, names and labels."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -47,6 +47,23 @@ class RenderContext:
     decision: Decision
     settings: RenderSettings
     catalog: Catalog
+    # What the cluster reports about objects of this set, keyed "Kind/name": their ``status``. Some
+    # fields can only be filled from another object's status (ACK's Instance takes security groups
+    # by id), so the object that needs them is held back until the status is there.
+    observed: Mapping[str, Mapping] = field(default_factory=dict)
+    held: list[str] = field(default_factory=list)  # filled by the renderer: what it held back, and why
+    used: dict[str, dict[str, str]] = field(default_factory=dict)  # the reported values the set was rendered with
+
+    def reported(self, kind: str, name: str, key: str) -> str | None:
+        """``status.<key>`` of our object ``kind/name``, once its operator has set it."""
+        value = (self.observed.get(f"{kind}/{name}") or {}).get(key)
+        if not value:
+            return None
+        self.used.setdefault(f"{kind}/{name}", {})[key] = str(value)
+        return str(value)
+
+    def hold(self, kind: str, name: str, why: str) -> None:
+        self.held.append(f"{kind} {name} is held until {why}")
 
     def name(self, suffix: str | None = None) -> str:
         """Deterministic object name derived from the workload name."""

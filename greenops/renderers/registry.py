@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from dataclasses import dataclass
+from typing import Mapping
 
 from greenops.catalog import Catalog, load_catalog
 from greenops.errors import RenderError
@@ -63,16 +65,37 @@ def providers() -> list[str]:
     return sorted(_RENDERERS)
 
 
+@dataclass(frozen=True)
+class Rendered:
+    objects: list[dict]
+    held: list[str]  # objects left out until the cluster reports what they need, each with the reason
+    used: dict[str, dict[str, str]]  # "Kind/name" -> the status fields the objects were rendered with
+
+
+def render_set(
+    workload: Workload,
+    decision: Decision,
+    settings: RenderSettings | None = None,
+    catalog: Catalog | None = None,
+    observed: Mapping[str, Mapping] | None = None,
+) -> Rendered:
+    """The provider-specific minimum set (thesis §3.4) for a decision, as plain dicts, given what
+    the cluster reports about the set's objects so far (``"Kind/name"`` -> ``status``)."""
+    _discover()
+    fn = _RENDERERS.get(decision.provider)
+    if fn is None:
+        raise RenderError(f"workload {workload.name!r}: no renderer for provider {decision.provider!r}")
+    ctx = RenderContext(workload, decision, settings or RenderSettings(), catalog or load_catalog(),
+                        observed=dict(observed or {}))
+    return Rendered(fn(ctx), list(ctx.held), dict(ctx.used))
+
+
 def render(
     workload: Workload,
     decision: Decision,
     settings: RenderSettings | None = None,
     catalog: Catalog | None = None,
+    observed: Mapping[str, Mapping] | None = None,
 ) -> list[dict]:
-    """The provider-specific minimum set (thesis §3.4) for a decision, as plain dicts."""
-    _discover()
-    fn = _RENDERERS.get(decision.provider)
-    if fn is None:
-        raise RenderError(f"workload {workload.name!r}: no renderer for provider {decision.provider!r}")
-    ctx = RenderContext(workload, decision, settings or RenderSettings(), catalog or load_catalog())
-    return fn(ctx)
+    """The objects of ``render_set``."""
+    return render_set(workload, decision, settings, catalog, observed).objects

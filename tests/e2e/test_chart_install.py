@@ -31,7 +31,10 @@ from greenops.catalog import select_size
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.tools import REPO
 from greenops.validation.crd import default_crd_dir
+from greenops.models import Decision, Workload
+from greenops.renderers import RenderSettings, render
 from tests.conftest import require_tool
+from tests.references import GROUP_ID, group_reported
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tools, pytest.mark.crds]
 
@@ -141,6 +144,26 @@ def stored(api, provider: str, namespace: str) -> dict[str, list[dict]]:
     return found
 
 
+def act_as_ack(api, namespace: str, group: str, status: dict) -> None:
+    """What the ACK controller writes once AWS has created the group (the status subresource)."""
+    with api["cp"].client() as k:
+        r = k.patch(f"/apis/ec2.services.k8s.aws/v1alpha1/namespaces/{namespace}/securitygroups/{group}/status",
+                    json={"status": status}, headers={"Content-Type": "application/merge-patch+json"})
+        assert r.status_code == 200, r.text
+
+
+def python_instance(catalog, decided: dict, start: str) -> dict:
+    w = Workload.model_validate({"name": decided["vmName"], "cpu": decided["cpu"], "memory": decided["memory"],
+                                 "duration": decided["duration"], "deadline": decided["deadline"],
+                                 "originRegion": decided["originRegion"], "tenant": decided["tenant"]})
+    region = decided["schedulingLocation"]
+    d = Decision(provider="aws", region=region, zone=catalog.region("aws", region).zone, scheduling_time=start,
+                 vm_size=decided["vmSize"], image=catalog.image("aws", region))
+    objects = render(w, d, RenderSettings(namespace=decided["namespace"], ssh_public_key=KEY),
+                     observed=group_reported(decided["vmName"]))
+    return next(o for o in objects if o["kind"] == "Instance")
+
+
 def contained(want, got, path: str = "") -> list[str]:
     """Where ``want`` is not a part of ``got`` (the server may add defaults, never drop a field)."""
     if isinstance(want, dict) and isinstance(got, dict):
@@ -172,14 +195,33 @@ def test_helm_installs_the_packaged_chart_through_the_vm_lifecycle(api, chart_pa
 
     # 2. Inside the window: the upgrade applies the provider objects and the real CRDs accept them.
     inside = dict(decided, schedulingTime=stamp(-timedelta(hours=1)))
-    rendered = helm(api, "template", release, str(chart_package), "-n", namespace, values=inside)
-    assert rendered.returncode == 0, rendered.stderr
-    expected = [d for d in yaml.safe_load_all(rendered.stdout) if d]
-    assert MINIMUM[provider] <= {o["kind"] for o in expected}
     t = time.perf_counter()
     upgrade = helm(api, "upgrade", release, str(chart_package), "-n", namespace, values=inside)
     timings["upgrade (inside)"] = time.perf_counter() - t
     assert upgrade.returncode == 0, f"the API server rejected the chart's {provider} objects:\n{upgrade.stderr}"
+    if provider == "aws":
+        # ACK's Instance takes its group by id: it follows once the controller reports the group's id.
+        assert "Instance" not in stored(api, provider, namespace)
+        group = f"{decided['vmName']}-sg"
+        act_as_ack(api, namespace, group, {"id": GROUP_ID})
+        t = time.perf_counter()
+        upgrade = helm(api, "upgrade", release, str(chart_package), "-n", namespace, values=inside)
+        timings["upgrade (group id reported)"] = time.perf_counter() - t
+        assert upgrade.returncode == 0, upgrade.stderr
+        instance = stored(api, provider, namespace)["Instance"][0]
+        assert instance["spec"]["securityGroupIDs"] == [GROUP_ID]
+        # The Python renderer, given the same report, renders the same Instance.
+        python = python_instance(catalog, decided, inside["schedulingTime"])
+        assert contained(python["spec"], instance["spec"]) == [] and instance["spec"].keys() == python["spec"].keys()
+        # A status that blinks during a re-sync keeps the Instance, attached.
+        act_as_ack(api, namespace, group, {"id": None})
+        assert helm(api, "upgrade", release, str(chart_package), "-n", namespace, values=inside).returncode == 0
+        assert stored(api, provider, namespace)["Instance"][0]["spec"]["securityGroupIDs"] == [GROUP_ID]
+    # What the release holds now, rendered against this cluster (lookup reads it, as upgrade did).
+    rendered = helm(api, "template", release, str(chart_package), "-n", namespace, "--dry-run=server", values=inside)
+    assert rendered.returncode == 0, rendered.stderr
+    expected = [d for d in yaml.safe_load_all(rendered.stdout) if d]
+    assert MINIMUM[provider] <= {o["kind"] for o in expected}
     assert "unknown field" not in upgrade.stderr, upgrade.stderr  # the server would have pruned it
     now = stored(api, provider, namespace)
     assert {(k, o["metadata"]["name"]) for k, objs in now.items() for o in objs} == \
@@ -200,5 +242,5 @@ def test_helm_installs_the_packaged_chart_through_the_vm_lifecycle(api, chart_pa
     assert stored(api, provider, namespace) == {}
     status = helm(api, "status", release, "-n", namespace, "-o", "json")
     assert status.returncode == 0 and json.loads(status.stdout)["info"]["status"] == "deployed"
-    assert json.loads(status.stdout)["version"] == 3
+    assert json.loads(status.stdout)["version"] == (5 if provider == "aws" else 3)  # aws: two more upgrades
     print(f"\nhelm {provider}: " + ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()))

@@ -2,9 +2,9 @@
 import pytest
 
 from greenops.errors import RenderError
-from greenops.renderers import RenderSettings, providers, render
+from greenops.renderers import RenderSettings, providers, render, render_set
 from tests.conftest import AZURE_SUBSCRIPTION
-from tests.references import owner_problems, security_group_problems
+from tests.references import group_reported, owner_problems, security_group_problems
 
 REGIONS = {
     "azure": ["italynorth", "swedencentral", "francecentral", "eastus", "japaneast"],
@@ -27,7 +27,7 @@ def test_every_catalog_provider_has_a_renderer(catalog):
 @pytest.mark.parametrize("provider,region", CASES)
 def test_4vcpu_8gb_validates_against_upstream_crds(crd_schemas, make_workload, decide, settings, provider, region):
     w = make_workload()
-    objects = render(w, decide(w, provider, region), settings)
+    objects = render(w, decide(w, provider, region), settings, observed=group_reported(w.name))
     assert [o["kind"] for o in objects] == MINIMUM_SET[provider]
     problems = [e for o in objects for e in crd_schemas.errors(o)]
     assert problems == []
@@ -37,7 +37,7 @@ def test_4vcpu_8gb_validates_against_upstream_crds(crd_schemas, make_workload, d
 def test_region_size_and_image_fields(catalog, make_workload, decide, settings, provider, region):
     w = make_workload()
     d = decide(w, provider, region)
-    by_kind = {o["kind"]: o for o in render(w, d, settings)}
+    by_kind = {o["kind"]: o for o in render(w, d, settings, observed=group_reported(w.name))}
     if provider == "azure":
         vm = by_kind["VirtualMachine"]["spec"]
         assert vm["location"] == region and vm["hardwareProfile"]["vmSize"] == d.vm_size
@@ -60,7 +60,7 @@ def test_region_size_and_image_fields(catalog, make_workload, decide, settings, 
 @pytest.mark.parametrize("provider,region", [("azure", "westeurope"), ("gcp", "europe-west1"), ("aws", "eu-west-1")])
 def test_names_labels_and_references_are_consistent(make_workload, decide, settings, provider, region):
     w = make_workload(name="etl-42", tenant="finance")
-    objects = render(w, decide(w, provider, region), settings)
+    objects = render(w, decide(w, provider, region), settings, observed=group_reported(w.name))
     names = {o["metadata"]["name"] for o in objects}
     assert all(n == "etl-42" or n.startswith("etl-42-") for n in names)
     assert len(names) == len(objects)
@@ -115,18 +115,37 @@ def test_a_dangling_in_namespace_owner_is_caught(make_workload, decide, settings
         "and nothing else creates it in namespace 'greenops'"]
 
 
-# Why no fix yet: the pinned ACK ec2-controller (v1.20.0, its newest release; ../shared/crds) gives
-# Instance no securityGroupRefs, only securityGroupIDs, the AWS id the SecurityGroup gets in its
-# status once created. Upstream PR aws-controllers-k8s/ec2-controller#348 (that reference) was closed.
-SG_NOT_ATTACHABLE = ("issue 16: ACK ec2 v1.20.0 Instance has no securityGroupRefs; securityGroupIDs needs the "
-                     "SecurityGroup's status.id, which no pure render knows")
-
-
-@pytest.mark.xfail(strict=True, reason=SG_NOT_ATTACHABLE)
 @pytest.mark.parametrize("region", REGIONS["aws"])
 def test_the_aws_instance_attaches_the_security_group_we_render(make_workload, decide, settings, region):
+    """ACK's Instance (ec2-controller v1.20.0) takes groups by id only, so it is rendered once the
+    cluster reports the group's id, and attaches it."""
     w = make_workload()
-    assert security_group_problems(render(w, decide(w, "aws", region), settings)) == []
+    reported = group_reported(w.name)
+    objects = render(w, decide(w, "aws", region), settings, observed=reported)
+    assert [o["kind"] for o in objects] == MINIMUM_SET["aws"]
+    assert security_group_problems(objects, reported) == []
+
+
+def test_the_aws_instance_is_held_until_its_group_reports_an_id(make_workload, decide, settings):
+    w = make_workload()
+    rendered = render_set(w, decide(w, "aws", "eu-west-3"), settings)
+    assert [o["kind"] for o in rendered.objects] == ["VPC", "Subnet", "SecurityGroup"]
+    assert rendered.held == ["Instance train-1 is held until SecurityGroup train-1-sg reports its id (status.id), which "
+                             "the Instance attaches by id (ACK's Instance has no reference to a group)"]
+    assert rendered.used == {}
+    # A status without the id (the controller has not created the group yet) holds it too.
+    assert render_set(w, decide(w, "aws", "eu-west-3"), settings,
+                      observed={"SecurityGroup/train-1-sg": {"conditions": []}}).held == rendered.held
+
+
+def test_an_instance_without_the_group_is_caught(make_workload, decide, settings):
+    """The check above fails on what the renderer used to emit: an Instance with no group at all."""
+    w = make_workload()
+    reported = group_reported(w.name)
+    objects = render(w, decide(w, "aws", "eu-west-3"), settings, observed=reported)
+    del objects[-1]["spec"]["securityGroupIDs"]
+    assert security_group_problems(objects, reported) == [
+        "Instance/train-1: spec.securityGroupIDs [] does not attach SecurityGroup train-1-sg (reported id sg-0a1b2c3d4e5f60718)"]
 
 
 def test_azure_without_a_subscription_fails_closed(make_workload, decide):

@@ -4,6 +4,7 @@ import copy
 import pytest
 
 from greenops.renderers import render
+from tests.references import group_reported
 
 pytestmark = pytest.mark.crds
 
@@ -16,7 +17,7 @@ def instance(make_workload, catalog):
     w = make_workload()
     d = Decision(provider="aws", region="eu-west-3", zone="FR", vm_size="c6a.xlarge",
                  image=catalog.image("aws", "eu-west-3"), scheduling_time=datetime(2026, 11, 25, tzinfo=timezone.utc))
-    return [o for o in render(w, d) if o["kind"] == "Instance"][0]
+    return [o for o in render(w, d, observed=group_reported(w.name)) if o["kind"] == "Instance"][0]
 
 
 def test_valid_object_has_no_errors(crd_schemas, instance):

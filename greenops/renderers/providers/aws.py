@@ -40,7 +40,7 @@ def render(ctx: RenderContext) -> list[dict]:
     }
     if azs:
         subnet_spec["availabilityZone"] = azs[0]
-    return [
+    objects = [
         {
             "apiVersion": API,
             "kind": "VPC",
@@ -65,6 +65,17 @@ def render(ctx: RenderContext) -> list[dict]:
                 "tags": _tags(ctx, sg),
             },
         },
+    ]
+    # ACK's Instance (ec2-controller v1.20) takes its security groups by id only: there is no
+    # securityGroupRefs, and without an id the VPC's default group applies. So the Instance waits
+    # until the controller has created our group and reported its id; the chart does the same with
+    # Helm's lookup.
+    group_id = ctx.reported("SecurityGroup", sg, "id")
+    if group_id is None:
+        ctx.hold("Instance", instance, f"SecurityGroup {sg} reports its id (status.id), which the Instance "
+                                       "attaches by id (ACK's Instance has no reference to a group)")
+        return objects
+    return objects + [
         {
             "apiVersion": API,
             "kind": "Instance",
@@ -73,6 +84,7 @@ def render(ctx: RenderContext) -> list[dict]:
                 "imageID": d.image,  # [3] region-specific Ubuntu AMI
                 "instanceType": d.vm_size,  # [2]
                 "subnetRef": {"from": {"name": subnet}},
+                "securityGroupIDs": [group_id],
                 "minCount": 1,
                 "maxCount": 1,
                 "metadataOptions": {"httpTokens": "required"},
