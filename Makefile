@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: bench-reservations postgres simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
+.PHONY: bench-reservations postgres ingress simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver) -> .tools/bin
@@ -34,9 +34,13 @@ bench-reservations: setup postgres
 
 # Debian's PostgreSQL server binaries (the reservation record's tests start their own on loopback)
 postgres:
-	bash tools/install-postgres.sh
+	bash tools/install-deb.sh postgresql '/usr/lib/postgresql/*/bin/postgres'
 
-test: setup tools mlserver postgres
+# nginx, the data plane of an NGINX ingress controller (the external route's test configures it)
+ingress:
+	bash tools/install-deb.sh nginx-light /usr/sbin/nginx
+
+test: setup tools mlserver postgres ingress
 	$(PY) -m pytest
 
 # Until the main job lands (issue: the `greenops` demo on the Automation API), render the dev

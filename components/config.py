@@ -122,6 +122,37 @@ class CertManagerConfig(_Section):
         return self
 
 
+DNS_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$"
+
+
+class ExternalAccessConfig(_Section):
+    """OPA and the scheduler reachable from outside the cluster, for the Pulumi path run from CI
+    (the Automation API): one Ingress per service on its own host name, TLS terminated with a
+    certificate from the platform's CA (the stack output opaCaCertificate, which the workloads stack
+    trusts as greenops:endpoints.caCertificate). The tokens travel as they do inside: OPA's query
+    token and the scheduler's token, as bearer headers, which an Ingress passes through. The
+    Kubernetes API's service proxy is no substitute: the API server drops the Authorization header
+    once it has authenticated the caller, so neither token would arrive."""
+    enabled: bool = False
+    opa_host: str | None = Field(default=None, pattern=DNS_NAME, max_length=253, description="DNS name for OPA, e.g. opa.greenops.example.com")
+    scheduler_host: str | None = Field(default=None, pattern=DNS_NAME, max_length=253, description="DNS name for the scheduler")
+    ingress_class_name: str | None = Field(default=None, description="unset: the cluster's default IngressClass")
+    annotations: dict[str, str] = Field(default_factory=dict, description="controller-specific, on both Ingresses")
+    opa_backend_annotations: dict[str, str] = Field(
+        default_factory=lambda: {"nginx.ingress.kubernetes.io/backend-protocol": "HTTPS"},
+        description="how the controller reaches OPA, which serves TLS only (the default is ingress-nginx's and "
+                    "F5 NGINX's spelling; set your controller's)")
+
+    @model_validator(mode="after")
+    def _hosts(self) -> "ExternalAccessConfig":
+        if self.enabled and not (self.opa_host and self.scheduler_host):
+            raise ValueError("enabled: true needs opaHost and schedulerHost, the DNS names CI reaches OPA and the "
+                             "scheduler by")
+        if self.enabled and self.opa_host == self.scheduler_host:
+            raise ValueError(f"opaHost and schedulerHost are both {self.opa_host!r}: each service needs its own name")
+        return self
+
+
 class SecretKeyRef(_Section):
     """One key of an existing Secret in the reconciler's stackNamespace: named here, never created."""
     name: str
@@ -250,6 +281,7 @@ class PlatformConfig(_Section):
     # after azure and kserve: its check reads them
     cert_manager: CertManagerConfig = Field(default_factory=CertManagerConfig)
     reconciler: ReconcilerConfig = Field(default_factory=lambda: ReconcilerConfig(enabled=False))
+    external_access: ExternalAccessConfig = Field(default_factory=ExternalAccessConfig)
     versions: dict[str, dict | str] = Field(default_factory=dict, description="overrides of components/versions.yaml")
 
     @field_validator("cert_manager")
@@ -262,6 +294,14 @@ class PlatformConfig(_Section):
             raise ValueError(f"{' and '.join(needs)} {verb} cert-manager to issue webhook certificates: set "
                              "certManager.enabled: true (the platform installs it), or certManager.existing: true "
                              "if the cluster already runs one")
+        return v
+
+    @field_validator("external_access")
+    @classmethod
+    def _routes_have_backends(cls, v: ExternalAccessConfig, info: ValidationInfo) -> ExternalAccessConfig:
+        off = [k for k in ("policy", "scheduler") if not getattr(info.data.get(k), "enabled", False)]
+        if v.enabled and off:
+            raise ValueError(f"externalAccess routes to OPA and the scheduler, and this stack turns off {' and '.join(off)}")
         return v
 
     def version(self, key: str) -> dict | str:

@@ -11,10 +11,13 @@ from components.azure_operator import AzureServiceOperator, AzureServiceOperator
 from components.cert_manager import CertManager, CertManagerArgs
 from components.config import PlatformConfig
 from components.config_connector import ConfigConnector, ConfigConnectorArgs
+from components.external_access import Backend, ExternalAccess, ExternalAccessArgs
 from components.krateo import KrateoArgs, KrateoPlatform
 from components.mlops import ModelServing, ModelServingArgs, ModelTracking, ModelTrackingArgs
+from components.policy_engine import SERVICE_PORT as OPA_SERVICE_PORT
 from components.policy_engine import PolicyEngine, PolicyEngineArgs
 from components.reconciler import WorkloadReconciler, WorkloadReconcilerArgs
+from components.scheduler import PORT as SCHEDULER_PORT
 from components.scheduler import GreenOpsScheduler, GreenOpsSchedulerArgs
 
 
@@ -91,4 +94,10 @@ class GreenOpsPlatform(pulumi.ComponentResource):
             self.parts["reconciler"] = WorkloadReconciler("pko", WorkloadReconcilerArgs(
                 r, v("pulumi_kubernetes_operator"), v("pulumi_workspace"), args.reconcile_interval_seconds, shared_ns,
                 after=list(self.parts.values())), child)
+        if c.external_access.enabled:
+            policy, scheduler = self.parts["policy"], self.parts["scheduler"]
+            self.parts["externalAccess"] = ExternalAccess("external", ExternalAccessArgs(
+                c.external_access, opa=Backend(c.policy.namespace, policy.service.metadata["name"], OPA_SERVICE_PORT),
+                scheduler=Backend(c.scheduler.namespace, scheduler.service.metadata["name"], SCHEDULER_PORT),
+                ca_key_pem=policy.ca_key.private_key_pem, ca_cert_pem=policy.ca.cert_pem), child)
         self.register_outputs({"parts": sorted(self.parts)})

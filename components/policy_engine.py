@@ -23,6 +23,7 @@ from greenops.policies.bundle import pack
 from greenops.policies.webhook import VMTEMPLATE_GROUP, VMTEMPLATE_RESOURCE, VMTEMPLATE_VERSION, webhook_configuration
 
 OPA_PORT = 8443
+SERVICE_PORT = 443  # the Service (and the webhook, and an Ingress) reach OPA here
 SHIPPED_DIR = "/shipped"  # the release's bundle, from the opa-bundle ConfigMap
 PERSIST_DIR = "/var/opa"  # OPA's persistence directory: bundles/<name>/bundle.tar.gz is loaded at boot
 BUNDLE_NAME = "greenops"
@@ -198,10 +199,10 @@ class PolicyEngine(pulumi.ComponentResource):
         )
         self.service = k8s.core.v1.Service(
             f"{name}-svc", metadata={"name": "opa", "namespace": ns, "labels": labels},
-            spec={"selector": labels, "ports": [{"name": "https", "port": 443, "targetPort": OPA_PORT}]}, opts=in_ns)
+            spec={"selector": labels, "ports": [{"name": "https", "port": SERVICE_PORT, "targetPort": OPA_PORT}]}, opts=in_ns)
 
         client_config: dict = ({"url": c.webhook_url} if c.webhook_url
-                               else {"service": {"name": "opa", "namespace": ns, "path": "/", "port": 443}})
+                               else {"service": {"name": "opa", "namespace": ns, "path": "/", "port": SERVICE_PORT}})
         hook = webhook_configuration(
             client_config, self.ca.cert_pem.apply(lambda pem: base64.b64encode(pem.encode()).decode()),
             c.webhook_timeout_seconds, exclude_namespaces=["kube-system", ns])

@@ -76,6 +76,10 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
     if "policy" in installed.parts:
         # the CA a workloads stack trusts for OPA: greenops:endpoints.caCertificate
         pulumi.export("opaCaCertificate", installed.parts["policy"].ca.cert_pem)
+    if "externalAccess" in installed.parts:
+        # a workloads stack run from CI: greenops:endpoints.opaUrl and schedulerUrl
+        pulumi.export("opaExternalUrl", installed.parts["externalAccess"].opa_url)
+        pulumi.export("schedulerExternalUrl", installed.parts["externalAccess"].scheduler_url)
 
 
 def run() -> list[GreenWorkload]:

@@ -1,6 +1,6 @@
 """A real PostgreSQL server on loopback (tests and benchmarks of the reservation record).
 
-It uses Debian's PostgreSQL server binaries, which ``make postgres`` (tools/install-postgres.sh)
+It uses Debian's PostgreSQL server binaries, which ``make postgres`` (tools/install-deb.sh)
 installs. PostgreSQL refuses to run as root, so when we are root the server runs as the
 ``postgres`` account the package creates.
 """

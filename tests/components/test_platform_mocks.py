@@ -102,7 +102,7 @@ def stack_platform(stack: str) -> dict:
 
 def test_the_prod_stack_previews_the_whole_platform():
     m = collect(stack_platform("prod"))
-    assert len({r.typ for r in m.resources if r.typ.startswith("greenops:platform:")}) == 11  # + WorkloadReconciler
+    assert len({r.typ for r in m.resources if r.typ.startswith("greenops:platform:")}) == 12  # + WorkloadReconciler, ExternalAccess
     assert len(of(m, "kubernetes:serving.kserve.io/v1beta1:InferenceService")) == 6  # 5 zones + generic
 
 

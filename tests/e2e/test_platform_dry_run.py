@@ -25,24 +25,16 @@ the objects that use it; each stack gets its own API server, so one stack never 
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pulumi
 import pytest
-import yaml
 
-from tests.components.test_platform_mocks import MOCK_OUTPUTS, OPA_TOKENS, SECRET_SIG, Mocks
 from tests.conftest import require_tool
-
-try:  # captured before tests/conftest.py's autouse fixture swaps in its stand-in archive
-    from components.operator_bundle import fetch as REAL_FETCH
-except ImportError:
-    REAL_FETCH = None
+from tests.declared import Declared, _type_of, config_group_objects, evaluate_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.crds]
 
@@ -56,171 +48,8 @@ UNPUBLISHED = {("core.cnrm.cloud.google.com/v1beta1", "ConfigConnector"):
                "(operator-system/configconnector-operator.yaml), which cannot be downloaded here"}
 DRY_RUN = {"dryRun": "All", "fieldManager": FIELD_MANAGER, "force": "true", "fieldValidation": "Strict"}
 REAL = {"fieldManager": FIELD_MANAGER, "force": "true", "fieldValidation": "Strict"}
-# Pulumi's marker for a value not known until apply; under mocks there should be none.
-UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
-# Component wrappers the provider expands (not expanded under mocks), and Helm releases.
-NOT_OBJECTS = {
-    "kubernetes:helm.sh/v3:Release": "Helm release (no chart registry reachable)",
-    "kubernetes:helm.sh/v4:Chart": "Helm chart (no chart registry reachable)",
-    "kubernetes:yaml/v2:ConfigFile": "yaml.v2.ConfigFile (expanded by the provider, not under mocks)",
-    "kubernetes:yaml/v2:ConfigGroup": "yaml.v2.ConfigGroup (expanded by the provider, not under mocks)",
-}
-# Secret values a real stack sets with `pulumi config set --secret` (see the stack files).
-STACK_SECRETS = {"greenops:kubeconfig": "apiVersion: v1", "greenops:mlflowDbPassword": "db-pass",
-                 "greenops:s3AccessKey": "ak", "greenops:s3SecretKey": "sk", "greenops:schedulerToken": "sched-tok",
-                 "greenops:schedulerDbPassword": "sched-db-pass", **OPA_TOKENS}
 # A CRD whose JSON exceeds this goes over etcd's default request limit (1.5 MiB): judged client-side.
 MAX_CRD_BYTES = 1_400_000
-
-
-# -- the objects a stack declares -------------------------------------------------------------------
-def _pem_pair() -> tuple[str, str]:
-    """A real key and self-signed certificate, so the API server judges TLS Secrets on real PEM."""
-    from datetime import datetime, timedelta, timezone
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "greenops-dry-run")])
-    now = datetime.now(timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(now + timedelta(days=1))
-            .sign(key, hashes.SHA256()))
-    return (cert.public_bytes(serialization.Encoding.PEM).decode(),
-            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                              serialization.NoEncryption()).decode())
-
-
-class PemMocks(Mocks):
-    """The platform mocks, with real PEM where they answer placeholders for the tls provider's outputs."""
-
-    def __init__(self):
-        super().__init__()
-        cert, key = _pem_pair()
-        self.outputs = {typ: {k: key if k == "privateKeyPem" else cert if k == "certPem" else v for k, v in outs.items()}
-                        for typ, outs in MOCK_OUTPUTS.items() if typ.startswith("tls:")}
-
-    def new_resource(self, args):
-        rid, outs = super().new_resource(args)
-        return [rid, {**outs, **self.outputs.get(args.typ, {})}]
-
-
-def reveal(value):
-    """``value`` with every Pulumi secret marker replaced by the value inside it."""
-    if isinstance(value, dict):
-        if SECRET_SIG in value:
-            return reveal(value["value"])
-        return {k: reveal(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [reveal(v) for v in value]
-    assert value != UNKNOWN, "an input is unknown under mocks: the manifest would be incomplete"
-    return value
-
-
-@dataclass
-class Declared:
-    stack: str
-    objects: list[dict] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # "<type> <name>: why"
-    helm_namespaces: dict[str, str] = field(default_factory=dict)  # namespace -> release creating it
-
-
-def evaluate_stack(stack: str) -> Declared:
-    """The stack program with its own stack file (every greenops:* key) and its secrets, under mocks."""
-    config = yaml.safe_load((REPO / "stacks" / f"Pulumi.{stack}.yaml").read_text())["config"]
-    settings = {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
-    settings.update(STACK_SECRETS)
-    m = PemMocks()
-    pulumi.runtime.set_mocks(m, project="greenops-platform", stack=stack, preview=False)
-    pulumi.runtime.set_all_config(settings, secret_keys=list(STACK_SECRETS))
-    out = Declared(stack)
-
-    @pulumi.runtime.test
-    def go():
-        from greenops import program
-
-        program.run()
-
-    with pytest.MonkeyPatch.context() as patch:
-        _offline_bundles(patch, out)
-        go()
-    for r in m.resources:
-        if not r.typ.startswith("kubernetes:"):
-            continue
-        inputs = reveal(r.inputs)
-        if r.typ == "kubernetes:yaml/v2:ConfigGroup":
-            children = config_group_objects(inputs)
-            if children:
-                out.objects += [manifest(f"kubernetes:{_type_of(c)}", r.name, c) for c in children]
-                continue
-        if r.typ in NOT_OBJECTS:
-            out.skipped.append(f"{r.typ} {r.name}: {NOT_OBJECTS[r.typ]}")
-            if r.typ == "kubernetes:helm.sh/v3:Release" and inputs.get("createNamespace"):
-                out.helm_namespaces.setdefault(inputs.get("namespace") or "default", r.name)
-            continue
-        assert not r.typ.endswith("Patch"), f"{r.typ} {r.name}: patch resources are not judged by this harness yet"
-        out.objects.append(manifest(r.typ, r.name, inputs))
-    return out
-
-
-def _offline_bundles(patch: pytest.MonkeyPatch, out: Declared) -> None:
-    """Config Connector's real pinned operator archive (from the cache, else downloaded), never the
-    unit tests' stand-in: the API server must judge upstream's objects. When it cannot be had (no
-    network, nothing cached), an empty manifest, and the report says so."""
-    try:
-        import components.config_connector as kcc
-        import components.operator_bundle as bundles
-        from components.operator_bundle import BundleDownloadError
-    except ImportError:
-        return
-    real = getattr(kcc, "operator_manifest", None)
-    if real is None or REAL_FETCH is None:
-        return
-    patch.setattr(bundles, "fetch", REAL_FETCH)
-
-    def operator_manifest(pin, *args, **kwargs):
-        try:
-            return real(pin, *args, **kwargs)
-        except BundleDownloadError as exc:
-            out.skipped.append(f"Config Connector operator manifest: NOT JUDGED, the pinned archive is not cached "
-                               f"and cannot be downloaded ({exc})")
-            return ""
-
-    patch.setattr(kcc, "operator_manifest", operator_manifest)
-
-
-def config_group_objects(inputs: dict) -> list[dict]:
-    """The objects a ConfigGroup is handed literally (``yaml`` text, ``objs``); files are not read."""
-    texts = inputs.get("yaml") or []
-    texts = [texts] if isinstance(texts, str) else texts
-    objs = [d for t in texts for d in yaml.safe_load_all(t) if d]
-    objs += [o for o in inputs.get("objs") or [] if isinstance(o, dict)]
-    for o in objs:  # a List kind holds its objects in items
-        if o.get("kind", "").endswith("List") and "items" in o:
-            objs += o["items"]
-    return [o for o in objs if not (o.get("kind", "").endswith("List") and "items" in o)]
-
-
-def _type_of(obj: dict) -> str:
-    api = obj["apiVersion"]
-    return f"{api if '/' in api else 'core/' + api}:{obj['kind']}"
-
-
-def manifest(typ: str, name: str, inputs: dict) -> dict:
-    """{apiVersion, kind, metadata, ...the rest of the inputs}; the name Pulumi would autoname."""
-    _, group_version, kind = typ.split(":")
-    group, version = group_version.rsplit("/", 1)
-    api_version = version if group == "core" else f"{group}/{version}"
-    assert inputs.get("apiVersion", api_version) == api_version and inputs.get("kind", kind) == kind, typ
-    metadata = dict(inputs.get("metadata") or {})
-    if not metadata.get("name"):
-        # Pulumi autonames <resource name>-<8 random chars>; a stable suffix stands in for it.
-        metadata["name"] = f"{name}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
-    rest = {k: v for k, v in inputs.items() if k not in ("apiVersion", "kind", "metadata")}
-    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **rest}
 
 
 # -- the API server ----------------------------------------------------------------------------------

@@ -1,0 +1,117 @@
+"""The prod Pulumi path from outside the cluster, as CI runs it: GreenVm reaches OPA and the
+scheduler through the Ingresses the prod stack declares (greenops:platform.externalAccess), over
+TLS it verifies against the CA the stack exports (opaCaCertificate), with both tokens.
+
+What is real: the prod stack's own declarations (evaluated under mocks, with the tls provider's
+certificates made for real from their inputs), nginx as the ingress data plane configured from the
+declared Ingresses and TLS Secrets (tests/ingress.py), OPA with the policy bundle and token
+authorization, the scheduler with its token, and GreenVm's own HTTP clients. What stands in: the
+DNS entries for the two host names (pointed at loopback, as /etc/hosts would), and loopback
+addresses for the two Services.
+"""
+from __future__ import annotations
+
+import socket
+from datetime import datetime, timedelta, timezone
+
+import httpx
+import pytest
+
+from greenops.errors import GreenOpsError
+from greenops.local.scheduler import SchedulerServer
+from greenops.local.webhook import loopback_tls
+from greenops.policies.server import OpaServer
+from greenops.provider.greenvm import GreenVmProvider
+from tests.components.test_platform_mocks import OPA_TOKENS
+from tests.conftest import AZURE_SUBSCRIPTION, require_tool
+from tests.declared import STACK_SECRETS, evaluate_stack
+from tests.ingress import NginxIngress, nginx_binary
+
+pytestmark = pytest.mark.e2e
+SCHEDULER_TOKEN = STACK_SECRETS["greenops:schedulerToken"]
+QUERY_TOKEN, ADMIN_TOKEN = OPA_TOKENS["greenops:opaToken"], OPA_TOKENS["greenops:opaAdminToken"]
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
+
+
+@pytest.fixture(scope="module")
+def route(tmp_path_factory):
+    require_tool("opa")
+    if nginx_binary() is None:
+        pytest.fail("nginx is not installed: `make ingress` (make test runs it)")
+    declared = evaluate_stack("prod")
+    ingresses = [o for o in declared.objects if o["kind"] == "Ingress"]
+    assert {i["metadata"]["name"] for i in ingresses} == {"greenops-opa", "greenops-scheduler"}
+    secrets = {(o["metadata"]["namespace"], o["metadata"]["name"]): o["stringData"]
+               for o in declared.objects if o["kind"] == "Secret" and o.get("type") == "kubernetes.io/tls"}
+    ca = declared.mocks.outputs[("tls:index/selfSignedCert:SelfSignedCert", "opa-ca")]["certPem"]
+    hosts = {i["metadata"]["name"]: i["spec"]["rules"][0]["host"] for i in ingresses}
+    backend_tls = loopback_tls(tmp_path_factory.mktemp("opa-tls"))  # OPA's own serving certificate
+    with SchedulerServer(token=SCHEDULER_TOKEN) as scheduler, \
+            OpaServer(scheduler_url=scheduler.url, scheduler_token=SCHEDULER_TOKEN, query_token=QUERY_TOKEN,
+                      admin_token=ADMIN_TOKEN, tls_cert=backend_tls.cert_file, tls_key=backend_tls.key_file) as opa:
+        backends = {("opa", "opa", 443): f"127.0.0.1:{opa.port}",
+                    ("greenops", "greenops-scheduler", 8080): f"127.0.0.1:{scheduler.port}"}
+        with NginxIngress(ingresses=ingresses, secrets=secrets, backends=backends) as ingress:
+            yield {"opa": f"https://{hosts['greenops-opa']}:{ingress.port}",
+                   "scheduler": f"https://{hosts['greenops-scheduler']}:{ingress.port}",
+                   "hosts": set(hosts.values()), "ca": ca, "port": ingress.port}
+
+
+@pytest.fixture(autouse=True)
+def dns(route, monkeypatch):
+    """The two host names resolve to loopback, as DNS pointed at the ingress controller would."""
+    real = socket.getaddrinfo
+
+    def resolve(host, *args, **kwargs):
+        return real("127.0.0.1" if host in route["hosts"] else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+
+
+def props(route, **over) -> dict:
+    deadline = (datetime.now(timezone.utc) + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"workload": {"name": "from-ci", "cpu": 2, "memory": 4, "duration": "2h", "deadline": deadline,
+                         "originRegion": "westeurope", "dataResidency": "eu", "tenant": "data"},
+            "opaUrl": route["opa"], "schedulerUrl": route["scheduler"], "timeoutSeconds": 5, "attempts": 2,
+            "opaToken": QUERY_TOKEN, "schedulerToken": SCHEDULER_TOKEN, "caCertificate": route["ca"], "stack": "ci",
+            "render": {"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": AZURE_SUBSCRIPTION}, **over}
+
+
+def test_greenvm_places_through_the_ingresses_with_verified_tls_and_both_tokens(route):
+    provider = GreenVmProvider()
+    out = provider.create(props(route)).outs
+    assert out["decision"]["zone"] and out["reservation"]["phase"] in ("Scheduled", "Running")
+    # The booking is in the scheduler's record, read back through the same route.
+    with httpx.Client(verify=_context(route["ca"]), headers={"Authorization": f"Bearer {SCHEDULER_TOKEN}"}) as c:
+        r = c.get(f"{route['scheduler']}/reservations")
+    assert r.status_code == 200 and out["reservation"]["key"] in {x["key"] for x in r.json()["reservations"]}
+    provider.delete("greenvm-from-ci", out)
+
+
+def test_without_the_platform_ca_the_certificate_is_refused_by_name(route):
+    with pytest.raises(GreenOpsError, match=r"certificate verify failed"):
+        GreenVmProvider().create(props(route, caCertificate=None))
+
+
+@pytest.mark.parametrize("field, says", [
+    ("opaToken", r"OPA at https://opa\.greenops\.example\.com:\d+ refused the bearer token \(HTTP 401"),
+    ("schedulerToken", r"scheduler refused the request \(HTTP 401\)"),
+])
+def test_a_wrong_token_arrives_and_is_refused(route, field, says):
+    """The ingress passes the Authorization header through: a wrong token reaches the service and
+    is refused there (the Kubernetes API's service proxy would have dropped it)."""
+    with pytest.raises(GreenOpsError, match=says):
+        GreenVmProvider().create(props(route, **{field: "not-the-token"}))
+
+
+def test_an_unknown_host_name_is_refused_at_the_handshake(route):
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"https://127.0.0.1:{route['port']}/", verify=False)
+
+
+def _context(ca_pem: str):
+    import ssl
+
+    context = ssl.create_default_context()
+    context.load_verify_locations(cadata=ca_pem)
+    return context
