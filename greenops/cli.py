@@ -48,7 +48,7 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 
 def cmd_render(args: argparse.Namespace) -> int:
     cat = load_catalog()
-    config = parse_stack_config(_stack_raw(args.stack))
+    config = parse_stack_config(_stack_raw(args.stack), root=REPO)
     region = cat.region(args.provider, args.region)
     start = args.at or datetime.now(timezone.utc)
     crd_dir = default_crd_dir()
@@ -155,7 +155,7 @@ def _configured_interval(stack: str) -> timedelta:
     """``greenops:reconcile.intervalSeconds`` of the stack, which its gates' lead was checked against."""
     from greenops import automation
 
-    config = parse_stack_config(_stack_raw(stack, automation.project_dir()))
+    config = parse_stack_config(_stack_raw(stack, automation.project_dir()), root=automation.project_dir())
     return timedelta(seconds=config.reconcile.interval_seconds)
 
 
@@ -175,7 +175,7 @@ def cmd_placements(args: argparse.Namespace) -> int:
     from greenops import placements
     from greenops.policies.client import OpaClient
 
-    endpoints = parse_stack_config(_stack_raw(args.stack)).endpoints
+    endpoints = parse_stack_config(_stack_raw(args.stack), root=REPO).endpoints
     with RetryingClient(str(endpoints.scheduler_url), token=os.environ.get("GREENOPS_SCHEDULER_TOKEN")) as scheduler:
         rows = placements.active(scheduler, tenant=args.tenant, region=args.region, eu=args.eu)
     print(placements.table(rows))

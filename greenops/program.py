@@ -10,8 +10,18 @@ from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import Endpoints, GreenWorkload, GreenWorkloadArgs
 from greenops.stack_config import StackConfig, StackConfigError, parse_stack_config
 
-SECTIONS = ("workloads", "render", "endpoints", "kubernetes", "reconcile")
+SECTIONS = ("workloads", "workloadsFrom", "render", "endpoints", "kubernetes", "reconcile")
 PLATFORM_SECRETS = ("mlflowDbPassword", "s3AccessKey", "s3SecretKey")
+
+
+def project_root() -> Path:
+    """The folder of Pulumi.yaml, which greenops:workloadsFrom paths are relative to: the engine
+    says (an inline Automation API program runs in the caller's folder, not the project's)."""
+    try:
+        root = pulumi.get_root_directory()
+    except Exception:  # noqa: BLE001 - under mocks no root is set
+        root = None
+    return Path(root) if root else Path.cwd()
 
 
 def _raw_config(cfg: pulumi.Config) -> dict:
@@ -85,7 +95,7 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
 def run() -> list[GreenWorkload]:
     cfg = pulumi.Config("greenops")
     try:
-        config = parse_stack_config(_raw_config(cfg))
+        config = parse_stack_config(_raw_config(cfg), root=project_root())
     except StackConfigError as exc:
         # A clean, named error instead of a Python traceback in the preview output.
         raise pulumi.RunError(str(exc)) from None

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
-
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
@@ -13,6 +12,7 @@ from greenops import endpoints
 from greenops.errors import GreenOpsError
 from greenops.models import Workload
 from greenops.renderers import RenderSettings
+from greenops.workload_files import Declared, WorkloadFileError, read_workloads
 
 
 class StackConfigError(GreenOpsError):
@@ -118,26 +118,48 @@ def _describe(exc: ValidationError, where: str) -> str:
     return "; ".join(lines)
 
 
-def parse_stack_config(raw: dict[str, Any], now: datetime | None = None) -> StackConfig:
-    """Validate ``greenops:*`` keys; raise StackConfigError naming each bad key."""
+def _declared_workloads(raw: dict[str, Any], root: Path) -> list[Declared]:
+    """The workloads of ``greenops:workloads`` and of the files ``greenops:workloadsFrom`` names."""
     workloads_raw = raw.get("workloads") or []
     if not isinstance(workloads_raw, list):
         raise StackConfigError("greenops:workloads: must be a list of workloads")
-    names = [w.get("name") for w in workloads_raw if isinstance(w, dict)]
-    dupes = sorted({n for n in names if n and names.count(n) > 1})
+    declared = [Declared(f"greenops:workloads[{i}]", w) for i, w in enumerate(workloads_raw)]
+    sources = raw.get("workloadsFrom")
+    if sources is not None:
+        entries = [sources] if isinstance(sources, str) else sources
+        if not isinstance(entries, list) or not all(isinstance(e, str) and e for e in entries):
+            raise StackConfigError("greenops:workloadsFrom: must be a path or a list of paths (files or folders of "
+                                   "*.yaml, relative to the project)")
+        try:
+            declared += read_workloads(entries, root)
+        except WorkloadFileError as exc:
+            raise StackConfigError(str(exc)) from None
+    where: dict[str, list[str]] = {}
+    for d in declared:
+        if isinstance(d.spec, dict) and d.spec.get("name"):
+            where.setdefault(str(d.spec["name"]), []).append(d.where)
+    dupes = {n: places for n, places in where.items() if len(places) > 1}
     if dupes:
-        raise StackConfigError(f"greenops:workloads: duplicate workload names {dupes}")
+        raise StackConfigError("duplicate workload names: " + "; ".join(
+            f"{n!r} in {', '.join(places)}" for n, places in sorted(dupes.items())))
+    return declared
+
+
+def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: Path | None = None) -> StackConfig:
+    """Validate ``greenops:*`` keys; raise StackConfigError naming each bad key. ``root`` is the
+    project folder that ``greenops:workloadsFrom`` paths are relative to (default: the current one)."""
+    declared = _declared_workloads(raw, root or Path.cwd())
     # Structure only: whether a deadline still leaves time is checked when a workload is placed
     # (GreenVm.check), so a placed workload whose deadline has passed stays a valid declaration.
     ctx = {"check_deadline": False, **({"now": now} if now else {})}
     workloads = []
     errors = []
-    for idx, item in enumerate(workloads_raw):
+    for d in declared:
         try:
-            workloads.append(Workload.model_validate(item, context=ctx))
+            workloads.append(Workload.model_validate(d.spec, context=ctx))
         except ValidationError as exc:
-            name = item.get("name") if isinstance(item, dict) else None
-            errors.append(_describe(exc, f"greenops:workloads[{idx}]" + (f" ({name})" if name else "")))
+            name = d.spec.get("name") if isinstance(d.spec, dict) else None
+            errors.append(_describe(exc, d.where + (f" ({name})" if name else "")))
     sections = {}
     for key, model in (("render", RenderSettings), ("endpoints", EndpointsConfig), ("kubernetes", KubernetesConfig),
                        ("reconcile", ReconcileConfig)):
@@ -146,7 +168,7 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None) -> Stac
         except ValidationError as exc:
             errors.append(_describe(exc, f"greenops:{key}"))
     # greenops:platform is validated by components.config.PlatformConfig (the program does both)
-    unknown = sorted(set(raw) - {"workloads", "render", "endpoints", "kubernetes", "reconcile", "platform"})
+    unknown = sorted(set(raw) - {"workloads", "workloadsFrom", "render", "endpoints", "kubernetes", "reconcile", "platform"})
     if unknown:
         errors.append(f"unknown key(s) {', '.join('greenops:' + k for k in unknown)}")
     if "endpoints" in sections and "reconcile" in sections:

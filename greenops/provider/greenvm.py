@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
+from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import pulumi
 from pulumi.dynamic import (
@@ -300,7 +302,23 @@ class GreenVm(Resource):
 
     def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions | None = None):
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=SECRET_INPUTS))
-        super().__init__(GreenVmProvider(), name, {**props, "decision": None, "phase": None, "lifecycle": None,
-                                                 "nextChangeAt": None, "manifests": None, "resolved": None, "held": None,
-                                                 "reservation": None}, opts)
+        with _pickler_restored():
+            super().__init__(GreenVmProvider(), name, {**props, "decision": None, "phase": None, "lifecycle": None,
+                                                     "nextChangeAt": None, "manifests": None, "resolved": None,
+                                                     "held": None, "reservation": None}, opts)
+
+
+@contextmanager
+def _pickler_restored() -> Iterator[None]:
+    """Undo what pulumi.dynamic's serialize_provider leaves behind (SDK 3.259 to at least 3.272): on
+    every dynamic resource it wraps ``pickle._Pickler._batch_setitems`` around the current one and
+    replaces ``save_dict``, and never puts them back. The chain grows by one wrapper per resource
+    until pickling passes Python's recursion limit, a few hundred resources into a program. The
+    serialisation happens inside the constructor, so restoring both afterwards keeps each
+    resource's pickling one wrapper deep, exactly as the SDK meant it."""
+    saved = pickle._Pickler._batch_setitems, pickle._Pickler.save_dict
+    try:
+        yield
+    finally:
+        pickle._Pickler._batch_setitems, pickle._Pickler.save_dict = saved
 

@@ -43,7 +43,8 @@ def test_bad_workload_is_named_with_field_and_reason():
 
 def test_duplicate_names_are_refused():
     w = {"name": "twin", "cpu": 1, "memory": 1, "duration": 1, "deadline": "2027-01-01T00:00:00Z", "originRegion": "westeurope"}
-    with pytest.raises(StackConfigError, match=r"duplicate workload names \['twin'\]"):
+    with pytest.raises(StackConfigError, match=r"duplicate workload names: 'twin' in greenops:workloads\[0\], "
+                                                r"greenops:workloads\[1\]$"):
         parse_stack_config({"workloads": [w, dict(w)]}, now=NOW)
 
 
