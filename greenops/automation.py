@@ -32,7 +32,7 @@ def stack(name: str, work_dir: Path | None = None, env: dict[str, str] | None = 
     work_dir = work_dir or project_dir()
     envs = pulumi_env(env or {})
     return auto.create_or_select_stack(
-        stack_name=name, project_name=PROJECT, program=program.run,
+        stack_name=name, project_name=PROJECT, program=lambda: program.run(root=work_dir),
         opts=auto.LocalWorkspaceOptions(work_dir=str(work_dir), pulumi_home=envs["PULUMI_HOME"], env_vars=envs,
                                         pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent))),
     )

@@ -15,8 +15,8 @@ PLATFORM_SECRETS = ("mlflowDbPassword", "s3AccessKey", "s3SecretKey")
 
 
 def project_root() -> Path:
-    """The folder of Pulumi.yaml, which greenops:workloadsFrom paths are relative to: the engine
-    says (an inline Automation API program runs in the caller's folder, not the project's)."""
+    """The folder of Pulumi.yaml, which greenops:workloadsFrom paths are relative to, as the engine
+    tells the CLI's program (which also runs there)."""
     try:
         root = pulumi.get_root_directory()
     except Exception:  # noqa: BLE001 - under mocks no root is set
@@ -25,7 +25,15 @@ def project_root() -> Path:
 
 
 def _raw_config(cfg: pulumi.Config) -> dict:
-    return {key: cfg.get_object(key) for key in SECTIONS if cfg.get(key) is not None}
+    return {key: _value(cfg, key) for key in SECTIONS if cfg.get(key) is not None}
+
+
+def _value(cfg: pulumi.Config, key: str):
+    """A structured value, or the plain string it is (``greenops:workloadsFrom: workloads``)."""
+    try:
+        return cfg.get_object(key)
+    except pulumi.ConfigTypeError:
+        return cfg.get(key)
 
 
 def kubernetes_provider(config: StackConfig, cfg: pulumi.Config) -> k8s.Provider:
@@ -92,10 +100,12 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
         pulumi.export("schedulerExternalUrl", installed.parts["externalAccess"].scheduler_url)
 
 
-def run() -> list[GreenWorkload]:
+def run(root: Path | None = None) -> list[GreenWorkload]:
+    """The program. ``root`` is the project folder: an inline Automation API program is handed it,
+    since the engine tells an inline program no root and it runs in the caller's folder."""
     cfg = pulumi.Config("greenops")
     try:
-        config = parse_stack_config(_raw_config(cfg), root=project_root())
+        config = parse_stack_config(_raw_config(cfg), root=root or project_root())
     except StackConfigError as exc:
         # A clean, named error instead of a Python traceback in the preview output.
         raise pulumi.RunError(str(exc)) from None

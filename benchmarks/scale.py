@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""One stack of N workloads, declared in files (greenops:workloadsFrom), through the Automation API:
+the real engine on the file backend, render mode, real OPA and scheduler on loopback.
+
+    .venv/bin/python benchmarks/scale.py --workloads 100 300 1000
+
+For each N it prints the wall time of
+  preview (nothing deployed), up (placing all), preview and up unchanged, and a reconcile pass
+  (`up` at a clock where about 10 % of the Scheduled workloads' gates have opened),
+and the peak RSS of the pulumi CLI and of the Python processes (the program's, the dynamic
+provider's), and the size of the state file.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import psutil
+import yaml
+from pulumi import automation as auto
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.pulumi_up import KEY, SUBSCRIPTION, workloads  # noqa: E402
+from greenops import program  # noqa: E402
+from greenops.local.scheduler import SchedulerServer  # noqa: E402
+from greenops.local.tools import TOOLS_BIN, pulumi_env  # noqa: E402
+from greenops.policies.server import OpaServer  # noqa: E402
+
+PROJECT = "greenops-platform"
+
+
+class PeakMemory:
+    """Samples this process's tree every 0.2 s; keeps the peak RSS per kind of process."""
+
+    def __init__(self):
+        self.peaks: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "PeakMemory":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        me = psutil.Process()
+        while not self._stop.wait(0.2):
+            totals: dict[str, int] = {}
+            for p in [me, *me.children(recursive=True)]:
+                try:
+                    totals[kind(p)] = totals.get(kind(p), 0) + p.memory_info().rss
+                except psutil.Error:
+                    continue
+            for k, v in totals.items():
+                self.peaks[k] = max(self.peaks.get(k, 0), v)
+
+
+def kind(p: psutil.Process) -> str:
+    name = p.name()
+    if name == "pulumi":
+        return "pulumi CLI"
+    if name.startswith("pulumi-resource") or name.startswith("pulumi-language"):
+        return "plugins"
+    if name.startswith("python") and "pulumi.dynamic" in " ".join(p.cmdline()):
+        return "python (dynamic provider)"
+    if name.startswith("python"):
+        return "python (program)" if p.pid == os.getpid() else "python (other)"
+    return "other"
+
+
+def write_workloads(folder: Path, n: int) -> None:
+    """One file per tenant, as a platform team would keep them."""
+    by_tenant: dict[str, list[dict]] = {}
+    for w in workloads(n):
+        by_tenant.setdefault(w.pop("tenant"), []).append(w)
+    folder.mkdir(parents=True)
+    for tenant, items in by_tenant.items():
+        (folder / f"{tenant}.yaml").write_text(yaml.safe_dump({"tenant": tenant, "workloads": items}), encoding="utf-8")
+
+
+def gates(stack: auto.Stack) -> list[datetime]:
+    rows = stack.outputs()["placements"].value
+    return sorted(datetime.fromisoformat(r["nextChangeAt"].replace("Z", "+00:00"))
+                  for r in rows if r["phase"] == "Scheduled" and r.get("nextChangeAt"))
+
+
+def run(n: int, opa_url: str, scheduler_url: str) -> dict:
+    tmp = Path(tempfile.mkdtemp(prefix="greenops-scale-"))
+    (tmp / "state").mkdir()
+    write_workloads(tmp / "workloads", n)
+    env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp / 'state'}", "PULUMI_CONFIG_PASSPHRASE": "bench"})
+    stack = auto.create_or_select_stack(
+        stack_name=f"scale{n}", project_name=PROJECT, program=lambda: program.run(root=tmp),
+        opts=auto.LocalWorkspaceOptions(
+            work_dir=str(tmp), pulumi_home=env["PULUMI_HOME"], env_vars=env,
+            pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent)),
+            project_settings=auto.ProjectSettings(name=PROJECT, runtime="python")))
+    stack.set_all_config({
+        "greenops:workloadsFrom": auto.ConfigValue("workloads"),
+        "greenops:endpoints": auto.ConfigValue(json.dumps({"opaUrl": opa_url, "schedulerUrl": scheduler_url,
+                                                           "timeoutSeconds": 30})),
+        "greenops:kubernetes": auto.ConfigValue(json.dumps({"mode": "render", "renderDir": str(tmp / "out")})),
+        "greenops:render": auto.ConfigValue(json.dumps({"sshPublicKey": KEY, "skipAwait": True,
+                                                        "azureSubscriptionId": SUBSCRIPTION})),
+    })
+    row: dict = {"n": n}
+    with PeakMemory() as memory:
+        for label, op in [("preview (empty)", stack.preview), ("up (place all)", stack.up),
+                          ("preview (unchanged)", stack.preview), ("up (unchanged)", stack.up)]:
+            t = time.perf_counter()
+            result = op(color="never")
+            row[label] = time.perf_counter() - t
+            if label == "up (place all)":
+                row["resources"] = sum(result.summary.resource_changes.values())
+        due = gates(stack)
+        if due:
+            at = due[max(0, len(due) // 10 - 1)]  # about 10 % of the gates are open at this clock
+            stack.workspace.env_vars["GREENOPS_NOW"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+            t = time.perf_counter()
+            result = stack.up(color="never")
+            row["reconcile (10 % gates)"] = time.perf_counter() - t
+            row["reconcile changes"] = {k: v for k, v in result.summary.resource_changes.items() if k != "same"}
+            del stack.workspace.env_vars["GREENOPS_NOW"]
+    row["peak RSS MB"] = {k: round(v / 2**20) for k, v in sorted(memory.peaks.items())}
+    state = tmp / "state" / ".pulumi" / "stacks" / PROJECT / f"scale{n}.json"
+    row["state MB"] = round(state.stat().st_size / 2**20, 1) if state.exists() else None
+    stack.destroy(color="never")
+    stack.workspace.remove_stack(f"scale{n}")
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workloads", type=int, nargs="+", default=[100, 300])
+    args = parser.parse_args()
+    print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs", flush=True)
+    with SchedulerServer(capacity_vcpu=1e9) as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+        for n in args.workloads:
+            row = run(n, opa.url, scheduler.url)
+            print(json.dumps(row, default=str), flush=True)
+            for k, v in row.items():
+                print(f"  {k:26} {v:8.1f} s" if isinstance(v, float) and k != "state MB" else f"  {k:26} {v}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
