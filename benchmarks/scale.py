@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.pulumi_up import KEY, SUBSCRIPTION, workloads  # noqa: E402
 from greenops import program  # noqa: E402
+from greenops.automation import checkpoint_env  # noqa: E402
 from greenops.local.scheduler import SchedulerServer  # noqa: E402
 from greenops.local.tools import TOOLS_BIN, pulumi_env  # noqa: E402
 from greenops.policies.server import OpaServer  # noqa: E402
@@ -95,11 +96,12 @@ def gates(stack: auto.Stack) -> list[datetime]:
                   for r in rows if r["phase"] == "Scheduled" and r.get("nextChangeAt"))
 
 
-def run(n: int, opa_url: str, scheduler_url: str) -> dict:
+def run(n: int, opa_url: str, scheduler_url: str, skip_checkpoints: bool) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="greenops-scale-"))
     (tmp / "state").mkdir()
     write_workloads(tmp / "workloads", n)
-    env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp / 'state'}", "PULUMI_CONFIG_PASSPHRASE": "bench"})
+    env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp / 'state'}", "PULUMI_CONFIG_PASSPHRASE": "bench",
+                      **(checkpoint_env() if skip_checkpoints else {})})
     stack = auto.create_or_select_stack(
         stack_name=f"scale{n}", project_name=PROJECT, program=lambda: program.run(root=tmp),
         opts=auto.LocalWorkspaceOptions(
@@ -114,7 +116,7 @@ def run(n: int, opa_url: str, scheduler_url: str) -> dict:
         "greenops:render": auto.ConfigValue(json.dumps({"sshPublicKey": KEY, "skipAwait": True,
                                                         "azureSubscriptionId": SUBSCRIPTION})),
     })
-    row: dict = {"n": n}
+    row: dict = {"n": n, "checkpoints": "final only" if skip_checkpoints else "every step"}
     with PeakMemory() as memory:
         for label, op in [("preview (empty)", stack.preview), ("up (place all)", stack.up),
                           ("preview (unchanged)", stack.preview), ("up (unchanged)", stack.up)]:
@@ -143,11 +145,13 @@ def run(n: int, opa_url: str, scheduler_url: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workloads", type=int, nargs="+", default=[100, 300])
+    parser.add_argument("--every-step", action="store_true",
+                        help="write the state after every step (Pulumi's default; greenops writes it once, at the end)")
     args = parser.parse_args()
     print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs", flush=True)
     with SchedulerServer(capacity_vcpu=1e9) as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
         for n in args.workloads:
-            row = run(n, opa.url, scheduler.url)
+            row = run(n, opa.url, scheduler.url, skip_checkpoints=not args.every_step)
             print(json.dumps(row, default=str), flush=True)
             for k, v in row.items():
                 print(f"  {k:26} {v:8.1f} s" if isinstance(v, float) and k != "state MB" else f"  {k:26} {v}", flush=True)

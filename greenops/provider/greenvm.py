@@ -78,6 +78,11 @@ def _name(props: dict) -> str:
 
 
 class GreenVmProvider(ResourceProvider):
+    # The pickled provider holds no secret (it is a reference to this class, ~100 bytes), so it need
+    # not be stored encrypted: with the SDK's default every resource's copy is a secret, which
+    # every checkpoint of the state encrypts again.
+    serialize_as_secret_always = False
+
     def __init__(self, clock: Callable[[], datetime] | None = None):
         super().__init__()
         # Only direct tests inject a clock; the engine path uses system_clock (GREENOPS_NOW).

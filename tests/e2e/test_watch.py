@@ -10,7 +10,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from greenops import automation
+from greenops import automation, placements
+from greenops.httpclient import RetryingClient
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.tools import REPO
 from greenops.policies.server import OpaServer
@@ -101,4 +102,9 @@ def test_a_watch_killed_mid_pass_leaves_a_lock_the_next_run_clears(tmp_path):
         rows = automation.placements(st)
         assert {r["workload"] for r in rows} == {"etl-0", "etl-1", "etl-2"} and {r["phase"] for r in rows} == {"Running"}
         assert set(st.preview().change_summary) == {"same"}
+        # The state is written once per run, so the killed pass may have booked placements its
+        # state never recorded: placing again replayed them under the same keys, booking nothing twice.
+        with RetryingClient(scheduler.url) as client:
+            booked = sorted(r["key"] for r in placements.active(client))
+        assert [k.split("/")[1] for k in booked] == ["etl-0", "etl-1", "etl-2"], booked
         st.destroy()
