@@ -240,6 +240,8 @@ class ReconcilerConfig(_Section):
     workloads_namespace: str = Field(default="greenops", description="where the workloads stack applies its VM "
                                                                      "objects: its greenops:render.namespace")
     stack: str | None = Field(default=None, description="the workloads stack, never the one installing the platform")
+    shards: int = Field(default=1, ge=1, le=100, description="one Stack per shard of the workloads stack "
+                        "(<stack>-shard-<i>; commit their stack files, which `greenops preview --shards N` writes)")
     git: GitSourceConfig | None = None
     flux_source: FluxSourceConfig | None = None
     backend: BackendConfig | None = None

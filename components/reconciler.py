@@ -17,6 +17,7 @@ from components.config import GitAuthConfig, ReconcilerConfig, SecretKeyRef
 from components.helm import release
 from greenops.catalog import load_catalog
 from greenops.renderers import rendered_kinds
+from greenops.shards import shard_stack
 
 ACCOUNT = "greenops-workloads"  # the workspace's ServiceAccount, its RBAC and the Stack share this name
 MIN_RESYNC_SECONDS = 60  # the operator runs anything shorter every 60 s
@@ -76,9 +77,9 @@ def workload_rules() -> list[dict]:
     return [{"apiGroups": [g], "resources": sorted(r), "verbs": APPLY_VERBS} for g, r in sorted(plurals.items())]
 
 
-def stack_spec(c: ReconcilerConfig, resync_frequency_seconds: int, workspace: dict) -> dict:
+def stack_spec(c: ReconcilerConfig, resync_frequency_seconds: int, workspace: dict, stack: str | None = None) -> dict:
     return {
-        "stack": c.stack,
+        "stack": stack or c.stack,
         "serviceAccountName": ACCOUNT,
         **program_source(c),
         "backend": c.backend.url,  # the operator sets PULUMI_BACKEND_URL from it
@@ -143,14 +144,18 @@ class WorkloadReconciler(pulumi.ComponentResource):
             subjects=subject, opts=in_workloads_ns)
 
         # After the operator: on destroy the Stack goes first, while the operator can still clear its finalizer.
-        self.stack = k8s.apiextensions.CustomResource(
-            f"{name}-stack",
+        # One Stack per shard (greenops/shards.py), each reconciling its own shard stack on the same timer.
+        targets = [(ACCOUNT, c.stack)] if c.shards == 1 else [
+            (f"{ACCOUNT}-shard-{i}", shard_stack(c.stack, i)) for i in range(c.shards)]
+        self.stacks = [k8s.apiextensions.CustomResource(
+            f"{name}-stack" if c.shards == 1 else f"{name}-stack-{i}",
             api_version="pulumi.com/v1",
             kind="Stack",
-            metadata={"name": ACCOUNT, "namespace": c.stack_namespace},
-            spec=stack_spec(c, args.resync_frequency_seconds, args.workspace),
+            metadata={"name": object_name, "namespace": c.stack_namespace},
+            spec=stack_spec(c, args.resync_frequency_seconds, args.workspace, stack),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[
                 self.operator, self.account, self.auth_delegator, self.role_binding, *args.after]),
-        )
-        self.register_outputs({"stack": c.stack, "namespace": c.stack_namespace,
+        ) for i, (object_name, stack) in enumerate(targets)]
+        self.stack = self.stacks[0]
+        self.register_outputs({"stack": c.stack, "shards": c.shards, "namespace": c.stack_namespace,
                                "resyncFrequencySeconds": args.resync_frequency_seconds})

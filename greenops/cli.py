@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -109,10 +110,34 @@ def _clock_env(args: argparse.Namespace) -> dict[str, str]:
     return {"GREENOPS_NOW": args.now.strftime("%Y-%m-%dT%H:%M:%SZ")} if getattr(args, "now", None) else {}
 
 
+def cmd_sharded(args: argparse.Namespace) -> int:
+    """--shards N: the command on every shard stack of --stack, --concurrency at a time; one line per
+    shard (a failed one with its last lines), then, after up or reconcile, the combined placement table."""
+    import os
+
+    from greenops import automation, report, shards
+
+    stacks = shards.write_shard_stacks(automation.project_dir(), args.stack, args.shards)
+    command = [args.command] + (["--now", args.now.strftime("%Y-%m-%dT%H:%M:%SZ")] if args.now else [])
+    started = time.monotonic()
+    runs = shards.run_shards(command, stacks, args.concurrency, env=dict(os.environ))
+    for run in runs:
+        print(run.line())
+    failed = [r for r in runs if not r.ok]
+    print(f"{args.command} {args.stack}: {len(runs) - len(failed)} of {len(runs)} shard(s) ok in "
+          f"{time.monotonic() - started:.1f} s" + (f"; failed: {', '.join(r.stack for r in failed)}" if failed else ""))
+    if args.command in ("up", "reconcile"):
+        rows = [row for run in runs if run.ok for row in automation.placements(automation.stack(run.stack))]
+        print("\n" + report.table(report.account(rows)))
+    return 1 if failed else 0
+
+
 def cmd_stack(args: argparse.Namespace) -> int:
     """greenops up|preview|destroy|refresh --stack S: Pulumi's progress, streamed."""
     from greenops import automation
 
+    if args.shards:
+        return cmd_sharded(args)
     st = automation.stack(args.stack, env=_clock_env(args))
     automation.run(st, args.command)
     if args.command == "up":
@@ -130,6 +155,11 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
     if args.watch and args.now:
         raise GreenOpsError("--now and --watch exclude each other: a watch loop follows the clock")
+    if args.shards:
+        if args.watch:
+            raise GreenOpsError("--shards and --watch exclude each other: watch each shard stack (or schedule the "
+                                "sharded pass)")
+        return cmd_sharded(args)
     st = automation.stack(args.stack, env=_clock_env(args))
     if not args.watch:
         print(reconcile.reconcile_once(st, stream=args.verbose).summary(args.stack))
@@ -198,6 +228,12 @@ def _utc(text: str) -> datetime:
     return value.astimezone(timezone.utc)
 
 
+def _shard_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--shards", type=int, default=0, metavar="N",
+                   help="run on N shard stacks of --stack (<stack>-shard-<i>, generated from its stack file)")
+    p.add_argument("--concurrency", type=int, default=2, help="with --shards: shards at a time (default: 2)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="greenops", description="Carbon-aware VM placement across Azure, GCP and AWS")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -217,10 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(op, help=text)
         p.add_argument("--stack", required=True)
         p.add_argument("--now", type=_utc, help="the clock for time gates (default: now)")
+        _shard_arguments(p)
         p.set_defaults(func=cmd_stack)
     p = sub.add_parser("reconcile", help="the periodic job: open time gates, retire completed workloads")
     p.add_argument("--stack", required=True)
     p.add_argument("--now", type=_utc, help="the clock for time gates (default: now)")
+    _shard_arguments(p)
     p.add_argument("--verbose", action="store_true", help="stream Pulumi's progress")
     p.add_argument("--watch", action="store_true",
                    help="repeat unattended: sleep until the next change or the interval, whichever is first; "

@@ -10,7 +10,7 @@ from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import Endpoints, GreenWorkload, GreenWorkloadArgs
 from greenops.stack_config import StackConfig, StackConfigError, parse_stack_config
 
-SECTIONS = ("workloads", "workloadsFrom", "render", "endpoints", "kubernetes", "reconcile")
+SECTIONS = ("workloads", "workloadsFrom", "render", "endpoints", "kubernetes", "reconcile", "shard")
 PLATFORM_SECRETS = ("mlflowDbPassword", "s3AccessKey", "s3SecretKey")
 
 

@@ -5,13 +5,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from greenops import endpoints
 from greenops.errors import GreenOpsError
 from greenops.models import Workload
 from greenops.renderers import RenderSettings
+from greenops.shards import shard_of
 from greenops.workload_files import Declared, WorkloadFileError, read_workloads
 
 
@@ -83,6 +84,20 @@ class KubernetesConfig(_Section):
         return self.mode == "cluster" and self.readiness == "operator"
 
 
+class ShardConfig(_Section):
+    """``greenops:shard``: this stack holds one shard of its base stack's workloads (written by
+    ``greenops --shards``; see greenops/shards.py)."""
+
+    index: int = Field(ge=0)
+    count: int = Field(ge=1, le=10000)
+
+    @model_validator(mode="after")
+    def _in_range(self) -> "ShardConfig":
+        if self.index >= self.count:
+            raise ValueError(f"index {self.index} is not below count {self.count}")
+        return self
+
+
 class StackConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -91,6 +106,7 @@ class StackConfig(BaseModel):
     endpoints: EndpointsConfig = Field(default_factory=EndpointsConfig)
     kubernetes: KubernetesConfig = Field(default_factory=KubernetesConfig)
     reconcile: ReconcileConfig = Field(default_factory=ReconcileConfig)
+    shard: ShardConfig | None = None
 
     @property
     def lead_seconds(self) -> float:
@@ -162,13 +178,16 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
             errors.append(_describe(exc, d.where + (f" ({name})" if name else "")))
     sections = {}
     for key, model in (("render", RenderSettings), ("endpoints", EndpointsConfig), ("kubernetes", KubernetesConfig),
-                       ("reconcile", ReconcileConfig)):
+                       ("reconcile", ReconcileConfig), ("shard", ShardConfig)):
+        if key == "shard" and raw.get(key) is None:
+            continue
         try:
             sections[key] = model.model_validate(raw.get(key) or {})
         except ValidationError as exc:
             errors.append(_describe(exc, f"greenops:{key}"))
     # greenops:platform is validated by components.config.PlatformConfig (the program does both)
-    unknown = sorted(set(raw) - {"workloads", "workloadsFrom", "render", "endpoints", "kubernetes", "reconcile", "platform"})
+    unknown = sorted(set(raw) - {"workloads", "workloadsFrom", "render", "endpoints", "kubernetes", "reconcile", "shard",
+                                 "platform"})
     if unknown:
         errors.append(f"unknown key(s) {', '.join('greenops:' + k for k in unknown)}")
     if "endpoints" in sections and "reconcile" in sections:
@@ -177,4 +196,7 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
             errors.append(problem)
     if errors:
         raise StackConfigError("; ".join(errors))
+    shard = sections.get("shard")
+    if shard is not None:  # every shard reads all files and keeps its own: names stay unique stack-wide
+        workloads = [w for w in workloads if shard_of(w.name, shard.count) == shard.index]
     return StackConfig(workloads=tuple(workloads), **sections)

@@ -161,7 +161,8 @@ class GreenVmProvider(ResourceProvider):
             recorded = self._report(news, step.lifecycle, Phase.SCHEDULED.value)
         else:
             recorded = self._report(news, step.lifecycle, _recorded(olds))
-        return UpdateResult(outs=self._outputs(news, workload, decision, step.lifecycle, recorded, reported))
+        return UpdateResult(outs=self._outputs(news, workload, decision, step.lifecycle, recorded, reported,
+                                               olds.get("held") or []))
 
     def read(self, id_: str, props: dict) -> ReadResult:
         # Refresh keeps the record: what happened is not re-derived from the clock.
@@ -245,9 +246,10 @@ class GreenVmProvider(ResourceProvider):
 
     @staticmethod
     def _outputs(props: dict, workload: Workload, decision: Decision, lifecycle: Lifecycle,
-                 recorded: str | None, reported: Mapping[str, Mapping]) -> dict[str, Any]:
+                 recorded: str | None, reported: Mapping[str, Mapping], held_before: list[str] = ()) -> dict[str, Any]:
         rendered = _materialised(props, workload, decision, lifecycle, reported)
-        if rendered.held and not props.get("watchOperators"):
+        if rendered.held and rendered.held != list(held_before) and not props.get("watchOperators"):
+            # said once, when it starts; the output "held" keeps saying it
             pulumi.log.warn(f"workload {workload.name!r}: {'; '.join(rendered.held)}; nothing reads the cluster back "
                             "in this stack (render mode, or readiness applied), so it is not rendered")
         upcoming = next_change(lifecycle, _window(props, workload, decision))

@@ -280,3 +280,14 @@ def test_bad_config_is_refused_by_key(reconciler, message):
 
     with pytest.raises(pulumi.RunError, match=message):
         program.run()
+
+
+def test_one_stack_per_shard_each_on_its_shard_stack(crd_schemas):
+    m = declare({**RECONCILER, "shards": 3})
+    stacks = {r.inputs["metadata"]["name"]: r.inputs for r in of(m, STACK)}
+    assert {n: s["spec"]["stack"] for n, s in stacks.items()} == {
+        f"greenops-workloads-shard-{i}": f"prod-workloads-shard-{i}" for i in range(3)}
+    # the same timer, identity and source for every shard
+    specs = [{k: v for k, v in s["spec"].items() if k != "stack"} for s in stacks.values()]
+    assert all(spec == specs[0] for spec in specs)
+    assert all(crd_schemas.errors({"apiVersion": "pulumi.com/v1", "kind": "Stack", **s}) == [] for s in stacks.values())
