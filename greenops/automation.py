@@ -28,7 +28,7 @@ def project_dir() -> Path:
 def checkpoint_env() -> dict[str, str]:
     """The state is written once, when an operation ends, not after every step. The file backend
     rewrites the whole state file per step, so `up` grew with the square of the stack: 100
-    workloads took 95 s and 300 took 809 s with every step written, 21 s and ... without
+    workloads took 95 s and 300 took 809 s with every step written, 21 s and 53 s without
     (benchmarks/scale.py). A run killed half-way leaves the state of the run before it, and the
     next run converges without losing or doubling anything: a placement is booked under its
     reservation key, so placing again replays the booking, and objects are server-side applied, so
