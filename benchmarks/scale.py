@@ -3,6 +3,7 @@
 the real engine on the file backend, render mode, real OPA and scheduler on loopback.
 
     .venv/bin/python benchmarks/scale.py --workloads 100 300 1000
+    .venv/bin/python benchmarks/scale.py --workloads 10000 --shards 10 --concurrency 2
 
 For each N it prints the wall time of
   preview (nothing deployed), up (placing all), preview and up unchanged, and a reconcile pass
@@ -144,19 +145,72 @@ def run(n: int, opa_url: str, scheduler_url: str, skip_checkpoints: bool) -> dic
     return row
 
 
+def run_sharded(n: int, shards: int, concurrency: int, opa_url: str, scheduler_url: str) -> dict:
+    """The same N workloads as `greenops <op> --stack scale --shards <shards>`: separate processes,
+    ``concurrency`` at a time, as a user runs them."""
+    import subprocess
+
+    from greenops import automation
+    from greenops.local.tools import REPO
+
+    tmp = Path(tempfile.mkdtemp(prefix="greenops-shards-"))
+    (tmp / "state").mkdir()
+    (tmp / "stacks").mkdir()
+    write_workloads(tmp / "workloads", n)
+    (tmp / "Pulumi.yaml").write_text(yaml.safe_dump({
+        "name": PROJECT, "main": str(REPO), "stackConfigDir": "stacks",
+        "runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": str(REPO / ".venv")}}}))
+    (tmp / "stacks" / "Pulumi.scale.yaml").write_text(yaml.safe_dump({"config": {
+        "greenops:workloadsFrom": "workloads",
+        "greenops:endpoints": {"opaUrl": opa_url, "schedulerUrl": scheduler_url, "timeoutSeconds": 30},
+        "greenops:kubernetes": {"mode": "render", "renderDir": str(tmp / "out")},
+        "greenops:render": {"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": SUBSCRIPTION}}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "GREENOPS_"))}
+    env.update({"GREENOPS_PROJECT_DIR": str(tmp), "PULUMI_BACKEND_URL": f"file://{tmp / 'state'}",
+                "PULUMI_CONFIG_PASSPHRASE": "bench"})
+    greenops = [sys.executable, "-m", "greenops.cli"]
+    shard_args = ["--stack", "scale", "--shards", str(shards), "--concurrency", str(concurrency)]
+    row: dict = {"n": n, "shards": shards, "concurrency": concurrency}
+
+    def timed_op(label: str, *extra: str) -> None:
+        t = time.perf_counter()
+        done = subprocess.run([*greenops, *extra, *shard_args], env=env, capture_output=True, text=True)
+        row[label] = time.perf_counter() - t
+        summary = [ln for ln in done.stdout.splitlines() if "shard(s) ok" in ln]
+        row[f"{label}: shards"] = summary[-1] if summary else (done.stdout + done.stderr)[-500:]
+
+    with PeakMemory() as memory:
+        timed_op("preview (empty)", "preview")
+        timed_op("up (place all)", "up")
+        stacks = [automation.stack(f"scale-shard-{i}", work_dir=tmp, env={k: env[k] for k in (
+            "PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE")}) for i in range(shards)]
+        due = sorted(g for st in stacks for g in gates(st))
+        if due:
+            at = due[max(0, len(due) // 10 - 1)]
+            timed_op("reconcile (10 % gates)", "reconcile", "--now", at.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    row["peak RSS MB (all shards at once)"] = {k: round(v / 2**20) for k, v in sorted(memory.peaks.items())}
+    states = list((tmp / "state" / ".pulumi" / "stacks" / PROJECT).glob("scale-shard-*.json"))
+    row["state MB (largest shard)"] = round(max(f.stat().st_size for f in states) / 2**20, 1) if states else None
+    subprocess.run([*greenops, "destroy", *shard_args], env=env, capture_output=True, text=True)
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workloads", type=int, nargs="+", default=[100, 300])
+    parser.add_argument("--shards", type=int, default=0, help="run each N as `greenops --shards` over this many stacks")
+    parser.add_argument("--concurrency", type=int, default=2, help="with --shards: shards at a time")
     parser.add_argument("--every-step", action="store_true",
                         help="write the state after every step (Pulumi's default; greenops writes it once, at the end)")
     args = parser.parse_args()
     print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs", flush=True)
     with SchedulerServer(capacity_vcpu=1e9) as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
         for n in args.workloads:
-            row = run(n, opa.url, scheduler.url, skip_checkpoints=not args.every_step)
+            row = (run_sharded(n, args.shards, args.concurrency, opa.url, scheduler.url) if args.shards
+                   else run(n, opa.url, scheduler.url, skip_checkpoints=not args.every_step))
             print(json.dumps(row, default=str), flush=True)
             for k, v in row.items():
-                print(f"  {k:26} {v:8.1f} s" if isinstance(v, float) and k != "state MB" else f"  {k:26} {v}", flush=True)
+                print(f"  {k:26} {v:8.1f} s" if isinstance(v, float) and "MB" not in k else f"  {k:26} {v}", flush=True)
 
 
 if __name__ == "__main__":
