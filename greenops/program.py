@@ -8,24 +8,20 @@ import pulumi_kubernetes as k8s
 
 from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import Endpoints, GreenWorkload, GreenWorkloadArgs
-from greenops.stack_config import StackConfig, StackConfigError, parse_stack_config
+from greenops.stack_config import KEYS, StackConfig, StackConfigError, parse_stack_config
 
-SECTIONS = ("workloads", "workloadsFrom", "render", "endpoints", "kubernetes", "reconcile", "shard")
 PLATFORM_SECRETS = ("mlflowDbPassword", "s3AccessKey", "s3SecretKey")
 
 
 def project_root() -> Path:
     """The folder of Pulumi.yaml, which greenops:workloadsFrom paths are relative to, as the engine
     tells the CLI's program (which also runs there)."""
-    try:
-        root = pulumi.get_root_directory()
-    except Exception:  # noqa: BLE001 - under mocks no root is set
-        root = None
+    root = pulumi.get_root_directory()  # None under mocks
     return Path(root) if root else Path.cwd()
 
 
 def _raw_config(cfg: pulumi.Config) -> dict:
-    return {key: _value(cfg, key) for key in SECTIONS if cfg.get(key) is not None}
+    return {key: _value(cfg, key) for key in KEYS if cfg.get(key) is not None}
 
 
 def _value(cfg: pulumi.Config, key: str):

@@ -16,6 +16,11 @@ from greenops.shards import shard_of
 from greenops.workload_files import Declared, WorkloadFileError, read_workloads
 
 
+# The greenops:* keys a stack's program reads (greenops:platform is the platform's, validated by
+# components.config.PlatformConfig); the program asks Pulumi for exactly these.
+KEYS = ("workloads", "workloadsFrom", "render", "endpoints", "kubernetes", "reconcile", "shard")
+
+
 class StackConfigError(GreenOpsError):
     """Bad stack configuration; the message names the key and the reason."""
 
@@ -186,8 +191,7 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
         except ValidationError as exc:
             errors.append(_describe(exc, f"greenops:{key}"))
     # greenops:platform is validated by components.config.PlatformConfig (the program does both)
-    unknown = sorted(set(raw) - {"workloads", "workloadsFrom", "render", "endpoints", "kubernetes", "reconcile", "shard",
-                                 "platform"})
+    unknown = sorted(set(raw) - {*KEYS, "platform"})
     if unknown:
         errors.append(f"unknown key(s) {', '.join('greenops:' + k for k in unknown)}")
     if "endpoints" in sections and "reconcile" in sections:
