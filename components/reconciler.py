@@ -145,17 +145,18 @@ class WorkloadReconciler(pulumi.ComponentResource):
 
         # After the operator: on destroy the Stack goes first, while the operator can still clear its finalizer.
         # One Stack per shard (greenops/shards.py), each reconciling its own shard stack on the same timer.
-        targets = [(ACCOUNT, c.stack)] if c.shards == 1 else [
-            (f"{ACCOUNT}-shard-{i}", shard_stack(c.stack, i)) for i in range(c.shards)]
+        # Unsharded, the Stack keeps the names it always had: (resource name, object name, stack).
+        targets = [(f"{name}-stack", ACCOUNT, c.stack)] if c.shards == 1 else [
+            (f"{name}-stack-{i}", f"{ACCOUNT}-shard-{i}", shard_stack(c.stack, i)) for i in range(c.shards)]
         self.stacks = [k8s.apiextensions.CustomResource(
-            f"{name}-stack" if c.shards == 1 else f"{name}-stack-{i}",
+            resource_name,
             api_version="pulumi.com/v1",
             kind="Stack",
             metadata={"name": object_name, "namespace": c.stack_namespace},
             spec=stack_spec(c, args.resync_frequency_seconds, args.workspace, stack),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[
                 self.operator, self.account, self.auth_delegator, self.role_binding, *args.after]),
-        ) for i, (object_name, stack) in enumerate(targets)]
+        ) for resource_name, object_name, stack in targets]
         self.stack = self.stacks[0]
         self.register_outputs({"stack": c.stack, "shards": c.shards, "namespace": c.stack_namespace,
                                "resyncFrequencySeconds": args.resync_frequency_seconds})

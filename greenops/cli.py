@@ -113,14 +113,12 @@ def _clock_env(args: argparse.Namespace) -> dict[str, str]:
 def cmd_sharded(args: argparse.Namespace) -> int:
     """--shards N: the command on every shard stack of --stack, --concurrency at a time; one line per
     shard (a failed one with its last lines), then, after up or reconcile, the combined placement table."""
-    import os
-
     from greenops import automation, report, shards
 
     stacks = shards.write_shard_stacks(automation.project_dir(), args.stack, args.shards)
     command = [args.command] + (["--now", args.now.strftime("%Y-%m-%dT%H:%M:%SZ")] if args.now else [])
     started = time.monotonic()
-    runs = shards.run_shards(command, stacks, args.concurrency, env=dict(os.environ))
+    runs = shards.run_shards(command, stacks, args.concurrency)
     for run in runs:
         print(run.line())
     failed = [r for r in runs if not r.ok]
