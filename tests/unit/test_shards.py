@@ -43,3 +43,19 @@ def test_sharding_is_refused_by_name(tmp_path, stack, count, message):
         yaml.safe_dump({"config": {"greenops:shard": {"index": 0, "count": 2}}}))
     with pytest.raises(GreenOpsError, match=message):
         write_shard_stacks(tmp_path, stack, count)
+
+
+def test_a_failed_shard_shows_the_cause_not_what_followed_it():
+    """When one resource fails, the engine stops and the resources in flight report that, often
+    before the cause: the line must still show the cause."""
+    from greenops.shards import ShardRun
+
+    output = "\n".join([
+        "Diagnostics:", "    error: update failed",
+        "    error: kubernetes:yaml/v2:ConfigGroup resource 'job-3-vm' has a problem: grpc: the client connection is closing",
+        "    error: Exception calling application: workload 'too-far' was not placed: policy refused it",
+        "    error: an unhandled error occurred: Program exited with non-zero exit code: 1",
+        "Resources:", "    2 errored"])
+    line = ShardRun("batch-shard-1", 2, 4.1, output).line()
+    assert line.splitlines()[1:] == [
+        "    error: Exception calling application: workload 'too-far' was not placed: policy refused it"]
