@@ -1,14 +1,20 @@
 from __future__ import annotations
 
-import pytest
+import shutil
 
+import pytest
+import yaml
+
+from greenops import automation
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.scheduler import SchedulerServer
+from greenops.local.tools import REPO
 from greenops.local.webhook import install_admission, loopback_tls
 from greenops.policies.bundle import build, default_revision
 from greenops.policies.config import load_policy_config
 from greenops.policies.server import OpaServer
 from tests.conftest import require_tool
+from tests.engine import iso
 
 # A tenant with a small vCPU quota, for the test that fills it from both paths.
 THRIFTY_QUOTA_VCPU = 6
@@ -30,3 +36,31 @@ def cluster(tmp_path_factory):
             OpaServer(scheduler_url=sched.url, tls_cert=tls.cert_file, tls_key=tls.key_file, bundle=bundle) as opa:
         install_admission(cp, opa.url, tls.ca_pem, NAMESPACES)
         yield {"cp": cp, "scheduler": sched, "opa": opa, "tls": tls}
+
+
+def cluster_stack(cluster, tmp_path, name: str, workloads: list[dict], render: dict, now):
+    """A cluster-mode stack (operators watched, CRD stubs installed by the program) on the module's
+    API server, OPA and scheduler: its project in ``tmp_path/project``, its state beside it, its
+    clock at ``now``. Returns the stack and ``reconcile(at)``, which runs `up` at another clock."""
+    project = tmp_path / "project"
+    (project / "stacks").mkdir(parents=True)
+    shutil.copy2(REPO / "Pulumi.yaml", project / "Pulumi.yaml")
+    (project / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": {
+        "greenops:workloads": workloads,
+        "greenops:endpoints": {"opaUrl": cluster["opa"].url, "schedulerUrl": cluster["scheduler"].url},
+        "greenops:kubernetes": {"mode": "cluster", "installCrdStubs": True},  # readiness: operator (the default)
+        "greenops:render": render,
+    }}))
+    (tmp_path / "state").mkdir()
+    (tmp_path / "ca.pem").write_bytes(cluster["tls"].ca_pem)
+    env = {"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "SSL_CERT_FILE": str(tmp_path / "ca.pem"),
+           "GREENOPS_NOW": iso(now)}
+    st = automation.stack(name, work_dir=project, env=env)
+    st.set_config("greenops:kubeconfig", automation.auto.ConfigValue(cluster["cp"].kubeconfig_path.read_text(),
+                                                                     secret=True))
+
+    def reconcile(at) -> None:
+        st.workspace.env_vars["GREENOPS_NOW"] = iso(at)
+        automation.run(st, "up", stream=False)
+
+    return st, reconcile

@@ -4,15 +4,13 @@ the group attached, once the controller reports the group's id. No ACK controlle
 the test writes the status it would."""
 from __future__ import annotations
 
-import shutil
 import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
-import yaml
 
 from greenops import automation
-from greenops.local.tools import REPO
+from tests.e2e.conftest import cluster_stack
 from tests.engine import iso
 from tests.references import GROUP_ID
 
@@ -50,25 +48,10 @@ def test_the_instance_follows_its_security_group_and_attaches_it(cluster, tmp_pa
     name = "sg-bound"
     workload = {"name": name, "cpu": 2, "memory": 4, "duration": "2h", "deadline": iso(now + timedelta(hours=3)),
                 "originRegion": "ca-central-1", "eligibleProviders": ["aws"], "region": "ca-central-1", "tenant": "e2e"}
-    project = tmp_path / "project"
-    (project / "stacks").mkdir(parents=True)
-    shutil.copy2(REPO / "Pulumi.yaml", project / "Pulumi.yaml")
-    (project / "stacks" / "Pulumi.aws.yaml").write_text(yaml.safe_dump({"config": {
-        "greenops:workloads": [workload],
-        "greenops:endpoints": {"opaUrl": cluster["opa"].url, "schedulerUrl": cluster["scheduler"].url},
-        "greenops:kubernetes": {"mode": "cluster", "installCrdStubs": True},  # readiness: operator
-        "greenops:render": {"skipAwait": True, "namespace": "greenops"},
-    }}))
-    (tmp_path / "state").mkdir()
-    (tmp_path / "ca.pem").write_bytes(cluster["tls"].ca_pem)
-    env = {"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "SSL_CERT_FILE": str(tmp_path / "ca.pem"),
-           "GREENOPS_NOW": iso(now)}
-    st = automation.stack("aws", work_dir=project, env=env)
-    st.set_config("greenops:kubeconfig", automation.auto.ConfigValue(cp.kubeconfig_path.read_text(), secret=True))
+    st, up_at = cluster_stack(cluster, tmp_path, "aws", [workload], {"skipAwait": True, "namespace": "greenops"}, now)
 
     def reconcile(at: datetime) -> dict:
-        st.workspace.env_vars["GREENOPS_NOW"] = iso(at)
-        automation.run(st, "up", stream=False)
+        up_at(at)
         return {r["workload"]: r for r in automation.placements(st)}[name]
 
     try:

@@ -2,15 +2,13 @@
 clock advanced by `reconcile`, and destroy leaving nothing behind."""
 from __future__ import annotations
 
-import shutil
 from datetime import datetime, timedelta, timezone
 
 import pytest
-import yaml
 
 from greenops import automation
-from greenops.local.tools import REPO
 from tests.conftest import AZURE_SUBSCRIPTION
+from tests.e2e.conftest import cluster_stack
 from tests.engine import iso
 
 pytestmark = pytest.mark.e2e
@@ -54,27 +52,11 @@ def test_up_gate_operator_verdicts_reconcile_destroy(cluster, tmp_path, crd_sche
     # the other must wait until the first is done.
     workloads = [{"name": n, "cpu": 4, "memory": 8, "duration": "2h", "deadline": deadline, "originRegion": "canadaeast",
                   "eligibleProviders": ["azure"], "region": "canadaeast", "tenant": "e2e"} for n in ("first", "second")]
-    project = tmp_path / "project"
-    project.mkdir()
-    shutil.copy2(REPO / "Pulumi.yaml", project / "Pulumi.yaml")
-    (project / "stacks").mkdir()
-    (project / "stacks" / "Pulumi.e2e.yaml").write_text(yaml.safe_dump({"config": {
-        "greenops:workloads": workloads,
-        "greenops:endpoints": {"opaUrl": cluster["opa"].url, "schedulerUrl": cluster["scheduler"].url},
-        "greenops:kubernetes": {"mode": "cluster", "installCrdStubs": True},  # readiness: operator (the default)
-        "greenops:render": {"sshPublicKey": KEY, "skipAwait": True, "namespace": "greenops",
-                            "azureSubscriptionId": AZURE_SUBSCRIPTION},
-    }}))
-    (tmp_path / "state").mkdir()
-    (tmp_path / "ca.pem").write_bytes(cluster["tls"].ca_pem)
-    env = {"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "SSL_CERT_FILE": str(tmp_path / "ca.pem"),
-           "GREENOPS_NOW": iso(now)}
-    st = automation.stack("e2e", work_dir=project, env=env)
-    st.set_config("greenops:kubeconfig", automation.auto.ConfigValue(cp.kubeconfig_path.read_text(), secret=True))
+    st, up_at = cluster_stack(cluster, tmp_path, "e2e", workloads, {
+        "sshPublicKey": KEY, "skipAwait": True, "namespace": "greenops", "azureSubscriptionId": AZURE_SUBSCRIPTION}, now)
 
     def reconcile(at: datetime) -> dict[str, dict]:
-        st.workspace.env_vars["GREENOPS_NOW"] = iso(at)
-        automation.run(st, "up", stream=False)
+        up_at(at)
         return rows_of(st)
 
     try:
