@@ -1,6 +1,7 @@
 """GreenWorkload: one generic workload, placed by GreenVm, provisioned by a ConfigGroup when due."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import pulumi
@@ -10,6 +11,13 @@ from greenops import endpoints
 from greenops.models import Workload
 from greenops.provider.greenvm import GreenVm
 from greenops.renderers import RenderSettings
+
+
+def yaml_documents(objects: list[dict] | None) -> str:
+    """The objects as one YAML stream (each document in JSON, which is YAML and quick to write).
+    Handed to the ConfigGroup as one string rather than as ``objs``: the SDK would otherwise make an
+    Output of every nested value of every manifest (see greenops.outputs)."""
+    return "\n---\n".join(json.dumps(o) for o in objects or [])
 
 
 @dataclass
@@ -70,7 +78,7 @@ class GreenWorkload(pulumi.ComponentResource):
         }
         self.vm = GreenVm(f"{name}-placement", props, pulumi.ResourceOptions(parent=self))
         self.objects = k8s.yaml.v2.ConfigGroup(
-            f"{name}-vm", objs=self.vm.manifests,
+            f"{name}-vm", yaml=self.vm.manifests.apply(yaml_documents),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm]),
         )
         self.decision = self.vm.decision

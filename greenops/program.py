@@ -8,6 +8,7 @@ import pulumi_kubernetes as k8s
 
 from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import Endpoints, GreenWorkload, GreenWorkloadArgs
+from greenops.outputs import gather
 from greenops.stack_config import KEYS, StackConfig, StackConfigError, parse_stack_config
 
 PLATFORM_SECRETS = ("mlflowDbPassword", "s3AccessKey", "s3SecretKey")
@@ -124,7 +125,7 @@ def run(root: Path | None = None) -> list[GreenWorkload]:
             pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends),
         )
         components.append(component)
-        rows.append(pulumi.Output.all(component.decision, component.lifecycle, component.next_change_at)
+        rows.append(gather(component.decision, component.lifecycle, component.next_change_at)
                     .apply(lambda ds, w=w: placement_row(w, *ds)))
-    pulumi.export("placements", pulumi.Output.all(*rows))
+    pulumi.export("placements", gather(*rows))
     return components

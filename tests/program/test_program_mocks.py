@@ -5,6 +5,7 @@ import json
 
 import pulumi
 import pytest
+import yaml
 
 from greenops.renderers import RenderSettings, render
 from greenops.models import Decision, Workload
@@ -70,9 +71,9 @@ def test_each_workload_is_a_component_with_its_vm_and_objects(mocks):
         assert {r.name for r in by_type(mocks, "pulumi-python:dynamic:Resource")} == {"due-now-placement", "later-placement"}
         groups = {r.name: r for r in by_type(mocks, "kubernetes:yaml/v2:ConfigGroup")}
         assert set(groups) == {"due-now-vm", "later-vm"}
-        # The time gate: only the due workload hands objects to its ConfigGroup.
-        assert groups["later-vm"].inputs.get("objs") in ([], None)
-        objs = groups["due-now-vm"].inputs["objs"]
+        # The time gate: only the due workload hands objects to its ConfigGroup (as one YAML stream).
+        assert groups["later-vm"].inputs.get("yaml") == ""
+        objs = [d for d in yaml.safe_load_all(groups["due-now-vm"].inputs["yaml"]) if d]
         assert [o["kind"] for o in objs] == ["ComputeNetwork", "ComputeSubnetwork", "ComputeInstance"]
         assert all(o["metadata"]["labels"]["greenops-tenant"] == "finance" for o in objs)
         assert all(o["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true" for o in objs)
