@@ -8,7 +8,7 @@ import pulumi_kubernetes as k8s
 
 from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import Endpoints, GreenWorkload, GreenWorkloadArgs
-from greenops.outputs import gather
+from greenops.outputs import gather, sdk_waits_cheaply
 from greenops.stack_config import KEYS, StackConfig, StackConfigError, parse_stack_config
 
 PLATFORM_SECRETS = ("mlflowDbPassword", "s3AccessKey", "s3SecretKey")
@@ -100,6 +100,7 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
 def run(root: Path | None = None) -> list[GreenWorkload]:
     """The program. ``root`` is the project folder: an inline Automation API program is handed it,
     since the engine tells an inline program no root and it runs in the caller's folder."""
+    sdk_waits_cheaply()
     cfg = pulumi.Config("greenops")
     try:
         config = parse_stack_config(_raw_config(cfg), root=root or project_root())

@@ -1,12 +1,14 @@
-"""greenops.outputs.gather: Output.all's result without an Output per nested value."""
+"""greenops.outputs: Output.all's result without an Output per nested value, and the SDK's end-of-program wait
+without a cost that grows with the square of the Outputs."""
 from __future__ import annotations
 
 import asyncio
+import types
 
 import pulumi
 import pytest
 
-from greenops.outputs import gather
+from greenops.outputs import _AsyncioWithCheapWait, gather, sdk_waits_cheaply
 
 NESTED = {"objects": [{"metadata": {"name": f"o{i}", "labels": {"a": "b"}}, "spec": {"n": i}} for i in range(50)]}
 
@@ -71,3 +73,87 @@ def test_gather_does_not_walk_nested_values(monkeypatch):
     made_by_all = outputs_made(lambda v: pulumi.Output.all(v))
     made_by_gather = outputs_made(lambda v: gather(v))
     assert made_by_gather <= 5 and made_by_all > 300, (made_by_gather, made_by_all)
+
+
+# -- the SDK's end-of-program wait ------------------------------------------------------------------
+
+class _CountingFuture(asyncio.Future):
+    hooks = 0
+
+    def add_done_callback(self, fn, *, context=None):
+        _CountingFuture.hooks += 1
+        super().add_done_callback(fn, context=context)
+
+
+def _sdk_like_loop(wait, n: int) -> int:
+    """The SDK's loop (pulumi.runtime.stack.wait_for_rpcs) over n Outputs that finish one by one;
+    returns how many times a task was hooked."""
+    async def run() -> int:
+        pending = {_CountingFuture() for _ in range(n)}
+
+        async def finish_one_by_one():  # as the engine answers: one, then the waiter gets a turn
+            for i, f in enumerate(list(pending)):
+                f.set_result(i)
+                for _ in range(3):
+                    await asyncio.sleep(0)
+
+        _CountingFuture.hooks = 0
+        finisher = asyncio.ensure_future(finish_one_by_one())
+        while pending:
+            done, not_done = await wait(list(pending), return_when=asyncio.FIRST_COMPLETED)
+            for f in done:
+                await f
+            pending = set(not_done)
+        await finisher
+        return _CountingFuture.hooks
+
+    return asyncio.run(run())
+
+
+def test_the_sdk_still_waits_on_every_output_at_once():
+    """When this fails, Pulumi has changed its end-of-program wait: sdk_waits_cheaply can go."""
+    import inspect
+
+    from pulumi.runtime import stack
+
+    source = inspect.getsource(stack.wait_for_rpcs)
+    assert "asyncio.wait(" in source and "FIRST_COMPLETED" in source and "SETTINGS.outputs" in source
+    assert stack.asyncio is asyncio or isinstance(stack.asyncio, types.ModuleType)
+
+
+def test_the_cheap_wait_hooks_far_fewer_tasks():
+    n = 1000
+    plain = _sdk_like_loop(asyncio.wait, n)
+    cheap = _sdk_like_loop(_AsyncioWithCheapWait.wait, n)
+    assert plain == n * (n + 1) // 2  # each round hooks every pending task: the square of n
+    assert cheap <= _AsyncioWithCheapWait._FEW * n and cheap < plain / 10, (cheap, plain)  # a few per round
+
+
+def test_the_cheap_wait_keeps_asyncio_wait_s_promise():
+    async def run():
+        futures = [asyncio.get_running_loop().create_future() for _ in range(100)]
+        futures[3].set_result("ok")
+        futures[7].set_exception(RuntimeError("an apply failed"))
+        done, not_done = await _AsyncioWithCheapWait.wait(futures, return_when=asyncio.FIRST_COMPLETED)
+        assert done == {futures[3], futures[7]} and not_done == set(futures) - done
+        with pytest.raises(RuntimeError, match="an apply failed"):
+            await futures[7]  # the SDK awaits each done task: the error reaches the program
+        rest = list(not_done)
+        done, not_done = await _AsyncioWithCheapWait.wait(rest, return_when=asyncio.FIRST_COMPLETED)
+        assert done == set() and not_done == set(rest)  # nothing finished within the poll: look again
+        asyncio.get_running_loop().call_later(0.01, rest[-1].set_result, "late")  # not among the few
+        while not done:
+            done, not_done = await _AsyncioWithCheapWait.wait(rest, return_when=asyncio.FIRST_COMPLETED)
+        assert done == {rest[-1]}
+
+    asyncio.run(run())
+
+
+def test_the_program_installs_it_once():
+    from pulumi.runtime import stack
+
+    sdk_waits_cheaply()
+    installed = stack.asyncio
+    sdk_waits_cheaply()
+    assert stack.asyncio is installed and isinstance(installed, _AsyncioWithCheapWait)
+    assert installed.sleep is asyncio.sleep  # everything else is asyncio's own
