@@ -3,6 +3,8 @@
 the real engine on the file backend, render mode, real OPA and scheduler on loopback.
 
     .venv/bin/python benchmarks/scale.py --workloads 100 300 1000
+    .venv/bin/python benchmarks/scale.py --workloads 100 300 --api-server   # objects applied to kube-apiserver
+    .venv/bin/python benchmarks/scale.py --workloads 1000 --without-pulumi-logs   # what the CLI's log costs
     .venv/bin/python benchmarks/scale.py --workloads 10000 --shards 10 --concurrency 2
 
 For each N it prints the wall time of
@@ -14,6 +16,7 @@ provider's), and the size of the state file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -32,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.pulumi_up import KEY, SUBSCRIPTION, workloads  # noqa: E402
 from greenops import program  # noqa: E402
 from greenops.automation import checkpoint_env  # noqa: E402
+from greenops.local.controlplane import LocalControlPlane  # noqa: E402
 from greenops.local.scheduler import SchedulerServer  # noqa: E402
 from greenops.local.tools import TOOLS_BIN, pulumi_env  # noqa: E402
 from greenops.policies.server import OpaServer  # noqa: E402
@@ -99,12 +103,29 @@ def gates(stack: auto.Stack) -> list[datetime]:
                   for r in rows if r["phase"] == "Scheduled" and r.get("nextChangeAt"))
 
 
-def run(n: int, opa_url: str, scheduler_url: str, skip_checkpoints: bool) -> dict:
+def home_without_logs(tmp: Path, home: Path) -> Path:
+    """A PULUMI_HOME sharing ``home``'s plugins where the CLI cannot open its automatic log.
+
+    The pulumi CLI (3.259, pinned) writes the engine's debug log, gzipped and
+    encrypted, to $PULUMI_HOME/logs, with no setting to turn it off; it is skipped only when that
+    folder cannot be created. A file in its place measures what the log costs. For the benchmark
+    only: nothing in greenops does this to a user's home."""
+    bare = tmp / "pulumi-home"
+    bare.mkdir()
+    (bare / "plugins").symlink_to(home / "plugins")
+    (bare / "logs").write_text("not a folder: the automatic log is off in this benchmark\n")
+    return bare
+
+
+def run(n: int, opa_url: str, scheduler_url: str, skip_checkpoints: bool, pulumi_logs: bool = True,
+        cluster: LocalControlPlane | None = None) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="greenops-scale-"))
     (tmp / "state").mkdir()
     write_workloads(tmp / "workloads", n)
     env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp / 'state'}", "PULUMI_CONFIG_PASSPHRASE": "bench",
                       **(checkpoint_env() if skip_checkpoints else {})})
+    if not pulumi_logs:
+        env["PULUMI_HOME"] = str(home_without_logs(tmp, Path(env["PULUMI_HOME"])))
     stack = auto.create_or_select_stack(
         stack_name=f"scale{n}", project_name=PROJECT, program=lambda: program.run(root=tmp),
         opts=auto.LocalWorkspaceOptions(
@@ -115,17 +136,26 @@ def run(n: int, opa_url: str, scheduler_url: str, skip_checkpoints: bool) -> dic
         "greenops:workloadsFrom": auto.ConfigValue("workloads"),
         "greenops:endpoints": auto.ConfigValue(json.dumps({"opaUrl": opa_url, "schedulerUrl": scheduler_url,
                                                            "timeoutSeconds": 30})),
-        "greenops:kubernetes": auto.ConfigValue(json.dumps({"mode": "render", "renderDir": str(tmp / "out")})),
+        "greenops:kubernetes": auto.ConfigValue(json.dumps(
+            # against the API server: objects server-side applied; no operator runs, so a run counts
+            # from when its objects are applied
+            {"mode": "cluster", "installCrdStubs": True, "readiness": "applied"} if cluster
+            else {"mode": "render", "renderDir": str(tmp / "out")})),
         "greenops:render": auto.ConfigValue(json.dumps({"sshPublicKey": KEY, "skipAwait": True,
                                                         "azureSubscriptionId": SUBSCRIPTION})),
     })
-    row: dict = {"n": n, "checkpoints": "final only" if skip_checkpoints else "every step"}
+    if cluster:
+        stack.set_config("greenops:kubeconfig", auto.ConfigValue(cluster.kubeconfig_path.read_text(), secret=True))
+    row: dict = {"n": n, "objects": "applied to kube-apiserver" if cluster else "rendered to files",
+                 "checkpoints": "final only" if skip_checkpoints else "every step",
+                 "pulumi's automatic log": "on" if pulumi_logs else "off"}
     with PeakMemory() as memory:
         for label, op in [("preview (empty)", stack.preview), ("up (place all)", stack.up),
                           ("preview (unchanged)", stack.preview), ("up (unchanged)", stack.up)]:
             t = time.perf_counter()
             result = op(color="never")
             row[label] = time.perf_counter() - t
+            print(f"  ... n={n} {label}: {row[label]:.1f} s", file=sys.stderr, flush=True)
             if label == "up (place all)":
                 row["resources"] = sum(result.summary.resource_changes.values())
         due = gates(stack)
@@ -143,6 +173,18 @@ def run(n: int, opa_url: str, scheduler_url: str, skip_checkpoints: bool) -> dic
     stack.destroy(color="never")
     stack.workspace.remove_stack(f"scale{n}")
     return row
+
+
+@contextlib.contextmanager
+def api_server():
+    """etcd + kube-apiserver on loopback, with the namespace the workloads' objects go to, and the
+    controller manager's garbage collector: the provider deletes in the foreground, and that
+    finalizer is the collector's to remove."""
+    with LocalControlPlane(with_controller_manager=True) as cp:
+        with cp.client() as client:
+            client.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace",
+                                                     "metadata": {"name": "greenops"}}).raise_for_status()
+        yield cp
 
 
 def run_sharded(n: int, shards: int, concurrency: int, opa_url: str, scheduler_url: str) -> dict:
@@ -202,12 +244,20 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=2, help="with --shards: shards at a time")
     parser.add_argument("--every-step", action="store_true",
                         help="write the state after every step (Pulumi's default; greenops writes it once, at the end)")
+    parser.add_argument("--api-server", action="store_true",
+                        help="apply the objects to a local etcd + kube-apiserver instead of rendering them to files")
+    parser.add_argument("--without-pulumi-logs", action="store_true",
+                        help="run the CLI without its automatic log under $PULUMI_HOME/logs, to show what it costs")
     args = parser.parse_args()
     print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs", flush=True)
-    with SchedulerServer(capacity_vcpu=1e9) as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+    with contextlib.ExitStack() as running:
+        scheduler = running.enter_context(SchedulerServer(capacity_vcpu=1e9))
+        opa = running.enter_context(OpaServer(scheduler_url=scheduler.url))
+        cluster = running.enter_context(api_server()) if args.api_server else None
         for n in args.workloads:
             row = (run_sharded(n, args.shards, args.concurrency, opa.url, scheduler.url) if args.shards
-                   else run(n, opa.url, scheduler.url, skip_checkpoints=not args.every_step))
+                   else run(n, opa.url, scheduler.url, skip_checkpoints=not args.every_step,
+                            pulumi_logs=not args.without_pulumi_logs, cluster=cluster))
             print(json.dumps(row, default=str), flush=True)
             for k, v in row.items():
                 print(f"  {k:26} {v:8.1f} s" if isinstance(v, float) and "MB" not in k else f"  {k:26} {v}", flush=True)
