@@ -13,11 +13,24 @@ from greenops.provider.greenvm import GreenVm
 from greenops.renderers import RenderSettings
 
 
+# pulumi-kubernetes deletes in the foreground unless told otherwise: each delete then waits for the
+# cluster's garbage collector to lift a finalizer, which is most of a reconcile's time when many runs
+# end at once. The VM's objects own nothing, so deleting in the background loses nothing; an
+# operator's own finalizer (the cloud VM going away) still holds the object until it is done.
+DELETION_POLICY = {"pulumi.com/deletionPropagationPolicy": "background"}
+
+
 def yaml_documents(objects: list[dict] | None) -> str:
-    """The objects as one YAML stream (each document in JSON, which is YAML and quick to write).
-    Handed to the ConfigGroup as one string rather than as ``objs``: the SDK would otherwise make an
-    Output of every nested value of every manifest (see greenops.outputs)."""
-    return "\n---\n".join(json.dumps(o) for o in objects or [])
+    """The objects as one YAML stream (each document in JSON, which is YAML and quick to write),
+    marked for background deletion. Handed to the ConfigGroup as one string rather than as ``objs``:
+    the SDK would otherwise make an Output of every nested value of every manifest (see
+    greenops.outputs)."""
+    return "\n---\n".join(json.dumps(_deleted_in_background(o)) for o in objects or [])
+
+
+def _deleted_in_background(obj: dict) -> dict:
+    metadata = obj.get("metadata") or {}
+    return {**obj, "metadata": {**metadata, "annotations": {**(metadata.get("annotations") or {}), **DELETION_POLICY}}}
 
 
 @dataclass

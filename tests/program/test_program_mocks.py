@@ -77,6 +77,8 @@ def test_each_workload_is_a_component_with_its_vm_and_objects(mocks):
         assert [o["kind"] for o in objs] == ["ComputeNetwork", "ComputeSubnetwork", "ComputeInstance"]
         assert all(o["metadata"]["labels"]["greenops-tenant"] == "finance" for o in objs)
         assert all(o["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true" for o in objs)
+        # deleted without waiting for the garbage collector (they own nothing)
+        assert all(o["metadata"]["annotations"]["pulumi.com/deletionPropagationPolicy"] == "background" for o in objs)
 
     return pulumi.Output.all(*[c.objects.urn for c in components]).apply(check)
 
