@@ -38,6 +38,7 @@ from greenops.automation import checkpoint_env  # noqa: E402
 from greenops.local.controlplane import LocalControlPlane  # noqa: E402
 from greenops.local.scheduler import SchedulerServer  # noqa: E402
 from greenops.local.tools import TOOLS_BIN, pulumi_env  # noqa: E402
+from greenops.local.webhook import namespace_manifest  # noqa: E402
 from greenops.policies.server import OpaServer  # noqa: E402
 
 PROJECT = "greenops-platform"
@@ -182,8 +183,7 @@ def api_server():
     finalizer is the collector's to remove."""
     with LocalControlPlane(with_controller_manager=True) as cp:
         with cp.client() as client:
-            client.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace",
-                                                     "metadata": {"name": "greenops"}}).raise_for_status()
+            client.post("/api/v1/namespaces", json=namespace_manifest("greenops", None)).raise_for_status()
         yield cp
 
 

@@ -13,10 +13,11 @@ from greenops.provider.greenvm import GreenVm
 from greenops.renderers import RenderSettings
 
 
-# pulumi-kubernetes deletes in the foreground unless told otherwise: each delete then waits for the
-# cluster's garbage collector to lift a finalizer, which is most of a reconcile's time when many runs
-# end at once. The VM's objects own nothing, so deleting in the background loses nothing; an
-# operator's own finalizer (the cloud VM going away) still holds the object until it is done.
+# pulumi-kubernetes deletes in the foreground unless told otherwise: a retired object is then gone
+# only once the cluster's garbage collector lifts a finalizer, so a lagging or missing collector
+# holds every reconcile (with one running, the cost per delete is the same either way). The VM's
+# objects own nothing, so deleting in the background loses nothing; an operator's own finalizer
+# (the cloud VM going away) still holds the object until it is done.
 DELETION_POLICY = {"pulumi.com/deletionPropagationPolicy": "background"}
 
 

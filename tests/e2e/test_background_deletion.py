@@ -16,6 +16,7 @@ from greenops import automation
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.tools import REPO
+from greenops.local.webhook import namespace_manifest
 from greenops.policies.server import OpaServer
 from tests.conftest import require_tool
 from tests.engine import iso
@@ -31,8 +32,7 @@ def bare_cluster():
     with LocalControlPlane(with_controller_manager=False) as cp, SchedulerServer(capacity_vcpu=64) as sched, \
             OpaServer(scheduler_url=sched.url) as opa:
         with cp.client() as k:
-            k.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace",
-                                               "metadata": {"name": "greenops"}}).raise_for_status()
+            k.post("/api/v1/namespaces", json=namespace_manifest("greenops", None)).raise_for_status()
         yield {"cp": cp, "scheduler": sched, "opa": opa}
 
 
