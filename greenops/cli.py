@@ -216,7 +216,8 @@ def cmd_placements(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from greenops.demo import demo
 
-    return demo(once=args.once, record=Path(args.record)) if args.record else demo(once=args.once)
+    kwargs = {"record": Path(args.record)} if args.record else {}
+    return demo(once=args.once, start=args.start, hours=args.hours, **kwargs)
 
 
 def _utc(text: str) -> datetime:
@@ -280,6 +281,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--once", action="store_true", help="tear everything down after the report")
     p.add_argument("--record", help="the SQLite file of the scheduler's reservation record "
                    "(default: build/demo/reservations.db, kept between runs)")
+    p.add_argument("--start", type=_utc, help="the simulated clock's first instant (default: the next 17:00 UTC)")
+    p.add_argument("--hours", type=float, default=24,
+                   help="simulated hours to play forward after placing (default: 24; 0 places only)")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("serve", help="run OPA and the scheduler on loopback for the dev stack")
     p.add_argument("--opa-port", type=int, default=endpoints.OPA_PORT)

@@ -2,13 +2,15 @@
 
 On loopback: etcd + kube-apiserver, the scheduler, OPA (HTTPS, with the policy bundle) as the
 mutating webhook for VmTemplate. Then both paths of the design:
-- Pulumi: the dev stack's sample workloads placed by GreenVm and, when due, applied to the API
-  server as ASO / Config Connector / ACK objects;
+- Pulumi: the dev stack's sample workloads, and two jobs declared in the evening for the next
+  morning, placed by GreenVm; the clock is then played forward over a simulated day (reconcile
+  passes at each next-change instant, as ``greenops reconcile --watch`` wakes), so each gate
+  opening, run start (ASO / Config Connector / ACK objects appearing in the API server) and
+  retirement shows;
 - cluster: VmTemplates created through the API server and patched by OPA from the scheduler.
 """
 from __future__ import annotations
 
-import json
 import shutil
 import signal
 import tempfile
@@ -21,6 +23,8 @@ import yaml
 
 from greenops import automation, placements, report
 from greenops.httpclient import RetryingClient
+from greenops.placement.lifecycle import stamp
+from greenops.reconcile import WAKE_MARGIN, reconcile_once
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.tools import REPO
@@ -32,8 +36,41 @@ def say(text: str = "") -> None:
     print(text, flush=True)
 
 
-def demo_project(folder: Path, cp: LocalControlPlane, opa_url: str, scheduler_url: str, ca_pem: str) -> Path:
-    """A copy of the project whose ``demo`` stack is the dev stack pointed at the local servers."""
+# The simulated day starts in the evening, when Germany's and Britain's grids are near their daily
+# peak in every month of the profiles, so tonight's jobs honestly wait for the night.
+EVENING_UTC = 17
+VM_KINDS = [("compute.azure.com/v1api20220301", "virtualmachines", "VirtualMachine"),
+            ("compute.cnrm.cloud.google.com/v1beta1", "computeinstances", "ComputeInstance"),
+            ("ec2.services.k8s.aws/v1alpha1", "instances", "Instance"),
+            # ACK's Instance takes its security group by id, so it follows the group once an ACK
+            # controller reports the id; none runs here, so the group is what shows an AWS run
+            ("ec2.services.k8s.aws/v1alpha1", "securitygroups", "SecurityGroup")]
+
+
+def next_evening(now: datetime) -> datetime:
+    """The simulated clock's start: the next EVENING_UTC:00 (never in the scheduler's past)."""
+    evening = now.replace(hour=EVENING_UTC, minute=0, second=0, microsecond=0)
+    return evening if evening > now else evening + timedelta(days=1)
+
+
+def tonights_jobs(evening: datetime) -> list[dict]:
+    """Two jobs declared in the evening, due the next morning. A stack file cannot say "tomorrow",
+    so the demo declares them for its own clock: both may only run where the grid has an hourly
+    profile (Germany, Britain), so their honest best answer is to wait for the night."""
+    due = stamp(evening + timedelta(hours=16))
+    return [
+        {"name": "grid-settlement", "cpu": 4, "memory": 16, "duration": "2h", "deadline": due,
+         "originRegion": "germanywestcentral", "maxLatency": 8, "dataResidency": "eu", "eligibleProviders": ["azure"],
+         "tenant": "energy"},
+        {"name": "overnight-render", "cpu": 8, "memory": 32, "duration": "3h", "deadline": due,
+         "originRegion": "eu-west-2", "maxLatency": 5, "eligibleProviders": ["aws"], "tenant": "media"},
+    ]
+
+
+def demo_project(folder: Path, cp: LocalControlPlane, opa_url: str, scheduler_url: str, ca_pem: str,
+                 extra_workloads: list[dict]) -> Path:
+    """A copy of the project whose ``demo`` stack is the dev stack pointed at the local servers,
+    with ``extra_workloads`` declared after the dev stack's."""
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy2(REPO / "Pulumi.yaml", folder / "Pulumi.yaml")
     (folder / "stacks").mkdir(exist_ok=True)
@@ -44,13 +81,14 @@ def demo_project(folder: Path, cp: LocalControlPlane, opa_url: str, scheduler_ur
     # No operator runs on this machine, so nothing would ever report a VM ready: a run counts from
     # when its objects are applied (readiness: applied), and the demo says so.
     config["greenops:kubernetes"] = {"mode": "cluster", "installCrdStubs": True, "readiness": "applied"}
+    config["greenops:workloads"] = config["greenops:workloads"] + extra_workloads
     (folder / "stacks" / "Pulumi.demo.yaml").write_text(yaml.safe_dump({"config": config}, sort_keys=False))
     return folder
 
 
-def vmtemplate(name: str, **spec) -> dict:
+def vmtemplate(name: str, due_in: timedelta = timedelta(days=2), **spec) -> dict:
     base = {"vmName": name, "cpu": 2, "memory": 4, "duration": "2h", "maxLatency": 2000, "tenant": "demo",
-            "deadline": (datetime.now(timezone.utc) + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")}
+            "deadline": stamp(datetime.now(timezone.utc) + due_in)}
     base.update(spec)
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "VmTemplate", "metadata": {"name": name}, "spec": base}
 
@@ -63,9 +101,41 @@ def active_reservations(scheduler_url: str) -> list[dict]:
         return placements.active(client)
 
 
-def demo(once: bool = True, record: Path = RECORD) -> int:
+def vm_objects(cp: LocalControlPlane) -> set[str]:
+    """The ASO / Config Connector / ACK VM objects (and ACK's security group) in the API server,
+    as ``Kind/name``."""
+    with cp.client() as k:
+        return {f"{kind}/{item['metadata']['name']}" for api, plural, kind in VM_KINDS
+                for item in k.get(f"/apis/{api}/namespaces/greenops/{plural}").json().get("items", [])}
+
+
+def play_forward(st: automation.auto.Stack, cp: LocalControlPlane, first, until: datetime) -> list:
+    """Reconcile passes at each next-change instant up to ``until``, as the watch loop would wake,
+    printing what each changed and which VM objects appeared in or left the API server."""
+    passes, seen, current = [first], vm_objects(cp), first
+    while current.next_change and current.next_change[0] <= until:
+        now = current.next_change[0] + WAKE_MARGIN
+        st.workspace.env_vars["GREENOPS_NOW"] = stamp(now)
+        current = reconcile_once(st)
+        passes.append(current)
+        objects = vm_objects(cp)
+        say(f"   [{stamp(now)}]")
+        for change in current.changes or ["no workload changed state"]:
+            say(f"      {change}")
+        for name in sorted(objects - seen):
+            say(f"      + {name} created in the API server")
+        for name in sorted(seen - objects):
+            say(f"      - {name} deleted from the API server")
+        seen = objects
+    return passes
+
+
+def demo(once: bool = True, record: Path = RECORD, start: datetime | None = None, hours: float = 24) -> int:
+    """``start`` is the simulated clock's first instant (default: the next evening); ``hours`` how
+    far it is played forward (0: one placement pass only)."""
     work = Path(tempfile.mkdtemp(prefix="greenops-demo-"))
     record.parent.mkdir(parents=True, exist_ok=True)
+    t0 = start or next_evening(datetime.now(timezone.utc))
     say("GreenOps demo: carbon-aware VM placement, everything on this machine (no cloud account).")
     say("Starting a local Kubernetes API server (etcd + kube-apiserver), the scheduler and OPA...")
     tls = loopback_tls(work / "tls")
@@ -79,40 +149,57 @@ def demo(once: bool = True, record: Path = RECORD) -> int:
         install_admission(cp, opa.url, tls.ca_pem, ("greenops", "demo"))
         say("  installed: the VmTemplate CRD and the mutating webhook (VmTemplate CREATE/UPDATE -> OPA places and books; DELETE -> OPA releases)")
 
-        say("\n1) Pulumi path: `up` of the dev stack's sample workloads against the local API server")
-        project = demo_project(work / "project", cp, opa.url, sched.url, tls.ca_pem.decode())
+        say(f"\n1) Pulumi path: the dev stack's workloads and two due tomorrow morning, placed at {stamp(t0)} "
+            "(simulated clock)")
+        project = demo_project(work / "project", cp, opa.url, sched.url, tls.ca_pem.decode(), tonights_jobs(t0))
         (work / "state").mkdir()
         st = automation.stack("demo", work_dir=project, env={
-            "PULUMI_BACKEND_URL": f"file://{work / 'state'}", "KUBECONFIG": str(cp.kubeconfig_path)})
+            "PULUMI_BACKEND_URL": f"file://{work / 'state'}", "KUBECONFIG": str(cp.kubeconfig_path),
+            "GREENOPS_NOW": stamp(t0)})
         st.set_config("greenops:kubeconfig", automation.auto.ConfigValue(cp.kubeconfig_path.read_text(), secret=True))
         started = time.monotonic()
-        result = automation.run(st, "up", stream=False)
-        say(f"   {', '.join(f'{k} {v}' for k, v in result.summary.resource_changes.items())} in {time.monotonic() - started:.1f} s")
-        rows = report.account(automation.placements(st))
+        first = reconcile_once(st)
+        say(f"   {first.counts} in {time.monotonic() - started:.1f} s")
+        say(report.table(report.account(first.rows)))
+        waiting = [r for r in first.rows if r.get("phase") == "Scheduled"]
+        say(f"   {len(waiting)} wait for a cleaner hour: " + (", ".join(
+            f"{r['workload']} until {r['start']} in {r['zone']}" for r in waiting) or "none"))
+        say(f"   VMs in the API server (due workloads only): {', '.join(sorted(vm_objects(cp))) or 'none'}")
+        say("   (no operator runs here, so readiness is 'applied': a run starts when its objects are applied; an AWS "
+            "run shows as its SecurityGroup, since ACK's Instance waits for the group's id from a controller)")
+        if hours > 0:
+            until = t0 + timedelta(hours=hours)
+            say(f"\n   Playing the clock forward to {stamp(until)}: a reconcile pass at each next change")
+            started = time.monotonic()
+            passes = play_forward(st, cp, first, until)
+            last = passes[-1]
+            say(f"   {len(passes) - 1} passes over {hours:g} simulated hours in {time.monotonic() - started:.1f} s")
+            rows = report.account(last.rows)
+        else:
+            rows = report.account(first.rows)
         say(report.table(rows))
         plot = report.plot(rows, REPO / "build" / "demo" / "placements.png")
-        with cp.client() as k:
-            kinds = {}
-            for api, plural in [("compute.azure.com/v1api20220301", "virtualmachines"),
-                                ("compute.cnrm.cloud.google.com/v1beta1", "computeinstances"),
-                                ("ec2.services.k8s.aws/v1alpha1", "instances")]:
-                items = k.get(f"/apis/{api}/namespaces/greenops/{plural}").json().get("items", [])
-                kinds[plural] = [i["metadata"]["name"] for i in items]
-        say(f"   VMs now in the API server (due workloads only): {json.dumps(kinds)}")
-        say("   (no operator runs here, so readiness is 'applied': a run starts when its objects are applied)")
-        say(f"   plot of the chosen zones and windows: {plot}")
+        say(f"   timeline of the placements: {plot}")
 
         say("\n2) Cluster path (the thesis): VmTemplates through the API server, patched by OPA's webhook")
         cases = [vmtemplate("etl-eu", originRegion="westeurope", dataResidency="eu"),
                  vmtemplate("render-milan", originRegion="italynorth", maxLatency=30, cpu=8, memory=16),
-                 vmtemplate("impossible", originRegion="westus", dataResidency="eu", maxLatency=10)]
+                 vmtemplate("impossible", originRegion="westus", dataResidency="eu", maxLatency=10),
+                 # Bound to grids whose cleanest hours are far apart (Germany's at night or midday,
+                 # California's in the evening), so at least one waits whatever the hour
+                 vmtemplate("settle-de", timedelta(hours=16), originRegion="germanywestcentral", maxLatency=8,
+                            eligibleProviders=["azure"]),
+                 vmtemplate("batch-ca", timedelta(hours=16), originRegion="westus", maxLatency=8,
+                            eligibleProviders=["azure"])]
         with cp.client() as k:
             for vm in cases:
+                sent = datetime.now(timezone.utc)
                 r = k.post(f"/apis/{GROUP}/{VERSION}/namespaces/demo/vmtemplates", json=vm)
                 if r.status_code == 201:
                     s = r.json()["spec"]
+                    later = " (waits for a cleaner hour)" if s["schedulingTime"] > stamp(sent + timedelta(minutes=1)) else ""
                     say(f"   admitted {vm['metadata']['name']:13} -> {s['provider']}/{s['schedulingLocation']} "
-                        f"size {s['vmSize']} at {s['schedulingTime']}")
+                        f"size {s['vmSize']} at {s['schedulingTime']}{later}")
                 else:
                     say(f"   rejected {vm['metadata']['name']:13} -> {r.json().get('message', r.text)[:400]}")
         say("\n3) The scheduler's record of placements, both paths (greenops placements):")

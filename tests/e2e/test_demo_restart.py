@@ -8,10 +8,13 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 
 import pytest
 
+from greenops.demo import next_evening
 from greenops.local.tools import REPO
+from greenops.placement.lifecycle import stamp
 from tests.conftest import require_tool
 from tests.engine import require_engine
 
@@ -39,7 +42,10 @@ def test_a_restarted_demo_shows_the_same_reservations(tmp_path):
     for tool in ("etcd", "kube-apiserver"):
         require_tool(tool)
     record = tmp_path / "reservations.db"
-    demo = [sys.executable, "-m", "greenops.cli", "demo", "--record", str(record)]
+    # placing only (no simulated day, whose retirements would leave nothing active to restart
+    # with), at one simulated instant for both runs
+    start = stamp(next_evening(datetime.now(timezone.utc)))
+    demo = [sys.executable, "-m", "greenops.cli", "demo", "--record", str(record), "--hours", "0", "--start", start]
     first = subprocess.Popen(demo, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     out1 = []
     deadline = time.monotonic() + 300
@@ -59,17 +65,17 @@ def test_a_restarted_demo_shows_the_same_reservations(tmp_path):
     assert first.returncode == 0, out1
     rows1 = record_table(out1)
     pulumi1 = sorted(r[0] for r in rows1 if r[2] == "pulumi")
-    assert len(pulumi1) == 6 and all(k.startswith("demo/") for k in pulumi1), out1
-    assert len([r for r in rows1 if r[2] == "cluster"]) == 2, out1  # the two admitted VmTemplates
-    assert left(out1) == 6, out1  # the VmTemplates were deleted with their control plane: released
+    assert len(pulumi1) == 8 and all(k.startswith("demo/") for k in pulumi1), out1
+    assert len([r for r in rows1 if r[2] == "cluster"]) == 4, out1  # the four admitted VmTemplates
+    assert left(out1) == 8, out1  # the VmTemplates were deleted with their control plane: released
 
     second = subprocess.run([*demo, "--once"], cwd=REPO, capture_output=True, text=True, timeout=400)
     out2 = second.stdout + second.stderr
     assert second.returncode == 0, out2
-    assert "reservation record" in out2 and ": 6 active from earlier runs" in out2, out2
+    assert "reservation record" in out2 and ": 8 active from earlier runs" in out2, out2
     rows2 = record_table(out2)
     keys2 = [r[0] for r in rows2]
     assert len(keys2) == len(set(keys2)), out2  # nothing booked twice
     assert sorted(r[0] for r in rows2 if r[2] == "pulumi") == pulumi1, out2
-    assert len([r for r in rows2 if r[2] == "cluster"]) == 2, out2
+    assert len([r for r in rows2 if r[2] == "cluster"]) == 4, out2
     assert left(out2) == 0, out2  # destroy and the VmTemplates' deletion released everything

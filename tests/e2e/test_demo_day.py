@@ -1,0 +1,82 @@
+"""`greenops demo --once` as a user runs it: the dev stack and tonight's two jobs placed at a
+simulated evening, then a simulated day played forward. What it prints about gates and
+retirements is checked against the reservation record it leaves behind."""
+from __future__ import annotations
+
+import re
+import sqlite3
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from greenops.demo import next_evening
+from greenops.local.tools import REPO
+from greenops.placement.lifecycle import stamp
+from tests.conftest import require_tool
+from tests.engine import at, require_engine
+
+pytestmark = [pytest.mark.tools, pytest.mark.e2e]
+PASS = re.compile(r"^   \[(\S+Z)\]$")
+CHANGE = re.compile(r"^      (gate|started|retired)\s+(\S+): (.*)$")
+CREATED = re.compile(r"^      \+ (\w+)/(\S+) created in the API server$")
+
+
+def simulated_day(out: str) -> list[tuple[datetime, list[tuple[str, str, str]], list[str]]]:
+    """Each pass of the played day: its instant, its (verb, workload, reason) lines, the objects created."""
+    section = out.split("Playing the clock forward", 1)[1].split(" passes over ", 1)[0]
+    passes = []
+    for line in section.splitlines():
+        if m := PASS.match(line):
+            passes.append((at(m.group(1)), [], []))
+        elif m := CHANGE.match(line):
+            passes[-1][1].append(m.groups())
+        elif m := CREATED.match(line):
+            passes[-1][2].append(m.group(2))
+    return passes
+
+
+def test_the_demo_plays_a_simulated_day(tmp_path):
+    require_engine()
+    for tool in ("etcd", "kube-apiserver"):
+        require_tool(tool)
+    record = tmp_path / "reservations.db"
+    t0 = next_evening(datetime.now(timezone.utc))
+    run = subprocess.run([sys.executable, "-m", "greenops.cli", "demo", "--once", "--record", str(record),
+                          "--start", stamp(t0)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+
+    waiting = re.search(r"(\d+) wait for a cleaner hour: (.*)", out)
+    assert waiting and int(waiting.group(1)) >= 2, out
+    waiters = set(re.findall(r"(\S+) until \S+ in \S+", waiting.group(2)))
+    assert {"grid-settlement", "overnight-render"} <= waiters, out
+
+    with sqlite3.connect(record) as db:
+        rows = {key.split("/")[1]: (phase, reason, start)
+                for key, phase, reason, start in db.execute(
+                    "SELECT key, phase, reason, start_at FROM reservations WHERE path = 'pulumi'")}
+    days = simulated_day(out)
+    assert days and all(t0 < when <= t0 + timedelta(hours=24, seconds=5) for when, _, _ in days), out
+    gates = {name: when for when, changes, _ in days for verb, name, _ in changes if verb == "gate"}
+    retired = {name: (when, reason) for when, changes, _ in days for verb, name, reason in changes if verb == "retired"}
+    created = {name: when for when, _, names in days for name in names}
+
+    # every waiting workload's gate opened in the played day, shortly before its recorded start, and
+    # its VM object appeared in the API server in that very pass (AWS: its security group)
+    for name in waiters:
+        start = datetime.fromisoformat(rows[name][2]).replace(tzinfo=timezone.utc)
+        assert name in gates, out
+        assert start - timedelta(minutes=10) <= gates[name] <= start, (name, gates[name], start)
+        assert any(n.startswith(name) for n, w in created.items() if w == gates[name]), out
+
+    # every workload of the stack retired within the day, and the record says exactly what was printed
+    assert set(retired) == set(rows), out
+    for name, (when, reason) in retired.items():
+        phase, recorded, _ = rows[name]
+        assert phase == "Completed" and recorded == reason, (name, phase, recorded, reason)
+        assert reason.endswith(f"retired at {stamp(when)}"), (name, reason, when)
+
+    # the cluster path: at least one admitted VmTemplate waits for a later hour
+    assert re.search(r"admitted \S+\s+-> \S+ size \S+ at \S+ \(waits for a cleaner hour\)", out), out
