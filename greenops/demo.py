@@ -172,13 +172,12 @@ def demo(once: bool = True, record: Path = RECORD, start: datetime | None = None
             say(f"\n   Playing the clock forward to {stamp(until)}: a reconcile pass at each next change")
             started = time.monotonic()
             passes = play_forward(st, cp, first, until)
-            last = passes[-1]
             say(f"   {len(passes) - 1} passes over {hours:g} simulated hours in {time.monotonic() - started:.1f} s")
-            rows = report.account(last.rows)
+            rows, now = report.account(passes[-1].rows), until
         else:
-            rows = report.account(first.rows)
+            rows, now = report.account(first.rows), t0
         say(report.table(rows))
-        plot = report.plot(rows, REPO / "build" / "demo" / "placements.png")
+        plot = report.plot(rows, REPO / "build" / "demo" / "placements.png", now=now)
         say(f"   timeline of the placements: {plot}")
 
         say("\n2) Cluster path (the thesis): VmTemplates through the API server, patched by OPA's webhook")

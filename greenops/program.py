@@ -9,6 +9,7 @@ import pulumi_kubernetes as k8s
 from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import Endpoints, GreenWorkload, GreenWorkloadArgs
 from greenops.outputs import gather, sdk_waits_cheaply
+from greenops.placement.lifecycle import stamp
 from greenops.stack_config import KEYS, StackConfig, StackConfigError, parse_stack_config
 
 PLATFORM_SECRETS = ("mlflowDbPassword", "s3AccessKey", "s3SecretKey")
@@ -51,7 +52,7 @@ def placement_row(w, decision: dict | None, lifecycle: dict | None, next_change_
             "saving%": d.get("savingPercent"), "gateOpenedAt": lc.get("gateOpenedAt"),
             "runningSince": lc.get("runningSince"), "completedAt": lc.get("completedAt"),
             "failedAt": lc.get("failedAt"), "replacements": lc.get("replacements"), "nextChangeAt": next_change_at,
-            "events": lc.get("events", [])}
+            "events": lc.get("events", []), "deadline": stamp(w.deadline), "decidedAt": d.get("decidedAt")}
 
 
 def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) -> None:

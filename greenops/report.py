@@ -9,10 +9,10 @@ window is never reported as a saving. Completed runs are what was achieved; the 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from pathlib import Path
 
-from greenops.catalog import data_dir, load_catalog
+from greenops.catalog import data_dir
 
 
 def power_model() -> dict:
@@ -58,34 +58,9 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def plot(rows: list[dict], path: Path, days: int = 7) -> Path:
-    """Each chosen zone's profile over the next ``days`` days, with the chosen run windows."""
-    import matplotlib
+def plot(rows: list[dict], path: Path, now: datetime | None = None) -> Path:
+    """The timeline of the placements (greenops.timeline) as a PNG; ``now`` defaults to the
+    platform's clock (GREENOPS_NOW when set)."""
+    from greenops import timeline
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from greenops.scheduler.sources import ProfileSource
-
-    source, cat = ProfileSource(load_catalog()), load_catalog()
-    zones = sorted({r["zone"] for r in rows if r.get("zone") and cat.profile(r["zone"])})
-    now = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
-    t0, t1 = now.timestamp(), (now + timedelta(days=days)).timestamp()
-    fig, ax = plt.subplots(figsize=(12, 5))
-    for zone in zones:
-        s = source.series(zone, t0, t1, t0)
-        ax.step([datetime.fromtimestamp(t, tz=timezone.utc) for t in s.boundaries[:-1]], s.values, where="post", label=zone)
-    for r in rows:
-        if r.get("start") and r.get("zone") in zones:
-            start = datetime.fromisoformat(r["start"].replace("Z", "+00:00"))
-            ax.axvspan(start, start + timedelta(hours=r["hours"]), alpha=0.15, color="green")
-            ax.annotate(r["workload"], (start, float(np.nanmax([r.get("expected") or 0]))), fontsize=7, rotation=90)
-    ax.set_ylabel("gCO2eq/kWh (profile)")
-    ax.set_title("Chosen zones' carbon intensity and the placed runs (shaded)")
-    ax.legend(fontsize=7, ncol=4)
-    fig.autofmt_xdate()
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    return path
+    return timeline.plot(rows, path, now)

@@ -22,15 +22,18 @@ class Decision(_Model):
     image: str = Field(description="provider image reference: Azure URN, GCP image path or AWS AMI id")
     expected_intensity: Intensity | None = None
     baseline_intensity: Intensity | None = None
+    decided_at: AwareDatetime | None = Field(
+        default=None, description="the instant the decision was made: the baseline run starts then (none in "
+                                  "decisions recorded before it was kept)")
 
-    @field_validator("scheduling_time", mode="after")
+    @field_validator("scheduling_time", "decided_at", mode="after")
     @classmethod
-    def _utc(cls, v: datetime) -> datetime:
-        return v.astimezone(timezone.utc)
+    def _utc(cls, v: datetime | None) -> datetime | None:
+        return v.astimezone(timezone.utc) if v else v
 
-    @field_serializer("scheduling_time")
-    def _ser_time(self, v: datetime) -> str:
-        return v.strftime("%Y-%m-%dT%H:%M:%SZ")
+    @field_serializer("scheduling_time", "decided_at")
+    def _ser_time(self, v: datetime | None) -> str | None:
+        return v.strftime("%Y-%m-%dT%H:%M:%SZ") if v else None
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from greenops.catalog import Catalog, load_catalog
+from greenops.clock import system_clock
 from greenops.errors import GreenOpsError
 from greenops.models import Decision, Workload
 from greenops.policies.client import OpaClient, PolicyDenied
@@ -24,6 +25,7 @@ def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
     reservation, counted against the tenant's quota from policy. Raises PlacementError (or the
     clients' errors) and creates nothing."""
     catalog = catalog or load_catalog()
+    decided_at = earliest_start or system_clock()  # the scheduler's baseline runs from here
     spec = workload.spec()
     try:
         decision = opa.require_allowed(spec)
@@ -49,6 +51,7 @@ def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
         provider=selection["provider"], region=selection["region"], zone=zone, scheduling_time=start,
         vm_size=selection["vmSize"], image=catalog.image(selection["provider"], selection["region"]),
         expected_intensity=answer.get("expected_intensity"), baseline_intensity=answer.get("baseline_intensity"),
+        decided_at=decided_at,
     )
 
 

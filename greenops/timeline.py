@@ -1,0 +1,121 @@
+"""The placements as a timeline (a Gantt chart): one row per workload with its chosen window,
+coloured hour by hour with the chosen zone's carbon intensity, the baseline run (started when the
+decision was made, at the origin), the deadline and now (``GREENOPS_NOW`` when set).
+
+The colours come from the catalog's month x hour profiles, the embedded default source; a stack
+whose scheduler reads another source was decided on other numbers, and the colour bar says which.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from greenops.clock import system_clock
+
+ROW_INCHES = 0.32  # per workload: keeps 8-point labels apart at any count
+DEADLINE_REACH = timedelta(hours=12)  # deadlines further past the last run are written, not drawn
+
+
+def _at(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+
+
+def figure(rows: list[dict], now: datetime | None = None):
+    """The matplotlib Figure of the placed rows (those with a start). The axis spans the runs and
+    their baselines, deadlines and now up to DEADLINE_REACH past the last run; later ones are
+    written at the edge."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.dates as mdates
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import Normalize
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    from greenops.catalog import load_catalog
+    from greenops.scheduler.sources import ProfileSource
+
+    now = now or system_clock()
+    placed = [r for r in rows if r.get("start")]
+    source = ProfileSource(load_catalog())
+    zones = source.zones()
+    windows = []
+    for r in placed:
+        start = _at(r["start"])
+        end = start + timedelta(hours=r["hours"])
+        hours = []
+        if r.get("zone") in zones:
+            s = source.series(r["zone"], start.timestamp(), end.timestamp(), start.timestamp())
+            for t, v in zip(s.boundaries[:-1], s.values):
+                a, b = max(t, start.timestamp()), min(t + s.step, end.timestamp())
+                if b > a:
+                    hours.append((datetime.fromtimestamp(a, start.tzinfo), datetime.fromtimestamp(b, start.tzinfo), float(v)))
+        windows.append((r, start, end, hours))
+    values = [v for *_, hours in windows for *_, v in hours] + [r["baseline"] for r in placed if r.get("baseline")]
+    values = values or [0.0, 1.0]
+    norm, cmap = Normalize(min(values), max(values) if max(values) > min(values) else min(values) + 1), plt.get_cmap("RdYlGn_r")
+
+    ends = [end for _, _, end, _ in windows] or [now + timedelta(hours=1)]
+    firsts = [min(filter(None, (start, _at(r.get("decidedAt"))))) for r, start, _, _ in windows] or [now]
+    left = min(firsts + [now]) - timedelta(hours=1)
+    right = max(ends) + timedelta(hours=1)
+    deadlines = [d for d in (_at(r.get("deadline")) for r, *_ in windows) if d and d <= max(ends) + DEADLINE_REACH]
+    right = max([right] + [d + timedelta(hours=1) for d in deadlines])
+    if now <= max(ends) + DEADLINE_REACH:
+        right = max(right, now + timedelta(hours=1))
+
+    fig, ax = plt.subplots(figsize=(13, 1.6 + ROW_INCHES * max(len(windows), 1)))
+    for y, (r, start, end, hours) in enumerate(windows):
+        decided = _at(r.get("decidedAt"))
+        if decided is not None:  # the baseline: the same run, started at decision time at the origin
+            fill = cmap(norm(r["baseline"])) if r.get("baseline") else "none"
+            ax.barh(y + 0.3, end - start, left=decided, height=0.22, color=fill, edgecolor="0.45", hatch="////",
+                    linewidth=0.6)
+        if hours:
+            for a, b, v in hours:
+                ax.barh(y, b - a, left=a, height=0.5, color=cmap(norm(v)), linewidth=0)
+        else:
+            ax.barh(y, end - start, left=start, height=0.5, color="0.7", linewidth=0)
+        ax.barh(y, end - start, left=start, height=0.5, color="none", edgecolor="black", linewidth=0.6)
+        deadline = _at(r.get("deadline"))
+        if deadline is not None and deadline <= right:
+            ax.plot([deadline, deadline], [y - 0.35, y + 0.35], color="crimson", linewidth=1.6)
+        elif deadline is not None:
+            ax.annotate(f"deadline {deadline:%Y-%m-%d}", (right, y), xytext=(-4, 0), textcoords="offset points",
+                        ha="right", va="center", fontsize=7, color="crimson")
+        if r.get("phase"):
+            ax.annotate(r["phase"], (end, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7,
+                        color="0.3", clip_on=True)
+    if now <= right:
+        ax.axvline(now, color="royalblue", linestyle="--", linewidth=1)
+    else:
+        ax.annotate(f"now {now:%Y-%m-%d} →", (1, 1), xycoords="axes fraction", xytext=(-4, 4),
+                    textcoords="offset points", ha="right", va="bottom", fontsize=7, color="royalblue")
+    ax.set_yticks(range(len(windows)), [f"{r['workload']}  ({r.get('zone') or '-'})" for r, *_ in windows], fontsize=8)
+    ax.set_ylim(len(windows) - 0.4, -0.7)
+    ax.set_xlim(left, right)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(mdates.AutoDateLocator()))
+    ax.grid(axis="x", color="0.9")
+    ax.set_axisbelow(True)
+    bar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, pad=0.01, fraction=0.03)
+    bar.set_label("gCO2eq/kWh, chosen zone (profile)", fontsize=8)
+    fig.legend(handles=[Patch(facecolor=cmap(0.2), edgecolor="black", label="chosen window"),
+                       Patch(facecolor=cmap(0.8), edgecolor="0.45", hatch="////",
+                             label="baseline: run at decision time, at the origin (mean)"),
+                       Line2D([], [], color="crimson", label="deadline"),
+                       Line2D([], [], color="royalblue", linestyle="--", label=f"now {now:%Y-%m-%d %H:%M}Z")],
+               loc="lower center", ncol=4, fontsize=8, frameon=False)
+    ax.set_title(f"Placements: {len(windows)} workloads, chosen windows against the baseline", fontsize=10)
+    fig.tight_layout(rect=(0, 0.35 / fig.get_figheight(), 1, 1))  # room for the legend below
+    return fig
+
+
+def plot(rows: list[dict], path: Path, now: datetime | None = None) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig = figure(rows, now)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
