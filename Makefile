@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: bench-reservations postgres ingress simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
+.PHONY: bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver) -> .tools/bin
@@ -40,7 +40,12 @@ postgres:
 ingress:
 	bash tools/install-deb.sh nginx-light /usr/sbin/nginx
 
-test: setup tools mlserver postgres ingress
+# Debian's chromium and its chromium-driver: the real headless browser of the dashboard's test
+browser:
+	bash tools/install-deb.sh chromium /usr/bin/chromium
+	bash tools/install-deb.sh chromium-driver /usr/bin/chromedriver
+
+test: setup tools mlserver postgres ingress browser
 	$(PY) -m pytest
 
 # Until the main job lands (issue: the `greenops` demo on the Automation API), render the dev

@@ -213,6 +213,36 @@ def cmd_placements(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    import os
+
+    from greenops import explain
+
+    endpoints = parse_stack_config(_stack_raw(args.stack), root=REPO).endpoints
+    with RetryingClient(str(endpoints.scheduler_url), token=os.environ.get("GREENOPS_SCHEDULER_TOKEN")) as scheduler:
+        row = explain.find(scheduler, args.workload, args.stack)
+    print(explain.text(explain.account(row)))
+    return 0
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    import os
+
+    import uvicorn
+
+    from greenops.clock import system_clock
+    from greenops.dashboard import SchedulerData
+    from greenops.dashboard.routes import local_app
+
+    endpoints = parse_stack_config(_stack_raw(args.stack), root=REPO).endpoints
+    with RetryingClient(str(endpoints.scheduler_url), token=os.environ.get("GREENOPS_SCHEDULER_TOKEN")) as scheduler:
+        print(f"dashboard of stack {args.stack} (scheduler {endpoints.scheduler_url}): "
+              f"http://127.0.0.1:{args.port}/dashboard", flush=True)
+        uvicorn.run(local_app(SchedulerData(scheduler), system_clock), host="127.0.0.1", port=args.port,
+                    log_level="warning")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from greenops.demo import demo
 
@@ -277,6 +307,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--without-region", metavar="REGION",
                    help="who is affected if REGION is removed: each placement re-evaluated against policy without it")
     p.set_defaults(func=cmd_placements)
+    p = sub.add_parser("dashboard", help="the placements dashboard of a stack, on loopback (reads the stack's "
+                       "scheduler; token: GREENOPS_SCHEDULER_TOKEN)")
+    p.add_argument("--stack", default="dev", help="whose scheduler's record to show (default: dev)")
+    p.add_argument("--port", type=int, default=8090)
+    p.set_defaults(func=cmd_dashboard)
+    p = sub.add_parser("explain", help="why a workload runs where and when it does, as recorded when it was "
+                       "decided (token: GREENOPS_SCHEDULER_TOKEN)")
+    p.add_argument("workload", help="a workload declared in the stack, or a VmTemplate as namespace/name")
+    p.add_argument("--stack", default="dev", help="whose scheduler's record to read (default: dev)")
+    p.set_defaults(func=cmd_explain)
     p = sub.add_parser("demo", help="the whole system on loopback: control plane, webhook, OPA, scheduler, dev stack")
     p.add_argument("--once", action="store_true", help="tear everything down after the report")
     p.add_argument("--record", help="the SQLite file of the scheduler's reservation record "

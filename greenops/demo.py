@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from greenops import automation, placements, report
+from greenops import automation, explain, placements, report
 from greenops.httpclient import RetryingClient
 from greenops.placement.lifecycle import stamp
 from greenops.reconcile import WAKE_MARGIN, reconcile_once
@@ -203,12 +203,17 @@ def demo(once: bool = True, record: Path = RECORD, start: datetime | None = None
                     say(f"   rejected {vm['metadata']['name']:13} -> {r.json().get('message', r.text)[:400]}")
         say("\n3) The scheduler's record of placements, both paths (greenops placements):")
         say(placements.table(active_reservations(sched.url)))
+        say("\n4) Why they run where and when (greenops explain), from what was recorded at decision time:")
+        with RetryingClient(sched.url) as client:
+            for name in ("nightly-etl", "demo/settle-de"):
+                say(explain.text(explain.account(explain.find(client, name, "demo"))) + "\n")
         if not once:
             # The handler goes in before the prompt: a Ctrl-C sent as soon as the line shows must
             # take the orderly path below, not interrupt it half-way.
             stop = threading.Event()
             signal.signal(signal.SIGINT, lambda *_: stop.set())
-            say("\nEverything stays up; Ctrl-C stops it (the Pulumi path's reservations stay in the record). "
+            say(f"\nDashboard (placements of both paths, timeline, forecasts): {sched.url}/dashboard")
+            say("Everything stays up; Ctrl-C stops it (the Pulumi path's reservations stay in the record). "
                 f"Try: KUBECONFIG={cp.kubeconfig_path} kubectl get vmtemplates -A")
             stop.wait()
         # The VmTemplates go with this control plane: deleting them releases their reservations.

@@ -52,7 +52,8 @@ def placement_row(w, decision: dict | None, lifecycle: dict | None, next_change_
             "saving%": d.get("savingPercent"), "gateOpenedAt": lc.get("gateOpenedAt"),
             "runningSince": lc.get("runningSince"), "completedAt": lc.get("completedAt"),
             "failedAt": lc.get("failedAt"), "replacements": lc.get("replacements"), "nextChangeAt": next_change_at,
-            "events": lc.get("events", []), "deadline": stamp(w.deadline), "decidedAt": d.get("decidedAt")}
+            "events": lc.get("events", []), "deadline": stamp(w.deadline), "decidedAt": d.get("decidedAt"),
+            "image": d.get("image")}
 
 
 def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) -> None:

@@ -15,6 +15,11 @@ from pathlib import Path
 from greenops.catalog import data_dir
 
 
+# A Failed workload never ran (or never finished); a Released one was given back (its VmTemplate
+# deleted, or replaced by a new spec) and is counted, if at all, under the booking that replaced it.
+NOT_COUNTED = {"Failed", "Released"}
+
+
 def power_model() -> dict:
     return json.loads((data_dir() / "power.json").read_text())
 
@@ -25,7 +30,7 @@ def account(rows: list[dict]) -> list[dict]:
     out = []
     for r in rows:
         p = model["providers"].get(r.get("provider") or "", None)
-        if p is None or r.get("expected") is None or r.get("phase") == "Failed":
+        if p is None or r.get("expected") is None or r.get("memory") is None or r.get("phase") in NOT_COUNTED:
             out.append({**r, "energy_kwh": None, "expected_g": None, "baseline_g": None, "saving_g": None})
             continue
         watts = r["cpu"] * (p["minWattsPerVcpu"] + u * (p["maxWattsPerVcpu"] - p["minWattsPerVcpu"])) + r["memory"] * p["memoryWattsPerGb"]

@@ -34,7 +34,7 @@ def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
     origin = _origin_zone(catalog, workload.origin_region)
     reservation = None if key is None else Reservation(
         key=key, tenant=workload.tenant, path="pulumi", quota_vcpu=decision.get("tenantQuotaVcpu"),
-        regions=decision.get("zoneRegions") or {}, workload=spec)
+        regions=decision.get("zoneRegions") or {}, workload=spec, explanation=_with_images(decision, catalog))
     answer = scheduler.schedule(decision["zones"], workload.deadline, workload.duration_hours,
                                 workload.cpu, workload.memory, origin_zone=origin, earliest_start=earliest_start,
                                 reservation=reservation)
@@ -53,6 +53,16 @@ def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
         expected_intensity=answer.get("expected_intensity"), baseline_intensity=answer.get("baseline_intensity"),
         decided_at=decided_at,
     )
+
+
+def _with_images(decision: dict, catalog: Catalog) -> dict | None:
+    """Policy's explanation with the image each zone's region would boot, so the record holds the
+    whole mapping as decided (the image comes from the catalog, not from policy)."""
+    explanation = decision.get("explanation")
+    if not explanation:
+        return explanation
+    zones = {z: {**m, "image": catalog.image(m["provider"], m["region"])} for z, m in (explanation.get("zones") or {}).items()}
+    return {**explanation, "zones": zones}
 
 
 def _origin_zone(catalog: Catalog, region: str) -> str | None:

@@ -27,6 +27,7 @@ class Reservation:
     quota_vcpu: float | None = None
     regions: dict[str, str] = field(default_factory=dict)
     workload: dict | None = None
+    explanation: dict | None = None  # policy's account of the eligible set, kept with the booking
 
 
 class SchedulerClient(RetryingClient):
@@ -45,6 +46,8 @@ class SchedulerClient(RetryingClient):
         if reservation:
             body.update(key=reservation.key, tenant=reservation.tenant, path=reservation.path,
                         regions=reservation.regions, workload=reservation.workload)
+            if reservation.explanation is not None:
+                body["explanation"] = reservation.explanation
             if reservation.quota_vcpu is not None:
                 body["tenant_quota_vcpu"] = float(reservation.quota_vcpu)
         return self._answer(self.post("/scheduling", body))

@@ -103,9 +103,11 @@ def _feasible(ledger: CapacityLedger, zone: str, starts: np.ndarray, duration: f
 def best_placement(
     forecasts: dict[str, Series], job: Job, now: float, deadline: float,
     ledger: CapacityLedger | None = None, give_up_at: float | None = None,
+    weighed: list[Placement] | None = None,
 ) -> Placement:
     """The (zone, start) with the lowest mean intensity over the run; ties go to the earliest
-    start, then to the zone that sorts first, so equal inputs give equal answers."""
+    start, then to the zone that sorts first, so equal inputs give equal answers. ``weighed``, when
+    given, receives each zone's best window with room: the alternatives the answer beat."""
     latest = deadline - job.duration
     if latest < now:
         raise NoFeasibleWindow("the deadline leaves no time to run the job")
@@ -126,6 +128,8 @@ def best_placement(
         means = np.where(ok, means, np.inf)
         i = int(np.argmin(means))  # argmin returns the first (earliest) minimum
         candidate = (float(means[i]), float(starts[i]), zone)
+        if weighed is not None and np.isfinite(candidate[0]):
+            weighed.append(Placement(zone, candidate[1], candidate[0]))
         if best is None or candidate < best:
             best = candidate
     if best is None:
@@ -144,6 +148,19 @@ def place_batch(
         ledger.reserve(p.zone, p.start, job.duration, job.cpu)
         out.append(p)
     return out
+
+
+def search(
+    forecasts: dict[str, Series], job: Job, n: int, now: float, deadline: float,
+    ledger: CapacityLedger, give_up_at: float | None = None,
+) -> tuple[list[Placement], list[Placement]]:
+    """``place_batch``, and what its first job weighed: each zone's best window with room, best
+    first (recorded with the answer, so a decision can be explained without recomputing it)."""
+    weighed: list[Placement] = []
+    first = best_placement(forecasts, job, now, deadline, ledger, give_up_at, weighed)
+    ledger.reserve(first.zone, first.start, job.duration, job.cpu)
+    rest = place_batch(forecasts, job, n - 1, now, deadline, ledger, give_up_at) if n > 1 else []
+    return [first, *rest], sorted(weighed, key=lambda p: (p.mean_intensity, p.start, p.zone))
 
 
 def run_now_mean(series: Series, now: float, duration: float) -> float:

@@ -24,12 +24,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
+from greenops.dashboard import RecordData, dashboard_router
 from greenops.reservations import QuotaExceeded, ReservationStore
 from greenops.scheduler.algorithm import DecisionTimeout, Job, NoFeasibleWindow, Placement, run_now_mean
 from greenops.scheduler.auth import require_token
 from greenops.scheduler.booking import Ask, Outcome, book, replay
 from greenops.scheduler.offload import SearchPool
 from greenops.scheduler.ratelimit import TenantRateLimit
+from greenops.scheduler.forecast_api import forecast_router
 from greenops.scheduler.reservations_api import reservations_router
 from greenops.scheduler.series import ceil_second, to_epoch
 from greenops.scheduler.sources.base import CarbonSource, SourceUnavailable, UnknownZone
@@ -75,6 +77,9 @@ class SchedulingRequest(BaseModel):
         default_factory=dict, description="zone -> provider/region the caller maps it to, recorded with the booking")
     dry_run: bool = Field(default=False, description="decide without booking (a dry-run admission)")
     workload: dict | None = Field(default=None, description="the workload as policy saw it, kept for re-evaluation")
+    explanation: dict | None = Field(
+        default=None, description="policy's account of the eligible set (its constraint chain, and what each zone "
+                                  "maps back to), kept with the booking for `greenops explain`; not part of the spec")
 
     @field_validator("eligible_regions")
     @classmethod
@@ -88,6 +93,10 @@ class PlacementOut(BaseModel):
     expected_intensity: float = Field(description="mean gCO2eq/kWh over the run")
 
 
+class Considered(PlacementOut):
+    run_now_intensity: float = Field(description="mean gCO2eq/kWh of starting at once in this zone")
+
+
 class SchedulingResponse(PlacementOut):
     key: str | None = Field(default=None, description="the reservation's key (none for a dry run)")
     baseline_intensity: float | None = Field(description="mean gCO2eq/kWh of the baseline run")
@@ -95,6 +104,9 @@ class SchedulingResponse(PlacementOut):
     saving_percent: float | None
     source: str
     placements: list[PlacementOut] = Field(description="every job of the batch, in placement order")
+    considered: list[Considered] | None = Field(
+        default=None, description="each eligible zone's best window with room, best first: the alternatives the "
+                                  "(first) job's placement beat; absent from answers recorded before it was kept")
 
 
 class Health(BaseModel):
@@ -195,12 +207,17 @@ def create_app(
                 baseline = sum(run_now_mean(s, begin, duration) for s in forecasts.values()) / len(forecasts)
                 what = "run now, mean over the eligible zones"
 
+            job = Job(req.cpu, req.memory, duration)
+            weighed: list[Placement] = []  # what the latest search's first job weighed, for its answer
+
             def search(ledger):
-                return searches.place(work, forecasts, Job(req.cpu, req.memory, duration), req.number_of_jobs,
-                                      begin, deadline, ledger, give_up_at)
+                placements, weighed[:] = searches.place(work, forecasts, job, req.number_of_jobs,
+                                                        begin, deadline, ledger, give_up_at)
+                return placements
 
             def answer_of(placements):
-                return _response(placements, baseline, what, None if req.dry_run else key, source.describe())
+                considered = [(p, run_now_mean(forecasts[p.zone], begin, duration)) for p in weighed]
+                return _response(placements, baseline, what, None if req.dry_run else key, source.describe(), considered)
 
             ask = Ask(key=key, request=request, tenant=req.tenant, path=req.path, cpu=req.cpu, duration=duration,
                       zones=req.eligible_regions, begin=begin, deadline=deadline, quota_vcpu=req.tenant_quota_vcpu,
@@ -240,10 +257,13 @@ def create_app(
         return schedule(req, key)
 
     app.include_router(reservations_router(store, clock), dependencies=auth)
+    app.include_router(forecast_router(source, clock), dependencies=auth)
+    app.include_router(dashboard_router(RecordData(store, source, clock), clock), dependencies=auth)
     return app
 
 
-def _response(placements: list[Placement], baseline: float, what: str, key: str | None, source: str) -> dict:
+def _response(placements: list[Placement], baseline: float, what: str, key: str | None, source: str,
+              considered: list[tuple[Placement, float]] | None = None) -> dict:
     first = placements[0]
     mean_expected = sum(p.mean_intensity for p in placements) / len(placements)
     saving = 100 * (1 - mean_expected / baseline) if baseline > 0 else None
@@ -258,6 +278,10 @@ def _response(placements: list[Placement], baseline: float, what: str, key: str 
         source=source,
         placements=[PlacementOut(scheduling_location=p.zone, scheduling_time=_rfc3339(p.start),
                                  expected_intensity=round(p.mean_intensity, 2)) for p in placements],
+        considered=None if considered is None else [
+            Considered(scheduling_location=p.zone, scheduling_time=_rfc3339(p.start),
+                       expected_intensity=round(p.mean_intensity, 2), run_now_intensity=round(now, 2))
+            for p, now in considered],
     ).model_dump(mode="json")
 
 

@@ -21,8 +21,8 @@ from greenops.scheduler.algorithm import SLOT, CapacityLedger, DecisionTimeout, 
 MAX_ATTEMPTS = 25
 # What does not change the placement a request asks for: a retry may send other values. The
 # earliest start is the caller's clock, later on every retry: it is checked against the stored
-# answer instead (see _replayed).
-_NOT_THE_SPEC = {"req_timeout", "key", "dry_run", "earliest_start"}
+# answer instead (see _replayed). The explanation is an account of the spec, not the spec.
+_NOT_THE_SPEC = {"req_timeout", "key", "dry_run", "earliest_start", "explanation"}
 
 
 def spec_hash(request: dict) -> str:

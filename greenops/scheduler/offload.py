@@ -12,7 +12,7 @@ import multiprocessing
 import threading
 from concurrent.futures import ProcessPoolExecutor
 
-from greenops.scheduler.algorithm import CapacityLedger, Job, Placement, place_batch
+from greenops.scheduler.algorithm import CapacityLedger, Job, Placement, search
 from greenops.scheduler.series import Series
 
 SMALL_WORK = 20_000  # jobs x zones x horizon hours; a one-job week over 16 zones is 2 688
@@ -25,12 +25,12 @@ class SearchPool:
         self._lock = threading.Lock()
 
     def place(self, work: int, forecasts: dict[str, Series], job: Job, n: int, begin: float, deadline: float,
-              ledger: CapacityLedger, give_up_at: float) -> list[Placement]:
+              ledger: CapacityLedger, give_up_at: float) -> tuple[list[Placement], list[Placement]]:
+        """The placements, and what the first job weighed (algorithm.search)."""
         if work <= SMALL_WORK:
-            return place_batch(forecasts, job, n, begin, deadline, ledger, give_up_at)
+            return search(forecasts, job, n, begin, deadline, ledger, give_up_at)
         # CLOCK_MONOTONIC is system-wide, so the worker honours the same give_up_at
-        return self._executor().submit(place_batch, forecasts, job, n, begin, deadline, ledger,
-                                       give_up_at).result()
+        return self._executor().submit(search, forecasts, job, n, begin, deadline, ledger, give_up_at).result()
 
     def _executor(self) -> ProcessPoolExecutor:
         with self._lock:

@@ -36,6 +36,14 @@ class ReservationOut(BaseModel):
     revision: int
     workload: dict | None = Field(description="the workload as policy saw it, when the caller sent it")
     updated_at: datetime
+    created_at: datetime | None = Field(default=None, description="when it was booked (with detail)")
+    searched_from: datetime | None = Field(default=None, description="where the search began: the later of the "
+                                                                     "booking and the caller's earliest start; the "
+                                                                     "baseline run starts then (with detail)")
+    answer: dict | None = Field(default=None, description="the scheduler's answer as given, with the windows it "
+                                                          "weighed (with detail)")
+    explanation: dict | None = Field(default=None, description="policy's account of the eligible set, as the "
+                                                               "caller sent it (with detail)")
 
 
 class ReservationList(BaseModel):
@@ -49,13 +57,21 @@ class PhaseReport(BaseModel):
     reason: str = Field(default="", max_length=1024)
 
 
-def out(row: dict) -> ReservationOut:
+def out(row: dict, detail: bool = False) -> ReservationOut:
+    """The row as the API shows it; ``detail`` adds what was recorded at decision time."""
     first = min(row["placements"], key=lambda p: p["start"])
+    recorded = {}
+    if detail:
+        booked = _utc(row["created_at"])
+        earliest = row["request"].get("earliest_start")
+        recorded = {"created_at": booked, "answer": row["answer"], "explanation": row["request"].get("explanation"),
+                    "searched_from": max(booked, _utc(datetime.fromisoformat(earliest.replace("Z", "+00:00"))))
+                    if earliest else booked}
     return ReservationOut(key=row["key"], tenant=row["tenant"], path=row["path"], phase=row["phase"],
                           reason=row["reason"], zone=row["zone"], provider=row["provider"], region=row["region"],
                           start=ceil_second(first["start"]), end=ceil_second(max(p["end"] for p in row["placements"])),
                           cpu=row["milli_cpu"] / 1000, jobs=row["jobs"], revision=row["revision"],
-                          workload=row["request"].get("workload"), updated_at=_utc(row["updated_at"]))
+                          workload=row["request"].get("workload"), updated_at=_utc(row["updated_at"]), **recorded)
 
 
 def _utc(value: datetime) -> datetime:
@@ -73,15 +89,16 @@ def reservations_router(store: ReservationStore, clock: Callable[[], datetime]) 
     @router.get("", response_model=ReservationList)
     def list_reservations(tenant: str | None = None, zone: str | None = None, region: str | None = None,
                           provider: str | None = None, path: str | None = None,
-                          all: bool = Query(False, description="every phase, not only the active ones")):
+                          all: bool = Query(False, description="every phase, not only the active ones"),
+                          detail: bool = Query(False, description="with the answer and policy's explanation")):
         rows = store.list(tenant=tenant, zone=zone, region=region, provider=provider, path=path,
                           active_only=not all, now=None if all else clock())
-        return ReservationList(reservations=[out(r) for r in rows])
+        return ReservationList(reservations=[out(r, detail) for r in rows])
 
     @router.get("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
     def get_reservation(key: str):
         row = store.get(key)
-        return out(row) if row else JSONResponse(status_code=404, content={"detail": f"reservation {key}: no such key"})
+        return out(row, detail=True) if row else JSONResponse(status_code=404, content={"detail": f"reservation {key}: no such key"})
 
     @router.patch("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
     def report_phase(key: str, report: PhaseReport):

@@ -3,6 +3,7 @@ simulated evening, then a simulated day played forward. What it prints about gat
 retirements is checked against the reservation record it leaves behind."""
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import subprocess
@@ -80,3 +81,18 @@ def test_the_demo_plays_a_simulated_day(tmp_path):
 
     # the cluster path: at least one admitted VmTemplate waits for a later hour
     assert re.search(r"admitted \S+\s+-> \S+ size \S+ at \S+ \(waits for a cleaner hour\)", out), out
+
+    # explain, both paths: the constraint chain and the winning window, as the record holds them
+    section = out.split("4) Why they run where and when", 1)[1].split("\n", 1)[1].split("Tearing down", 1)[0]
+    pulumi, cluster = section.split("\n\n")[:2]
+    with sqlite3.connect(record) as db:
+        answers = dict(db.execute("SELECT key, answer FROM reservations"))
+    for block, path in ((pulumi, "pulumi"), (cluster, "cluster")):
+        key = block.split()[0]
+        assert f"({path} path" in block, block
+        assert "dataResidency" in block and "maxLatency" in block and "-> " in block, block
+        answer = json.loads(answers[key])
+        chosen = [line.split() for line in block.splitlines() if line.endswith("<- chosen")]
+        assert chosen and chosen[0][:3] == [answer["scheduling_location"], answer["scheduling_time"],
+                                           f"{answer['expected_intensity']:g}"], block
+        assert f"why: {answer['scheduling_location']}" in block and "mapping: zone" in block, block

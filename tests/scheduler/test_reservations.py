@@ -164,3 +164,32 @@ def test_the_listing_reads_the_start_as_the_answer_does(client):
     [row] = client.get("/reservations").json()["reservations"]
     assert row["start"].replace("+00:00", "Z") == answer["scheduling_time"]
     assert row["updated_at"].endswith(("Z", "+00:00"))
+
+
+def test_the_record_keeps_the_windows_weighed_and_policys_explanation(client):
+    """What `greenops explain` reads: each zone's best window with room and its run-now intensity, best first,
+    in the stored answer; policy's explanation as sent, which is no part of the spec (a retry that
+    sends another one is the same booking)."""
+    why = {"constraintChain": [{"constraint": "providers azure", "remaining": 57}], "zones": {}}
+    b = body(key="dev/etl", eligible_regions=["FR", "DE", "GB"], deadline="2027-01-10T20:00:00Z", explanation=why)
+    answer = client.post("/scheduling", json=b).json()
+    weighed = answer["considered"]
+    assert sorted(c["scheduling_location"] for c in weighed) == ["DE", "FR", "GB"]
+    assert [c["expected_intensity"] for c in weighed] == sorted(c["expected_intensity"] for c in weighed)
+    assert weighed[0]["scheduling_location"] == answer["scheduling_location"]
+    assert weighed[0]["scheduling_time"] == answer["scheduling_time"]
+    assert all(c["expected_intensity"] <= c["run_now_intensity"] for c in weighed)
+    retry = client.post("/scheduling", json={**b, "explanation": {"constraintChain": []}})
+    assert retry.headers.get("idempotent-replayed") == "true"
+    recorded = client.get("/reservations/dev/etl").json()
+    assert recorded["answer"] == answer and recorded["explanation"] == why
+    listed = client.get("/reservations", params={"detail": "true"}).json()["reservations"]
+    assert listed[0]["explanation"] == why
+    assert client.get("/reservations").json()["reservations"][0]["explanation"] is None  # only with detail
+
+
+def test_a_zone_without_room_is_not_among_the_windows_weighed(client):
+    assert client.post("/scheduling", json=body(key="dev/first")).status_code == 200  # FR's only slot
+    answer = client.post("/scheduling", json=body(key="dev/second", eligible_regions=["FR", "DE"])).json()
+    assert answer["scheduling_location"] == "DE"
+    assert [c["scheduling_location"] for c in answer["considered"]] == ["DE"]

@@ -214,6 +214,7 @@ _booking := object.union(_key_field, {
 	"tenant_quota_vcpu": _decision.tenantQuotaVcpu,
 	"regions": _decision.zoneRegions,
 	"workload": workload.normalize(_workload),
+	"explanation": _decision.explanation,
 	"dry_run": dry_run,
 })
 

@@ -211,8 +211,9 @@ else := "no VM size there fits the requested vCPU and memory" if {
 
 else := sprintf("provider %v was requested", [spec.provider])
 
-# An empty set caused by conflicting intent: report the chain of constraints that emptied it.
-# These stages are evaluated only on this error path.
+# The chain of constraints, each stage narrowing the one before: reported when conflicting intent
+# empties it, and recorded with every booking (`explanation`) so `greenops explain` shows how the
+# eligible set was shaped.
 stage_provider := {[p, r] | some p in providers; some r, _ in catalog.regions[p]}
 
 stage_placeable := {[p, r] | some [p, r] in stage_provider; catalog.regions[p][r].placeable}
@@ -241,6 +242,17 @@ _stages := [
 	[sprintf("a VM size with %v vCPU and %v GB", [spec.cpu, spec.memory]), count(stage_size)],
 ]
 
+# Why the eligible set is what it is, kept with the booking: each constraint in turn with how many
+# provider regions it leaves, and the candidate each eligible zone maps back to (region, size,
+# latency, price), so the mapping is stored as decided rather than recomputed later. Null when the
+# workload itself is malformed (its errors say why).
+default explanation := null
+
+explanation := {
+	"constraintChain": [{"constraint": s[0], "remaining": s[1]} | some s in _stages],
+	"zones": {z: m | some z in zones; m := zone_match(z)},
+}
+
 _chain := [sprintf("%v leaves %v", [s[0], s[1]]) |
 	some i, s in _stages
 	i <= _first_empty
@@ -263,4 +275,5 @@ decision := {
 	"selection": selection,
 	"zoneRegions": zone_regions,
 	"tenantQuotaVcpu": tenant_quota,
+	"explanation": explanation,
 }

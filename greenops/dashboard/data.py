@@ -1,0 +1,66 @@
+"""Where the dashboard reads from: the scheduler's own record and carbon source (in the service),
+or a scheduler over HTTP (``greenops dashboard``). Both give the same shapes."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Callable, Protocol
+
+from greenops.errors import GreenOpsError
+from greenops.httpclient import RetryingClient, detail
+from greenops.reservations import ReservationStore
+
+
+@dataclass(frozen=True)
+class Forecast:
+    zone: str
+    source: str
+    start: float  # epoch seconds
+    step: float
+    values: list[float]
+
+
+class DashboardData(Protocol):
+    def reservations(self) -> list[dict]:
+        """Every reservation, every phase, with its decision-time detail (the listing's shape)."""
+
+    def forecast(self, zone: str, start: datetime, end: datetime) -> Forecast:
+        """The carbon source's series for ``zone`` over [start, end)."""
+
+
+class RecordData:
+    """Inside the scheduler: its reservation store and carbon source."""
+
+    def __init__(self, store: ReservationStore, source, clock: Callable[[], datetime]):
+        self._store, self._source, self._clock = store, source, clock
+
+    def reservations(self) -> list[dict]:
+        from greenops.scheduler.reservations_api import out
+
+        return [out(r, detail=True).model_dump(mode="json") for r in self._store.list(active_only=False)]
+
+    def forecast(self, zone: str, start: datetime, end: datetime) -> Forecast:
+        s = self._source.series(zone, start.timestamp(), end.timestamp(), self._clock().timestamp())
+        return Forecast(zone, self._source.describe(), float(s.start), float(s.step), [float(v) for v in s.values])
+
+
+class SchedulerData:
+    """A scheduler over HTTP, with its bearer token."""
+
+    def __init__(self, client: RetryingClient):
+        self._client = client
+
+    def _get(self, path: str, params: dict) -> dict:
+        r = self._client.request("GET", path, params=params)
+        if r is None or r.status_code != 200:
+            why = detail(r) if r is not None else self._client.last_error
+            raise GreenOpsError(f"the scheduler at {self._client.url} did not answer GET {path} ({why})")
+        return r.json()
+
+    def reservations(self) -> list[dict]:
+        return self._get("/reservations", {"all": "true", "detail": "true"})["reservations"]
+
+    def forecast(self, zone: str, start: datetime, end: datetime) -> Forecast:
+        f = self._get(f"/forecast/{zone}", {"start": start.isoformat(), "end": end.isoformat()})
+        return Forecast(f["zone"], f["source"], datetime.fromisoformat(f["start"].replace("Z", "+00:00")).timestamp(),
+                        f["step_seconds"], f["values"])

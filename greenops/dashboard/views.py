@@ -1,0 +1,116 @@
+"""What the page shows, built from the record: the placement rows, their totals, and the two
+Plotly figures (the timeline, and the forecast of each zone in use against what each placement
+expected when it was decided)."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from greenops import report
+from greenops.dashboard.data import DashboardData
+
+FILTERS = ("tenant", "provider", "region", "phase")
+ALTERNATIVES_SHOWN = 5  # in a timeline bar's hover: the runners-up the scheduler weighed
+
+
+def _at(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def placement_rows(reservations: list[dict]) -> list[dict]:
+    """One row per reservation, in the shape report.account prices (energy from the CCF model)."""
+    rows = []
+    for r in reservations:
+        w, a = r.get("workload") or {}, r.get("answer") or {}
+        start, end = _at(r["start"]), _at(r["end"])
+        rows.append({
+            "key": r["key"], "workload": w.get("name") or r["key"], "tenant": r["tenant"], "path": r["path"],
+            "phase": r["phase"], "reason": r.get("reason"), "provider": r.get("provider"), "region": r.get("region"),
+            "zone": r["zone"], "start": r["start"], "end": r["end"], "deadline": w.get("deadline"),
+            "decidedAt": r.get("searched_from"), "hours": (end - start).total_seconds() / 3600, "cpu": r["cpu"] * r["jobs"],
+            "memory": w.get("memory"), "expected": a.get("expected_intensity"),
+            "baseline": a.get("baseline_intensity"), "saving%": a.get("saving_percent"),
+            "considered": a.get("considered") or [],
+        })
+    return report.account(rows)
+
+
+def filtered(rows: list[dict], chosen: dict[str, str]) -> list[dict]:
+    return [r for r in rows if all(not v or r.get(k) == v for k, v in chosen.items())]
+
+
+def options(rows: list[dict]) -> dict[str, list[str]]:
+    return {k: sorted({r[k] for r in rows if r.get(k)}) for k in FILTERS}
+
+
+def totals(rows: list[dict]) -> dict:
+    counted = [r for r in rows if r.get("expected_g") is not None]
+    expected, baseline = sum(r["expected_g"] for r in counted), sum(r["baseline_g"] for r in counted)
+    return {"workloads": len(rows), "counted": len(counted), "expected_g": round(expected, 1),
+            "baseline_g": round(baseline, 1), "saving_g": round(baseline - expected, 1),
+            "saving_percent": round(100 * (1 - expected / baseline), 1) if baseline else None}
+
+
+def _hover(r: dict) -> str:
+    lines = [f"<b>{r['workload']}</b> ({r['path']}, {r['phase']})", f"{r['provider']}/{r['region']} ({r['zone']})",
+             f"{r['start']} for {r['hours']:g} h", f"expected {r['expected']} g/kWh, baseline {r['baseline']}"]
+    others = [c for c in r["considered"] if c["scheduling_location"] != r["zone"]][:ALTERNATIVES_SHOWN]
+    if others:
+        lines.append("also weighed:")
+        lines += [f"  {c['scheduling_location']} at {c['scheduling_time']}: {c['expected_intensity']:g}" for c in others]
+    return "<br>".join(lines)
+
+
+def timeline_figure(rows: list[dict], now: datetime):
+    import plotly.graph_objects as go
+
+    rows = sorted(rows, key=lambda r: (r["start"], r["workload"]))
+    labels = [f"{r['workload']} ({r['zone']})" for r in rows]
+    ms = [r["hours"] * 3600_000 for r in rows]
+    fig = go.Figure()
+    decided = [r for r in rows if r.get("decidedAt")]
+    fig.add_bar(name="baseline: run at decision time", orientation="h", y=[f"{r['workload']} ({r['zone']})" for r in decided],
+                base=[r["decidedAt"] for r in decided], x=[r["hours"] * 3600_000 for r in decided], width=0.25,
+                offset=0.1, marker={"color": "rgba(0,0,0,0)", "line": {"color": "#777", "width": 1},
+                                    "pattern": {"shape": "/", "fgcolor": "#999"}}, hoverinfo="skip")
+    fig.add_bar(name="chosen window", orientation="h", y=labels, base=[r["start"] for r in rows], x=ms, width=0.45,
+                offset=-0.3, marker={"color": [r["expected"] or 0 for r in rows], "colorscale": "RdYlGn_r",
+                                     "colorbar": {"title": {"text": "g/kWh"}}, "line": {"color": "#222", "width": 1}},
+                hovertext=[_hover(r) for r in rows], hoverinfo="text")
+    due = [r for r in rows if r.get("deadline")]
+    fig.add_scatter(name="deadline", x=[r["deadline"] for r in due], y=[f"{r['workload']} ({r['zone']})" for r in due],
+                    mode="markers", marker={"symbol": "line-ns-open", "size": 16, "color": "crimson"})
+    fig.add_vline(x=now.timestamp() * 1000, line={"dash": "dash", "color": "royalblue"})
+    span_end = max([_at(r["end"]) for r in rows], default=now) + timedelta(hours=12)
+    starts = [_at(r["decidedAt"] or r["start"]) for r in rows]
+    fig.update_layout(barmode="overlay", height=160 + 28 * max(len(rows), 1), margin={"l": 10, "r": 10, "t": 30, "b": 30},
+                      xaxis={"type": "date", "range": [min(starts + [now]) - timedelta(hours=1), max(span_end, now)]},
+                      yaxis={"autorange": "reversed", "automargin": True}, legend={"orientation": "h", "y": -0.15},
+                      title={"text": "Timeline: chosen windows (colour: expected g/kWh), baselines, deadlines, now"})
+    return fig
+
+
+def intensity_figure(rows: list[dict], data: DashboardData, now: datetime):
+    """Each zone in use: the source's forecast over the placements' span, and each placement's
+    expected mean as recorded when it was decided."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    if not rows:
+        return fig
+    t0 = min(_at(r["start"]) for r in rows) - timedelta(hours=6)
+    t1 = max(_at(r["end"]) for r in rows) + timedelta(hours=6)
+    source = None
+    for zone in sorted({r["zone"] for r in rows}):
+        f = data.forecast(zone, t0, t1)
+        source = f.source
+        times = [datetime.fromtimestamp(f.start + i * f.step, t0.tzinfo) for i in range(len(f.values))]
+        fig.add_scatter(name=f"{zone} forecast", x=times, y=f.values, mode="lines", line={"shape": "hv"})
+    for r in rows:
+        if r.get("expected") is not None:
+            fig.add_scatter(name=f"{r['workload']} expected", x=[r["start"], r["end"]], y=[r["expected"]] * 2,
+                            mode="lines", line={"dash": "dot", "width": 3}, showlegend=False,
+                            hovertext=f"{r['workload']}: expected {r['expected']} g/kWh in {r['zone']}", hoverinfo="text")
+    fig.add_vline(x=now.timestamp() * 1000, line={"dash": "dash", "color": "royalblue"})
+    fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 30, "b": 30}, yaxis={"title": {"text": "gCO2eq/kWh"}},
+                      title={"text": f"Zones in use: forecast ({source}) and each run's expected mean (dotted)"})
+    return fig

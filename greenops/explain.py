@@ -1,0 +1,91 @@
+"""Why a workload runs where and when it does, from what was recorded when it was decided: policy's
+constraint chain and zone mapping (kept with the booking), and the windows the scheduler weighed
+(kept in its answer). Nothing is recomputed against today's data.
+
+Both paths book in the same record: a Pulumi workload under ``<stack>/<workload>/<spec digest>``,
+a VmTemplate under ``<namespace>/<name>/<uid>``.
+"""
+from __future__ import annotations
+
+from greenops.errors import GreenOpsError
+from greenops.httpclient import RetryingClient, detail
+
+
+def find(scheduler: RetryingClient, workload: str, stack: str) -> dict:
+    """The newest reservation of ``workload``: a name declared in ``stack``, or a VmTemplate's
+    ``namespace/name``."""
+    r = scheduler.request("GET", "/reservations", params={"all": "true", "detail": "true"})
+    if r is None or r.status_code != 200:
+        why = detail(r) if r is not None else scheduler.last_error
+        raise GreenOpsError(f"the scheduler at {scheduler.url} did not list its reservations ({why})")
+    prefixes = (f"{stack}/{workload}/", f"{workload}/")
+    rows = [x for x in r.json()["reservations"] if x["key"].startswith(prefixes) and x.get("answer")]
+    if not rows:
+        raise GreenOpsError(f"workload {workload!r}: no reservation in the record of {scheduler.url} "
+                            f"(looked for keys {prefixes[0]}… and {prefixes[1]}…)")
+    return max(rows, key=lambda x: x["created_at"])
+
+
+def account(row: dict) -> dict:
+    """The explanation as data (the dashboard shows it, ``text`` prints it)."""
+    answer, policy = row["answer"], row.get("explanation") or {}
+    chosen = answer["scheduling_location"]
+    considered = answer.get("considered")
+    others = [c for c in considered or [] if c["scheduling_location"] != chosen]
+    best_other = min(others, key=lambda c: c["expected_intensity"], default=None)
+    if considered is None:
+        why = "the alternatives were not recorded (booked by a scheduler that did not keep them)"
+    elif best_other is None:
+        why = f"{chosen} was the only eligible zone; its cleanest window before the deadline won"
+    else:
+        why = (f"{chosen} had the lowest mean intensity over the run ({answer['expected_intensity']:g} g/kWh), "
+               f"ahead of {best_other['scheduling_location']} ({best_other['expected_intensity']:g}); "
+               "ties go to the earliest start, then the zone name")
+    mapping = (policy.get("zones") or {}).get(chosen)
+    return {
+        "key": row["key"], "path": row["path"], "phase": row["phase"], "tenant": row["tenant"],
+        "bookedAt": row.get("created_at"), "searchedFrom": row.get("searched_from"), "workload": row.get("workload"),
+        "constraintChain": policy.get("constraintChain"), "eligibleZones": sorted(policy.get("zones") or {}),
+        "considered": considered, "chosen": {"zone": chosen, "start": answer["scheduling_time"],
+                                             "expected": answer["expected_intensity"]},
+        "baseline": {"what": answer.get("baseline"), "intensity": answer.get("baseline_intensity"),
+                     "savingPercent": answer.get("saving_percent")},
+        "source": answer.get("source"), "why": why, "mapping": mapping,
+    }
+
+
+def text(a: dict) -> str:
+    w = a.get("workload") or {}
+    hours = f"{w['durationHours']:g} h" if "durationHours" in w else w.get("duration")
+    lines = [f"{a['key']} ({a['path']} path, tenant {a['tenant']}), {a['phase']}; booked {a['bookedAt'][:19]}Z"
+             + (f", searched from {a['searchedFrom'][:19]}Z" if a.get("searchedFrom") not in (None, a["bookedAt"]) else ""),
+             f"  asked: {w.get('cpu')} vCPU, {w.get('memory')} GB for {hours}, deadline {w.get('deadline')}, "
+             f"origin {w.get('originRegion')}"]
+    lines.append("eligible set (policy at decision time), each constraint in turn:")
+    if a["constraintChain"]:
+        lines += [f"  {c['constraint']:<52} leaves {c['remaining']:>4} provider regions" for c in a["constraintChain"]]
+        lines.append(f"  -> {len(a['eligibleZones'])} zones: {', '.join(a['eligibleZones'])}")
+    else:
+        lines.append("  not recorded (booked by a client that sent no explanation)")
+    lines.append(f"windows weighed (each zone's best window with room; source {a['source']}):")
+    if a["considered"]:
+        lines.append(f"  {'zone':<14}{'best start':<23}{'expected':>9}{'run now':>9}")
+        for c in a["considered"]:
+            mark = "  <- chosen" if c["scheduling_location"] == a["chosen"]["zone"] else ""
+            lines.append(f"  {c['scheduling_location']:<14}{c['scheduling_time']:<23}{c['expected_intensity']:>9g}"
+                         f"{c['run_now_intensity']:>9g}{mark}")
+    lines.append(f"why: {a['why']}")
+    b = a["baseline"]
+    if b["intensity"] is not None:
+        lines.append(f"  against the baseline ({b['what']}: {b['intensity']:g} g/kWh): saving {b['savingPercent']} %")
+    m = a["mapping"]
+    if m:
+        price = f", ${m['hourlyUsd']}/h" if m.get("hourlyUsd") is not None else ""
+        latency = f"{m['latencyMs']} ms from the origin" if m.get("latencyMs") is not None else "latency unknown"
+        lines.append(f"mapping: zone {a['chosen']['zone']} -> {m['provider']}/{m['region']} (the zone's region "
+                     f"with the lowest latency, then the cheapest fitting size: {latency}), size {m['vmSize']}{price}")
+        if m.get("image"):
+            lines.append(f"  image {m['image']}")
+        elif a["path"] == "cluster":
+            lines.append("  image: the VmTemplate composition's image for the provider, set when Krateo renders it")
+    return "\n".join(lines)
