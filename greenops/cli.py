@@ -197,6 +197,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scheduler_of(stack: str) -> RetryingClient:
+    """A client of the stack's scheduler, with the token from GREENOPS_SCHEDULER_TOKEN."""
+    import os
+
+    endpoints = parse_stack_config(_stack_raw(stack), root=REPO).endpoints
+    return RetryingClient(str(endpoints.scheduler_url), token=os.environ.get("GREENOPS_SCHEDULER_TOKEN"))
+
+
 def cmd_placements(args: argparse.Namespace) -> int:
     import os
 
@@ -204,7 +212,7 @@ def cmd_placements(args: argparse.Namespace) -> int:
     from greenops.policies.client import OpaClient
 
     endpoints = parse_stack_config(_stack_raw(args.stack), root=REPO).endpoints
-    with RetryingClient(str(endpoints.scheduler_url), token=os.environ.get("GREENOPS_SCHEDULER_TOKEN")) as scheduler:
+    with _scheduler_of(args.stack) as scheduler:
         rows = placements.active(scheduler, tenant=args.tenant, region=args.region, eu=args.eu)
     print(placements.table(rows))
     if args.without_region:
@@ -214,29 +222,23 @@ def cmd_placements(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    import os
-
     from greenops import explain
 
-    endpoints = parse_stack_config(_stack_raw(args.stack), root=REPO).endpoints
-    with RetryingClient(str(endpoints.scheduler_url), token=os.environ.get("GREENOPS_SCHEDULER_TOKEN")) as scheduler:
+    with _scheduler_of(args.stack) as scheduler:
         row = explain.find(scheduler, args.workload, args.stack)
     print(explain.text(explain.account(row)))
     return 0
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    import os
-
     import uvicorn
 
     from greenops.clock import system_clock
     from greenops.dashboard import SchedulerData
     from greenops.dashboard.routes import local_app
 
-    endpoints = parse_stack_config(_stack_raw(args.stack), root=REPO).endpoints
-    with RetryingClient(str(endpoints.scheduler_url), token=os.environ.get("GREENOPS_SCHEDULER_TOKEN")) as scheduler:
-        print(f"dashboard of stack {args.stack} (scheduler {endpoints.scheduler_url}): "
+    with _scheduler_of(args.stack) as scheduler:
+        print(f"dashboard of stack {args.stack} (scheduler {scheduler.url}): "
               f"http://127.0.0.1:{args.port}/dashboard", flush=True)
         uvicorn.run(local_app(SchedulerData(scheduler), system_clock), host="127.0.0.1", port=args.port,
                     log_level="warning")

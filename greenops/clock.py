@@ -11,3 +11,8 @@ def system_clock() -> datetime:
     if override:
         return datetime.fromisoformat(override.replace("Z", "+00:00")).astimezone(timezone.utc)
     return datetime.now(timezone.utc)
+
+
+def parse_time(text: str) -> datetime:
+    """An RFC 3339 instant as written by the platform (``...Z``) or by Python (``+00:00``)."""
+    return datetime.fromisoformat(text).astimezone(timezone.utc)

@@ -93,6 +93,22 @@ def vmtemplate(name: str, due_in: timedelta = timedelta(days=2), **spec) -> dict
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "VmTemplate", "metadata": {"name": name}, "spec": base}
 
 
+# Bound to grids whose cleanest hours are far apart (California's in its evening, Tokyo's in its
+# night), each due in 16 h: at least one of the two waits whatever the hour and month
+# (tests/unit/test_demo_templates.py sweeps a year of the profiles).
+APART = {"batch-ca": "westus", "batch-jp": "japaneast"}
+
+
+def cluster_templates() -> list[dict]:
+    return [vmtemplate("etl-eu", originRegion="westeurope", dataResidency="eu"),
+            vmtemplate("render-milan", originRegion="italynorth", maxLatency=30, cpu=8, memory=16),
+            vmtemplate("impossible", originRegion="westus", dataResidency="eu", maxLatency=10),
+            vmtemplate("settle-de", timedelta(hours=16), originRegion="germanywestcentral", maxLatency=8,
+                       eligibleProviders=["azure"]),
+            *(vmtemplate(name, timedelta(hours=16), originRegion=region, maxLatency=8, eligibleProviders=["azure"])
+              for name, region in APART.items())]
+
+
 RECORD = REPO / "build" / "demo" / "reservations.db"  # outlives the demo: a restart shows the same reservations
 
 
@@ -181,15 +197,7 @@ def demo(once: bool = True, record: Path = RECORD, start: datetime | None = None
         say(f"   timeline of the placements: {plot}")
 
         say("\n2) Cluster path (the thesis): VmTemplates through the API server, patched by OPA's webhook")
-        cases = [vmtemplate("etl-eu", originRegion="westeurope", dataResidency="eu"),
-                 vmtemplate("render-milan", originRegion="italynorth", maxLatency=30, cpu=8, memory=16),
-                 vmtemplate("impossible", originRegion="westus", dataResidency="eu", maxLatency=10),
-                 # Bound to grids whose cleanest hours are far apart (Germany's at night or midday,
-                 # California's in the evening), so at least one waits whatever the hour
-                 vmtemplate("settle-de", timedelta(hours=16), originRegion="germanywestcentral", maxLatency=8,
-                            eligibleProviders=["azure"]),
-                 vmtemplate("batch-ca", timedelta(hours=16), originRegion="westus", maxLatency=8,
-                            eligibleProviders=["azure"])]
+        cases = cluster_templates()
         with cp.client() as k:
             for vm in cases:
                 sent = datetime.now(timezone.utc)

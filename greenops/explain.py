@@ -12,17 +12,16 @@ from greenops.httpclient import RetryingClient, detail
 
 
 def find(scheduler: RetryingClient, workload: str, stack: str) -> dict:
-    """The newest reservation of ``workload``: a name declared in ``stack``, or a VmTemplate's
-    ``namespace/name``."""
-    r = scheduler.request("GET", "/reservations", params={"all": "true", "detail": "true"})
+    """The newest reservation of ``workload``: a VmTemplate's ``namespace/name``, else a name
+    declared in ``stack``."""
+    prefix = f"{workload}/" if "/" in workload else f"{stack}/{workload}/"
+    r = scheduler.request("GET", "/reservations", params={"all": "true", "detail": "true", "key_prefix": prefix})
     if r is None or r.status_code != 200:
         why = detail(r) if r is not None else scheduler.last_error
         raise GreenOpsError(f"the scheduler at {scheduler.url} did not list its reservations ({why})")
-    prefixes = (f"{stack}/{workload}/", f"{workload}/")
-    rows = [x for x in r.json()["reservations"] if x["key"].startswith(prefixes) and x.get("answer")]
+    rows = [x for x in r.json()["reservations"] if x.get("answer")]
     if not rows:
-        raise GreenOpsError(f"workload {workload!r}: no reservation in the record of {scheduler.url} "
-                            f"(looked for keys {prefixes[0]}… and {prefixes[1]}…)")
+        raise GreenOpsError(f"workload {workload!r}: no reservation under {prefix}… in the record of {scheduler.url}")
     return max(rows, key=lambda x: x["created_at"])
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from greenops.clock import system_clock
+from greenops.clock import parse_time, system_clock
 
 ROW_INCHES = 0.32  # per workload: keeps 8-point labels apart at any count
 DEADLINE_REACH = timedelta(hours=12)  # deadlines further past the last run are written, not drawn
 
 
 def _at(text: str | None) -> datetime | None:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+    return parse_time(text) if text else None
 
 
 def figure(rows: list[dict], now: datetime | None = None):

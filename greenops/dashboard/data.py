@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable, Protocol
 
+from greenops.clock import parse_time
 from greenops.errors import GreenOpsError
 from greenops.httpclient import RetryingClient, detail
 from greenops.reservations import ReservationStore
@@ -21,8 +22,9 @@ class Forecast:
 
 
 class DashboardData(Protocol):
-    def reservations(self) -> list[dict]:
-        """Every reservation, every phase, with its decision-time detail (the listing's shape)."""
+    def reservations(self, filters: dict[str, str], ended_after: datetime) -> list[dict]:
+        """The reservations matching ``filters`` (tenant, provider, region, phase) that are active
+        or ended after ``ended_after``, with their decision-time detail (the listing's shape)."""
 
     def forecast(self, zone: str, start: datetime, end: datetime) -> Forecast:
         """The carbon source's series for ``zone`` over [start, end)."""
@@ -34,10 +36,11 @@ class RecordData:
     def __init__(self, store: ReservationStore, source, clock: Callable[[], datetime]):
         self._store, self._source, self._clock = store, source, clock
 
-    def reservations(self) -> list[dict]:
+    def reservations(self, filters: dict[str, str], ended_after: datetime) -> list[dict]:
         from greenops.scheduler.reservations_api import out
 
-        return [out(r, detail=True).model_dump(mode="json") for r in self._store.list(active_only=False)]
+        rows = self._store.list(active_only=False, ended_after=ended_after, **filters)
+        return [out(r, detail=True).model_dump(mode="json") for r in rows]
 
     def forecast(self, zone: str, start: datetime, end: datetime) -> Forecast:
         s = self._source.series(zone, start.timestamp(), end.timestamp(), self._clock().timestamp())
@@ -57,10 +60,10 @@ class SchedulerData:
             raise GreenOpsError(f"the scheduler at {self._client.url} did not answer GET {path} ({why})")
         return r.json()
 
-    def reservations(self) -> list[dict]:
-        return self._get("/reservations", {"all": "true", "detail": "true"})["reservations"]
+    def reservations(self, filters: dict[str, str], ended_after: datetime) -> list[dict]:
+        params = {"all": "true", "detail": "true", "ended_after": ended_after.isoformat(), **filters}
+        return self._get("/reservations", params)["reservations"]
 
     def forecast(self, zone: str, start: datetime, end: datetime) -> Forecast:
         f = self._get(f"/forecast/{zone}", {"start": start.isoformat(), "end": end.isoformat()})
-        return Forecast(f["zone"], f["source"], datetime.fromisoformat(f["start"].replace("Z", "+00:00")).timestamp(),
-                        f["step_seconds"], f["values"])
+        return Forecast(f["zone"], f["source"], parse_time(f["start"]).timestamp(), f["step_seconds"], f["values"])

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Callable
 
 from fastapi import APIRouter, Request
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse
 
 from greenops.dashboard import views
 from greenops.dashboard.data import DashboardData
+from greenops.errors import GreenOpsError
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -35,16 +36,19 @@ def dashboard_router(data: DashboardData, clock: Callable[[], datetime]) -> APIR
     router = APIRouter(prefix="/dashboard", tags=["dashboard"])
 
     def chosen(request: Request) -> dict[str, str]:
-        return {k: request.query_params.get(k, "") for k in views.FILTERS}
+        return {k: v for k in views.FILTERS if (v := request.query_params.get(k, ""))}
+
+    def rows_for(request: Request, now: datetime) -> list[dict]:
+        return views.placement_rows(data.reservations(chosen(request), now - views.HISTORY))
 
     @router.get("", response_class=HTMLResponse, summary="the dashboard page")
     def page(request: Request):
         now = clock()
-        every = views.placement_rows(data.reservations())
-        picked = chosen(request)
-        rows = views.filtered(every, picked)
+        every = rows_for(request, now)
+        rows = sorted(every, key=lambda r: r["start"], reverse=True)[:views.MAX_ROWS]
         return templates.TemplateResponse(request, "dashboard.html", {
-            "rows": rows, "totals": views.totals(rows), "options": views.options(every), "chosen": picked,
+            "rows": rows, "total_rows": len(every), "totals": views.totals(every), "options": views.options(every),
+            "chosen": {k: chosen(request).get(k, "") for k in views.FILTERS}, "history_days": views.HISTORY.days,
             "now": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "timeline": _plain(views.timeline_figure(rows, now)) if rows else None,
             "intensity": _plain(views.intensity_figure(rows, data, now)) if rows else None,
@@ -52,7 +56,7 @@ def dashboard_router(data: DashboardData, clock: Callable[[], datetime]) -> APIR
 
     @router.get("/api/placements", summary="the page's rows as JSON, with the same filters")
     def placements(request: Request) -> dict:
-        rows = views.filtered(views.placement_rows(data.reservations()), chosen(request))
+        rows = rows_for(request, clock())
         return {"placements": rows, "totals": views.totals(rows)}
 
     @router.get("/static/plotly.min.js", include_in_schema=False)
@@ -68,7 +72,15 @@ def local_app(data: DashboardData, clock: Callable[[], datetime]):
     from fastapi import FastAPI
     from fastapi.responses import RedirectResponse
 
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+
     app = FastAPI(title="GreenOps dashboard", docs_url=None, redoc_url=None)
+    # loopback names only: a page on another site cannot reach the record through DNS rebinding
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost"])
     app.include_router(dashboard_router(data, clock))
     app.add_api_route("/", lambda: RedirectResponse("/dashboard"), include_in_schema=False)
+
+    @app.exception_handler(GreenOpsError)
+    async def _unreachable(request: Request, exc: GreenOpsError) -> PlainTextResponse:
+        return PlainTextResponse(str(exc), status_code=502)  # the scheduler behind it, named
     return app

@@ -1,19 +1,25 @@
 """What the page shows, built from the record: the placement rows, their totals, and the two
 Plotly figures (the timeline, and the forecast of each zone in use against what each placement
-expected when it was decided)."""
+expected when it was decided).
+
+Plotly draws hover text, tick labels and legend names as (a subset of) HTML, so every string a
+user wrote (workload names above all) is escaped before it goes into a figure.
+"""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from html import escape
 
 from greenops import report
+from greenops.clock import parse_time as _at
 from greenops.dashboard.data import DashboardData
+from greenops.errors import GreenOpsError
 
 FILTERS = ("tenant", "provider", "region", "phase")
 ALTERNATIVES_SHOWN = 5  # in a timeline bar's hover: the runners-up the scheduler weighed
-
-
-def _at(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+HISTORY = timedelta(days=7)  # besides the active ones, placements that ended this recently
+MAX_ROWS = 500  # the most recent by start; the JSON API has them all
+FORECAST_SPAN = (timedelta(days=2), timedelta(days=5))  # before and after now: what the chart draws
 
 
 def placement_rows(reservations: list[dict]) -> list[dict]:
@@ -50,8 +56,12 @@ def totals(rows: list[dict]) -> dict:
             "saving_percent": round(100 * (1 - expected / baseline), 1) if baseline else None}
 
 
+def _label(r: dict) -> str:
+    return escape(f"{r['workload']} ({r['zone']})")
+
+
 def _hover(r: dict) -> str:
-    lines = [f"<b>{r['workload']}</b> ({r['path']}, {r['phase']})", f"{r['provider']}/{r['region']} ({r['zone']})",
+    lines = [f"<b>{escape(r['workload'])}</b> ({r['path']}, {r['phase']})", f"{r['provider']}/{r['region']} ({r['zone']})",
              f"{r['start']} for {r['hours']:g} h", f"expected {r['expected']} g/kWh, baseline {r['baseline']}"]
     others = [c for c in r["considered"] if c["scheduling_location"] != r["zone"]][:ALTERNATIVES_SHOWN]
     if others:
@@ -64,11 +74,11 @@ def timeline_figure(rows: list[dict], now: datetime):
     import plotly.graph_objects as go
 
     rows = sorted(rows, key=lambda r: (r["start"], r["workload"]))
-    labels = [f"{r['workload']} ({r['zone']})" for r in rows]
+    labels = [_label(r) for r in rows]
     ms = [r["hours"] * 3600_000 for r in rows]
     fig = go.Figure()
     decided = [r for r in rows if r.get("decidedAt")]
-    fig.add_bar(name="baseline: run at decision time", orientation="h", y=[f"{r['workload']} ({r['zone']})" for r in decided],
+    fig.add_bar(name="baseline: run at decision time", orientation="h", y=[_label(r) for r in decided],
                 base=[r["decidedAt"] for r in decided], x=[r["hours"] * 3600_000 for r in decided], width=0.25,
                 offset=0.1, marker={"color": "rgba(0,0,0,0)", "line": {"color": "#777", "width": 1},
                                     "pattern": {"shape": "/", "fgcolor": "#999"}}, hoverinfo="skip")
@@ -77,7 +87,7 @@ def timeline_figure(rows: list[dict], now: datetime):
                                      "colorbar": {"title": {"text": "g/kWh"}}, "line": {"color": "#222", "width": 1}},
                 hovertext=[_hover(r) for r in rows], hoverinfo="text")
     due = [r for r in rows if r.get("deadline")]
-    fig.add_scatter(name="deadline", x=[r["deadline"] for r in due], y=[f"{r['workload']} ({r['zone']})" for r in due],
+    fig.add_scatter(name="deadline", x=[r["deadline"] for r in due], y=[_label(r) for r in due],
                     mode="markers", marker={"symbol": "line-ns-open", "size": 16, "color": "crimson"})
     fig.add_vline(x=now.timestamp() * 1000, line={"dash": "dash", "color": "royalblue"})
     span_end = max([_at(r["end"]) for r in rows], default=now) + timedelta(hours=12)
@@ -97,20 +107,27 @@ def intensity_figure(rows: list[dict], data: DashboardData, now: datetime):
     fig = go.Figure()
     if not rows:
         return fig
-    t0 = min(_at(r["start"]) for r in rows) - timedelta(hours=6)
-    t1 = max(_at(r["end"]) for r in rows) + timedelta(hours=6)
-    source = None
-    for zone in sorted({r["zone"] for r in rows}):
-        f = data.forecast(zone, t0, t1)
-        source = f.source
+    # the placements' span, within days of now: an old record must not ask for years of forecasts
+    t0 = max(min(_at(r["start"]) for r in rows) - timedelta(hours=6), now - FORECAST_SPAN[0])
+    t1 = min(max(_at(r["end"]) for r in rows) + timedelta(hours=6), now + FORECAST_SPAN[1])
+    sources, missing = set(), []
+    for zone in sorted({r["zone"] for r in rows}) if t1 > t0 else []:
+        try:
+            f = data.forecast(zone, t0, t1)
+        except GreenOpsError as exc:  # one zone's source down or unknown: the others still show
+            missing.append(f"{zone} ({exc})")
+            continue
+        sources.add(f.source)
         times = [datetime.fromtimestamp(f.start + i * f.step, t0.tzinfo) for i in range(len(f.values))]
         fig.add_scatter(name=f"{zone} forecast", x=times, y=f.values, mode="lines", line={"shape": "hv"})
     for r in rows:
         if r.get("expected") is not None:
-            fig.add_scatter(name=f"{r['workload']} expected", x=[r["start"], r["end"]], y=[r["expected"]] * 2,
+            fig.add_scatter(name=escape(f"{r['workload']} expected"), x=[r["start"], r["end"]], y=[r["expected"]] * 2,
                             mode="lines", line={"dash": "dot", "width": 3}, showlegend=False,
-                            hovertext=f"{r['workload']}: expected {r['expected']} g/kWh in {r['zone']}", hoverinfo="text")
+                            hovertext=escape(f"{r['workload']}: expected {r['expected']} g/kWh in {r['zone']}"),
+                            hoverinfo="text")
     fig.add_vline(x=now.timestamp() * 1000, line={"dash": "dash", "color": "royalblue"})
     fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 30, "b": 30}, yaxis={"title": {"text": "gCO2eq/kWh"}},
-                      title={"text": f"Zones in use: forecast ({source}) and each run's expected mean (dotted)"})
+                      title={"text": f"Zones in use: forecast ({', '.join(sorted(sources)) or 'none'}) and each run's "
+                                     "expected mean (dotted)" + (f"; unavailable: {escape('; '.join(missing))}" if missing else "")})
     return fig

@@ -25,7 +25,6 @@ def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
     reservation, counted against the tenant's quota from policy. Raises PlacementError (or the
     clients' errors) and creates nothing."""
     catalog = catalog or load_catalog()
-    decided_at = earliest_start or system_clock()  # the scheduler's baseline runs from here
     spec = workload.spec()
     try:
         decision = opa.require_allowed(spec)
@@ -51,8 +50,16 @@ def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
         provider=selection["provider"], region=selection["region"], zone=zone, scheduling_time=start,
         vm_size=selection["vmSize"], image=catalog.image(selection["provider"], selection["region"]),
         expected_intensity=answer.get("expected_intensity"), baseline_intensity=answer.get("baseline_intensity"),
-        decided_at=decided_at,
+        decided_at=_searched_from(answer, earliest_start),
     )
+
+
+def _searched_from(answer: dict, earliest_start: datetime | None) -> datetime:
+    """Where the answer's search began (its baseline run starts then): recorded in the answer, so a
+    replayed answer keeps the original instant; older schedulers did not record it."""
+    if answer.get("searched_from"):
+        return datetime.fromisoformat(answer["searched_from"])
+    return earliest_start or system_clock()
 
 
 def _with_images(decision: dict, catalog: Catalog) -> dict | None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, and_, bindparam, create_engine, event, func, insert, select, text, update
+from sqlalchemy import Engine, and_, bindparam, create_engine, event, func, insert, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.pool import StaticPool
@@ -151,14 +151,22 @@ class ReservationStore:
         return used
 
     def list(self, *, tenant: str | None = None, zone: str | None = None, region: str | None = None,
-             provider: str | None = None, path: str | None = None, active_only: bool = True,
-             now: datetime | None = None) -> list[dict]:
+             provider: str | None = None, path: str | None = None, phase: str | None = None,
+             key_prefix: str | None = None, active_only: bool = True, now: datetime | None = None,
+             ended_after: datetime | None = None) -> list[dict]:
+        """Rows by start, filtered in the database; ``ended_after`` keeps the active ones and those
+        whose run ends after it (a dashboard's recent history, not years of it)."""
         q = select(reservations).order_by(reservations.c.start_at, reservations.c.key)
         for column, value in ((reservations.c.tenant, tenant), (reservations.c.zone, zone),
                               (reservations.c.region, region), (reservations.c.provider, provider),
-                              (reservations.c.path, path)):
+                              (reservations.c.path, path), (reservations.c.phase, phase)):
             if value is not None:
                 q = q.where(column == value)
+        if key_prefix:
+            # substr, not LIKE: exact and case-sensitive on SQLite and PostgreSQL alike
+            q = q.where(func.substr(reservations.c.key, 1, len(key_prefix)) == key_prefix)
+        if ended_after is not None:
+            q = q.where(or_(reservations.c.phase.in_(ACTIVE), reservations.c.end_at > ended_after))
         if active_only:
             q = q.where(reservations.c.phase.in_(ACTIVE))
             if now is not None:

@@ -104,6 +104,8 @@ class SchedulingResponse(PlacementOut):
     saving_percent: float | None
     source: str
     placements: list[PlacementOut] = Field(description="every job of the batch, in placement order")
+    searched_from: str | None = Field(default=None, description="where the search began (the later of now and "
+                                                                 "earliest_start): the baseline run starts then")
     considered: list[Considered] | None = Field(
         default=None, description="each eligible zone's best window with room, best first: the alternatives the "
                                   "(first) job's placement beat; absent from answers recorded before it was kept")
@@ -217,7 +219,8 @@ def create_app(
 
             def answer_of(placements):
                 considered = [(p, run_now_mean(forecasts[p.zone], begin, duration)) for p in weighed]
-                return _response(placements, baseline, what, None if req.dry_run else key, source.describe(), considered)
+                return _response(placements, baseline, what, None if req.dry_run else key, source.describe(), begin,
+                                 considered)
 
             ask = Ask(key=key, request=request, tenant=req.tenant, path=req.path, cpu=req.cpu, duration=duration,
                       zones=req.eligible_regions, begin=begin, deadline=deadline, quota_vcpu=req.tenant_quota_vcpu,
@@ -263,7 +266,7 @@ def create_app(
 
 
 def _response(placements: list[Placement], baseline: float, what: str, key: str | None, source: str,
-              considered: list[tuple[Placement, float]] | None = None) -> dict:
+              begin: float, considered: list[tuple[Placement, float]]) -> dict:
     first = placements[0]
     mean_expected = sum(p.mean_intensity for p in placements) / len(placements)
     saving = 100 * (1 - mean_expected / baseline) if baseline > 0 else None
@@ -278,7 +281,8 @@ def _response(placements: list[Placement], baseline: float, what: str, key: str 
         source=source,
         placements=[PlacementOut(scheduling_location=p.zone, scheduling_time=_rfc3339(p.start),
                                  expected_intensity=round(p.mean_intensity, 2)) for p in placements],
-        considered=None if considered is None else [
+        searched_from=_rfc3339(begin),
+        considered=[
             Considered(scheduling_location=p.zone, scheduling_time=_rfc3339(p.start),
                        expected_intensity=round(p.mean_intensity, 2), run_now_intensity=round(now, 2))
             for p, now in considered],

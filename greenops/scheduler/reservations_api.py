@@ -37,9 +37,10 @@ class ReservationOut(BaseModel):
     workload: dict | None = Field(description="the workload as policy saw it, when the caller sent it")
     updated_at: datetime
     created_at: datetime | None = Field(default=None, description="when it was booked (with detail)")
-    searched_from: datetime | None = Field(default=None, description="where the search began: the later of the "
-                                                                     "booking and the caller's earliest start; the "
-                                                                     "baseline run starts then (with detail)")
+    searched_from: datetime | None = Field(default=None, description="where the answer's search began: the later "
+                                                                     "of its clock and the caller's earliest start; "
+                                                                     "the baseline run starts then (with detail)")
+    duration_hours: float | None = Field(default=None, description="one job's run (with detail)")
     answer: dict | None = Field(default=None, description="the scheduler's answer as given, with the windows it "
                                                           "weighed (with detail)")
     explanation: dict | None = Field(default=None, description="policy's account of the eligible set, as the "
@@ -63,10 +64,10 @@ def out(row: dict, detail: bool = False) -> ReservationOut:
     recorded = {}
     if detail:
         booked = _utc(row["created_at"])
-        earliest = row["request"].get("earliest_start")
+        began = row["answer"].get("searched_from")  # answers recorded before it was kept have none
         recorded = {"created_at": booked, "answer": row["answer"], "explanation": row["request"].get("explanation"),
-                    "searched_from": max(booked, _utc(datetime.fromisoformat(earliest.replace("Z", "+00:00"))))
-                    if earliest else booked}
+                    "searched_from": datetime.fromisoformat(began) if began else None,
+                    "duration_hours": row["request"].get("duration")}
     return ReservationOut(key=row["key"], tenant=row["tenant"], path=row["path"], phase=row["phase"],
                           reason=row["reason"], zone=row["zone"], provider=row["provider"], region=row["region"],
                           start=ceil_second(first["start"]), end=ceil_second(max(p["end"] for p in row["placements"])),
@@ -88,11 +89,15 @@ def reservations_router(store: ReservationStore, clock: Callable[[], datetime]) 
 
     @router.get("", response_model=ReservationList)
     def list_reservations(tenant: str | None = None, zone: str | None = None, region: str | None = None,
-                          provider: str | None = None, path: str | None = None,
+                          provider: str | None = None, path: str | None = None, phase: str | None = None,
+                          key_prefix: str | None = Query(None, max_length=512, description="keys starting so"),
+                          ended_after: datetime | None = Query(None, description="with all: the active ones and "
+                                                                                 "those ending after this instant"),
                           all: bool = Query(False, description="every phase, not only the active ones"),
-                          detail: bool = Query(False, description="with the answer and policy's explanation")):
-        rows = store.list(tenant=tenant, zone=zone, region=region, provider=provider, path=path,
-                          active_only=not all, now=None if all else clock())
+                          detail: bool = Query(False, description="with what was recorded at decision time")):
+        rows = store.list(tenant=tenant, zone=zone, region=region, provider=provider, path=path, phase=phase,
+                          key_prefix=key_prefix, active_only=not all, now=None if all else clock(),
+                          ended_after=ended_after if all else None)
         return ReservationList(reservations=[out(r, detail) for r in rows])
 
     @router.get("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})

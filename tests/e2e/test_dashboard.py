@@ -13,11 +13,12 @@ from datetime import datetime, timedelta, timezone
 import httpx
 import pytest
 
-from greenops import automation
+from greenops import automation, explain
 from greenops.clock import system_clock
 from greenops.dashboard import SchedulerData
 from greenops.dashboard.routes import local_app
 from greenops.demo import next_evening
+from greenops.errors import GreenOpsError
 from greenops.httpclient import RetryingClient
 from greenops.local.controlplane import free_port
 from greenops.local.scheduler import SchedulerServer
@@ -27,6 +28,7 @@ from tests.engine import engine_stack, iso, render_mode_config
 
 pytestmark = [pytest.mark.tools, pytest.mark.e2e]
 TOKEN = "dashboard-test-token"
+NAME = "batch<b>vm</b>"
 
 
 def workloads(t0: datetime) -> list[dict]:
@@ -47,7 +49,8 @@ def cluster_booking(client: httpx.Client, t0: datetime) -> str:
     body = {"eligible_regions": ["FR", "DE"], "deadline": iso(t0 + timedelta(hours=20)), "duration": 1.0, "cpu": 2.0,
             "memory": 4.0, "tenant": "demo", "path": "cluster", "earliest_start": iso(t0),
             "regions": {"FR": "azure/francecentral", "DE": "azure/germanywestcentral"},
-            "workload": {"name": "batch-vm", "cpu": 2, "memory": 4, "durationHours": 1, "deadline": iso(t0 + timedelta(hours=20))}}
+            # a name is the users' text: the page must show it, never render it
+            "workload": {"name": NAME, "cpu": 2, "memory": 4, "durationHours": 1, "deadline": iso(t0 + timedelta(hours=20))}}
     r = client.put(f"/reservations/{key}", json=body)
     assert r.status_code == 200, r.text
     return key
@@ -60,10 +63,13 @@ def check_page(url: str, shot, keys: set[str], token: str | None = None) -> None
         d = page.driver
         shown = {tr.get_attribute("data-key") for tr in d.find_elements(By.CSS_SELECTOR, "#placements tbody tr")}
         assert shown == keys
+        assert NAME in d.find_element(By.ID, "placements").text  # shown as text
+        assert not d.find_elements(By.CSS_SELECTOR, "#timeline b, #placements b")  # never as markup
         paths = {tr.find_elements(By.TAG_NAME, "td")[2].text for tr in d.find_elements(By.CSS_SELECTOR, "#placements tbody tr")}
         assert paths == {"pulumi", "cluster"}
         bars = d.execute_script("return document.getElementById('timeline').data.find(t => t.name === 'chosen window');")
         assert len(bars["y"]) == len(keys)
+        assert any(label.startswith("batch&lt;b&gt;vm&lt;/b&gt; (") for label in bars["y"])  # escaped for plotly
         hovers = "\n".join(bars["hovertext"])
         assert "also weighed:" in hovers  # eu-etl had several zones to choose from
         assert d.execute_script("return document.querySelectorAll('#timeline .barlayer .point').length") >= len(keys)
@@ -96,6 +102,18 @@ def test_the_dashboard_in_a_real_browser(tmp_path):
         with httpx.Client(base_url=scheduler.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
             energy = client.get("/dashboard/api/placements", params={"tenant": "energy"}).json()["placements"]
         assert [r["workload"] for r in energy] == ["settle-de"] and energy[0]["phase"] == "Scheduled"
+        with headless_page(f"{scheduler.url}/dashboard?tenant=energy", tmp_path / "filtered.png",
+                           wait_for_css="#timeline .main-svg", token=TOKEN) as page:
+            rows = page.driver.execute_script(
+                "return [...document.querySelectorAll('#placements tbody tr')].map(tr => tr.dataset.key)")
+        assert rows == [energy[0]["key"]] and page.console_errors() == []
+
+        # explain finds each path's reservation by its own key prefix
+        with RetryingClient(scheduler.url, token=TOKEN) as reader:
+            assert explain.find(reader, "settle-de", "board")["key"].startswith("board/settle-de/")
+            assert explain.find(reader, "demo/batch-vm", "board")["key"] == cluster_key
+            with pytest.raises(GreenOpsError, match="no reservation under board/batch-vm/"):
+                explain.find(reader, "batch-vm", "board")
 
         # `greenops dashboard`: the same page from the loopback app reading the scheduler over HTTP
         import uvicorn

@@ -193,3 +193,16 @@ def test_a_zone_without_room_is_not_among_the_windows_weighed(client):
     answer = client.post("/scheduling", json=body(key="dev/second", eligible_regions=["FR", "DE"])).json()
     assert answer["scheduling_location"] == "DE"
     assert [c["scheduling_location"] for c in answer["considered"]] == ["DE"]
+
+
+def test_the_search_start_is_recorded_with_each_booking_and_keys_are_listed_by_prefix(client):
+    """The baseline runs from where the search began: recorded in the answer, so a re-booking (a
+    changed spec, a later earliest start) shows its own, not the first booking's."""
+    first = client.post("/scheduling", json=body(key="dev/etl/a1")).json()
+    assert first["searched_from"] == "2027-01-10T03:00:00Z"  # the clock
+    later = body(key="dev/etl/a1", deadline="2027-01-10T09:00:00Z", earliest_start="2027-01-10T04:30:00Z")
+    assert client.post("/scheduling", json=later).json()["searched_from"] == "2027-01-10T04:30:00Z"
+    assert client.get("/reservations/dev/etl/a1").json()["searched_from"] == "2027-01-10T04:30:00Z"
+    client.put("/reservations/dev/etl-two/b2", json=body(eligible_regions=["DE"]))
+    listed = client.get("/reservations", params={"key_prefix": "dev/etl/"}).json()["reservations"]
+    assert [r["key"] for r in listed] == ["dev/etl/a1"]  # not dev/etl-two/...

@@ -146,7 +146,10 @@ zone_match(z) := matches[0] if {
 
 # Every eligible zone and the "provider/region" it maps back to: the scheduler records the one it
 # chooses with the reservation, so the record answers "what runs in region X" for both paths.
-zone_regions := {z: sprintf("%v/%v", [m.provider, m.region]) | some z in zones; m := zone_match(z)}
+zone_regions := {z: sprintf("%v/%v", [m.provider, m.region]) | some z, m in zone_matches}
+
+# What each eligible zone maps back to (shared by zone_regions and the explanation).
+zone_matches := {z: m | some z in zones; m := zone_match(z)}
 
 # --- Errors -----------------------------------------------------------------------------------
 errors := [sprintf("workload %v: %v", [_label, msg]) | some msg in input_problems] if count(input_problems) > 0
@@ -233,14 +236,21 @@ conflict_errors := [msg |
 	msg := sprintf("no eligible region: %v", [concat(", then ", _chain)])
 ]
 
-_stages := [
-	[sprintf("providers %v", [concat("/", sort(providers))]), count(stage_provider)],
-	["regions with carbon data, image and zone", count(stage_placeable)],
-	[sprintf("dataResidency %v", [spec.dataResidency]), count(stage_residency)],
-	[sprintf("maxLatency %v ms from %v", [spec.maxLatency, spec.originRegion]), count(stage_latency)],
-	["requested provider/region", count(stage_request)],
-	[sprintf("a VM size with %v vCPU and %v GB", [spec.cpu, spec.memory]), count(stage_size)],
+_stage_names := [
+	sprintf("providers %v", [concat("/", sort(providers))]),
+	"regions with carbon data, image and zone",
+	sprintf("dataResidency %v", [spec.dataResidency]),
+	sprintf("maxLatency %v ms from %v", [spec.maxLatency, spec.originRegion]),
+	"requested provider/region",
+	sprintf("a VM size with %v vCPU and %v GB", [spec.cpu, spec.memory]),
 ]
+
+_stage_counts := [
+	count(stage_provider), count(stage_placeable), count(stage_residency),
+	count(stage_latency), count(stage_request), count(stage_size),
+]
+
+_stages := [[name, _stage_counts[i]] | some i, name in _stage_names]
 
 # Why the eligible set is what it is, kept with the booking: each constraint in turn with how many
 # provider regions it leaves, and the candidate each eligible zone maps back to (region, size,
@@ -249,9 +259,25 @@ _stages := [
 default explanation := null
 
 explanation := {
-	"constraintChain": [{"constraint": s[0], "remaining": s[1]} | some s in _stages],
-	"zones": {z: m | some z in zones; m := zone_match(z)},
+	"constraintChain": [{"constraint": name, "remaining": _chain_counts[i]} | some i, name in _stage_names],
+	"zones": zone_matches,
 }
+
+# The same counts as the stages above, from the per-provider sets the eligible set is made of:
+# set intersections, so a decision pays little for its explanation (placement_test checks that
+# both agree).
+_chain_sets := {p: _chain_of(p, object.keys(catalog.placeable[p])) | some p in providers}
+
+_chain_of(p, placeable) := [
+	object.keys(catalog.regions[p]),
+	placeable,
+	placeable & residency_set[p],
+	(placeable & residency_set[p]) & within_latency[p],
+	((placeable & residency_set[p]) & within_latency[p]) & requested_regions[p],
+	_eligible_set(p),
+]
+
+_chain_counts := [sum([count(sets[i]) | some sets in _chain_sets]) | some i in numbers.range(0, 5)]
 
 _chain := [sprintf("%v leaves %v", [s[0], s[1]]) |
 	some i, s in _stages

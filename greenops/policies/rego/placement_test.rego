@@ -151,3 +151,23 @@ test_invalid_workload_reports_only_input_problems if {
 	d.errors == [`workload "w1": cpu: must be a whole number of vCPUs greater than 0`, `workload "w1": originRegion: unknown region atlantis`]
 	d.eligible == {}
 }
+
+# The explanation's chain counts (set intersections) agree with the error path's stages, for a
+# workload with every constraint and for one that empties the set.
+test_the_explanation_chain_matches_the_stages if {
+	every fields in [
+		{"dataResidency": "eu", "maxLatency": 100},
+		{"eligibleProviders": ["azure"]},
+		{"dataResidency": "eu", "maxLatency": 1, "originRegion": "westus"},
+	] {
+		w := testdata.with_fields(fields)
+		chain := placement.explanation with input as {"workload": w}
+			with data.greenops.catalog as testdata.catalog
+			with data.greenops.config as testdata.config
+		stages := placement._stages with input as {"workload": w}
+			with data.greenops.catalog as testdata.catalog
+			with data.greenops.config as testdata.config
+		[c.remaining | some c in chain.constraintChain] == [s[1] | some s in stages]
+		count(chain.constraintChain) == 6
+	}
+}
