@@ -2,9 +2,9 @@
 
 On loopback: etcd + kube-apiserver, the scheduler, OPA (HTTPS, with the policy bundle) as the
 mutating webhook for VmTemplate. Then both paths of the design:
-- Pulumi: the dev stack's sample workloads, and two jobs declared in the evening for the next
-  morning, placed by GreenVm; the clock is then played forward over a simulated day (reconcile
-  passes at each next-change instant, as ``greenops reconcile --watch`` wakes), so each gate
+- Pulumi: the dev stack's sample workloads, two of them due the next morning, placed by GreenVm;
+  the clock is then played forward over a simulated day (reconcile passes at each next-change
+  instant, as ``greenops reconcile --watch`` wakes), so each gate
   opening, run start (ASO / Config Connector / ACK objects appearing in the API server) and
   retirement shows;
 - cluster: VmTemplates created through the API server and patched by OPA from the scheduler.
@@ -53,24 +53,22 @@ def next_evening(now: datetime) -> datetime:
     return evening if evening > now else evening + timedelta(days=1)
 
 
-def tonights_jobs(evening: datetime) -> list[dict]:
-    """Two jobs declared in the evening, due the next morning. A stack file cannot say "tomorrow",
-    so the demo declares them for its own clock: both may only run where the grid has an hourly
-    profile (Germany, Britain), so their honest best answer is to wait for the night."""
+# Dev-stack workloads bound to one grid with an hourly profile (Germany, Britain). Their stack
+# deadlines are months ahead, so there they wait for the cleanest month; the demo declares them
+# due the next morning, so that their gates open within its simulated day. A stack file cannot
+# say "tomorrow".
+DUE_NEXT_MORNING = ("grid-settlement", "overnight-render")
+
+
+def due_next_morning(workloads: list[dict], evening: datetime) -> list[dict]:
     due = stamp(evening + timedelta(hours=16))
-    return [
-        {"name": "grid-settlement", "cpu": 4, "memory": 16, "duration": "2h", "deadline": due,
-         "originRegion": "germanywestcentral", "maxLatency": 8, "dataResidency": "eu", "eligibleProviders": ["azure"],
-         "tenant": "energy"},
-        {"name": "overnight-render", "cpu": 8, "memory": 32, "duration": "3h", "deadline": due,
-         "originRegion": "eu-west-2", "maxLatency": 5, "eligibleProviders": ["aws"], "tenant": "media"},
-    ]
+    return [{**w, "deadline": due} if w["name"] in DUE_NEXT_MORNING else w for w in workloads]
 
 
 def demo_project(folder: Path, cp: LocalControlPlane, opa_url: str, scheduler_url: str, ca_pem: str,
-                 extra_workloads: list[dict]) -> Path:
+                 evening: datetime) -> Path:
     """A copy of the project whose ``demo`` stack is the dev stack pointed at the local servers,
-    with ``extra_workloads`` declared after the dev stack's."""
+    its DUE_NEXT_MORNING workloads due the morning after ``evening``."""
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy2(REPO / "Pulumi.yaml", folder / "Pulumi.yaml")
     (folder / "stacks").mkdir(exist_ok=True)
@@ -81,7 +79,7 @@ def demo_project(folder: Path, cp: LocalControlPlane, opa_url: str, scheduler_ur
     # No operator runs on this machine, so nothing would ever report a VM ready: a run counts from
     # when its objects are applied (readiness: applied), and the demo says so.
     config["greenops:kubernetes"] = {"mode": "cluster", "installCrdStubs": True, "readiness": "applied"}
-    config["greenops:workloads"] = config["greenops:workloads"] + extra_workloads
+    config["greenops:workloads"] = due_next_morning(config["greenops:workloads"], evening)
     (folder / "stacks" / "Pulumi.demo.yaml").write_text(yaml.safe_dump({"config": config}, sort_keys=False))
     return folder
 
@@ -165,9 +163,9 @@ def demo(once: bool = True, record: Path = RECORD, start: datetime | None = None
         install_admission(cp, opa.url, tls.ca_pem, ("greenops", "demo"))
         say("  installed: the VmTemplate CRD and the mutating webhook (VmTemplate CREATE/UPDATE -> OPA places and books; DELETE -> OPA releases)")
 
-        say(f"\n1) Pulumi path: the dev stack's workloads and two due tomorrow morning, placed at {stamp(t0)} "
-            "(simulated clock)")
-        project = demo_project(work / "project", cp, opa.url, sched.url, tls.ca_pem.decode(), tonights_jobs(t0))
+        say(f"\n1) Pulumi path: the dev stack's workloads ({', '.join(DUE_NEXT_MORNING)} due tomorrow morning), "
+            f"placed at {stamp(t0)} (simulated clock)")
+        project = demo_project(work / "project", cp, opa.url, sched.url, tls.ca_pem.decode(), t0)
         (work / "state").mkdir()
         st = automation.stack("demo", work_dir=project, env={
             "PULUMI_BACKEND_URL": f"file://{work / 'state'}", "KUBECONFIG": str(cp.kubeconfig_path),
