@@ -5,6 +5,7 @@ import base64
 import json
 import subprocess
 import tarfile
+from pathlib import Path
 
 import httpx
 import pytest
@@ -291,3 +292,13 @@ def test_rego_unit_tests_pass(opa_binary, tmp_path):
     failed = [t["name"] for t in report if t.get("fail") or t.get("error")]
     assert result.returncode == 0 and not failed, failed
     assert len(report) >= 50
+
+
+def test_rego_is_formatted_and_strictly_checked(opa_binary):
+    """`opa fmt --fail` (no file differs from its formatted form) and `opa check --strict` (no unused
+    variables, imports or shadowed names), as next to `opa test` in any Rego project."""
+    rego = Path(__file__).resolve().parents[2] / "greenops" / "policies" / "rego"
+    fmt = subprocess.run([opa_binary, "fmt", "--fail", "--list", str(rego)], capture_output=True, text=True)
+    assert fmt.returncode == 0, f"not opa-fmt formatted: {fmt.stdout or fmt.stderr}"
+    check = subprocess.run([opa_binary, "check", "--strict", str(rego)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr

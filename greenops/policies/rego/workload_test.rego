@@ -32,8 +32,10 @@ test_defaults_applied if {
 }
 
 test_vmtemplate_names_and_requested_region if {
-	spec := workload.normalize({"vmName": "vm", "cpu": 1, "memory": 2, "duration": "3h",
-		"deadline": "2030-01-01T00:00:00Z", "originRegion": "italynorth", "schedulingLocation": "francecentral"})
+	spec := workload.normalize({
+		"vmName": "vm", "cpu": 1, "memory": 2, "duration": "3h",
+		"deadline": "2030-01-01T00:00:00Z", "originRegion": "italynorth", "schedulingLocation": "francecentral",
+	})
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
 	spec.name == "vm"
@@ -41,9 +43,11 @@ test_vmtemplate_names_and_requested_region if {
 }
 
 test_each_bad_field_is_named if {
-	bad := {"cpu": 0, "memory": "lots", "duration": "6 hours", "deadline": "tomorrow", "maxLatency": -1,
+	bad := {
+		"cpu": 0, "memory": "lots", "duration": "6 hours", "deadline": "tomorrow", "maxLatency": -1,
 		"originRegion": "atlantis", "eligibleProviders": ["azure", "oracle"], "dataResidency": "mars",
-		"tenant": "", "provider": "ibm"}
+		"tenant": "", "provider": "ibm",
+	}
 	problems := workload.problems(testdata.with_fields(bad)) with data.greenops.catalog as testdata.catalog
 	count(problems) == 10
 	every field, _ in bad {
