@@ -17,7 +17,7 @@ from latency import percentiles
 
 from greenops.catalog import load_catalog
 from greenops.local.scheduler_standin import SchedulerStandIn
-from greenops.policies.server import OpaServer
+from greenops.local.opa import OpaServer
 
 
 def workloads(n: int, seed: int = 7):

@@ -20,8 +20,8 @@ from pulumi import automation as auto
 from greenops import program
 from greenops.catalog import load_catalog
 from greenops.local.scheduler import SchedulerServer
-from greenops.local.tools import TOOLS_BIN, pulumi_env
-from greenops.policies.server import OpaServer
+from greenops.toolpaths import TOOLS_BIN, pulumi_env
+from greenops.local.opa import OpaServer
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBenchmarkKeyOnly greenops-bench"
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"  # rendered into owner ARM ids, never used against Azure

@@ -37,9 +37,9 @@ from greenops import program  # noqa: E402
 from greenops.automation import checkpoint_env  # noqa: E402
 from greenops.local.controlplane import LocalControlPlane  # noqa: E402
 from greenops.local.scheduler import SchedulerServer  # noqa: E402
-from greenops.local.tools import TOOLS_BIN, pulumi_env  # noqa: E402
+from greenops.toolpaths import TOOLS_BIN, pulumi_env  # noqa: E402
 from greenops.local.webhook import namespace_manifest  # noqa: E402
-from greenops.policies.server import OpaServer  # noqa: E402
+from greenops.local.opa import OpaServer  # noqa: E402
 
 PROJECT = "greenops-platform"
 
@@ -193,7 +193,7 @@ def run_sharded(n: int, shards: int, concurrency: int, opa_url: str, scheduler_u
     import subprocess
 
     from greenops import automation
-    from greenops.local.tools import REPO
+    from greenops.toolpaths import REPO
 
     tmp = Path(tempfile.mkdtemp(prefix="greenops-shards-"))
     (tmp / "state").mkdir()

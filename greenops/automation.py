@@ -9,7 +9,7 @@ from pathlib import Path
 from pulumi import automation as auto  # noqa: F401 - re-exported for callers
 
 from greenops.errors import GreenOpsError
-from greenops.local.tools import REPO, TOOLS_BIN, pulumi_env
+from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
 from greenops.stale_lock import clear_stale_locks
 
 PROJECT = "greenops-platform"

@@ -93,7 +93,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import threading
 
     from greenops.local.scheduler import SchedulerServer
-    from greenops.policies.server import OpaServer
+    from greenops.local.opa import OpaServer
 
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -246,7 +246,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from greenops.demo import demo
+    from greenops.local.demo import demo
 
     kwargs = {"record": Path(args.record)} if args.record else {}
     return demo(once=args.once, start=args.start, hours=args.hours, **kwargs)

@@ -60,7 +60,7 @@ def crd_schemas():
 
 def require_tool(name: str) -> str:
     """Path of a pinned tool; skips locally when it is not built, fails in CI (which builds them)."""
-    from greenops.local.tools import ToolMissing, tool_path
+    from greenops.toolpaths import ToolMissing, tool_path
 
     try:
         return tool_path(name)

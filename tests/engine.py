@@ -11,7 +11,7 @@ from typing import Callable
 import yaml
 
 from greenops import automation
-from greenops.local.tools import REPO, TOOLS_BIN, pulumi_env
+from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"

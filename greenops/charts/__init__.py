@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from greenops.catalog import Catalog, load_catalog
-from greenops.local.tools import REPO, tool_path
+from greenops.toolpaths import REPO, tool_path
 
 CHART_SOURCE = REPO / "components" / "charts" / "vm-template"
 

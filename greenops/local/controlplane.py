@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from greenops.errors import GreenOpsError
 from greenops.local.service import LoopbackService
-from greenops.local.tools import tool_path
+from greenops.toolpaths import tool_path
 
 ADMIN_TOKEN_USER = "greenops-admin"
 

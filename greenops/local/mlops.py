@@ -15,7 +15,7 @@ import httpx
 from greenops.errors import GreenOpsError
 from greenops.local.controlplane import free_port
 from greenops.local.service import ProcessService
-from greenops.local.tools import mlserver_path
+from greenops.toolpaths import mlserver_path
 
 MLFLOW_RUNTIME = "mlserver_mlflow.MLflowRuntime"
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from greenops.catalog import Catalog, fits, haversine_km, load_catalog, size_order
 from greenops.errors import GreenOpsError
-from greenops.local.tools import REPO, tool_path
+from greenops.toolpaths import REPO, tool_path
 
 from .config import PolicyConfig, load_policy_config
 

@@ -8,11 +8,11 @@ import yaml
 from greenops import automation
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.scheduler import SchedulerServer
-from greenops.local.tools import REPO
+from greenops.toolpaths import REPO
 from greenops.local.webhook import install_admission, loopback_tls
 from greenops.policies.bundle import build, default_revision
 from greenops.policies.config import load_policy_config
-from greenops.policies.server import OpaServer
+from greenops.local.opa import OpaServer
 from tests.conftest import require_tool
 from tests.engine import iso
 

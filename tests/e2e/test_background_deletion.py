@@ -15,9 +15,9 @@ import yaml
 from greenops import automation
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.scheduler import SchedulerServer
-from greenops.local.tools import REPO
+from greenops.toolpaths import REPO
 from greenops.local.webhook import namespace_manifest
-from greenops.policies.server import OpaServer
+from greenops.local.opa import OpaServer
 from tests.conftest import require_tool
 from tests.engine import iso
 from tests.e2e.test_aws_security_group import ack_objects

@@ -29,7 +29,7 @@ import yaml
 
 from greenops.catalog import select_size
 from greenops.local.controlplane import LocalControlPlane
-from greenops.local.tools import REPO
+from greenops.toolpaths import REPO
 from greenops.validation.crd import default_crd_dir
 from greenops.models import Decision, Workload
 from greenops.renderers import RenderSettings, render

@@ -17,12 +17,12 @@ from greenops import automation, explain
 from greenops.clock import system_clock
 from greenops.dashboard import SchedulerData
 from greenops.dashboard.routes import local_app
-from greenops.demo import next_evening
+from greenops.local.demo import next_evening
 from greenops.errors import GreenOpsError
 from greenops.httpclient import RetryingClient
 from greenops.local.controlplane import free_port
 from greenops.local.scheduler import SchedulerServer
-from greenops.policies.server import OpaServer
+from greenops.local.opa import OpaServer
 from tests.browser import headless_page, require_browser
 from tests.engine import engine_stack, iso, render_mode_config
 

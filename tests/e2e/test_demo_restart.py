@@ -12,8 +12,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from greenops.demo import cluster_templates, next_evening
-from greenops.local.tools import REPO
+from greenops.local.demo import cluster_templates, next_evening
+from greenops.toolpaths import REPO
 from greenops.placement.lifecycle import stamp
 from tests.conftest import require_tool
 from tests.engine import require_engine

@@ -20,7 +20,7 @@ import pytest
 from greenops.errors import GreenOpsError
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import loopback_tls
-from greenops.policies.server import OpaServer
+from greenops.local.opa import OpaServer
 from greenops.provider.greenvm import GreenVmProvider
 from tests.components.test_platform_mocks import OPA_TOKENS
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool

@@ -14,7 +14,7 @@ import yaml
 
 from benchmarks.scale import write_workloads
 from greenops import automation
-from greenops.local.tools import REPO, TOOLS_BIN, pulumi_env
+from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
 from tests.engine import KEY, require_engine
 from tests.conftest import AZURE_SUBSCRIPTION
 

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from greenops.local.scheduler import SchedulerServer
-from greenops.local.tools import REPO
-from greenops.policies.server import OpaServer
+from greenops.toolpaths import REPO
+from greenops.local.opa import OpaServer
 from greenops.shards import shard_of
 from tests.engine import iso, project_with_stack, render_mode_config, require_engine
 

@@ -12,7 +12,7 @@ import pytest
 from greenops import automation, report
 from greenops.local.scheduler import SchedulerServer
 from greenops.models.duration import parse_duration
-from greenops.policies.server import OpaServer
+from greenops.local.opa import OpaServer
 from greenops.reconcile import WAKE_MARGIN, reconcile_once
 from tests.engine import at, at_once, engine_stack, iso, render_mode_config, rendered_workloads
 

@@ -13,8 +13,8 @@ import pytest
 from greenops import automation, placements
 from greenops.httpclient import RetryingClient
 from greenops.local.scheduler import SchedulerServer
-from greenops.local.tools import REPO
-from greenops.policies.server import OpaServer
+from greenops.toolpaths import REPO
+from greenops.local.opa import OpaServer
 from tests.engine import iso, project_with_stack, render_mode_config, require_engine
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]

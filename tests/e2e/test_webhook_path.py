@@ -93,7 +93,7 @@ def test_scheduler_down_fails_closed_then_recovers(tmp_path):
     """A private OPA/scheduler pair on its own API server, so stopping the scheduler is harmless."""
     from greenops.local.controlplane import LocalControlPlane, free_port
     from greenops.local.webhook import install_admission, loopback_tls
-    from greenops.policies.server import OpaServer
+    from greenops.local.opa import OpaServer
 
     port = free_port()
     tls = loopback_tls(tmp_path)

@@ -22,7 +22,7 @@ def scheduler():
 @pytest.fixture(scope="module")
 def opa(opa_binary, scheduler):
     from greenops.local.webhook import namespace_manifest, put_namespaces
-    from greenops.policies.server import OpaServer
+    from greenops.local.opa import OpaServer
 
     with OpaServer(scheduler_url=scheduler.url) as server:
         # the reviews' namespace, as kube-mgmt replicates it: tenant t1

@@ -9,7 +9,7 @@ import pytest
 
 from greenops.local.webhook import namespace_manifest, put_namespaces
 from greenops.policies.client import OpaClient, PolicyUnauthorized
-from greenops.policies.server import OpaServer
+from greenops.local.opa import OpaServer
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 

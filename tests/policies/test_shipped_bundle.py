@@ -14,7 +14,7 @@ from components.config import PolicyConfig
 from components.policy_engine import BUNDLE_NAME, opa_config
 from greenops.local.controlplane import free_port
 from greenops.policies.bundle import pack
-from greenops.policies.server import OpaServer
+from greenops.local.opa import OpaServer
 from tests.policies.test_opa_integration import review, vmtemplate
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from greenops.local.scheduler import SchedulerServer
-from greenops.policies.server import OpaServer
+from greenops.local.opa import OpaServer
 
 pytestmark = pytest.mark.integration
 

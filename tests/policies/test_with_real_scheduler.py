@@ -14,7 +14,7 @@ from greenops.catalog import select_size
 from greenops.local.controlplane import free_port
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import namespace_manifest, put_namespaces
-from greenops.policies.server import OpaServer
+from greenops.local.opa import OpaServer
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ import pytest
 
 from greenops import automation, report
 from greenops.local.scheduler import SchedulerServer
-from greenops.policies.server import OpaServer
+from greenops.local.opa import OpaServer
 from greenops.reconcile import lifecycle_changes
 from tests.engine import at, at_once, engine_stack, iso, render_mode_config, rendered_workloads
 

@@ -9,7 +9,7 @@ import pytest
 from greenops.errors import GreenOpsError
 from greenops.local.controlplane import free_port
 from greenops.local.scheduler import SchedulerServer
-from greenops.policies.server import OpaServer
+from greenops.local.opa import OpaServer
 from greenops.provider.greenvm import GreenVmProvider
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 from tests.engine import iso

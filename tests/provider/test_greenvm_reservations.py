@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from greenops.local.scheduler import SchedulerServer
-from greenops.policies.server import OpaServer
+from greenops.local.opa import OpaServer
 from greenops.provider.greenvm import GreenVmProvider, reservation_key
 from tests.conftest import require_tool
 from tests.provider.test_greenvm_provider import Clock, props

@@ -8,7 +8,7 @@ import pytest
 from greenops.errors import GreenOpsError
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import loopback_tls
-from greenops.policies.server import OpaServer
+from greenops.local.opa import OpaServer
 from greenops.provider.greenvm import GreenVmProvider
 from tests.conftest import require_tool
 from tests.provider.test_greenvm_provider import Clock, props

@@ -9,7 +9,7 @@ import pulumi
 import pytest
 from pulumi import automation as auto
 
-from greenops.local.tools import TOOLS_BIN, pulumi_env
+from greenops.toolpaths import TOOLS_BIN, pulumi_env
 from greenops.outputs import gather, sdk_waits_cheaply
 from tests.engine import require_engine
 

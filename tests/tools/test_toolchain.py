@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from greenops.local.controlplane import LocalControlPlane
-from greenops.local.tools import REPO, TOOLS_BIN, pulumi_env
+from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
 
 pytestmark = pytest.mark.tools
 

@@ -7,7 +7,7 @@ import calendar
 from datetime import datetime, timedelta, timezone
 
 from greenops.catalog import load_catalog
-from greenops.demo import APART, cluster_templates
+from greenops.local.demo import APART, cluster_templates
 from greenops.models.duration import parse_duration
 from greenops.scheduler.algorithm import Job, best_placement
 from greenops.scheduler.sources import ProfileSource

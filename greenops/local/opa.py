@@ -8,10 +8,10 @@ from pathlib import Path
 
 from greenops.local.controlplane import free_port
 from greenops.local.service import ProcessService
-from greenops.local.tools import tool_path
+from greenops.toolpaths import tool_path
 
-from . import ADMIN_TOKEN_VARIABLE, QUERY_TOKEN_VARIABLE
-from .bundle import build, default_revision
+from greenops.policies import ADMIN_TOKEN_VARIABLE, QUERY_TOKEN_VARIABLE
+from greenops.policies.bundle import build, default_revision
 
 
 @dataclass

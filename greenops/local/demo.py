@@ -27,9 +27,9 @@ from greenops.placement.lifecycle import stamp
 from greenops.reconcile import WAKE_MARGIN, reconcile_once
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.scheduler import SchedulerServer
-from greenops.local.tools import REPO
+from greenops.toolpaths import REPO
 from greenops.local.webhook import GROUP, VERSION, install_admission, loopback_tls
-from greenops.policies.server import OpaServer
+from greenops.local.opa import OpaServer
 
 
 def say(text: str = "") -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from greenops.errors import GreenOpsError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 TOOLS_BIN = REPO / ".tools" / "bin"
 
 
