@@ -22,6 +22,7 @@ from greenops.catalog import load_catalog
 from greenops.local.scheduler import SchedulerServer
 from greenops.toolpaths import TOOLS_BIN, pulumi_env
 from greenops.local.opa import OpaServer
+from greenops.clock import stamp
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBenchmarkKeyOnly greenops-bench"
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"  # rendered into owner ARM ids, never used against Azure
@@ -40,7 +41,7 @@ def workloads(n: int) -> list[dict]:
         origin = rnd.choice([r for r in placeable if r.eu or residency == "none"])
         out.append({"name": f"w{i:03d}", "cpu": rnd.choice([2, 4, 8]), "memory": rnd.choice([4, 8, 16]),
                     "duration": rnd.choice(["1h", "2h", "6h"]),
-                    "deadline": (now + timedelta(hours=rnd.choice([8, 24, 72, 240]))).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "deadline": stamp(now + timedelta(hours=rnd.choice([8, 24, 72, 240]))),
                     "originRegion": origin.name, "maxLatency": rnd.choice([100, 200, 2000]),
                     "dataResidency": residency, "tenant": f"t{i % 7}"})
     return out

@@ -40,6 +40,7 @@ from greenops.local.scheduler import SchedulerServer  # noqa: E402
 from greenops.toolpaths import TOOLS_BIN, pulumi_env  # noqa: E402
 from greenops.local.webhook import namespace_manifest  # noqa: E402
 from greenops.local.opa import OpaServer  # noqa: E402
+from greenops.clock import stamp
 
 PROJECT = "greenops-platform"
 
@@ -162,7 +163,7 @@ def run(n: int, opa_url: str, scheduler_url: str, skip_checkpoints: bool, pulumi
         due = gates(stack)
         if due:
             at = due[max(0, len(due) // 10 - 1)]  # about 10 % of the gates are open at this clock
-            stack.workspace.env_vars["GREENOPS_NOW"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+            stack.workspace.env_vars["GREENOPS_NOW"] = stamp(at)
             t = time.perf_counter()
             result = stack.up(color="never")
             row["reconcile (10 % gates)"] = time.perf_counter() - t
@@ -229,7 +230,7 @@ def run_sharded(n: int, shards: int, concurrency: int, opa_url: str, scheduler_u
         due = sorted(g for st in stacks for g in gates(st))
         if due:
             at = due[max(0, len(due) // 10 - 1)]
-            timed_op("reconcile (10 % gates)", "reconcile", "--now", at.strftime("%Y-%m-%dT%H:%M:%SZ"))
+            timed_op("reconcile (10 % gates)", "reconcile", "--now", stamp(at))
     row["peak RSS MB (all shards at once)"] = {k: round(v / 2**20) for k, v in sorted(memory.peaks.items())}
     states = list((tmp / "state" / ".pulumi" / "stacks" / PROJECT).glob("scale-shard-*.json"))
     row["state MB (largest shard)"] = round(max(f.stat().st_size for f in states) / 2**20, 1) if states else None

@@ -20,6 +20,7 @@ from greenops.local.scheduler import SchedulerServer
 from greenops.scheduler.algorithm import CapacityLedger, Job, best_placement, place_batch
 from greenops.scheduler.series import to_epoch
 from greenops.scheduler.sources import ProfileSource
+from greenops.clock import stamp
 
 ZONES = ["AU-NSW", "AU-VIC", "BR-CS", "CA-ON", "CL-SEN", "DE", "GB", "IN-WE", "JP-TK", "KR", "SG",
          "US-CAL-CISO", "US-MIDA-PJM", "US-NY-NYIS", "US-TEX-ERCO", "ZA"]
@@ -31,7 +32,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1000)
     args = parser.parse_args()
     deadline = datetime.now(timezone.utc) + timedelta(days=7)
-    body = {"number_of_jobs": 1, "eligible_regions": ZONES, "deadline": deadline.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    body = {"number_of_jobs": 1, "eligible_regions": ZONES, "deadline": stamp(deadline),
             "duration": 6, "cpu": 4, "memory": 8, "req_timeout": 10}
 
     source = ProfileSource()

@@ -24,6 +24,7 @@ from greenops.models import Decision
 from greenops.renderers import render_set
 from greenops.stack_config import parse_stack_config
 from greenops.validation import CrdSchemas, default_crd_dir
+from greenops.clock import stamp
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -107,7 +108,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _clock_env(args: argparse.Namespace) -> dict[str, str]:
-    return {"GREENOPS_NOW": args.now.strftime("%Y-%m-%dT%H:%M:%SZ")} if getattr(args, "now", None) else {}
+    return {"GREENOPS_NOW": stamp(args.now)} if getattr(args, "now", None) else {}
 
 
 def cmd_sharded(args: argparse.Namespace) -> int:
@@ -116,7 +117,7 @@ def cmd_sharded(args: argparse.Namespace) -> int:
     from greenops import automation, report, shards
 
     stacks = shards.write_shard_stacks(automation.project_dir(), args.stack, args.shards)
-    command = [args.command] + (["--now", args.now.strftime("%Y-%m-%dT%H:%M:%SZ")] if args.now else [])
+    command = [args.command] + (["--now", stamp(args.now)] if args.now else [])
     started = time.monotonic()
     runs = shards.run_shards(command, stacks, args.concurrency)
     for run in runs:
@@ -253,7 +254,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _utc(text: str) -> datetime:
-    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    value = datetime.fromisoformat(text)
     if value.tzinfo is None:
         raise argparse.ArgumentTypeError("time must carry an offset, e.g. 2027-01-01T00:00:00Z")
     return value.astimezone(timezone.utc)

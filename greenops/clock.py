@@ -5,11 +5,18 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # how the platform writes an instant: RFC 3339, UTC, whole seconds
+
+
+def stamp(t: datetime) -> str:
+    """``t`` (UTC) as the platform writes instants."""
+    return t.strftime(TIME_FORMAT)
+
 
 def system_clock() -> datetime:
     override = os.environ.get("GREENOPS_NOW")
     if override:
-        return datetime.fromisoformat(override.replace("Z", "+00:00")).astimezone(timezone.utc)
+        return parse_time(override)
     return datetime.now(timezone.utc)
 
 

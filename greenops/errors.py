@@ -19,3 +19,9 @@ class NoFittingSize(CatalogError):
 
 class RenderError(GreenOpsError):
     """A decision cannot be turned into provider manifests (e.g. missing settings)."""
+
+
+def field_errors(errors: list[dict]) -> list[tuple[str, str]]:
+    """(dotted field path, message) for each of a pydantic ValidationError's ``errors()``, without
+    pydantic's "Value error, " prefix: the one way every edge names a bad field."""
+    return [(".".join(str(p) for p in e["loc"]), e["msg"].removeprefix("Value error, ")) for e in errors]

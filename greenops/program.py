@@ -9,7 +9,7 @@ import pulumi_kubernetes as k8s
 from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import Endpoints, GreenWorkload, GreenWorkloadArgs
 from greenops.outputs import gather, sdk_waits_cheaply
-from greenops.placement.lifecycle import stamp
+from greenops.clock import stamp
 from greenops.stack_config import KEYS, StackConfig, StackConfigError, parse_stack_config
 
 PLATFORM_SECRETS = ("mlflowDbPassword", "s3AccessKey", "s3SecretKey")
@@ -62,6 +62,7 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
 
     from components.config import PlatformConfig
     from components.platform import GreenOpsPlatform, GreenOpsPlatformArgs, PlatformSecrets
+    from greenops.errors import field_errors
 
     raw = cfg.get_object("platform")
     if raw is None:
@@ -70,8 +71,7 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
     try:
         platform_config = PlatformConfig.model_validate(raw)
     except ValidationError as exc:
-        lines = [f"greenops:platform.{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
-                 for e in exc.errors()]
+        lines = [f"greenops:platform.{field}: {msg}" for field, msg in field_errors(exc.errors())]
         raise pulumi.RunError("; ".join(lines)) from None
     # the object-store keys: MLflow's artifacts and SeaweedFS, and the models KServe reads
     needed = {"mlflowDbPassword": platform_config.mlflow.enabled,

@@ -15,9 +15,9 @@ from datetime import datetime, timedelta
 from typing import Callable
 
 from greenops import automation
-from greenops.clock import system_clock
+from greenops.clock import parse_time, system_clock
 from greenops.errors import GreenOpsError
-from greenops.placement.lifecycle import stamp
+from greenops.clock import stamp
 
 VERBS = {"Scheduled": "re-placed", "Provisioning": "gate", "Running": "started", "Completed": "retired",
          "Failed": "FAILED"}
@@ -59,7 +59,7 @@ def lifecycle_changes(before: dict[str, dict], after: dict[str, dict]) -> list[s
 
 def upcoming(rows: list[dict]) -> tuple[datetime, str] | None:
     """The earliest next-change instant over the placements, with what happens then."""
-    due = [(datetime.fromisoformat(r["nextChangeAt"].replace("Z", "+00:00")), f"{r['workload']}: "
+    due = [(parse_time(r["nextChangeAt"]), f"{r['workload']}: "
             f"{WHAT_CHANGES.get(r.get('phase') or '', 'changes')}") for r in rows if r.get("nextChangeAt")]
     return min(due) if due else None
 

@@ -9,7 +9,7 @@ from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, 
 from pydantic.alias_generators import to_camel
 
 from greenops import endpoints
-from greenops.errors import GreenOpsError
+from greenops.errors import GreenOpsError, field_errors
 from greenops.models import Workload
 from greenops.renderers import RenderSettings
 from greenops.shards import shard_of
@@ -131,12 +131,7 @@ def lead_problem(lead: float | None, reconcile: ReconcileConfig) -> str | None:
 
 
 def _describe(exc: ValidationError, where: str) -> str:
-    lines = []
-    for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        lines.append(f"{where}{'.' + field if field else ''}: {msg}")
-    return "; ".join(lines)
+    return "; ".join(f"{where}{'.' + field if field else ''}: {msg}" for field, msg in field_errors(exc.errors()))
 
 
 def _declared_workloads(raw: dict[str, Any], root: Path) -> list[Declared]:

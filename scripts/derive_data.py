@@ -21,7 +21,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-SCHEMA_VERSION = 1
+from greenops.catalog.schema import SCHEMA_VERSION  # the version the catalog reads
+
 PROVIDERS = ("azure", "gcp", "aws")
 
 # Sovereign clouds are separate accounts and APIs; a generic workload cannot land there.

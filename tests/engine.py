@@ -12,6 +12,7 @@ import yaml
 
 from greenops import automation
 from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
+from greenops.clock import stamp
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
@@ -19,7 +20,7 @@ ENGINE_TOOLS = ("pulumi", "opa", "pulumi-resource-kubernetes", "pulumi-resource-
 
 
 def iso(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return stamp(t)
 
 
 def at(text: str | None) -> datetime | None:

@@ -12,6 +12,7 @@ from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse
 from greenops.dashboard import views
 from greenops.dashboard.data import DashboardData
 from greenops.errors import GreenOpsError
+from greenops.clock import stamp
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -49,7 +50,7 @@ def dashboard_router(data: DashboardData, clock: Callable[[], datetime]) -> APIR
         return templates.TemplateResponse(request, "dashboard.html", {
             "rows": rows, "total_rows": len(every), "totals": views.totals(every), "options": views.options(every),
             "chosen": {k: chosen(request).get(k, "") for k in views.FILTERS}, "history_days": views.HISTORY.days,
-            "now": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "now": stamp(now),
             "timeline": _plain(views.timeline_figure(rows, now)) if rows else None,
             "intensity": _plain(views.intensity_figure(rows, data, now)) if rows else None,
         })

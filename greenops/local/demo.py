@@ -23,7 +23,8 @@ import yaml
 
 from greenops import automation, explain, placements, report
 from greenops.httpclient import RetryingClient
-from greenops.placement.lifecycle import stamp
+from greenops.renderers import registry
+from greenops.clock import stamp
 from greenops.reconcile import WAKE_MARGIN, reconcile_once
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.scheduler import SchedulerServer
@@ -39,12 +40,15 @@ def say(text: str = "") -> None:
 # The simulated day starts in the evening, when Germany's and Britain's grids are near their daily
 # peak in every month of the profiles, so tonight's jobs honestly wait for the night.
 EVENING_UTC = 17
-VM_KINDS = [("compute.azure.com/v1api20220301", "virtualmachines", "VirtualMachine"),
-            ("compute.cnrm.cloud.google.com/v1beta1", "computeinstances", "ComputeInstance"),
-            ("ec2.services.k8s.aws/v1alpha1", "instances", "Instance"),
-            # ACK's Instance takes its security group by id, so it follows the group once an ACK
-            # controller reports the id; none runs here, so the group is what shows an AWS run
-            ("ec2.services.k8s.aws/v1alpha1", "securitygroups", "SecurityGroup")]
+# ACK's Instance takes its security group by id, so it follows the group once an ACK controller
+# reports the id; none runs here, so the group is what shows an AWS run.
+SHOWN_BESIDE_THE_VMS = {"SecurityGroup"}
+
+
+def shown_kinds() -> list[tuple[str, str]]:
+    """(apiVersion, kind) of each provider's VM object, as the renderers declare them."""
+    shown = {registry.vm_kind(p) for p in registry.providers()} | SHOWN_BESIDE_THE_VMS
+    return [(api, kind) for api, kind in registry.rendered_kinds() if kind in shown]
 
 
 def next_evening(now: datetime) -> datetime:
@@ -119,8 +123,8 @@ def vm_objects(cp: LocalControlPlane) -> set[str]:
     """The ASO / Config Connector / ACK VM objects (and ACK's security group) in the API server,
     as ``Kind/name``."""
     with cp.client() as k:
-        return {f"{kind}/{item['metadata']['name']}" for api, plural, kind in VM_KINDS
-                for item in k.get(f"/apis/{api}/namespaces/greenops/{plural}").json().get("items", [])}
+        return {f"{kind}/{item['metadata']['name']}" for api, kind in shown_kinds()
+                for item in k.get(f"/apis/{api}/namespaces/greenops/{kind.lower()}s").json().get("items", [])}
 
 
 def play_forward(st: automation.auto.Stack, cp: LocalControlPlane, first, until: datetime) -> list:

@@ -1,5 +1,6 @@
 """A placement decision: where and when a workload runs, and on what."""
 from __future__ import annotations
+from greenops.clock import stamp
 
 from datetime import datetime, timezone
 from typing import Annotated
@@ -33,7 +34,7 @@ class Decision(_Model):
 
     @field_serializer("scheduling_time", "decided_at")
     def _ser_time(self, v: datetime | None) -> str | None:
-        return v.strftime("%Y-%m-%dT%H:%M:%SZ") if v else None
+        return stamp(v) if v else None
 
     @computed_field  # type: ignore[prop-decorator]
     @property

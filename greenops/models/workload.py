@@ -4,6 +4,7 @@ Validation is done here, once, at the edge. Field names in user-facing documents
 (as in the VmTemplate spec); Python code uses snake_case attributes.
 """
 from __future__ import annotations
+from greenops.clock import stamp
 
 import re
 from datetime import datetime, timedelta, timezone
@@ -34,6 +35,10 @@ NO_LATENCY_CONSTRAINT_MS = 2000
 _NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
+
+# Whose quota a workload without a tenant counts against: the same on both paths, in the scheduler
+# and in policy (the bundle carries it as data.greenops.config.default_tenant).
+DEFAULT_TENANT = "default"
 
 class DataResidency(str, Enum):
     EU = "eu"
@@ -79,7 +84,7 @@ class Workload(_Model):
     origin_region: str = Field(description="cloud region the latency is measured from")
     eligible_providers: tuple[str, ...] = Field(default=(), validate_default=True, description="subset of the catalog's providers; empty = all")
     data_residency: DataResidency = DataResidency.NONE
-    tenant: str = "default"
+    tenant: str = DEFAULT_TENANT
     provider: str | None = Field(default=None, description="explicitly requested provider (policy may refuse it)")
     region: str | None = Field(default=None, description="explicitly requested region (policy may refuse it)")
 
@@ -185,7 +190,7 @@ class Workload(_Model):
 
     @field_serializer("deadline")
     def _ser_deadline(self, v: datetime) -> str:
-        return v.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return stamp(v)
 
     @property
     def duration_hours(self) -> float:

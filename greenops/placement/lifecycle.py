@@ -21,8 +21,8 @@ from pydantic import AwareDatetime, Field, field_serializer
 
 from greenops.models.duration import format_duration
 from greenops.models.workload import _Model
+from greenops.clock import stamp
 
-TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 MAX_EVENTS = 20  # the newest transitions kept in state: enough to explain a run, bounded in size
 
 
@@ -42,9 +42,6 @@ class Phase(str, Enum):
     def terminal(self) -> bool:
         return self in (Phase.COMPLETED, Phase.FAILED)
 
-
-def stamp(t: datetime) -> str:
-    return t.strftime(TIME_FORMAT)
 
 
 class Event(_Model):

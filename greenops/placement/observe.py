@@ -8,13 +8,14 @@ ends it as Failed. The per-provider condition rules live with the renderers
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import datetime
 
 import yaml
 
 from greenops.catalog import load_catalog
 from greenops.errors import GreenOpsError
 from greenops.renderers import object_state, vm_kind
+from greenops.clock import parse_time
 
 from .lifecycle import Observation
 
@@ -87,6 +88,6 @@ def _time(text: str | None) -> datetime | None:
     if not text:
         return None
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
+        return parse_time(text)
     except ValueError:
         return None

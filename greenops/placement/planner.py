@@ -1,10 +1,10 @@
 """Policy, then scheduler, then the catalog: one workload becomes one Decision."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 
 from greenops.catalog import Catalog, load_catalog
-from greenops.clock import system_clock
+from greenops.clock import parse_time, system_clock
 from greenops.errors import GreenOpsError
 from greenops.models import Decision, Workload
 from greenops.policies.client import OpaClient, PolicyDenied
@@ -45,7 +45,7 @@ def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
             scheduler.release(key, f"zone {zone} maps to no eligible region of {workload.name}")
             given_back = f"; its reservation {key} was released"
         raise PlacementError(f"the scheduler chose zone {zone}, which maps to no eligible region{given_back}")
-    start = datetime.fromisoformat(answer["scheduling_time"].replace("Z", "+00:00")).astimezone(timezone.utc)
+    start = parse_time(answer["scheduling_time"])
     return Decision(
         provider=selection["provider"], region=selection["region"], zone=zone, scheduling_time=start,
         vm_size=selection["vmSize"], image=catalog.image(selection["provider"], selection["region"]),

@@ -7,6 +7,7 @@ from urllib.parse import quote
 
 from greenops.errors import GreenOpsError
 from greenops.httpclient import RetryingClient, detail
+from greenops.clock import stamp
 
 
 class SchedulerUnavailable(GreenOpsError):
@@ -36,13 +37,13 @@ class SchedulerClient(RetryingClient):
                  reservation: Reservation | None = None) -> dict:
         body = {
             "number_of_jobs": jobs, "eligible_regions": zones,
-            "deadline": deadline.strftime("%Y-%m-%dT%H:%M:%SZ"), "duration": duration_hours,
+            "deadline": stamp(deadline), "duration": duration_hours,
             "cpu": float(cpu), "memory": float(memory), "req_timeout": max(1.0, self.timeout - 0.5),
         }
         if origin_zone:
             body["origin_zone"] = origin_zone
         if earliest_start:
-            body["earliest_start"] = earliest_start.strftime("%Y-%m-%dT%H:%M:%SZ")
+            body["earliest_start"] = stamp(earliest_start)
         if reservation:
             body.update(key=reservation.key, tenant=reservation.tenant, path=reservation.path,
                         regions=reservation.regions, workload=reservation.workload)

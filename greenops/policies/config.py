@@ -7,6 +7,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from greenops.errors import GreenOpsError
+from greenops.models.workload import DEFAULT_TENANT
 
 DEFAULTS = Path(__file__).resolve().parent / "defaults.yaml"
 
@@ -29,7 +30,9 @@ class PolicyConfig(BaseModel):
     scheduler: SchedulerCall = Field(default_factory=SchedulerCall)
 
     def document(self) -> dict:
-        return self.model_dump(mode="json")
+        """The bundle's data.greenops.config: these settings, and the default tenant (a fact of
+        the workload model, not a setting)."""
+        return {**self.model_dump(mode="json"), "default_tenant": DEFAULT_TENANT}
 
 
 def load_policy_config(path: Path | None = None) -> PolicyConfig:

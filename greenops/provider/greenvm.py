@@ -45,11 +45,11 @@ from pydantic import ValidationError
 
 from greenops import endpoints
 from greenops.catalog import load_catalog
-from greenops.clock import system_clock
-from greenops.errors import GreenOpsError
+from greenops.clock import stamp, system_clock
+from greenops.errors import GreenOpsError, field_errors
 from greenops.models import Decision, Workload
 from greenops.placement import SchedulerClient, place
-from greenops.placement.lifecycle import Lifecycle, Observation, Phase, Step, Window, advance, from_outputs, next_change, stamp
+from greenops.placement.lifecycle import Lifecycle, Observation, Phase, Step, Window, advance, from_outputs, next_change
 from greenops.policies.client import OpaClient
 from greenops.renderers import Rendered, RenderSettings, render_set
 
@@ -100,15 +100,13 @@ class GreenVmProvider(ResourceProvider):
         try:
             _workload(news, self.now(), check_deadline=not placed_before)
         except ValidationError as exc:
-            for e in exc.errors():
-                loc = ".".join(str(p) for p in e["loc"])
-                failures.append(CheckFailure(f"workload.{loc}" if loc else "workload",
-                                             f"workload {name!r}: {e['msg'].removeprefix('Value error, ')}"))
+            for loc, msg in field_errors(exc.errors()):
+                failures.append(CheckFailure(f"workload.{loc}" if loc else "workload", f"workload {name!r}: {msg}"))
         try:
             RenderSettings.model_validate(news.get("render") or {})
         except ValidationError as exc:
-            for e in exc.errors():
-                failures.append(CheckFailure(f"render.{'.'.join(str(p) for p in e['loc'])}", f"workload {name!r}: {e['msg']}"))
+            for loc, msg in field_errors(exc.errors()):
+                failures.append(CheckFailure(f"render.{loc}", f"workload {name!r}: {msg}"))
         for key in ("opaUrl", "schedulerUrl"):
             if not str(news.get(key, "")).startswith(("http://", "https://")):
                 failures.append(CheckFailure(key, f"workload {name!r}: {key} must be an http(s) URL"))

@@ -25,6 +25,7 @@ from fastapi.responses import JSONResponse
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from greenops.dashboard import RecordData, dashboard_router
+from greenops.models.workload import DEFAULT_TENANT
 from greenops.reservations import QuotaExceeded, ReservationStore
 from greenops.scheduler.algorithm import DecisionTimeout, Job, NoFeasibleWindow, Placement, run_now_mean
 from greenops.scheduler.auth import require_token
@@ -35,6 +36,7 @@ from greenops.scheduler.forecast_api import forecast_router
 from greenops.scheduler.reservations_api import reservations_router
 from greenops.scheduler.series import ceil_second, to_epoch
 from greenops.scheduler.sources.base import CarbonSource, SourceUnavailable, UnknownZone
+from greenops.clock import stamp
 
 log = structlog.get_logger("greenops.scheduler")
 
@@ -68,7 +70,7 @@ class SchedulingRequest(BaseModel):
         default=None, description="the placement's stable key (stack/workload, or namespace/name/uid): the same "
                                   "key with the same request is answered from the record and books nothing new; "
                                   "a changed request replaces the booking")
-    tenant: Name = Field(default="default", description="whose quota the booking counts against")
+    tenant: Name = Field(default=DEFAULT_TENANT, description="whose quota the booking counts against")
     path: Literal["pulumi", "cluster", "api"] = Field(default="api", description="where the placement came from")
     tenant_quota_vcpu: Annotated[float, Field(strict=True, gt=0)] | None = Field(
         default=None, description="the tenant's quota (from policy): active reservations of either path plus this "
@@ -118,7 +120,7 @@ class Health(BaseModel):
 
 
 def _rfc3339(epoch: float) -> str:
-    return ceil_second(epoch).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return stamp(ceil_second(epoch))
 
 
 def _field_error(field: str, message: str, code: int = 422) -> JSONResponse:

@@ -17,6 +17,7 @@ from typing import Callable
 
 from greenops.reservations import ACTIVE, Booking, Conflict, ReservationStore, milli
 from greenops.scheduler.algorithm import SLOT, CapacityLedger, DecisionTimeout, Placement
+from greenops.clock import parse_time
 
 MAX_ATTEMPTS = 25
 # What does not change the placement a request asks for: a retry may send other values. The
@@ -65,7 +66,7 @@ def _replayed(row: dict | None, digest: str, earliest_start: str | None) -> Outc
     if row is None or row["phase"] not in ACTIVE or row["spec_hash"] != digest:
         return None
     if earliest_start is not None:
-        not_before = datetime.fromisoformat(earliest_start.replace("Z", "+00:00")).timestamp()
+        not_before = parse_time(earliest_start).timestamp()
         if min(p["start"] for p in row["placements"]) < not_before:
             return None
     return Outcome(row["answer"], replayed=True)

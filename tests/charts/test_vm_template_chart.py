@@ -16,6 +16,7 @@ from greenops.catalog import select_size
 from greenops.charts import stage_chart
 from greenops.models import Decision, parse_duration
 from greenops.renderers import RenderSettings, render, render_set
+from greenops import clock
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 from tests.references import owner_problems
 
@@ -25,7 +26,7 @@ KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-tes
 
 def stamp(offset: timedelta = timedelta()) -> str:
     """The real clock plus ``offset``, as a schedulingTime (whole seconds, rounded down)."""
-    return (datetime.now(timezone.utc) + offset).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return clock.stamp(datetime.now(timezone.utc) + offset)
 
 
 def started() -> str:

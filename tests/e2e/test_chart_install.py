@@ -33,6 +33,7 @@ from greenops.toolpaths import REPO
 from greenops.validation.crd import default_crd_dir
 from greenops.models import Decision, Workload
 from greenops.renderers import RenderSettings, render
+from greenops import clock
 from tests.conftest import require_tool
 from tests.references import GROUP_ID, group_reported
 
@@ -57,7 +58,7 @@ DECISIONS = [("azure", "francecentral"), ("gcp", "europe-west1"), ("aws", "eu-we
 
 
 def stamp(offset: timedelta) -> str:
-    return (datetime.now(timezone.utc) + offset).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return clock.stamp(datetime.now(timezone.utc) + offset)
 
 
 @pytest.fixture(scope="module")

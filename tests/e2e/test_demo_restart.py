@@ -14,7 +14,7 @@ import pytest
 
 from greenops.local.demo import cluster_templates, next_evening
 from greenops.toolpaths import REPO
-from greenops.placement.lifecycle import stamp
+from greenops.clock import stamp
 from tests.conftest import require_tool
 from tests.engine import require_engine
 

@@ -22,6 +22,7 @@ from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import loopback_tls
 from greenops.local.opa import OpaServer
 from greenops.provider.greenvm import GreenVmProvider
+from greenops.clock import stamp
 from tests.components.test_platform_mocks import OPA_TOKENS
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 from tests.declared import STACK_SECRETS, evaluate_stack
@@ -69,7 +70,7 @@ def dns(route, monkeypatch):
 
 
 def props(route, **over) -> dict:
-    deadline = (datetime.now(timezone.utc) + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    deadline = stamp(datetime.now(timezone.utc) + timedelta(days=2))
     return {"workload": {"name": "from-ci", "cpu": 2, "memory": 4, "duration": "2h", "deadline": deadline,
                          "originRegion": "westeurope", "dataResidency": "eu", "tenant": "data"},
             "opaUrl": route["opa"], "schedulerUrl": route["scheduler"], "timeoutSeconds": 5, "attempts": 2,

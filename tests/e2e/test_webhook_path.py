@@ -12,6 +12,7 @@ import pytest
 from greenops.catalog import select_size
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import GROUP, VERSION
+from greenops.clock import stamp
 from tests.e2e.conftest import THRIFTY_QUOTA_VCPU
 
 pytestmark = pytest.mark.e2e
@@ -21,7 +22,7 @@ PATH = f"/apis/{GROUP}/{VERSION}/namespaces/e2e/vmtemplates"
 def vmtemplate(name: str, **spec) -> dict:
     """A VmTemplate for namespace e2e (tenant e2e); a field given as None is left out."""
     base = {"vmName": name, "cpu": 2, "memory": 4, "duration": "1h", "maxLatency": 2000, "tenant": "e2e",
-            "deadline": (datetime.now(timezone.utc) + timedelta(days=3)).strftime("%Y-%m-%dT%H:%M:%SZ")}
+            "deadline": stamp(datetime.now(timezone.utc) + timedelta(days=3))}
     base.update(spec)
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "VmTemplate", "metadata": {"name": name},
             "spec": {k: v for k, v in base.items() if v is not None}}

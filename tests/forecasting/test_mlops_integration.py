@@ -22,6 +22,7 @@ from greenops.scheduler.algorithm import CapacityLedger, Job, place_batch
 from greenops.scheduler.series import to_epoch
 from greenops.scheduler.sources import ProfileSource, TraceSource
 from greenops.scheduler.sources.oip import OipSource
+from greenops.clock import stamp
 
 from .conftest import require_mlserver
 
@@ -96,7 +97,7 @@ def test_scheduler_decides_on_the_served_forecast(mlops, spring_slice):
     assert source.answers == {"zone": 1, "generic": 1, "fallback": 0}
     expected = place_batch(forecasts, Job(2, 4, 4 * HOUR), 1, now, deadline, CapacityLedger(512), math.inf)[0]
     assert decision["scheduling_location"] == expected.zone
-    assert decision["scheduling_time"] == datetime.fromtimestamp(expected.start, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert decision["scheduling_time"] == stamp(datetime.fromtimestamp(expected.start, timezone.utc))
     assert decision["expected_intensity"] == pytest.approx(expected.mean_intensity, abs=0.01)
 
 

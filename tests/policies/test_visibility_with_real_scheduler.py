@@ -10,6 +10,7 @@ import pytest
 
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.opa import OpaServer
+from greenops.clock import stamp
 
 pytestmark = pytest.mark.integration
 
@@ -23,7 +24,7 @@ CLUSTER = ("ml/train/u-1", "ml", "cluster", "aws", "us-east-1")
 def book(scheduler, catalog, booking, token=None) -> dict:
     key, tenant, path, provider, region = booking
     zone = catalog.region(provider, region).zone
-    deadline = (datetime.now(timezone.utc) + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    deadline = stamp(datetime.now(timezone.utc) + timedelta(days=2))
     r = httpx.post(f"{scheduler.url}/scheduling", timeout=20,
                    headers={"Authorization": f"Bearer {token}"} if token else {},
                    json={"eligible_regions": [zone], "deadline": deadline, "duration": 2, "cpu": 2, "memory": 4,

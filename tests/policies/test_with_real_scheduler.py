@@ -15,6 +15,7 @@ from greenops.local.controlplane import free_port
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import namespace_manifest, put_namespaces
 from greenops.local.opa import OpaServer
+from greenops.clock import stamp
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +38,7 @@ def review(deadline: str) -> dict:
 
 def test_place_fail_closed_and_recover(opa_binary, catalog):
     port = free_port()
-    deadline = (datetime.now(timezone.utc) + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    deadline = stamp(datetime.now(timezone.utc) + timedelta(days=2))
     with tenant_opa(scheduler_url=f"http://127.0.0.1:{port}") as opa:
         with SchedulerServer(port=port):
             answer = httpx.post(f"{opa.url}/", json=review(deadline), timeout=20).json()["response"]
@@ -97,7 +98,7 @@ def test_reapplied_placed_vmtemplate_is_placed_again_not_denied(opa_binary, cata
     """`kubectl apply` of a placed VmTemplate sends OPA's own fields and annotation back with the
     user's change: they are OPA's decision, not the user's provider/region requests."""
     port = free_port()
-    deadline = (datetime.now(timezone.utc) + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    deadline = stamp(datetime.now(timezone.utc) + timedelta(days=2))
     created = review(deadline)["request"]["object"]
     with tenant_opa(scheduler_url=f"http://127.0.0.1:{port}") as opa:
         def admit(body):
@@ -135,7 +136,7 @@ def test_reapplied_placed_vmtemplate_is_placed_again_not_denied(opa_binary, cata
 
 
 def test_opa_presents_the_schedulers_token_and_fails_closed_without_it(opa_binary):
-    deadline = (datetime.now(timezone.utc) + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    deadline = stamp(datetime.now(timezone.utc) + timedelta(days=2))
     with SchedulerServer(token="t0ken-for-opa") as scheduler:
         with tenant_opa(scheduler_url=scheduler.url, scheduler_token="t0ken-for-opa") as opa:
             assert httpx.post(f"{opa.url}/", json=review(deadline), timeout=20).json()["response"]["allowed"]

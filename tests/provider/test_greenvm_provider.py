@@ -11,6 +11,7 @@ from greenops.local.controlplane import free_port
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.opa import OpaServer
 from greenops.provider.greenvm import GreenVmProvider
+from greenops.clock import stamp
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 from tests.engine import iso
 
@@ -32,7 +33,7 @@ def placements_logged(scheduler) -> int:
 def props(servers, **workload):
     opa, scheduler = servers
     w = {"name": "etl", "cpu": 4, "memory": 8, "duration": "2h",
-         "deadline": (datetime.now(timezone.utc) + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+         "deadline": stamp(datetime.now(timezone.utc) + timedelta(days=2)),
          "originRegion": "westeurope", "dataResidency": "eu", "tenant": "data"}
     w.update(workload)
     return {"workload": w, "opaUrl": opa.url, "schedulerUrl": scheduler.url, "timeoutSeconds": 5, "attempts": 2,

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from greenops.local.scheduler import SchedulerServer
 from greenops.scheduler.api import MAX_WORK, create_app
 from greenops.scheduler.sources import ProfileSource
+from greenops.clock import stamp
 
 NOW = datetime(2027, 1, 10, 3, 0, tzinfo=timezone.utc)
 TOKEN = "s3cr3t-scheduler-token"
@@ -62,7 +63,7 @@ def test_one_request_too_much_work_is_a_422_naming_the_limit(client):
 
 @pytest.mark.integration
 def test_the_real_process_reads_its_token_from_the_environment():
-    deadline = (datetime.now(timezone.utc) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    deadline = stamp(datetime.now(timezone.utc) + timedelta(days=1))
     with SchedulerServer(token=TOKEN) as s:
         assert httpx.post(f"{s.url}/scheduling", json=body(deadline=deadline)).status_code == 401
         r = httpx.post(f"{s.url}/scheduling", json=body(deadline=deadline), headers={"Authorization": f"Bearer {TOKEN}"})

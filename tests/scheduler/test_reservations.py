@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from greenops.reservations import ReservationStore
 from greenops.scheduler.api import create_app
 from greenops.scheduler.sources import ProfileSource
+from greenops.clock import stamp
 
 NOW = datetime(2027, 1, 10, 3, 0, tzinfo=timezone.utc)
 
@@ -151,7 +152,7 @@ def test_a_retry_with_a_later_clock_keeps_its_booking_until_the_clock_passes_its
     same = client.post("/scheduling", json=body(key="k", earliest_start=first["scheduling_time"], **wide))
     assert same.headers.get("idempotent-replayed") == "true" and same.json() == first
     # a clock past the booked start (a missed window): the booking is replaced, under the same key
-    later = (start + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    later = stamp(start + timedelta(hours=1))
     moved = client.post("/scheduling", json=body(key="k", earliest_start=later, **wide))
     assert moved.status_code == 200 and "idempotent-replayed" not in moved.headers
     assert moved.json()["scheduling_time"] >= later

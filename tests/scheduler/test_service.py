@@ -7,6 +7,7 @@ import httpx
 import pytest
 
 from greenops.local.scheduler import SchedulerServer
+from greenops.clock import stamp
 
 pytestmark = pytest.mark.integration
 
@@ -18,7 +19,7 @@ def service():
 
 
 def iso(dt: datetime) -> str:
-    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return stamp(dt)
 
 
 def thesis_body(**over):

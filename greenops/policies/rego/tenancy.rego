@@ -8,11 +8,13 @@ package greenops.tenancy
 
 import rego.v1
 
+import data.greenops.config
+
 label := "greenops.io/tenant"
 
 # The tenant of a namespace without the label: the same default the Pulumi path and the scheduler
 # use, with the default quota (data.greenops.config.default_tenant_vcpu_quota).
-unlabelled := "default"
+unlabelled := config.default_tenant
 
 # of_namespace(ns) is {"tenant": t} or {"error": reason}. A namespace OPA has no copy of is an
 # error, not the default tenant: kube-mgmt may be catching up on a namespace just created, and a

@@ -5,6 +5,7 @@ import rego.v1
 
 import data.greenops.admission_test as t
 import data.greenops.tenancy
+import data.greenops.testdata
 
 labelled(tenant) := {"greenops": t.namespace("greenops", {"greenops.io/tenant": tenant, "team": "ml"})}
 
@@ -79,5 +80,6 @@ test_an_unchanged_object_is_kept_even_if_the_namespace_was_relabelled if {
 test_of_namespace if {
 	tenancy.of_namespace("greenops") == {"tenant": "x"} with data.kubernetes.namespaces as labelled("x")
 	tenancy.of_namespace("greenops") == {"tenant": "default"} with data.kubernetes.namespaces as unlabelled
+		with data.greenops.config as testdata.config
 	tenancy.of_namespace("other").error with data.kubernetes.namespaces as unlabelled
 }

@@ -84,6 +84,7 @@ config := {
 	"default_providers": ["azure", "gcp", "aws"],
 	"tenant_vcpu_quota": {"small": 8},
 	"default_tenant_vcpu_quota": null,
+	"default_tenant": "default",
 	"scheduler": {"timeout_seconds": 1, "attempts": 2, "req_timeout": 3},
 }
 

@@ -6,6 +6,8 @@ package greenops.workload
 
 import rego.v1
 
+import data.greenops.config
+
 no_latency_constraint := 2000
 
 # Fields that drive placement, explicit provider/region requests included: when none of them
@@ -26,7 +28,7 @@ normalize(spec) := {
 	"originRegion": spec.originRegion,
 	"eligibleProviders": providers_of(spec),
 	"dataResidency": object.get(spec, "dataResidency", "none"),
-	"tenant": object.get(spec, "tenant", "default"),
+	"tenant": object.get(spec, "tenant", config.default_tenant),
 	"provider": object.get(spec, "provider", null),
 	"region": requested_region(spec),
 } if {
