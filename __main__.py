@@ -1,4 +1,5 @@
 """Pulumi entry point: all logic lives in the greenops package."""
+
 from greenops.program import run
 
 run()

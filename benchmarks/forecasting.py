@@ -8,13 +8,14 @@ CPU time and peak memory; logs them to a throw-away sqlite registry, serves the 
 real MLServer on loopback and prints p50/p99 of OIP v2 inference round trips, per model and through
 the scheduler's OIP source (uncached: a new forecast hour each call).
 """
+
 from __future__ import annotations
 
 import argparse
 import resource
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -36,18 +37,22 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=500)
     args = parser.parse_args()
     traces = TraceSource.from_directory(args.data / "greendcc_ci_2023")
-    holdout = datetime(2023, 11, 1, tzinfo=timezone.utc)
+    holdout = datetime(2023, 11, 1, tzinfo=UTC)
     before_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     wall, cpu = time.perf_counter(), time.process_time()
     report = training.train(traces, holdout)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"training: {len(report.zones)} zones + generic in {wall:.2f} s wall, {cpu:.2f} s CPU; "
-          f"peak RSS {peak_mb:.0f} MB ({before_mb:.0f} MB before training: interpreter, MLflow, traces)")
-    print(f"  fit per zone: min {min(r.fit_seconds for r in report.zones):.3f} s, "
-          f"max {max(r.fit_seconds for r in report.zones):.3f} s; generic {report.generic.fit_seconds:.3f} s; "
-          f"{report.zones[0].model.n_parameters} parameters per model")
+    print(
+        f"training: {len(report.zones)} zones + generic in {wall:.2f} s wall, {cpu:.2f} s CPU; "
+        f"peak RSS {peak_mb:.0f} MB ({before_mb:.0f} MB before training: interpreter, MLflow, traces)"
+    )
+    print(
+        f"  fit per zone: min {min(r.fit_seconds for r in report.zones):.3f} s, "
+        f"max {max(r.fit_seconds for r in report.zones):.3f} s; generic {report.generic.fit_seconds:.3f} s; "
+        f"{report.zones[0].model.n_parameters} parameters per model"
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -66,15 +71,22 @@ def main() -> None:
             row = feature_row(de.value_at(start - HOUR * np.arange(HISTORY_HOURS, 0, -1)), start)
             body = {"inputs": [{"name": "features", "shape": [1, 171], "datatype": "FP64", "data": row}]}
             with httpx.Client(base_url=server.url) as client:
-                samples = timed_ms(lambda _: client.post("/v2/models/forecaster-de/infer", json=body).raise_for_status(),
-                                   args.requests, warmup=20)
+                samples = timed_ms(
+                    lambda _: client.post("/v2/models/forecaster-de/infer", json=body).raise_for_status(),
+                    args.requests,
+                    warmup=20,
+                )
             print(f"OIP infer round trip (forecaster-de, keep-alive): {percentiles(samples)}")
             source = OipSource(server.url, history=traces, fallback=ProfileSource(), timeout=10)
             # a new hour each call: no cache hit
-            samples = timed_ms(lambda i: source.series("GB", start + i * HOUR, start + (i + 48) * HOUR, start + i * HOUR),
-                               args.requests)
-            print(f"scheduler OIP source, uncached forecast (history + infer + 48 h slice): {percentiles(samples)}; "
-                  f"answers {source.answers}")
+            samples = timed_ms(
+                lambda i: source.series("GB", start + i * HOUR, start + (i + 48) * HOUR, start + i * HOUR),
+                args.requests,
+            )
+            print(
+                f"scheduler OIP source, uncached forecast (history + infer + 48 h slice): {percentiles(samples)}; "
+                f"answers {source.answers}"
+            )
     mlflow.set_tracking_uri("")
 
 

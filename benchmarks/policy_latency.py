@@ -6,6 +6,7 @@
 Prints p50/p90/p99/max in milliseconds, measured client-side with one keep-alive connection,
 after a warm-up. The admission round trip includes OPA's http.send to a local scheduler.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,8 @@ import httpx
 from latency import percentiles
 
 from greenops.catalog import load_catalog
-from greenops.local.scheduler_standin import SchedulerStandIn
 from greenops.local.opa import OpaServer
+from greenops.local.scheduler_standin import SchedulerStandIn
 
 
 def workloads(n: int, seed: int = 7):
@@ -26,10 +27,15 @@ def workloads(n: int, seed: int = 7):
     rnd = random.Random(seed)
     for i in range(n):
         yield {
-            "name": f"bench-{i}", "cpu": rnd.choice([1, 2, 4, 8, 16]), "memory": rnd.choice([2, 4, 8, 16, 32, 64]),
-            "duration": rnd.choice(["1h", "90m", "6h"]), "deadline": "2030-01-01T00:00:00Z",
-            "originRegion": rnd.choice(origins), "maxLatency": rnd.choice([50, 100, 200, 2000]),
-            "dataResidency": rnd.choice(["eu", "none"]), "tenant": "bench",
+            "name": f"bench-{i}",
+            "cpu": rnd.choice([1, 2, 4, 8, 16]),
+            "memory": rnd.choice([2, 4, 8, 16, 32, 64]),
+            "duration": rnd.choice(["1h", "90m", "6h"]),
+            "deadline": "2030-01-01T00:00:00Z",
+            "originRegion": rnd.choice(origins),
+            "maxLatency": rnd.choice([50, 100, 200, 2000]),
+            "dataResidency": rnd.choice(["eu", "none"]),
+            "tenant": "bench",
         }
 
 
@@ -58,20 +64,37 @@ def main() -> None:
         with OpaServer(scheduler_url=scheduler.url) as opa, httpx.Client(base_url=opa.url, timeout=10) as client:
             for w in workloads(200, seed=1):
                 timed(client, "/v1/data/greenops/placement/decision", {"input": {"workload": w}})
-            decision = [timed(client, "/v1/data/greenops/placement/decision", {"input": {"workload": w}})
-                        for w in workloads(args.decisions)]
-            print(f"decision  round trip (POST /v1/data/greenops/placement/decision, full catalog): {percentiles(decision)}")
-            handler = [server_side(client, "/v1/data/greenops/placement/decision", {"input": {"workload": w}})
-                       for w in workloads(args.decisions, seed=11)]
+            decision = [
+                timed(client, "/v1/data/greenops/placement/decision", {"input": {"workload": w}})
+                for w in workloads(args.decisions)
+            ]
+            print(
+                "decision  round trip (POST /v1/data/greenops/placement/decision, full catalog): "
+                f"{percentiles(decision)}"
+            )
+            handler = [
+                server_side(client, "/v1/data/greenops/placement/decision", {"input": {"workload": w}})
+                for w in workloads(args.decisions, seed=11)
+            ]
             print(f"decision  OPA handler time (same query, from OPA's metrics): {percentiles(handler)}")
             reviews = []
             for i, w in enumerate(workloads(args.reviews, seed=3)):
                 spec = dict(w, vmName=w.pop("name"))
-                body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-                    "uid": str(i), "kind": {"group": "composition.krateo.io", "version": "v1", "kind": "VmTemplate"},
-                    "operation": "CREATE", "object": {"metadata": {"name": f"vm-{i}", "namespace": "bench"}, "spec": spec}}}
+                body = {
+                    "apiVersion": "admission.k8s.io/v1",
+                    "kind": "AdmissionReview",
+                    "request": {
+                        "uid": str(i),
+                        "kind": {"group": "composition.krateo.io", "version": "v1", "kind": "VmTemplate"},
+                        "operation": "CREATE",
+                        "object": {"metadata": {"name": f"vm-{i}", "namespace": "bench"}, "spec": spec},
+                    },
+                }
                 reviews.append(timed(client, "/", body))
-            print(f"admission round trip (POST /, system.main, incl. http.send to a local scheduler): {percentiles(reviews)}")
+            print(
+                "admission round trip (POST /, system.main, incl. http.send to a local scheduler): "
+                f"{percentiles(reviews)}"
+            )
             print(f"scheduler calls made by OPA: {len(scheduler.requests)}")
     finally:
         scheduler.close()

@@ -5,6 +5,7 @@
 
 Real engine, real OPA and scheduler on loopback, the GreenVm dynamic provider in its own process.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -12,17 +13,17 @@ import json
 import random
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pulumi import automation as auto
 
 from greenops import program
 from greenops.catalog import load_catalog
+from greenops.clock import stamp
+from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.toolpaths import TOOLS_BIN, pulumi_env
-from greenops.local.opa import OpaServer
-from greenops.clock import stamp
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBenchmarkKeyOnly greenops-bench"
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"  # rendered into owner ARM ids, never used against Azure
@@ -34,16 +35,24 @@ def workloads(n: int) -> list[dict]:
     rnd = random.Random(n)
     cat = load_catalog()
     placeable = [r for r in cat.regions() if not cat.placement_gaps(r.provider, r.name)]
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     out = []
     for i in range(n):
         residency = rnd.choice(["eu", "none"])
         origin = rnd.choice([r for r in placeable if r.eu or residency == "none"])
-        out.append({"name": f"w{i:03d}", "cpu": rnd.choice([2, 4, 8]), "memory": rnd.choice([4, 8, 16]),
-                    "duration": rnd.choice(["1h", "2h", "6h"]),
-                    "deadline": stamp(now + timedelta(hours=rnd.choice([8, 24, 72, 240]))),
-                    "originRegion": origin.name, "maxLatency": rnd.choice([100, 200, 2000]),
-                    "dataResidency": residency, "tenant": f"t{i % 7}"})
+        out.append(
+            {
+                "name": f"w{i:03d}",
+                "cpu": rnd.choice([2, 4, 8]),
+                "memory": rnd.choice([4, 8, 16]),
+                "duration": rnd.choice(["1h", "2h", "6h"]),
+                "deadline": stamp(now + timedelta(hours=rnd.choice([8, 24, 72, 240]))),
+                "originRegion": origin.name,
+                "maxLatency": rnd.choice([100, 200, 2000]),
+                "dataResidency": residency,
+                "tenant": f"t{i % 7}",
+            }
+        )
     return out
 
 
@@ -65,29 +74,44 @@ def main() -> None:
             (tmp / "state").mkdir()
             env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp / 'state'}"})
             stack = auto.create_or_select_stack(
-                stack_name=f"bench{n}", project_name="greenops-platform", program=program.run,
+                stack_name=f"bench{n}",
+                project_name="greenops-platform",
+                program=program.run,
                 opts=auto.LocalWorkspaceOptions(
-                    work_dir=str(tmp), pulumi_home=env["PULUMI_HOME"], env_vars=env,
+                    work_dir=str(tmp),
+                    pulumi_home=env["PULUMI_HOME"],
+                    env_vars=env,
                     pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent)),
-                    project_settings=auto.ProjectSettings(name="greenops-platform", runtime="python")))
-            stack.set_all_config({
-                "greenops:workloads": auto.ConfigValue(json.dumps(workloads(n))),
-                "greenops:endpoints": auto.ConfigValue(json.dumps({"opaUrl": opa.url, "schedulerUrl": scheduler.url})),
-                "greenops:kubernetes": auto.ConfigValue(json.dumps({"mode": "render", "renderDir": str(tmp / "out")})),
-                "greenops:render": auto.ConfigValue(json.dumps({"sshPublicKey": KEY, "skipAwait": True,
-                                                                  "azureSubscriptionId": SUBSCRIPTION})),
-            })
+                    project_settings=auto.ProjectSettings(name="greenops-platform", runtime="python"),
+                ),
+            )
+            stack.set_all_config(
+                {
+                    "greenops:workloads": auto.ConfigValue(json.dumps(workloads(n))),
+                    "greenops:endpoints": auto.ConfigValue(
+                        json.dumps({"opaUrl": opa.url, "schedulerUrl": scheduler.url})
+                    ),
+                    "greenops:kubernetes": auto.ConfigValue(
+                        json.dumps({"mode": "render", "renderDir": str(tmp / "out")})
+                    ),
+                    "greenops:render": auto.ConfigValue(
+                        json.dumps({"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": SUBSCRIPTION})
+                    ),
+                }
+            )
             print(f"{n} workloads:")
             timed("preview (nothing deployed yet)", stack.preview)
             done_at: dict[str, float] = {}
             t0 = time.perf_counter()
 
-            def on_event(event):
+            def on_event(event, done_at=done_at, t0=t0):  # bound now: called within this iteration
                 out = event.res_outputs_event
                 if out is not None:
                     done_at[out.metadata.type] = time.perf_counter() - t0
 
-            up = timed("up (place every workload)", lambda: stack.up(on_event=on_event, parallel=args.parallel))
+            up = timed(
+                "up (place every workload)", lambda stack=stack: stack.up(on_event=on_event, parallel=args.parallel)
+            )
             for typ, t in sorted(done_at.items(), key=lambda kv: kv[1]):
                 print(f"    last {typ:48} done at {t:6.1f} s")
             timed("preview (unchanged)", stack.preview)

@@ -5,6 +5,7 @@ SQLite file, and in a real PostgreSQL server on loopback. Prints p50/p99 per sto
     .venv/bin/python benchmarks/reservation_latency.py [--requests 400]
 Target: p99 < 20 ms with SQLite.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,24 @@ from greenops.local.postgres import PostgresServer
 from greenops.local.scheduler import SchedulerServer
 
 NOW = "2027-01-10T03:00:00Z"
-ZONES = ["FR", "DE", "PL", "NL", "BE", "ES", "IT-NO", "CH", "FI", "GB", "SE-SE3", "CA-QC", "CA-ON", "US-CAL-CISO",
-         "JP-TK", "SG"]
+ZONES = [
+    "FR",
+    "DE",
+    "PL",
+    "NL",
+    "BE",
+    "ES",
+    "IT-NO",
+    "CH",
+    "FI",
+    "GB",
+    "SE-SE3",
+    "CA-QC",
+    "CA-ON",
+    "US-CAL-CISO",
+    "JP-TK",
+    "SG",
+]
 
 
 def measure(url: str, n: int) -> list[float]:
@@ -46,11 +63,14 @@ def main() -> None:
     rows = []
     with ExitStack() as stack:
         pg = stack.enter_context(PostgresServer())
-        for name, database in (("in memory (SQLite :memory:)", "sqlite://"),
-                               ("SQLite file (WAL)", f"sqlite:///{work / 'reservations.db'}"),
-                               ("PostgreSQL 127.0.0.1", pg.url)):
-            with SchedulerServer(capacity_vcpu=100000, database=database, env={"GREENOPS_NOW": NOW},
-                                 log=work / f"{len(rows)}.log") as s:
+        for name, database in (
+            ("in memory (SQLite :memory:)", "sqlite://"),
+            ("SQLite file (WAL)", f"sqlite:///{work / 'reservations.db'}"),
+            ("PostgreSQL 127.0.0.1", pg.url),
+        ):
+            with SchedulerServer(
+                capacity_vcpu=100000, database=database, env={"GREENOPS_NOW": NOW}, log=work / f"{len(rows)}.log"
+            ) as s:
                 lat = measure(s.url, args.requests)
             p99 = lat[max(0, int(len(lat) * 0.99) - 1)]
             rows.append((name, statistics.median(lat), p99, lat[-1]))

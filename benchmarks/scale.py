@@ -13,6 +13,7 @@ For each N it prints the wall time of
 and the peak RSS of the pulumi CLI and of the Python processes (the program's, the dynamic
 provider's), and the size of the state file.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,7 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psutil
@@ -35,12 +36,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.pulumi_up import KEY, SUBSCRIPTION, workloads  # noqa: E402
 from greenops import program  # noqa: E402
 from greenops.automation import checkpoint_env  # noqa: E402
-from greenops.local.controlplane import LocalControlPlane  # noqa: E402
-from greenops.local.scheduler import SchedulerServer  # noqa: E402
-from greenops.toolpaths import TOOLS_BIN, pulumi_env  # noqa: E402
-from greenops.local.webhook import namespace_manifest  # noqa: E402
-from greenops.local.opa import OpaServer  # noqa: E402
 from greenops.clock import stamp
+from greenops.local.controlplane import LocalControlPlane  # noqa: E402
+from greenops.local.opa import OpaServer  # noqa: E402
+from greenops.local.scheduler import SchedulerServer  # noqa: E402
+from greenops.local.webhook import namespace_manifest  # noqa: E402
+from greenops.toolpaths import TOOLS_BIN, pulumi_env  # noqa: E402
 
 PROJECT = "greenops-platform"
 
@@ -53,7 +54,7 @@ class PeakMemory:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> "PeakMemory":
+    def __enter__(self) -> PeakMemory:
         self._thread.start()
         return self
 
@@ -101,8 +102,11 @@ def write_workloads(folder: Path, n: int) -> None:
 
 def gates(stack: auto.Stack) -> list[datetime]:
     rows = stack.outputs()["placements"].value
-    return sorted(datetime.fromisoformat(r["nextChangeAt"].replace("Z", "+00:00"))
-                  for r in rows if r["phase"] == "Scheduled" and r.get("nextChangeAt"))
+    return sorted(
+        datetime.fromisoformat(r["nextChangeAt"].replace("Z", "+00:00"))
+        for r in rows
+        if r["phase"] == "Scheduled" and r.get("nextChangeAt")
+    )
 
 
 def home_without_logs(tmp: Path, home: Path) -> Path:
@@ -119,41 +123,73 @@ def home_without_logs(tmp: Path, home: Path) -> Path:
     return bare
 
 
-def run(n: int, opa_url: str, scheduler_url: str, skip_checkpoints: bool, pulumi_logs: bool = True,
-        cluster: LocalControlPlane | None = None) -> dict:
+def run(
+    n: int,
+    opa_url: str,
+    scheduler_url: str,
+    skip_checkpoints: bool,
+    pulumi_logs: bool = True,
+    cluster: LocalControlPlane | None = None,
+) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="greenops-scale-"))
     (tmp / "state").mkdir()
     write_workloads(tmp / "workloads", n)
-    env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp / 'state'}", "PULUMI_CONFIG_PASSPHRASE": "bench",
-                      **(checkpoint_env() if skip_checkpoints else {})})
+    env = pulumi_env(
+        {
+            "PULUMI_BACKEND_URL": f"file://{tmp / 'state'}",
+            "PULUMI_CONFIG_PASSPHRASE": "bench",
+            **(checkpoint_env() if skip_checkpoints else {}),
+        }
+    )
     if not pulumi_logs:
         env["PULUMI_HOME"] = str(home_without_logs(tmp, Path(env["PULUMI_HOME"])))
     stack = auto.create_or_select_stack(
-        stack_name=f"scale{n}", project_name=PROJECT, program=lambda: program.run(root=tmp),
+        stack_name=f"scale{n}",
+        project_name=PROJECT,
+        program=lambda: program.run(root=tmp),
         opts=auto.LocalWorkspaceOptions(
-            work_dir=str(tmp), pulumi_home=env["PULUMI_HOME"], env_vars=env,
+            work_dir=str(tmp),
+            pulumi_home=env["PULUMI_HOME"],
+            env_vars=env,
             pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent)),
-            project_settings=auto.ProjectSettings(name=PROJECT, runtime="python")))
-    stack.set_all_config({
-        "greenops:workloadsFrom": auto.ConfigValue("workloads"),
-        "greenops:endpoints": auto.ConfigValue(json.dumps({"opaUrl": opa_url, "schedulerUrl": scheduler_url,
-                                                           "timeoutSeconds": 30})),
-        "greenops:kubernetes": auto.ConfigValue(json.dumps(
-            # against the API server: objects server-side applied; no operator runs, so a run counts
-            # from when its objects are applied
-            {"mode": "cluster", "installCrdStubs": True, "readiness": "applied"} if cluster
-            else {"mode": "render", "renderDir": str(tmp / "out")})),
-        "greenops:render": auto.ConfigValue(json.dumps({"sshPublicKey": KEY, "skipAwait": True,
-                                                        "azureSubscriptionId": SUBSCRIPTION})),
-    })
+            project_settings=auto.ProjectSettings(name=PROJECT, runtime="python"),
+        ),
+    )
+    stack.set_all_config(
+        {
+            "greenops:workloadsFrom": auto.ConfigValue("workloads"),
+            "greenops:endpoints": auto.ConfigValue(
+                json.dumps({"opaUrl": opa_url, "schedulerUrl": scheduler_url, "timeoutSeconds": 30})
+            ),
+            "greenops:kubernetes": auto.ConfigValue(
+                json.dumps(
+                    # against the API server: objects server-side applied; no operator runs, so a run counts
+                    # from when its objects are applied
+                    {"mode": "cluster", "installCrdStubs": True, "readiness": "applied"}
+                    if cluster
+                    else {"mode": "render", "renderDir": str(tmp / "out")}
+                )
+            ),
+            "greenops:render": auto.ConfigValue(
+                json.dumps({"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": SUBSCRIPTION})
+            ),
+        }
+    )
     if cluster:
         stack.set_config("greenops:kubeconfig", auto.ConfigValue(cluster.kubeconfig_path.read_text(), secret=True))
-    row: dict = {"n": n, "objects": "applied to kube-apiserver" if cluster else "rendered to files",
-                 "checkpoints": "final only" if skip_checkpoints else "every step",
-                 "pulumi's automatic log": "on" if pulumi_logs else "off"}
+    row: dict = {
+        "n": n,
+        "objects": "applied to kube-apiserver" if cluster else "rendered to files",
+        "checkpoints": "final only" if skip_checkpoints else "every step",
+        "pulumi's automatic log": "on" if pulumi_logs else "off",
+    }
     with PeakMemory() as memory:
-        for label, op in [("preview (empty)", stack.preview), ("up (place all)", stack.up),
-                          ("preview (unchanged)", stack.preview), ("up (unchanged)", stack.up)]:
+        for label, op in [
+            ("preview (empty)", stack.preview),
+            ("up (place all)", stack.up),
+            ("preview (unchanged)", stack.preview),
+            ("up (unchanged)", stack.up),
+        ]:
             t = time.perf_counter()
             result = op(color="never")
             row[label] = time.perf_counter() - t
@@ -200,17 +236,36 @@ def run_sharded(n: int, shards: int, concurrency: int, opa_url: str, scheduler_u
     (tmp / "state").mkdir()
     (tmp / "stacks").mkdir()
     write_workloads(tmp / "workloads", n)
-    (tmp / "Pulumi.yaml").write_text(yaml.safe_dump({
-        "name": PROJECT, "main": str(REPO), "stackConfigDir": "stacks",
-        "runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": str(REPO / ".venv")}}}))
-    (tmp / "stacks" / "Pulumi.scale.yaml").write_text(yaml.safe_dump({"config": {
-        "greenops:workloadsFrom": "workloads",
-        "greenops:endpoints": {"opaUrl": opa_url, "schedulerUrl": scheduler_url, "timeoutSeconds": 30},
-        "greenops:kubernetes": {"mode": "render", "renderDir": str(tmp / "out")},
-        "greenops:render": {"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": SUBSCRIPTION}}}))
+    (tmp / "Pulumi.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": PROJECT,
+                "main": str(REPO),
+                "stackConfigDir": "stacks",
+                "runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": str(REPO / ".venv")}},
+            }
+        )
+    )
+    (tmp / "stacks" / "Pulumi.scale.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "config": {
+                    "greenops:workloadsFrom": "workloads",
+                    "greenops:endpoints": {"opaUrl": opa_url, "schedulerUrl": scheduler_url, "timeoutSeconds": 30},
+                    "greenops:kubernetes": {"mode": "render", "renderDir": str(tmp / "out")},
+                    "greenops:render": {"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": SUBSCRIPTION},
+                }
+            }
+        )
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "GREENOPS_"))}
-    env.update({"GREENOPS_PROJECT_DIR": str(tmp), "PULUMI_BACKEND_URL": f"file://{tmp / 'state'}",
-                "PULUMI_CONFIG_PASSPHRASE": "bench"})
+    env.update(
+        {
+            "GREENOPS_PROJECT_DIR": str(tmp),
+            "PULUMI_BACKEND_URL": f"file://{tmp / 'state'}",
+            "PULUMI_CONFIG_PASSPHRASE": "bench",
+        }
+    )
     greenops = [sys.executable, "-m", "greenops.cli"]
     shard_args = ["--stack", "scale", "--shards", str(shards), "--concurrency", str(concurrency)]
     row: dict = {"n": n, "shards": shards, "concurrency": concurrency}
@@ -225,8 +280,14 @@ def run_sharded(n: int, shards: int, concurrency: int, opa_url: str, scheduler_u
     with PeakMemory() as memory:
         timed_op("preview (empty)", "preview")
         timed_op("up (place all)", "up")
-        stacks = [automation.stack(f"scale-shard-{i}", work_dir=tmp, env={k: env[k] for k in (
-            "PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE")}) for i in range(shards)]
+        stacks = [
+            automation.stack(
+                f"scale-shard-{i}",
+                work_dir=tmp,
+                env={k: env[k] for k in ("PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE")},
+            )
+            for i in range(shards)
+        ]
         due = sorted(g for st in stacks for g in gates(st))
         if due:
             at = due[max(0, len(due) // 10 - 1)]
@@ -243,22 +304,40 @@ def main() -> None:
     parser.add_argument("--workloads", type=int, nargs="+", default=[100, 300])
     parser.add_argument("--shards", type=int, default=0, help="run each N as `greenops --shards` over this many stacks")
     parser.add_argument("--concurrency", type=int, default=2, help="with --shards: shards at a time")
-    parser.add_argument("--every-step", action="store_true",
-                        help="write the state after every step (Pulumi's default; greenops writes it once, at the end)")
-    parser.add_argument("--api-server", action="store_true",
-                        help="apply the objects to a local etcd + kube-apiserver instead of rendering them to files")
-    parser.add_argument("--without-pulumi-logs", action="store_true",
-                        help="run the CLI without its automatic log under $PULUMI_HOME/logs, to show what it costs")
+    parser.add_argument(
+        "--every-step",
+        action="store_true",
+        help="write the state after every step (Pulumi's default; greenops writes it once, at the end)",
+    )
+    parser.add_argument(
+        "--api-server",
+        action="store_true",
+        help="apply the objects to a local etcd + kube-apiserver instead of rendering them to files",
+    )
+    parser.add_argument(
+        "--without-pulumi-logs",
+        action="store_true",
+        help="run the CLI without its automatic log under $PULUMI_HOME/logs, to show what it costs",
+    )
     args = parser.parse_args()
-    print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs", flush=True)
+    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs", flush=True)
     with contextlib.ExitStack() as running:
         scheduler = running.enter_context(SchedulerServer(capacity_vcpu=1e9))
         opa = running.enter_context(OpaServer(scheduler_url=scheduler.url))
         cluster = running.enter_context(api_server()) if args.api_server else None
         for n in args.workloads:
-            row = (run_sharded(n, args.shards, args.concurrency, opa.url, scheduler.url) if args.shards
-                   else run(n, opa.url, scheduler.url, skip_checkpoints=not args.every_step,
-                            pulumi_logs=not args.without_pulumi_logs, cluster=cluster))
+            row = (
+                run_sharded(n, args.shards, args.concurrency, opa.url, scheduler.url)
+                if args.shards
+                else run(
+                    n,
+                    opa.url,
+                    scheduler.url,
+                    skip_checkpoints=not args.every_step,
+                    pulumi_logs=not args.without_pulumi_logs,
+                    cluster=cluster,
+                )
+            )
             print(json.dumps(row, default=str), flush=True)
             for k, v in row.items():
                 print(f"  {k:26} {v:8.1f} s" if isinstance(v, float) and "MB" not in k else f"  {k:26} {v}", flush=True)

@@ -1,4 +1,5 @@
 """AzureServiceOperator: ASO v2 plus the Azure identity it runs as (workload identity)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -31,9 +32,11 @@ class AzureServiceOperator(pulumi.ComponentResource):
         c = args.config
         child = pulumi.ResourceOptions(parent=self)
         self.resource_group = azure.resources.ResourceGroup(
-            f"{name}-workloads", resource_group_name=c.resource_group, location=c.location, opts=child)
+            f"{name}-workloads", resource_group_name=c.resource_group, location=c.location, opts=child
+        )
         self.identity = azure.managedidentity.UserAssignedIdentity(
-            f"{name}-identity", resource_group_name=self.resource_group.name, location=c.location, opts=child)
+            f"{name}-identity", resource_group_name=self.resource_group.name, location=c.location, opts=child
+        )
         self.federated = azure.managedidentity.FederatedIdentityCredential(
             f"{name}-federated",
             resource_group_name=self.resource_group.name,
@@ -64,6 +67,12 @@ class AzureServiceOperator(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace]),
         )
-        self.operator = release(f"{name}-aso", args.chart, NAMESPACE, {"crdPattern": CRD_PATTERN}, self,
-                                depends_on=[self.settings, self.role, *args.after])
+        self.operator = release(
+            f"{name}-aso",
+            args.chart,
+            NAMESPACE,
+            {"crdPattern": CRD_PATTERN},
+            self,
+            depends_on=[self.settings, self.role, *args.after],
+        )
         self.register_outputs({"clientId": self.identity.client_id, "resourceGroup": self.resource_group.name})

@@ -2,6 +2,7 @@
 (their charts declare cert-manager Issuers and Certificates, their CRDs ``cert-manager.io/inject-ca-from``).
 The platform installs it before them; a cluster that already runs one says so with
 ``certManager: {enabled: false, existing: true}`` (components/config.py)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

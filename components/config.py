@@ -1,4 +1,5 @@
 """``greenops:platform``: which parts of the platform a stack installs, and how. Validated once."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,8 +37,10 @@ class AzureConfig(_Section):
     oidc_issuer_url: str | None = Field(default=None, description="the cluster's service-account token issuer")
 
     @model_validator(mode="after")
-    def _required(self) -> "AzureConfig":
-        missing = [k for k in ("subscription_id", "tenant_id", "oidc_issuer_url") if self.enabled and not getattr(self, k)]
+    def _required(self) -> AzureConfig:
+        missing = [
+            k for k in ("subscription_id", "tenant_id", "oidc_issuer_url") if self.enabled and not getattr(self, k)
+        ]
         if missing:
             raise ValueError(f"required when azure is enabled: {', '.join(to_camel(k) for k in missing)}")
         return self
@@ -48,7 +51,7 @@ class GcpConfig(_Section):
     project: str | None = None
 
     @model_validator(mode="after")
-    def _required(self) -> "GcpConfig":
+    def _required(self) -> GcpConfig:
         if self.enabled and not self.project:
             raise ValueError("required when gcp is enabled: project")
         return self
@@ -61,7 +64,7 @@ class AwsConfig(_Section):
     oidc_issuer: str | None = Field(default=None, description="issuer host/path, without https://")
 
     @model_validator(mode="after")
-    def _required(self) -> "AwsConfig":
+    def _required(self) -> AwsConfig:
         missing = [k for k in ("oidc_provider_arn", "oidc_issuer") if self.enabled and not getattr(self, k)]
         if missing:
             raise ValueError(f"required when aws is enabled: {', '.join(to_camel(k) for k in missing)}")
@@ -74,7 +77,9 @@ class PolicyConfig(_Section):
     bundle_service_url: str | None = Field(default=None, description="HTTP or OCI registry serving the bundle")
     bundle_service_type: Literal["http", "oci"] = "http"
     bundle_resource: str = "greenops/policy-bundle.tar.gz"
-    webhook_url: str | None = Field(default=None, description="call OPA at this URL instead of its Service (local API server)")
+    webhook_url: str | None = Field(
+        default=None, description="call OPA at this URL instead of its Service (local API server)"
+    )
     webhook_timeout_seconds: int = Field(default=10, ge=1, le=30)
     scheduler_url: str = endpoints.in_cluster_scheduler_url()
 
@@ -83,8 +88,12 @@ class SchedulerConfig(_Section):
     enabled: bool = True
     namespace: str = endpoints.SCHEDULER_NAMESPACE
     image: str | None = None
-    replicas: int = Field(default=2, ge=1, le=20, description="replicas share the reservation record in PostgreSQL, "
-                                                                "which decides every booking")
+    replicas: int = Field(
+        default=2,
+        ge=1,
+        le=20,
+        description="replicas share the reservation record in PostgreSQL, which decides every booking",
+    )
     cpu: str = "500m"
     memory: str = "512Mi"
     source: str = "profiles"
@@ -111,12 +120,13 @@ class CertManagerConfig(_Section):
     """cert-manager, needed by ASO v2's and KServe's webhooks. enabled: the platform installs it, before
     them; enabled: false with existing: true: the cluster already runs one (a managed add-on, another
     team's), and the platform relies on it. Neither, with azure or kserve on, is refused."""
+
     enabled: bool = True
     namespace: str = "cert-manager"
     existing: bool = Field(default=False, description="the cluster already runs cert-manager; install none")
 
     @model_validator(mode="after")
-    def _one_install(self) -> "CertManagerConfig":
+    def _one_install(self) -> CertManagerConfig:
         if self.enabled and self.existing:
             raise ValueError("existing: true needs enabled: false (the platform would install a second cert-manager)")
         return self
@@ -133,21 +143,28 @@ class ExternalAccessConfig(_Section):
     token and the scheduler's token, as bearer headers, which an Ingress passes through. The
     Kubernetes API's service proxy is no substitute: the API server drops the Authorization header
     once it has authenticated the caller, so neither token would arrive."""
+
     enabled: bool = False
-    opa_host: str | None = Field(default=None, pattern=DNS_NAME, max_length=253, description="DNS name for OPA, e.g. opa.greenops.example.com")
-    scheduler_host: str | None = Field(default=None, pattern=DNS_NAME, max_length=253, description="DNS name for the scheduler")
+    opa_host: str | None = Field(
+        default=None, pattern=DNS_NAME, max_length=253, description="DNS name for OPA, e.g. opa.greenops.example.com"
+    )
+    scheduler_host: str | None = Field(
+        default=None, pattern=DNS_NAME, max_length=253, description="DNS name for the scheduler"
+    )
     ingress_class_name: str | None = Field(default=None, description="unset: the cluster's default IngressClass")
     annotations: dict[str, str] = Field(default_factory=dict, description="controller-specific, on both Ingresses")
     opa_backend_annotations: dict[str, str] = Field(
         default_factory=lambda: {"nginx.ingress.kubernetes.io/backend-protocol": "HTTPS"},
         description="how the controller reaches OPA, which serves TLS only (the default is ingress-nginx's and "
-                    "F5 NGINX's spelling; set your controller's)")
+        "F5 NGINX's spelling; set your controller's)",
+    )
 
     @model_validator(mode="after")
-    def _hosts(self) -> "ExternalAccessConfig":
+    def _hosts(self) -> ExternalAccessConfig:
         if self.enabled and not (self.opa_host and self.scheduler_host):
-            raise ValueError("enabled: true needs opaHost and schedulerHost, the DNS names CI reaches OPA and the "
-                             "scheduler by")
+            raise ValueError(
+                "enabled: true needs opaHost and schedulerHost, the DNS names CI reaches OPA and the scheduler by"
+            )
         if self.enabled and self.opa_host == self.scheduler_host:
             raise ValueError(f"opaHost and schedulerHost are both {self.opa_host!r}: each service needs its own name")
         return self
@@ -155,12 +172,14 @@ class ExternalAccessConfig(_Section):
 
 class SecretKeyRef(_Section):
     """One key of an existing Secret in the reconciler's stackNamespace: named here, never created."""
+
     name: str
     key: str
 
 
 class GitAuthConfig(_Section):
     """An existing Secret with the operator's own key names: accessToken; sshPrivateKey; username + password."""
+
     secret_name: str
     type: Literal["accessToken", "ssh", "basic"] = "accessToken"
 
@@ -173,7 +192,7 @@ class GitSourceConfig(_Section):
     git_auth: GitAuthConfig | None = None
 
     @model_validator(mode="after")
-    def _one_ref(self) -> "GitSourceConfig":
+    def _one_ref(self) -> GitSourceConfig:
         if bool(self.branch) == bool(self.commit):
             raise ValueError("set exactly one of branch, commit")
         return self
@@ -181,6 +200,7 @@ class GitSourceConfig(_Section):
 
 class FluxSourceConfig(_Section):
     """A Flux source object in the reconciler's stackNamespace (the Stack CRD's sourceRef has no namespace)."""
+
     api_version: str = "source.toolkit.fluxcd.io/v1"
     kind: Literal["GitRepository", "OCIRepository", "Bucket"] = "GitRepository"
     name: str
@@ -189,10 +209,13 @@ class FluxSourceConfig(_Section):
 
 class S3BackendConfig(_Section):
     """State in an S3-compatible bucket; its credentials and the stack's passphrase come from Secrets."""
+
     bucket: str
     region: str
     endpoint: str | None = Field(default=None, description="an S3-compatible endpoint; unset = AWS S3")
-    credentials_secret: str = Field(default="pulumi-state-s3", description="keys AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY")
+    credentials_secret: str = Field(
+        default="pulumi-state-s3", description="keys AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY"
+    )
     passphrase_secret: str = Field(default="pulumi-config-passphrase", description="key PULUMI_CONFIG_PASSPHRASE")
 
     @property
@@ -211,7 +234,7 @@ class BackendConfig(_Section):
     pulumi_cloud: PulumiCloudBackendConfig | None = None
 
     @model_validator(mode="after")
-    def _one(self) -> "BackendConfig":
+    def _one(self) -> BackendConfig:
         if (self.s3 is None) == (self.pulumi_cloud is None):
             raise ValueError("set exactly one of s3, pulumiCloud")
         return self
@@ -220,9 +243,11 @@ class BackendConfig(_Section):
         """The workspace's credentials, as references to Secrets (the values never pass through Pulumi)."""
         if self.s3:
             creds, phrase = self.s3.credentials_secret, self.s3.passphrase_secret
-            return {"AWS_ACCESS_KEY_ID": SecretKeyRef(name=creds, key="AWS_ACCESS_KEY_ID"),
-                    "AWS_SECRET_ACCESS_KEY": SecretKeyRef(name=creds, key="AWS_SECRET_ACCESS_KEY"),
-                    "PULUMI_CONFIG_PASSPHRASE": SecretKeyRef(name=phrase, key="PULUMI_CONFIG_PASSPHRASE")}
+            return {
+                "AWS_ACCESS_KEY_ID": SecretKeyRef(name=creds, key="AWS_ACCESS_KEY_ID"),
+                "AWS_SECRET_ACCESS_KEY": SecretKeyRef(name=creds, key="AWS_SECRET_ACCESS_KEY"),
+                "PULUMI_CONFIG_PASSPHRASE": SecretKeyRef(name=phrase, key="PULUMI_CONFIG_PASSPHRASE"),
+            }
         return {"PULUMI_ACCESS_TOKEN": SecretKeyRef(name=self.pulumi_cloud.access_token_secret, key="accessToken")}
 
     @property
@@ -234,19 +259,28 @@ class ReconcilerConfig(_Section):
     """The Pulumi Kubernetes Operator (v2) and one Stack that re-runs ``up`` of a workloads-only stack
     on a timer, so time gates open with nobody running ``greenops reconcile``. Every credential is a
     reference to a Secret that already exists in stackNamespace."""
+
     enabled: bool = True
     namespace: str = "pulumi-kubernetes-operator"
     stack_namespace: str = Field(default="greenops-reconciler", description="the Stack, its workspace pod and Secrets")
-    workloads_namespace: str = Field(default="greenops", description="where the workloads stack applies its VM "
-                                                                     "objects: its greenops:render.namespace")
+    workloads_namespace: str = Field(
+        default="greenops",
+        description="where the workloads stack applies its VM objects: its greenops:render.namespace",
+    )
     stack: str | None = Field(default=None, description="the workloads stack, never the one installing the platform")
-    shards: int = Field(default=1, ge=1, le=100, description="one Stack per shard of the workloads stack "
-                        "(<stack>-shard-<i>; commit their stack files, which `greenops preview --shards N` writes)")
+    shards: int = Field(
+        default=1,
+        ge=1,
+        le=100,
+        description="one Stack per shard of the workloads stack "
+        "(<stack>-shard-<i>; commit their stack files, which `greenops preview --shards N` writes)",
+    )
     git: GitSourceConfig | None = None
     flux_source: FluxSourceConfig | None = None
     backend: BackendConfig | None = None
-    secret_config: dict[str, SecretKeyRef] = Field(default_factory=dict,
-                                                   description="secret stack config, e.g. greenops:opaToken")
+    secret_config: dict[str, SecretKeyRef] = Field(
+        default_factory=dict, description="secret stack config, e.g. greenops:opaToken"
+    )
     secret_env: dict[str, SecretKeyRef] = Field(default_factory=dict, description="more workspace variables")
     # `greenops reconcile` is a plain `up`, and GreenVm reads the operators' verdict itself during it
     refresh: bool = False
@@ -254,7 +288,7 @@ class ReconcilerConfig(_Section):
     workspace_memory: str = Field(default="2Gi", description="the workspace pip-installs the project's requirements")
 
     @model_validator(mode="after")
-    def _required(self) -> "ReconcilerConfig":
+    def _required(self) -> ReconcilerConfig:
         if not self.enabled:
             return self
         missing = [k for k in ("stack", "backend") if not getattr(self, k)]
@@ -289,13 +323,18 @@ class PlatformConfig(_Section):
     @field_validator("cert_manager")
     @classmethod
     def _webhooks_have_cert_manager(cls, v: CertManagerConfig, info: ValidationInfo) -> CertManagerConfig:
-        needs = [f"{k} ({what})" for k, what in (("azure", "ASO v2"), ("kserve", "KServe"))
-                 if getattr(info.data.get(k), "enabled", False)]
+        needs = [
+            f"{k} ({what})"
+            for k, what in (("azure", "ASO v2"), ("kserve", "KServe"))
+            if getattr(info.data.get(k), "enabled", False)
+        ]
         if needs and not v.enabled and not v.existing:
             verb = "need" if len(needs) > 1 else "needs"
-            raise ValueError(f"{' and '.join(needs)} {verb} cert-manager to issue webhook certificates: set "
-                             "certManager.enabled: true (the platform installs it), or certManager.existing: true "
-                             "if the cluster already runs one")
+            raise ValueError(
+                f"{' and '.join(needs)} {verb} cert-manager to issue webhook certificates: set "
+                "certManager.enabled: true (the platform installs it), or certManager.existing: true "
+                "if the cluster already runs one"
+            )
         return v
 
     @field_validator("external_access")
@@ -303,7 +342,9 @@ class PlatformConfig(_Section):
     def _routes_have_backends(cls, v: ExternalAccessConfig, info: ValidationInfo) -> ExternalAccessConfig:
         off = [k for k in ("policy", "scheduler") if not getattr(info.data.get(k), "enabled", False)]
         if v.enabled and off:
-            raise ValueError(f"externalAccess routes to OPA and the scheduler, and this stack turns off {' and '.join(off)}")
+            raise ValueError(
+                f"externalAccess routes to OPA and the scheduler, and this stack turns off {' and '.join(off)}"
+            )
         return v
 
     def version(self, key: str) -> dict | str:

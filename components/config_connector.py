@@ -1,4 +1,5 @@
 """ConfigConnector: GCP Config Connector (cluster mode) and the Google service account it runs as."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,23 +26,34 @@ class ConfigConnector(pulumi.ComponentResource):
         project = args.config.project
         child = pulumi.ResourceOptions(parent=self)
         self.account = gcp.serviceaccount.Account(
-            f"{name}-sa", account_id="greenops-config-connector", project=project,
-            display_name="GreenOps Config Connector", opts=child)
+            f"{name}-sa",
+            account_id="greenops-config-connector",
+            project=project,
+            display_name="GreenOps Config Connector",
+            opts=child,
+        )
         # Least privilege for the minimum set: networks, subnetworks and instances only.
         self.compute_admin = gcp.projects.IAMMember(
-            f"{name}-compute-admin", project=project, role="roles/compute.admin",
-            member=self.account.email.apply(lambda e: f"serviceAccount:{e}"), opts=child)
+            f"{name}-compute-admin",
+            project=project,
+            role="roles/compute.admin",
+            member=self.account.email.apply(lambda e: f"serviceAccount:{e}"),
+            opts=child,
+        )
         self.workload_identity = gcp.serviceaccount.IAMMember(
-            f"{name}-workload-identity", service_account_id=self.account.name,
+            f"{name}-workload-identity",
+            service_account_id=self.account.name,
             role="roles/iam.workloadIdentityUser",
-            member=f"serviceAccount:{project}.svc.id.goog[{KSA}]", opts=child)
+            member=f"serviceAccount:{project}.svc.id.goog[{KSA}]",
+            opts=child,
+        )
         # The operator ships only inside Google's release-bundle.tar.gz (no chart; no plain-YAML asset,
         # and GitHub releases carry source only), which yaml.v2.ConfigFile cannot read: the program
         # fetches the pinned archive, verifies its pinned sha256, and applies the one manifest in it
         # that upstream's manual install applies (operator-system/configconnector-operator.yaml).
         self.operator = k8s.yaml.v2.ConfigGroup(
-            f"{name}-operator", yaml=operator_manifest(args.pin),
-            opts=pulumi.ResourceOptions(parent=self))
+            f"{name}-operator", yaml=operator_manifest(args.pin), opts=pulumi.ResourceOptions(parent=self)
+        )
         self.context = k8s.apiextensions.CustomResource(
             f"{name}-config",
             api_version="core.cnrm.cloud.google.com/v1beta1",

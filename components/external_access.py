@@ -1,5 +1,6 @@
 """ExternalAccess: OPA and the scheduler behind one Ingress each, for a Pulumi path that runs outside
 the cluster (CI through the Automation API). See components.config.ExternalAccessConfig."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,37 +43,93 @@ class ExternalAccess(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         hosts = [c.opa_host, c.scheduler_host]
         key = tls.PrivateKey(f"{name}-key", algorithm="ECDSA", ecdsa_curve="P256", opts=child)
-        csr = tls.CertRequest(f"{name}-csr", private_key_pem=key.private_key_pem, dns_names=hosts,
-                              subject=tls.CertRequestSubjectArgs(common_name=c.opa_host), opts=child)
+        csr = tls.CertRequest(
+            f"{name}-csr",
+            private_key_pem=key.private_key_pem,
+            dns_names=hosts,
+            subject=tls.CertRequestSubjectArgs(common_name=c.opa_host),
+            opts=child,
+        )
         cert = tls.LocallySignedCert(
-            f"{name}-cert", cert_request_pem=csr.cert_request_pem, ca_private_key_pem=args.ca_key_pem,
-            ca_cert_pem=args.ca_cert_pem, validity_period_hours=24 * 365, early_renewal_hours=24 * 30,
-            allowed_uses=["digital_signature", "key_encipherment", "server_auth"], opts=child)
+            f"{name}-cert",
+            cert_request_pem=csr.cert_request_pem,
+            ca_private_key_pem=args.ca_key_pem,
+            ca_cert_pem=args.ca_cert_pem,
+            validity_period_hours=24 * 365,
+            early_renewal_hours=24 * 30,
+            allowed_uses=["digital_signature", "key_encipherment", "server_auth"],
+            opts=child,
+        )
         self.ingresses = [
-            self._route(name, "opa", c.opa_host, args.opa, {**c.annotations, **c.opa_backend_annotations},
-                        cert.cert_pem, key.private_key_pem, c),
-            self._route(name, "scheduler", c.scheduler_host, args.scheduler, dict(c.annotations),
-                        cert.cert_pem, key.private_key_pem, c),
+            self._route(
+                name,
+                "opa",
+                c.opa_host,
+                args.opa,
+                {**c.annotations, **c.opa_backend_annotations},
+                cert.cert_pem,
+                key.private_key_pem,
+                c,
+            ),
+            self._route(
+                name,
+                "scheduler",
+                c.scheduler_host,
+                args.scheduler,
+                dict(c.annotations),
+                cert.cert_pem,
+                key.private_key_pem,
+                c,
+            ),
         ]
         self.opa_url = pulumi.Output.from_input(f"https://{c.opa_host}")
         self.scheduler_url = pulumi.Output.from_input(f"https://{c.scheduler_host}")
         self.register_outputs({"opaUrl": self.opa_url, "schedulerUrl": self.scheduler_url})
 
-    def _route(self, name: str, part: str, host: str, backend: Backend, annotations: dict[str, str],
-               cert_pem: pulumi.Input[str], key_pem: pulumi.Input[str], c: ExternalAccessConfig) -> k8s.networking.v1.Ingress:
+    def _route(
+        self,
+        name: str,
+        part: str,
+        host: str,
+        backend: Backend,
+        annotations: dict[str, str],
+        cert_pem: pulumi.Input[str],
+        key_pem: pulumi.Input[str],
+        c: ExternalAccessConfig,
+    ) -> k8s.networking.v1.Ingress:
         # An Ingress reads its TLS Secret from its own namespace, so each backend's gets a copy.
         secret = k8s.core.v1.Secret(
-            f"{name}-{part}-tls", metadata={"name": TLS_SECRET, "namespace": backend.namespace}, type="kubernetes.io/tls",
-            string_data={"tls.crt": cert_pem, "tls.key": key_pem}, opts=pulumi.ResourceOptions(parent=self))
+            f"{name}-{part}-tls",
+            metadata={"name": TLS_SECRET, "namespace": backend.namespace},
+            type="kubernetes.io/tls",
+            string_data={"tls.crt": cert_pem, "tls.key": key_pem},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         spec: dict = {
             "tls": [{"hosts": [host], "secretName": TLS_SECRET}],
-            "rules": [{"host": host, "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {
-                "service": {"name": backend.service, "port": {"number": backend.port}}}}]}}],
+            "rules": [
+                {
+                    "host": host,
+                    "http": {
+                        "paths": [
+                            {
+                                "path": "/",
+                                "pathType": "Prefix",
+                                "backend": {"service": {"name": backend.service, "port": {"number": backend.port}}},
+                            }
+                        ]
+                    },
+                }
+            ],
         }
         if c.ingress_class_name:
             spec["ingressClassName"] = c.ingress_class_name
         metadata: dict = {"name": f"greenops-{part}", "namespace": backend.namespace}
         if annotations:
             metadata["annotations"] = annotations
-        return k8s.networking.v1.Ingress(f"{name}-{part}", metadata=metadata, spec=spec,
-                                         opts=pulumi.ResourceOptions(parent=self, depends_on=[secret]))
+        return k8s.networking.v1.Ingress(
+            f"{name}-{part}",
+            metadata=metadata,
+            spec=spec,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[secret]),
+        )

@@ -7,6 +7,7 @@ component's own values, which win on a conflict.
 The Helm release is named exactly as the Pulumi resource (no random suffix), so the Services a chart
 derives from the release name (``<name>-postgresql``...) have names other components can address.
 """
+
 from __future__ import annotations
 
 import pulumi
@@ -21,8 +22,14 @@ def merged(base: dict, over: dict) -> dict:
     return out
 
 
-def release(name: str, pin: dict, namespace: str, values: dict, parent: pulumi.Resource,
-            depends_on: list[pulumi.Resource] | None = None) -> k8s.helm.v3.Release:
+def release(
+    name: str,
+    pin: dict,
+    namespace: str,
+    values: dict,
+    parent: pulumi.Resource,
+    depends_on: list[pulumi.Resource] | None = None,
+) -> k8s.helm.v3.Release:
     repo = pin["repo"]
     oci = repo.startswith("oci://")
     return k8s.helm.v3.Release(

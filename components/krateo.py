@@ -1,4 +1,5 @@
 """KrateoPlatform: Krateo core-provider and the VmTemplate CompositionDefinition (thesis §3.3)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -12,6 +12,7 @@ party through Kubernetes Secrets, never through Helm values or pod specs in plai
   attached to the ServiceAccount every InferenceService runs as.
 ``greenops-forecast publish`` writes the models with the same keys (greenops/forecasting/publish.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -37,9 +38,17 @@ KSERVE = "serving.kserve.io"
 def seaweedfs_s3_config(access_key: str, secret_key: str) -> str:
     """SeaweedFS's S3 identity file: one identity with the platform's keys. Admin lets
     ``greenops-forecast publish`` create the bucket of a storage prefix that does not exist yet."""
-    return json.dumps({"identities": [{
-        "name": "greenops", "credentials": [{"accessKey": access_key, "secretKey": secret_key}],
-        "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]})
+    return json.dumps(
+        {
+            "identities": [
+                {
+                    "name": "greenops",
+                    "credentials": [{"accessKey": access_key, "secretKey": secret_key}],
+                    "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+                }
+            ]
+        }
+    )
 
 
 def kserve_s3_annotations(endpoint: str | None) -> dict[str, str]:
@@ -76,15 +85,34 @@ class ModelTracking(pulumi.ComponentResource):
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[namespace])
         access_key, secret_key = S3_KEY_NAMES
         self.credentials = k8s.core.v1.Secret(
-            f"{name}-credentials", metadata={"name": CREDENTIALS, "namespace": ns},
-            string_data=pulumi.Output.secret({"username": DB_USER, "postgres-password": args.db_password,
-                                              access_key: args.s3_access_key, secret_key: args.s3_secret_key}),
-            opts=in_ns)
+            f"{name}-credentials",
+            metadata={"name": CREDENTIALS, "namespace": ns},
+            string_data=pulumi.Output.secret(
+                {
+                    "username": DB_USER,
+                    "postgres-password": args.db_password,
+                    access_key: args.s3_access_key,
+                    secret_key: args.s3_secret_key,
+                }
+            ),
+            opts=in_ns,
+        )
         # The backend store: its own PostgreSQL, password from the secret above.
-        self.database = release(f"{name}-postgresql", args.postgresql_chart, ns, {
-            "auth": {"database": DATABASE, "username": DB_USER, "existingSecret": CREDENTIALS,
-                     "secretKeys": {"userPasswordKey": "postgres-password", "adminPasswordKey": "postgres-password"}},
-        }, self, depends_on=[self.credentials])
+        self.database = release(
+            f"{name}-postgresql",
+            args.postgresql_chart,
+            ns,
+            {
+                "auth": {
+                    "database": DATABASE,
+                    "username": DB_USER,
+                    "existingSecret": CREDENTIALS,
+                    "secretKeys": {"userPasswordKey": "postgres-password", "adminPasswordKey": "postgres-password"},
+                },
+            },
+            self,
+            depends_on=[self.credentials],
+        )
         endpoint = c.artifact_endpoint
         self.object_store = None
         if endpoint is None:
@@ -92,28 +120,75 @@ class ModelTracking(pulumi.ComponentResource):
             # come from our Secret (the chart would otherwise generate keys nobody else knows), and the
             # chart's post-install hook creates MLflow's bucket (it does so only for filer.s3).
             self.s3_config = k8s.core.v1.Secret(
-                f"{name}-seaweedfs-s3-config", metadata={"name": SEAWEEDFS_CONFIG_SECRET, "namespace": ns},
-                string_data={SEAWEEDFS_CONFIG_KEY: pulumi.Output.secret(pulumi.Output.all(
-                    args.s3_access_key, args.s3_secret_key).apply(lambda keys: seaweedfs_s3_config(*keys)))},
-                opts=in_ns)
-            self.object_store = release(f"{name}-seaweedfs", args.seaweedfs_chart, ns, {"filer": {"s3": {
-                "enabled": True, "port": SEAWEEDFS_S3_PORT, "enableAuth": True,
-                "existingConfigSecret": SEAWEEDFS_CONFIG_SECRET, "createBuckets": [{"name": c.bucket}]}}},
-                self, depends_on=[self.s3_config])
+                f"{name}-seaweedfs-s3-config",
+                metadata={"name": SEAWEEDFS_CONFIG_SECRET, "namespace": ns},
+                string_data={
+                    SEAWEEDFS_CONFIG_KEY: pulumi.Output.secret(
+                        pulumi.Output.all(args.s3_access_key, args.s3_secret_key).apply(
+                            lambda keys: seaweedfs_s3_config(*keys)
+                        )
+                    )
+                },
+                opts=in_ns,
+            )
+            self.object_store = release(
+                f"{name}-seaweedfs",
+                args.seaweedfs_chart,
+                ns,
+                {
+                    "filer": {
+                        "s3": {
+                            "enabled": True,
+                            "port": SEAWEEDFS_S3_PORT,
+                            "enableAuth": True,
+                            "existingConfigSecret": SEAWEEDFS_CONFIG_SECRET,
+                            "createBuckets": [{"name": c.bucket}],
+                        }
+                    }
+                },
+                self,
+                depends_on=[self.s3_config],
+            )
             # the chart names its S3 Service after the chart, not the release
             endpoint = f"http://seaweedfs-s3.{ns}.svc:{SEAWEEDFS_S3_PORT}"
         self.endpoint = endpoint
         # No credential in the values: the chart reads the database login and the S3 keys from the Secret.
-        self.server = release(f"{name}-mlflow", args.mlflow_chart, ns, {
-            "backendStore": {"databaseMigration": True, "postgres": {
-                "enabled": True, "host": f"{name}-postgresql.{ns}.svc", "port": 5432, "database": DATABASE},
-                "existingDatabaseSecret": {"name": CREDENTIALS, "usernameKey": "username",
-                                           "passwordKey": "postgres-password"}},
-            "artifactRoot": {"proxiedArtifactStorage": True, "s3": {
-                "enabled": True, "bucket": c.bucket, "existingSecret": {
-                    "name": CREDENTIALS, "keyOfAccessKeyId": access_key, "keyOfSecretAccessKey": secret_key}}},
-            "extraEnvVars": {"MLFLOW_S3_ENDPOINT_URL": endpoint},
-        }, self, depends_on=[self.database] + ([self.object_store] if self.object_store else []))
+        self.server = release(
+            f"{name}-mlflow",
+            args.mlflow_chart,
+            ns,
+            {
+                "backendStore": {
+                    "databaseMigration": True,
+                    "postgres": {
+                        "enabled": True,
+                        "host": f"{name}-postgresql.{ns}.svc",
+                        "port": 5432,
+                        "database": DATABASE,
+                    },
+                    "existingDatabaseSecret": {
+                        "name": CREDENTIALS,
+                        "usernameKey": "username",
+                        "passwordKey": "postgres-password",
+                    },
+                },
+                "artifactRoot": {
+                    "proxiedArtifactStorage": True,
+                    "s3": {
+                        "enabled": True,
+                        "bucket": c.bucket,
+                        "existingSecret": {
+                            "name": CREDENTIALS,
+                            "keyOfAccessKeyId": access_key,
+                            "keyOfSecretAccessKey": secret_key,
+                        },
+                    },
+                },
+                "extraEnvVars": {"MLFLOW_S3_ENDPOINT_URL": endpoint},
+            },
+            self,
+            depends_on=[self.database] + ([self.object_store] if self.object_store else []),
+        )
         self.tracking_uri = f"http://{name}-mlflow.{ns}.svc:5000"
         self.register_outputs({"trackingUri": self.tracking_uri, "artifactEndpoint": endpoint})
 
@@ -144,41 +219,69 @@ class ModelServing(pulumi.ComponentResource):
         c = args.config
         self.crds = release(f"{name}-crds", args.crd_chart, c.namespace, {}, self, depends_on=args.after)
         access_key, secret_key = S3_KEY_NAMES
-        self.controller = release(f"{name}-controller", args.chart, c.namespace, {
-            "kserve": {"controller": {"deploymentMode": c.deployment_mode},
-                       "storage": {"s3": {"accessKeyIdName": access_key, "secretAccessKeyName": secret_key}}},
-        }, self, depends_on=[self.crds, *args.after])
-        models_ns = k8s.core.v1.Namespace(f"{name}-models-ns", metadata={"name": c.models_namespace},
-                                          opts=pulumi.ResourceOptions(parent=self))
+        self.controller = release(
+            f"{name}-controller",
+            args.chart,
+            c.namespace,
+            {
+                "kserve": {
+                    "controller": {"deploymentMode": c.deployment_mode},
+                    "storage": {"s3": {"accessKeyIdName": access_key, "secretAccessKeyName": secret_key}},
+                },
+            },
+            self,
+            depends_on=[self.crds, *args.after],
+        )
+        models_ns = k8s.core.v1.Namespace(
+            f"{name}-models-ns", metadata={"name": c.models_namespace}, opts=pulumi.ResourceOptions(parent=self)
+        )
         after = pulumi.ResourceOptions(parent=self, depends_on=[self.controller, models_ns])
         self.service_account = self._storage_credentials(name, args, models_ns)
         self.runtime = k8s.apiextensions.CustomResource(
             f"{name}-mlserver",
-            api_version="serving.kserve.io/v1alpha1", kind="ServingRuntime",
+            api_version="serving.kserve.io/v1alpha1",
+            kind="ServingRuntime",
             metadata={"name": "greenops-mlserver", "namespace": c.models_namespace},
             spec={
                 "supportedModelFormats": [{"name": "mlflow", "version": "2", "autoSelect": True}],
                 "protocolVersions": ["v2"],
-                "containers": [{
-                    "name": "kserve-container", "image": args.mlserver_image,
-                    "env": [{"name": "MLSERVER_MODEL_IMPLEMENTATION", "value": "mlserver_mlflow.MLflowRuntime"},
-                            {"name": "MLSERVER_HTTP_PORT", "value": "8080"}, {"name": "MLSERVER_GRPC_PORT", "value": "9000"},
-                            {"name": "MODELS_DIR", "value": "/mnt/models"}],
-                    "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
-                }],
+                "containers": [
+                    {
+                        "name": "kserve-container",
+                        "image": args.mlserver_image,
+                        "env": [
+                            {"name": "MLSERVER_MODEL_IMPLEMENTATION", "value": "mlserver_mlflow.MLflowRuntime"},
+                            {"name": "MLSERVER_HTTP_PORT", "value": "8080"},
+                            {"name": "MLSERVER_GRPC_PORT", "value": "9000"},
+                            {"name": "MODELS_DIR", "value": "/mnt/models"},
+                        ],
+                        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+                    }
+                ],
             },
             opts=after,
         )
         self.services = [
             k8s.apiextensions.CustomResource(
                 f"{name}-{model}",
-                api_version="serving.kserve.io/v1beta1", kind="InferenceService",
-                metadata={"name": model, "namespace": c.models_namespace,
-                          "annotations": {"serving.kserve.io/deploymentMode": c.deployment_mode}},
-                spec={"predictor": {"serviceAccountName": MODELS_SERVICE_ACCOUNT, "model": {
-                    "modelFormat": {"name": "mlflow"}, "protocolVersion": "v2", "runtime": "greenops-mlserver",
-                    "storageUri": storage_uri(c.storage_prefix, model),
-                }}},
+                api_version="serving.kserve.io/v1beta1",
+                kind="InferenceService",
+                metadata={
+                    "name": model,
+                    "namespace": c.models_namespace,
+                    "annotations": {"serving.kserve.io/deploymentMode": c.deployment_mode},
+                },
+                spec={
+                    "predictor": {
+                        "serviceAccountName": MODELS_SERVICE_ACCOUNT,
+                        "model": {
+                            "modelFormat": {"name": "mlflow"},
+                            "protocolVersion": "v2",
+                            "runtime": "greenops-mlserver",
+                            "storageUri": storage_uri(c.storage_prefix, model),
+                        },
+                    }
+                },
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.runtime, self.service_account]),
             )
             for model in forecaster_names(c.zones)
@@ -193,16 +296,26 @@ class ModelServing(pulumi.ComponentResource):
         secrets = []
         if c.storage_prefix.startswith("s3://"):
             if args.s3_access_key is None or args.s3_secret_key is None:
-                raise ValueError(f"greenops:platform.kserve: storagePrefix {c.storage_prefix} needs the object "
-                                 "store's keys: set the secrets greenops:s3AccessKey and greenops:s3SecretKey")
+                raise ValueError(
+                    f"greenops:platform.kserve: storagePrefix {c.storage_prefix} needs the object "
+                    "store's keys: set the secrets greenops:s3AccessKey and greenops:s3SecretKey"
+                )
             access_key, secret_key = S3_KEY_NAMES
             self.storage_secret = k8s.core.v1.Secret(
-                f"{name}-models-s3", metadata={"name": MODELS_S3_SECRET, "namespace": c.models_namespace,
-                                               "annotations": kserve_s3_annotations(args.s3_endpoint)},
+                f"{name}-models-s3",
+                metadata={
+                    "name": MODELS_S3_SECRET,
+                    "namespace": c.models_namespace,
+                    "annotations": kserve_s3_annotations(args.s3_endpoint),
+                },
                 string_data=pulumi.Output.secret({access_key: args.s3_access_key, secret_key: args.s3_secret_key}),
-                opts=opts)
+                opts=opts,
+            )
             secrets = [{"name": MODELS_S3_SECRET}]
             opts = pulumi.ResourceOptions(parent=self, depends_on=[models_ns, self.storage_secret])
         return k8s.core.v1.ServiceAccount(
-            f"{name}-models-sa", metadata={"name": MODELS_SERVICE_ACCOUNT, "namespace": c.models_namespace},
-            secrets=secrets or None, opts=opts)
+            f"{name}-models-sa",
+            metadata={"name": MODELS_SERVICE_ACCOUNT, "namespace": c.models_namespace},
+            secrets=secrets or None,
+            opts=opts,
+        )

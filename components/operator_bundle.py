@@ -7,6 +7,7 @@ else ``~/.cache/greenops``; under ``bundles/<sha256>.tar.gz``). A cached file is
 every read, so a corrupted one is fetched anew. Air-gapped: put the archive at that path by hand.
 Every failure is a named ``OperatorBundleError`` (a ``pulumi.RunError``: one line, no traceback).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -51,12 +52,20 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def fetch(url: str, sha256: str, *, cache: Path | None = None, transport: httpx.BaseTransport | None = None,
-          timeout: float = 60.0) -> bytes:
+def fetch(
+    url: str,
+    sha256: str,
+    *,
+    cache: Path | None = None,
+    transport: httpx.BaseTransport | None = None,
+    timeout: float = 60.0,
+) -> bytes:
     """The archive's bytes, from the cache when intact, else downloaded; never returned unverified."""
     if not SHA256.match(sha256 or ""):
-        raise BundleChecksumError(f"{url}: no valid sha256 pinned ({sha256!r}); pin the archive's sha256 "
-                                  "next to its URL in components/versions.yaml")
+        raise BundleChecksumError(
+            f"{url}: no valid sha256 pinned ({sha256!r}); pin the archive's sha256 "
+            "next to its URL in components/versions.yaml"
+        )
     path = (cache or cache_dir()) / f"{sha256}.tar.gz"
     if path.is_file():
         data = path.read_bytes()
@@ -73,8 +82,10 @@ def fetch(url: str, sha256: str, *, cache: Path | None = None, transport: httpx.
     data = response.content
     actual = _sha256(data)
     if actual != sha256:
-        raise BundleChecksumError(f"{url}: sha256 mismatch: pinned {sha256}, downloaded {actual}; "
-                                  "refusing to apply it (a re-published or tampered archive, or a wrong pin)")
+        raise BundleChecksumError(
+            f"{url}: sha256 mismatch: pinned {sha256}, downloaded {actual}; "
+            "refusing to apply it (a re-published or tampered archive, or a wrong pin)"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".partial-", delete=False) as tmp:
         tmp.write(data)
@@ -99,8 +110,9 @@ def extract_manifest(archive: bytes, member: str, source: str) -> str:
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
         raise BundleLayoutError(f"{source}: {member} is not YAML: {type(exc).__name__}") from None
     if not docs or not all(isinstance(d, dict) and d.get("apiVersion") and d.get("kind") for d in docs):
-        raise BundleLayoutError(f"{source}: {member} is not a Kubernetes manifest (every document needs "
-                                "apiVersion and kind)")
+        raise BundleLayoutError(
+            f"{source}: {member} is not a Kubernetes manifest (every document needs apiVersion and kind)"
+        )
     return raw.decode("utf-8")
 
 

@@ -1,5 +1,6 @@
 """GreenOpsPlatform: the whole control plane from one validated PlatformConfig; every part can
 be switched off per stack."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -54,11 +55,14 @@ class GreenOpsPlatform(pulumi.ComponentResource):
         # With certManager.existing they rely on the cluster's own; with neither, the config is refused.
         webhook_certs: list[pulumi.Resource] = []
         if c.cert_manager.enabled:
-            self.parts["certManager"] = CertManager("cert-manager", CertManagerArgs(c.cert_manager, v("cert_manager")), child)
+            self.parts["certManager"] = CertManager(
+                "cert-manager", CertManagerArgs(c.cert_manager, v("cert_manager")), child
+            )
             webhook_certs.append(self.parts["certManager"].release)
         if c.azure.enabled:
-            self.parts["azure"] = AzureServiceOperator("aso", AzureServiceOperatorArgs(
-                c.azure, v("azure_service_operator"), after=webhook_certs), child)
+            self.parts["azure"] = AzureServiceOperator(
+                "aso", AzureServiceOperatorArgs(c.azure, v("azure_service_operator"), after=webhook_certs), child
+            )
         if c.gcp.enabled:
             self.parts["gcp"] = ConfigConnector("kcc", ConfigConnectorArgs(c.gcp, v("config_connector")), child)
         if c.aws.enabled:
@@ -66,38 +70,92 @@ class GreenOpsPlatform(pulumi.ComponentResource):
         if c.scheduler.enabled:
             image = c.scheduler.image or v("scheduler_image")
             s = args.secrets
-            self.parts["scheduler"] = GreenOpsScheduler("scheduler", GreenOpsSchedulerArgs(
-                c.scheduler, image, s.scheduler_token, database_url=s.scheduler_database_url,
-                db_password=s.scheduler_db_password, postgresql_chart=v("postgresql")), child)
+            self.parts["scheduler"] = GreenOpsScheduler(
+                "scheduler",
+                GreenOpsSchedulerArgs(
+                    c.scheduler,
+                    image,
+                    s.scheduler_token,
+                    database_url=s.scheduler_database_url,
+                    db_password=s.scheduler_db_password,
+                    postgresql_chart=v("postgresql"),
+                ),
+                child,
+            )
         if c.policy.enabled:
-            self.parts["policy"] = PolicyEngine("opa", PolicyEngineArgs(
-                c.policy, v("opa_image"), v("kube_mgmt_image"), bundle_init_image=v("bundle_init_image"),
-                scheduler_token=args.secrets.scheduler_token,
-                query_token=args.secrets.opa_token, admin_token=args.secrets.opa_admin_token), child)
+            self.parts["policy"] = PolicyEngine(
+                "opa",
+                PolicyEngineArgs(
+                    c.policy,
+                    v("opa_image"),
+                    v("kube_mgmt_image"),
+                    bundle_init_image=v("bundle_init_image"),
+                    scheduler_token=args.secrets.scheduler_token,
+                    query_token=args.secrets.opa_token,
+                    admin_token=args.secrets.opa_admin_token,
+                ),
+                child,
+            )
         if c.mlflow.enabled:
             s = args.secrets
-            self.parts["mlflow"] = ModelTracking("mlflow", ModelTrackingArgs(
-                c.mlflow, v("mlflow"), v("postgresql"), v("seaweedfs"),
-                s.mlflow_db_password, s.s3_access_key, s.s3_secret_key), child)
+            self.parts["mlflow"] = ModelTracking(
+                "mlflow",
+                ModelTrackingArgs(
+                    c.mlflow,
+                    v("mlflow"),
+                    v("postgresql"),
+                    v("seaweedfs"),
+                    s.mlflow_db_password,
+                    s.s3_access_key,
+                    s.s3_secret_key,
+                ),
+                child,
+            )
         if c.kserve.enabled:
             s, tracking = args.secrets, self.parts.get("mlflow")
-            self.parts["kserve"] = ModelServing("kserve", ModelServingArgs(
-                c.kserve, v("kserve_crd"), v("kserve"), v("mlserver_image"), after=webhook_certs,
-                # the models are read from the tracking store's object store, with the same keys
-                s3_endpoint=tracking.endpoint if tracking else c.mlflow.artifact_endpoint,
-                s3_access_key=s.s3_access_key, s3_secret_key=s.s3_secret_key), child)
+            self.parts["kserve"] = ModelServing(
+                "kserve",
+                ModelServingArgs(
+                    c.kserve,
+                    v("kserve_crd"),
+                    v("kserve"),
+                    v("mlserver_image"),
+                    after=webhook_certs,
+                    # the models are read from the tracking store's object store, with the same keys
+                    s3_endpoint=tracking.endpoint if tracking else c.mlflow.artifact_endpoint,
+                    s3_access_key=s.s3_access_key,
+                    s3_secret_key=s.s3_secret_key,
+                ),
+                child,
+            )
         if c.reconciler.enabled:
             r = c.reconciler
             # One owner per namespace: the scheduler's, when the workloads share it.
             scheduler = self.parts.get("scheduler")
             shared_ns = scheduler.namespace if scheduler and c.scheduler.namespace == r.workloads_namespace else None
-            self.parts["reconciler"] = WorkloadReconciler("pko", WorkloadReconcilerArgs(
-                r, v("pulumi_kubernetes_operator"), v("pulumi_workspace"), args.reconcile_interval_seconds, shared_ns,
-                after=list(self.parts.values())), child)
+            self.parts["reconciler"] = WorkloadReconciler(
+                "pko",
+                WorkloadReconcilerArgs(
+                    r,
+                    v("pulumi_kubernetes_operator"),
+                    v("pulumi_workspace"),
+                    args.reconcile_interval_seconds,
+                    shared_ns,
+                    after=list(self.parts.values()),
+                ),
+                child,
+            )
         if c.external_access.enabled:
             policy, scheduler = self.parts["policy"], self.parts["scheduler"]
-            self.parts["externalAccess"] = ExternalAccess("external", ExternalAccessArgs(
-                c.external_access, opa=Backend(c.policy.namespace, policy.service.metadata["name"], OPA_SERVICE_PORT),
-                scheduler=Backend(c.scheduler.namespace, scheduler.service.metadata["name"], SCHEDULER_PORT),
-                ca_key_pem=policy.ca_key.private_key_pem, ca_cert_pem=policy.ca.cert_pem), child)
+            self.parts["externalAccess"] = ExternalAccess(
+                "external",
+                ExternalAccessArgs(
+                    c.external_access,
+                    opa=Backend(c.policy.namespace, policy.service.metadata["name"], OPA_SERVICE_PORT),
+                    scheduler=Backend(c.scheduler.namespace, scheduler.service.metadata["name"], SCHEDULER_PORT),
+                    ca_key_pem=policy.ca_key.private_key_pem,
+                    ca_cert_pem=policy.ca.cert_pem,
+                ),
+                child,
+            )
         self.register_outputs({"parts": sorted(self.parts)})

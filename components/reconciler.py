@@ -6,6 +6,7 @@ No secret value passes through Pulumi here: the Stack names Secrets that already
 namespace (git credentials, state backend, passphrase, secret config) and the operator hands them
 to the workspace pod as secretKeyRefs and secret volumes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ def secret_ref(ref: SecretKeyRef) -> dict:
 
 def git_auth(auth: GitAuthConfig) -> dict:
     """The keys the operator itself expects in a git credentials Secret (those of gitAuthSecret)."""
+
     def key(k: str) -> dict:
         return secret_ref(SecretKeyRef(name=auth.secret_name, key=k))
 
@@ -93,12 +95,16 @@ def stack_spec(c: ReconcilerConfig, resync_frequency_seconds: int, workspace: di
         "destroyOnFinalize": False,
         # Keep the workspace pod between runs: its venv (the project's requirements) is reused.
         "workspaceReclaimPolicy": "Retain",
-        "workspaceTemplate": {"spec": {
-            "image": workspace["image"],
-            "env": [{"name": "PYENV_VERSION", "value": workspace["python"]}],
-            "resources": {"requests": {"cpu": c.workspace_cpu, "memory": c.workspace_memory},
-                          "limits": {"memory": c.workspace_memory}},
-        }},
+        "workspaceTemplate": {
+            "spec": {
+                "image": workspace["image"],
+                "env": [{"name": "PYENV_VERSION", "value": workspace["python"]}],
+                "resources": {
+                    "requests": {"cpu": c.workspace_cpu, "memory": c.workspace_memory},
+                    "limits": {"memory": c.workspace_memory},
+                },
+            }
+        },
     }
 
 
@@ -110,53 +116,82 @@ class WorkloadReconciler(pulumi.ComponentResource):
             raise pulumi.RunError(
                 f"greenops:platform.reconciler: a resync of {args.resync_frequency_seconds} s would run every "
                 f"{MIN_RESYNC_SECONDS} s (the operator's minimum), later than the time gates' lead assumes; "
-                f"set greenops:reconcile.intervalSeconds to at least {MIN_RESYNC_SECONDS}")
+                f"set greenops:reconcile.intervalSeconds to at least {MIN_RESYNC_SECONDS}"
+            )
         if c.stack.split("/")[-1] == pulumi.get_stack():
             # This stack installs the operator: reconciling it in the cluster would re-run the platform
             # (with the workspace's narrow RBAC) and let the operator manage itself.
-            raise pulumi.RunError(f"greenops:platform.reconciler.stack: {c.stack!r} is this stack; "
-                                  "name the workloads-only stack instead")
+            raise pulumi.RunError(
+                f"greenops:platform.reconciler.stack: {c.stack!r} is this stack; name the workloads-only stack instead"
+            )
         child = pulumi.ResourceOptions(parent=self)
 
-        self.operator = release(f"{name}-operator", args.chart, c.namespace, {"controller": {"logFormat": "json"}}, self)
+        self.operator = release(
+            f"{name}-operator", args.chart, c.namespace, {"controller": {"logFormat": "json"}}, self
+        )
         self.namespace = k8s.core.v1.Namespace(f"{name}-ns", metadata={"name": c.stack_namespace}, opts=child)
         workloads_ns = args.workloads_namespace or k8s.core.v1.Namespace(
-            f"{name}-workloads-ns", metadata={"name": c.workloads_namespace}, opts=child)
+            f"{name}-workloads-ns", metadata={"name": c.workloads_namespace}, opts=child
+        )
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
         in_workloads_ns = pulumi.ResourceOptions(parent=self, depends_on=[workloads_ns])
         subject = [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": c.stack_namespace}]
 
         self.account = k8s.core.v1.ServiceAccount(
-            f"{name}-sa", metadata={"name": ACCOUNT, "namespace": c.stack_namespace}, opts=in_ns)
+            f"{name}-sa", metadata={"name": ACCOUNT, "namespace": c.stack_namespace}, opts=in_ns
+        )
         # The workspace's agent authenticates the operator's calls with TokenReview/SubjectAccessReview.
         self.auth_delegator = k8s.rbac.v1.ClusterRoleBinding(
-            f"{name}-auth-delegator", metadata={"name": f"{ACCOUNT}:system:auth-delegator"},
+            f"{name}-auth-delegator",
+            metadata={"name": f"{ACCOUNT}:system:auth-delegator"},
             role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
-            subjects=subject, opts=child)
+            subjects=subject,
+            opts=child,
+        )
         # Least privilege: the workloads stack applies, reads back and deletes the VM objects in one
         # namespace. Its Secrets reach the pod through the kubelet, so the account reads none.
         self.role = k8s.rbac.v1.Role(
-            f"{name}-apply", metadata={"name": f"{ACCOUNT}-apply", "namespace": c.workloads_namespace},
-            rules=workload_rules(), opts=in_workloads_ns)
+            f"{name}-apply",
+            metadata={"name": f"{ACCOUNT}-apply", "namespace": c.workloads_namespace},
+            rules=workload_rules(),
+            opts=in_workloads_ns,
+        )
         self.role_binding = k8s.rbac.v1.RoleBinding(
-            f"{name}-apply", metadata={"name": f"{ACCOUNT}-apply", "namespace": c.workloads_namespace},
+            f"{name}-apply",
+            metadata={"name": f"{ACCOUNT}-apply", "namespace": c.workloads_namespace},
             role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{ACCOUNT}-apply"},
-            subjects=subject, opts=in_workloads_ns)
+            subjects=subject,
+            opts=in_workloads_ns,
+        )
 
         # After the operator: on destroy the Stack goes first, while the operator can still clear its finalizer.
         # One Stack per shard (greenops/shards.py), each reconciling its own shard stack on the same timer.
         # Unsharded, the Stack keeps the names it always had: (resource name, object name, stack).
-        targets = [(f"{name}-stack", ACCOUNT, c.stack)] if c.shards == 1 else [
-            (f"{name}-stack-{i}", f"{ACCOUNT}-shard-{i}", shard_stack(c.stack, i)) for i in range(c.shards)]
-        self.stacks = [k8s.apiextensions.CustomResource(
-            resource_name,
-            api_version="pulumi.com/v1",
-            kind="Stack",
-            metadata={"name": object_name, "namespace": c.stack_namespace},
-            spec=stack_spec(c, args.resync_frequency_seconds, args.workspace, stack),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[
-                self.operator, self.account, self.auth_delegator, self.role_binding, *args.after]),
-        ) for resource_name, object_name, stack in targets]
+        targets = (
+            [(f"{name}-stack", ACCOUNT, c.stack)]
+            if c.shards == 1
+            else [(f"{name}-stack-{i}", f"{ACCOUNT}-shard-{i}", shard_stack(c.stack, i)) for i in range(c.shards)]
+        )
+        self.stacks = [
+            k8s.apiextensions.CustomResource(
+                resource_name,
+                api_version="pulumi.com/v1",
+                kind="Stack",
+                metadata={"name": object_name, "namespace": c.stack_namespace},
+                spec=stack_spec(c, args.resync_frequency_seconds, args.workspace, stack),
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    depends_on=[self.operator, self.account, self.auth_delegator, self.role_binding, *args.after],
+                ),
+            )
+            for resource_name, object_name, stack in targets
+        ]
         self.stack = self.stacks[0]
-        self.register_outputs({"stack": c.stack, "shards": c.shards, "namespace": c.stack_namespace,
-                               "resyncFrequencySeconds": args.resync_frequency_seconds})
+        self.register_outputs(
+            {
+                "stack": c.stack,
+                "shards": c.shards,
+                "namespace": c.stack_namespace,
+                "resyncFrequencySeconds": args.resync_frequency_seconds,
+            }
+        )

@@ -6,6 +6,7 @@ Declaring a CustomResourceDefinition through the same provider teaches it the sc
 carry the upstream names and scope (from data/crds.json) with an open schema, are labelled
 `greenops.io/render-stub`, and exist only in render mode: a cluster gets the operators' real CRDs.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,15 +31,26 @@ class RenderModeCrds(pulumi.ComponentResource):
         for api_version, kind in rendered_kinds():
             group, version = api_version.split("/")
             fact = kinds[(group, kind)]
-            self.crds.append(k8s.apiextensions.v1.CustomResourceDefinition(
-                fact.name,
-                metadata={"name": fact.name, "labels": {"greenops.io/render-stub": "true"}},
-                spec={
-                    "group": group, "scope": fact.scope,
-                    "names": {"kind": kind, "plural": fact.plural, "singular": fact.singular},
-                    "versions": [{"name": version, "served": True, "storage": True, "schema": {
-                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
-                },
-                opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
-            ))
+            self.crds.append(
+                k8s.apiextensions.v1.CustomResourceDefinition(
+                    fact.name,
+                    metadata={"name": fact.name, "labels": {"greenops.io/render-stub": "true"}},
+                    spec={
+                        "group": group,
+                        "scope": fact.scope,
+                        "names": {"kind": kind, "plural": fact.plural, "singular": fact.singular},
+                        "versions": [
+                            {
+                                "name": version,
+                                "served": True,
+                                "storage": True,
+                                "schema": {
+                                    "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                                },
+                            }
+                        ],
+                    },
+                    opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
+                )
+            )
         self.register_outputs({"crds": [c.metadata["name"] for c in self.crds]})

@@ -1,6 +1,7 @@
 """GreenOpsScheduler: the scheduler service as a Deployment and Service, with probes, and the
 PostgreSQL its replicas share for the reservation record (its own release, or an existing server
 named by greenops:schedulerDatabaseUrl)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,8 +12,8 @@ import pulumi_kubernetes as k8s
 
 from components.config import SchedulerConfig
 from components.helm import release
-from greenops import endpoints
 from components.secret_env import secret_env
+from greenops import endpoints
 
 PORT = endpoints.SCHEDULER_PORT
 TOKEN_VARIABLE = "GREENOPS_SCHEDULER_TOKEN"  # read by the scheduler and by OPA's http.send (scheduler.rego)
@@ -37,13 +38,15 @@ class GreenOpsScheduler(pulumi.ComponentResource):
         super().__init__("greenops:platform:GreenOpsScheduler", name, None, opts)
         c = args.config
         labels = {"app.kubernetes.io/name": "greenops-scheduler", "app.kubernetes.io/part-of": "greenops"}
-        self.namespace = k8s.core.v1.Namespace(f"{name}-ns", metadata={"name": c.namespace},
-                                               opts=pulumi.ResourceOptions(parent=self))
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-ns", metadata={"name": c.namespace}, opts=pulumi.ResourceOptions(parent=self)
+        )
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
         env = []
         if args.token is not None:
-            self.token_secret, token_env = secret_env(f"{name}-token", "greenops-scheduler-token", c.namespace,
-                                                      TOKEN_VARIABLE, args.token, in_ns)
+            self.token_secret, token_env = secret_env(
+                f"{name}-token", "greenops-scheduler-token", c.namespace, TOKEN_VARIABLE, args.token, in_ns
+            )
             env.append(token_env)
         after = [self.namespace]
         if args.database_url is not None:
@@ -52,10 +55,12 @@ class GreenOpsScheduler(pulumi.ComponentResource):
             self.database = self._postgresql(name, args, in_ns)
             host = f"{name}-postgresql.{c.namespace}.svc:5432"
             url = pulumi.Output.from_input(args.db_password).apply(
-                lambda pw: f"postgresql+psycopg://{DB_USER}:{quote(pw, safe='')}@{host}/{DATABASE}")
+                lambda pw: f"postgresql+psycopg://{DB_USER}:{quote(pw, safe='')}@{host}/{DATABASE}"
+            )
             after.append(self.database)
-        self.database_secret, database_env = secret_env(f"{name}-database", "greenops-scheduler-database",
-                                                        c.namespace, DATABASE_VARIABLE, url, in_ns)
+        self.database_secret, database_env = secret_env(
+            f"{name}-database", "greenops-scheduler-database", c.namespace, DATABASE_VARIABLE, url, in_ns
+        )
         env.append(database_env)
         probe = lambda path: {"httpGet": {"path": path, "port": PORT}, "periodSeconds": 10}  # noqa: E731
         self.deployment = k8s.apps.v1.Deployment(
@@ -64,36 +69,77 @@ class GreenOpsScheduler(pulumi.ComponentResource):
             spec={
                 "replicas": c.replicas,
                 "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": {"containers": [{
-                    "name": "scheduler",
-                    "image": args.image,
-                    "args": ["--host", "0.0.0.0", "--port", str(PORT), "--source", c.source,
-                             "--capacity-vcpu", str(c.capacity_vcpu)],
-                    "ports": [{"name": "http", "containerPort": PORT}],
-                    "env": env,
-                    "readinessProbe": probe("/readyz"),
-                    "livenessProbe": probe("/healthz"),
-                    "resources": {"requests": {"cpu": c.cpu, "memory": c.memory}, "limits": {"memory": c.memory}},
-                    "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False},
-                }]}},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "scheduler",
+                                "image": args.image,
+                                "args": [
+                                    "--host",
+                                    "0.0.0.0",
+                                    "--port",
+                                    str(PORT),
+                                    "--source",
+                                    c.source,
+                                    "--capacity-vcpu",
+                                    str(c.capacity_vcpu),
+                                ],
+                                "ports": [{"name": "http", "containerPort": PORT}],
+                                "env": env,
+                                "readinessProbe": probe("/readyz"),
+                                "livenessProbe": probe("/healthz"),
+                                "resources": {
+                                    "requests": {"cpu": c.cpu, "memory": c.memory},
+                                    "limits": {"memory": c.memory},
+                                },
+                                "securityContext": {
+                                    "runAsNonRoot": True,
+                                    "readOnlyRootFilesystem": True,
+                                    "allowPrivilegeEscalation": False,
+                                },
+                            }
+                        ]
+                    },
+                },
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=after),
         )
         self.service = k8s.core.v1.Service(
-            f"{name}-svc", metadata={"name": endpoints.SCHEDULER_SERVICE, "namespace": c.namespace, "labels": labels},
-            spec={"selector": labels, "ports": [{"name": "http", "port": PORT, "targetPort": PORT}]}, opts=in_ns)
+            f"{name}-svc",
+            metadata={"name": endpoints.SCHEDULER_SERVICE, "namespace": c.namespace, "labels": labels},
+            spec={"selector": labels, "ports": [{"name": "http", "port": PORT, "targetPort": PORT}]},
+            opts=in_ns,
+        )
         self.url = endpoints.in_cluster_scheduler_url(c.namespace)
         self.register_outputs({"url": self.url})
 
     def _postgresql(self, name: str, args: GreenOpsSchedulerArgs, opts: pulumi.ResourceOptions) -> pulumi.Resource:
         if args.db_password is None or args.postgresql_chart is None:
-            raise ValueError("the scheduler's reservation record needs greenops:schedulerDatabaseUrl (an existing "
-                             "PostgreSQL) or greenops:schedulerDbPassword (the platform deploys one)")
+            raise ValueError(
+                "the scheduler's reservation record needs greenops:schedulerDatabaseUrl (an existing "
+                "PostgreSQL) or greenops:schedulerDbPassword (the platform deploys one)"
+            )
         ns = args.config.namespace
         credentials = k8s.core.v1.Secret(
-            f"{name}-db-credentials", metadata={"name": "greenops-scheduler-db", "namespace": ns},
-            string_data={"password": pulumi.Output.secret(args.db_password)}, opts=opts)
-        return release(f"{name}-postgresql", args.postgresql_chart, ns, {
-            "auth": {"database": DATABASE, "username": DB_USER, "existingSecret": "greenops-scheduler-db",
-                     "secretKeys": {"userPasswordKey": "password", "adminPasswordKey": "password"}},
-        }, self, depends_on=[credentials])
+            f"{name}-db-credentials",
+            metadata={"name": "greenops-scheduler-db", "namespace": ns},
+            string_data={"password": pulumi.Output.secret(args.db_password)},
+            opts=opts,
+        )
+        return release(
+            f"{name}-postgresql",
+            args.postgresql_chart,
+            ns,
+            {
+                "auth": {
+                    "database": DATABASE,
+                    "username": DB_USER,
+                    "existingSecret": "greenops-scheduler-db",
+                    "secretKeys": {"userPasswordKey": "password", "adminPasswordKey": "password"},
+                },
+            },
+            self,
+            depends_on=[credentials],
+        )

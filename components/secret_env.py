@@ -4,17 +4,27 @@ The value stays encrypted in Pulumi state (the Secret's ``stringData`` is a secr
 pod spec only names the Secret, so neither ``kubectl get deployment -o yaml`` nor the state's
 plaintext shows it.
 """
+
 from __future__ import annotations
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 
-def secret_env(resource_name: str, secret_name: str, namespace: str, variable: str, value: pulumi.Input[str],
-               opts: pulumi.ResourceOptions) -> tuple[k8s.core.v1.Secret, dict]:
+def secret_env(
+    resource_name: str,
+    secret_name: str,
+    namespace: str,
+    variable: str,
+    value: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+) -> tuple[k8s.core.v1.Secret, dict]:
     """The Secret holding ``value`` under key ``variable``, and the container env entry reading it."""
     secret = k8s.core.v1.Secret(
-        resource_name, metadata={"name": secret_name, "namespace": namespace},
-        string_data={variable: pulumi.Output.secret(value)}, opts=opts)
+        resource_name,
+        metadata={"name": secret_name, "namespace": namespace},
+        string_data={variable: pulumi.Output.secret(value)},
+        opts=opts,
+    )
     env = {"name": variable, "valueFrom": {"secretKeyRef": {"name": secret_name, "key": variable}}}
     return secret, env

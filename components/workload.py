@@ -1,4 +1,5 @@
 """GreenWorkload: one generic workload, placed by GreenVm, provisioned by a ConfigGroup when due."""
+
 from __future__ import annotations
 
 import json
@@ -11,7 +12,6 @@ from greenops import endpoints
 from greenops.models import Workload
 from greenops.provider.greenvm import GreenVm
 from greenops.renderers import RenderSettings
-
 
 # pulumi-kubernetes deletes in the foreground unless told otherwise: a retired object is then gone
 # only once the cluster's garbage collector lifts a finalizer, so a lagging or missing collector
@@ -92,12 +92,19 @@ class GreenWorkload(pulumi.ComponentResource):
         }
         self.vm = GreenVm(f"{name}-placement", props, pulumi.ResourceOptions(parent=self))
         self.objects = k8s.yaml.v2.ConfigGroup(
-            f"{name}-vm", yaml=self.vm.manifests.apply(yaml_documents),
+            f"{name}-vm",
+            yaml=self.vm.manifests.apply(yaml_documents),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm]),
         )
         self.decision = self.vm.decision
         self.phase = self.vm.phase
         self.lifecycle = self.vm.lifecycle
         self.next_change_at = self.vm.nextChangeAt
-        self.register_outputs({"decision": self.decision, "phase": self.phase, "lifecycle": self.lifecycle,
-                               "nextChangeAt": self.next_change_at})
+        self.register_outputs(
+            {
+                "decision": self.decision,
+                "phase": self.phase,
+                "lifecycle": self.lifecycle,
+                "nextChangeAt": self.next_change_at,
+            }
+        )

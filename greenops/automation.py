@@ -1,5 +1,6 @@
 """The Pulumi Automation API behind the ``greenops`` command: one stack, the project's own
 program, the pinned CLI and a project-local file backend by default."""
+
 from __future__ import annotations
 
 import os
@@ -9,8 +10,8 @@ from pathlib import Path
 from pulumi import automation as auto  # noqa: F401 - re-exported for callers
 
 from greenops.errors import GreenOpsError
-from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
 from greenops.stale_lock import clear_stale_locks
+from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
 
 PROJECT = "greenops-platform"
 
@@ -46,9 +47,15 @@ def stack(name: str, work_dir: Path | None = None, env: dict[str, str] | None = 
     work_dir = work_dir or project_dir()
     envs = pulumi_env({**checkpoint_env(), **(env or {})})
     return auto.create_or_select_stack(
-        stack_name=name, project_name=PROJECT, program=lambda: program.run(root=work_dir),
-        opts=auto.LocalWorkspaceOptions(work_dir=str(work_dir), pulumi_home=envs["PULUMI_HOME"], env_vars=envs,
-                                        pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent))),
+        stack_name=name,
+        project_name=PROJECT,
+        program=lambda: program.run(root=work_dir),
+        opts=auto.LocalWorkspaceOptions(
+            work_dir=str(work_dir),
+            pulumi_home=envs["PULUMI_HOME"],
+            env_vars=envs,
+            pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent)),
+        ),
     )
 
 
@@ -58,8 +65,9 @@ def run(st: auto.Stack, op: str, stream: bool = True) -> object:
     try:
         return _run(st, op, stream)
     except StackLocked:
-        cleared = clear_stale_locks(st.workspace.env_vars.get("PULUMI_BACKEND_URL"),
-                                    st.workspace.project_settings().name, st.name)
+        cleared = clear_stale_locks(
+            st.workspace.env_vars.get("PULUMI_BACKEND_URL"), st.workspace.project_settings().name, st.name
+        )
         if not cleared:
             raise
         print("\n".join(cleared), flush=True)
@@ -78,11 +86,15 @@ def _run(st: auto.Stack, op: str, stream: bool) -> object:
         if op == "destroy":
             return st.destroy(on_output=out, color="never")
     except auto.ConcurrentUpdateError:
-        raise StackLocked(f"stack {st.name} is being updated by another run (its lock is held); try again when it ends") from None
+        raise StackLocked(
+            f"stack {st.name} is being updated by another run (its lock is held); try again when it ends"
+        ) from None
     except auto.CommandError as exc:
         if _lock_race(str(exc)):
-            raise StackLocked(f"stack {st.name} is being updated by another run (its lock was being taken "
-                              "while this run looked); try again when it ends") from None
+            raise StackLocked(
+                f"stack {st.name} is being updated by another run (its lock was being taken "
+                "while this run looked); try again when it ends"
+            ) from None
         raise GreenOpsError(f"pulumi {op} of stack {st.name} failed:\n{_tail(str(exc))}") from None
     raise ValueError(op)
 

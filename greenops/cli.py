@@ -6,25 +6,26 @@
 ``greenops placements`` lists the scheduler's active reservations (both paths), and with
                       ``--without-region`` who would be affected if a region went.
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import yaml
 
-from greenops.catalog import load_catalog, select_size
 from greenops import endpoints
+from greenops.catalog import load_catalog, select_size
+from greenops.clock import stamp
 from greenops.errors import GreenOpsError
 from greenops.httpclient import RetryingClient
 from greenops.models import Decision
 from greenops.renderers import render_set
 from greenops.stack_config import parse_stack_config
 from greenops.validation import CrdSchemas, default_crd_dir
-from greenops.clock import stamp
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -43,8 +44,10 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     for r in cat.regions(args.provider):
         prof = cat.profile(r.zone) if r.zone else None
         gaps = ", ".join(cat.placement_gaps(r.provider, r.name)) or "-"
-        print(f"{r.provider:8} {r.name:24} {r.country:7} {'yes' if r.eu else 'no':3} {r.zone or '-':14} "
-              f"{prof.kind if prof else '-':12} {gaps}")
+        print(
+            f"{r.provider:8} {r.name:24} {r.country:7} {'yes' if r.eu else 'no':3} {r.zone or '-':14} "
+            f"{prof.kind if prof else '-':12} {gaps}"
+        )
     return 0
 
 
@@ -52,7 +55,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     cat = load_catalog()
     config = parse_stack_config(_stack_raw(args.stack), root=REPO)
     region = cat.region(args.provider, args.region)
-    start = args.at or datetime.now(timezone.utc)
+    start = args.at or datetime.now(UTC)
     crd_dir = default_crd_dir()
     schemas = CrdSchemas(crd_dir) if crd_dir.is_dir() else None
     out = Path(args.out)
@@ -67,8 +70,14 @@ def cmd_render(args: argparse.Namespace) -> int:
             continue
         try:
             size = select_size(cat, args.provider, region.name, w.cpu, w.memory)
-            decision = Decision(provider=args.provider, region=region.name, zone=region.zone or "unknown",
-                                scheduling_time=start, vm_size=size.name, image=cat.image(args.provider, region.name))
+            decision = Decision(
+                provider=args.provider,
+                region=region.name,
+                zone=region.zone or "unknown",
+                scheduling_time=start,
+                vm_size=size.name,
+                image=cat.image(args.provider, region.name),
+            )
             rendered = render_set(w, decision, config.render, cat)
             objects = rendered.objects
         except GreenOpsError as exc:
@@ -79,7 +88,10 @@ def cmd_render(args: argparse.Namespace) -> int:
         path = out / f"{w.name}.{args.provider}.yaml"
         path.write_text(yaml.safe_dump_all(objects, sort_keys=False), encoding="utf-8")
         verdict = "valid against CRDs" if schemas and not problems else ("CRDs not found" if not schemas else "INVALID")
-        print(f"ok    {w.name}: {size.name} in {region.name} ({region.zone}), {len(objects)} objects -> {path} [{verdict}]")
+        print(
+            f"ok    {w.name}: {size.name} in {region.name} ({region.zone}), {len(objects)} objects -> {path} "
+            f"[{verdict}]"
+        )
         for p in problems:
             print(f"      {p}")
         for held in rendered.held:  # what only the cluster can complete: applied on a later pass
@@ -93,16 +105,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from greenops.local.scheduler import SchedulerServer
     from greenops.local.opa import OpaServer
+    from greenops.local.scheduler import SchedulerServer
 
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with SchedulerServer(port=args.scheduler_port, source=args.source) as scheduler, \
-            OpaServer(scheduler_url=scheduler.url, port=args.opa_port) as opa:
-        print(f"scheduler {scheduler.url} (source {args.source}), OPA {opa.url} with the policy bundle; Ctrl-C stops both",
-              flush=True)
+    with (
+        SchedulerServer(port=args.scheduler_port, source=args.source) as scheduler,
+        OpaServer(scheduler_url=scheduler.url, port=args.opa_port) as opa,
+    ):
+        print(
+            f"scheduler {scheduler.url} (source {args.source}), OPA {opa.url} with the policy bundle; Ctrl-C stops "
+            "both",
+            flush=True,
+        )
         stop.wait()
     return 0
 
@@ -123,8 +140,10 @@ def cmd_sharded(args: argparse.Namespace) -> int:
     for run in runs:
         print(run.line())
     failed = [r for r in runs if not r.ok]
-    print(f"{args.command} {args.stack}: {len(runs) - len(failed)} of {len(runs)} shard(s) ok in "
-          f"{time.monotonic() - started:.1f} s" + (f"; failed: {', '.join(r.stack for r in failed)}" if failed else ""))
+    print(
+        f"{args.command} {args.stack}: {len(runs) - len(failed)} of {len(runs)} shard(s) ok in "
+        f"{time.monotonic() - started:.1f} s" + (f"; failed: {', '.join(r.stack for r in failed)}" if failed else "")
+    )
     if args.command in ("up", "reconcile"):
         rows = [row for run in runs if run.ok for row in automation.placements(automation.stack(run.stack))]
         print("\n" + report.table(report.account(rows)))
@@ -156,8 +175,9 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         raise GreenOpsError("--now and --watch exclude each other: a watch loop follows the clock")
     if args.shards:
         if args.watch:
-            raise GreenOpsError("--shards and --watch exclude each other: watch each shard stack (or schedule the "
-                                "sharded pass)")
+            raise GreenOpsError(
+                "--shards and --watch exclude each other: watch each shard stack (or schedule the sharded pass)"
+            )
         return cmd_sharded(args)
     st = automation.stack(args.stack, env=_clock_env(args))
     if not args.watch:
@@ -175,8 +195,13 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    reconcile.watch(lambda: reconcile.reconcile_once(st, stream=args.verbose), args.stack, interval, stop,
-                    log=lambda line: print(line, flush=True))
+    reconcile.watch(
+        lambda: reconcile.reconcile_once(st, stream=args.verbose),
+        args.stack,
+        interval,
+        stop,
+        log=lambda line: print(line, flush=True),
+    )
     return 0
 
 
@@ -239,10 +264,13 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     from greenops.dashboard.routes import local_app
 
     with _scheduler_of(args.stack) as scheduler:
-        print(f"dashboard of stack {args.stack} (scheduler {scheduler.url}): "
-              f"http://127.0.0.1:{args.port}/dashboard", flush=True)
-        uvicorn.run(local_app(SchedulerData(scheduler), system_clock), host="127.0.0.1", port=args.port,
-                    log_level="warning")
+        print(
+            f"dashboard of stack {args.stack} (scheduler {scheduler.url}): http://127.0.0.1:{args.port}/dashboard",
+            flush=True,
+        )
+        uvicorn.run(
+            local_app(SchedulerData(scheduler), system_clock), host="127.0.0.1", port=args.port, log_level="warning"
+        )
     return 0
 
 
@@ -257,12 +285,17 @@ def _utc(text: str) -> datetime:
     value = datetime.fromisoformat(text)
     if value.tzinfo is None:
         raise argparse.ArgumentTypeError("time must carry an offset, e.g. 2027-01-01T00:00:00Z")
-    return value.astimezone(timezone.utc)
+    return value.astimezone(UTC)
 
 
 def _shard_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--shards", type=int, default=0, metavar="N",
-                   help="run on N shard stacks of --stack (<stack>-shard-<i>, generated from its stack file)")
+    p.add_argument(
+        "--shards",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run on N shard stacks of --stack (<stack>-shard-<i>, generated from its stack file)",
+    )
     p.add_argument("--concurrency", type=int, default=2, help="with --shards: shards at a time (default: 2)")
 
 
@@ -280,8 +313,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--at", type=_utc, help="scheduling time to stamp (default: now)")
     p.add_argument("--out", default="build/manifests")
     p.set_defaults(func=cmd_render)
-    for op, text in [("up", "place and provision the stack's workloads"), ("preview", "show what up would change"),
-                     ("destroy", "delete everything the stack created"), ("refresh", "read the stack's resources back")]:
+    for op, text in [
+        ("up", "place and provision the stack's workloads"),
+        ("preview", "show what up would change"),
+        ("destroy", "delete everything the stack created"),
+        ("refresh", "read the stack's resources back"),
+    ]:
         p = sub.add_parser(op, help=text)
         p.add_argument("--stack", required=True)
         p.add_argument("--now", type=_utc, help="the clock for time gates (default: now)")
@@ -292,41 +329,63 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--now", type=_utc, help="the clock for time gates (default: now)")
     _shard_arguments(p)
     p.add_argument("--verbose", action="store_true", help="stream Pulumi's progress")
-    p.add_argument("--watch", action="store_true",
-                   help="repeat unattended: sleep until the next change or the interval, whichever is first; "
-                        "SIGTERM stops it between passes")
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="repeat unattended: sleep until the next change or the interval, whichever is first; "
+        "SIGTERM stops it between passes",
+    )
     p.add_argument("--interval", help="with --watch: e.g. 5m (default: the stack's greenops:reconcile.intervalSeconds)")
     p.set_defaults(func=cmd_reconcile)
     p = sub.add_parser("report", help="placements and carbon accounting of a stack")
     p.add_argument("--stack", required=True)
     p.add_argument("--plot", help="write a PNG of the chosen zones' intensity with the runs")
     p.set_defaults(func=cmd_report)
-    p = sub.add_parser("placements", help="active placements of both paths, from the scheduler's reservation record "
-                       "(tokens: GREENOPS_SCHEDULER_TOKEN, GREENOPS_OPA_TOKEN)")
+    p = sub.add_parser(
+        "placements",
+        help="active placements of both paths, from the scheduler's reservation record "
+        "(tokens: GREENOPS_SCHEDULER_TOKEN, GREENOPS_OPA_TOKEN)",
+    )
     p.add_argument("--stack", default="dev", help="whose endpoints to ask (default: dev)")
     p.add_argument("--tenant")
     p.add_argument("--region", help="only placements in this region")
     p.add_argument("--eu", action="store_true", help="only placements in EU regions")
-    p.add_argument("--without-region", metavar="REGION",
-                   help="who is affected if REGION is removed: each placement re-evaluated against policy without it")
+    p.add_argument(
+        "--without-region",
+        metavar="REGION",
+        help="who is affected if REGION is removed: each placement re-evaluated against policy without it",
+    )
     p.set_defaults(func=cmd_placements)
-    p = sub.add_parser("dashboard", help="the placements dashboard of a stack, on loopback (reads the stack's "
-                       "scheduler; token: GREENOPS_SCHEDULER_TOKEN)")
+    p = sub.add_parser(
+        "dashboard",
+        help="the placements dashboard of a stack, on loopback (reads the stack's "
+        "scheduler; token: GREENOPS_SCHEDULER_TOKEN)",
+    )
     p.add_argument("--stack", default="dev", help="whose scheduler's record to show (default: dev)")
     p.add_argument("--port", type=int, default=8090)
     p.set_defaults(func=cmd_dashboard)
-    p = sub.add_parser("explain", help="why a workload runs where and when it does, as recorded when it was "
-                       "decided (token: GREENOPS_SCHEDULER_TOKEN)")
+    p = sub.add_parser(
+        "explain",
+        help="why a workload runs where and when it does, as recorded when it was "
+        "decided (token: GREENOPS_SCHEDULER_TOKEN)",
+    )
     p.add_argument("workload", help="a workload declared in the stack, or a VmTemplate as namespace/name")
     p.add_argument("--stack", default="dev", help="whose scheduler's record to read (default: dev)")
     p.set_defaults(func=cmd_explain)
     p = sub.add_parser("demo", help="the whole system on loopback: control plane, webhook, OPA, scheduler, dev stack")
     p.add_argument("--once", action="store_true", help="tear everything down after the report")
-    p.add_argument("--record", help="the SQLite file of the scheduler's reservation record "
-                   "(default: build/demo/reservations.db, kept between runs)")
+    p.add_argument(
+        "--record",
+        help="the SQLite file of the scheduler's reservation record "
+        "(default: build/demo/reservations.db, kept between runs)",
+    )
     p.add_argument("--start", type=_utc, help="the simulated clock's first instant (default: the next 17:00 UTC)")
-    p.add_argument("--hours", type=float, default=24,
-                   help="simulated hours to play forward after placing (default: 24; 0 places only)")
+    p.add_argument(
+        "--hours",
+        type=float,
+        default=24,
+        help="simulated hours to play forward after placing (default: 24; 0 places only)",
+    )
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("serve", help="run OPA and the scheduler on loopback for the dev stack")
     p.add_argument("--opa-port", type=int, default=endpoints.OPA_PORT)

@@ -1,9 +1,10 @@
 """The platform's clock: ``GREENOPS_NOW`` (RFC 3339) when set, so replays, demos and tests can
 decide at a chosen instant through real processes; otherwise the system clock, in UTC."""
+
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # how the platform writes an instant: RFC 3339, UTC, whole seconds
 
@@ -17,9 +18,9 @@ def system_clock() -> datetime:
     override = os.environ.get("GREENOPS_NOW")
     if override:
         return parse_time(override)
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def parse_time(text: str) -> datetime:
     """An RFC 3339 instant as written by the platform (``...Z``) or by Python (``+00:00``)."""
-    return datetime.fromisoformat(text).astimezone(timezone.utc)
+    return datetime.fromisoformat(text).astimezone(UTC)

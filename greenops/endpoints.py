@@ -1,5 +1,6 @@
 """Where OPA and the scheduler answer, and how patiently they are asked: written once, read by the
 stack config, the GreenWorkload component, GreenVm, the platform's components and the CLI."""
+
 from __future__ import annotations
 
 OPA_PORT = 8181  # OPA on loopback (the embedded default); in a cluster it serves HTTPS on its Service

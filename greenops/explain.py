@@ -5,6 +5,7 @@ constraint chain and zone mapping (kept with the booking), and the windows the s
 Both paths book in the same record: a Pulumi workload under ``<stack>/<workload>/<spec digest>``,
 a VmTemplate under ``<namespace>/<name>/<uid>``.
 """
+
 from __future__ import annotations
 
 from greenops.errors import GreenOpsError
@@ -37,29 +38,44 @@ def account(row: dict) -> dict:
     elif best_other is None:
         why = f"{chosen} was the only eligible zone; its cleanest window before the deadline won"
     else:
-        why = (f"{chosen} had the lowest mean intensity over the run ({answer['expected_intensity']:g} g/kWh), "
-               f"ahead of {best_other['scheduling_location']} ({best_other['expected_intensity']:g}); "
-               "ties go to the earliest start, then the zone name")
+        why = (
+            f"{chosen} had the lowest mean intensity over the run ({answer['expected_intensity']:g} g/kWh), "
+            f"ahead of {best_other['scheduling_location']} ({best_other['expected_intensity']:g}); "
+            "ties go to the earliest start, then the zone name"
+        )
     mapping = (policy.get("zones") or {}).get(chosen)
     return {
-        "key": row["key"], "path": row["path"], "phase": row["phase"], "tenant": row["tenant"],
-        "bookedAt": row.get("created_at"), "searchedFrom": row.get("searched_from"), "workload": row.get("workload"),
-        "constraintChain": policy.get("constraintChain"), "eligibleZones": sorted(policy.get("zones") or {}),
-        "considered": considered, "chosen": {"zone": chosen, "start": answer["scheduling_time"],
-                                             "expected": answer["expected_intensity"]},
-        "baseline": {"what": answer.get("baseline"), "intensity": answer.get("baseline_intensity"),
-                     "savingPercent": answer.get("saving_percent")},
-        "source": answer.get("source"), "why": why, "mapping": mapping,
+        "key": row["key"],
+        "path": row["path"],
+        "phase": row["phase"],
+        "tenant": row["tenant"],
+        "bookedAt": row.get("created_at"),
+        "searchedFrom": row.get("searched_from"),
+        "workload": row.get("workload"),
+        "constraintChain": policy.get("constraintChain"),
+        "eligibleZones": sorted(policy.get("zones") or {}),
+        "considered": considered,
+        "chosen": {"zone": chosen, "start": answer["scheduling_time"], "expected": answer["expected_intensity"]},
+        "baseline": {
+            "what": answer.get("baseline"),
+            "intensity": answer.get("baseline_intensity"),
+            "savingPercent": answer.get("saving_percent"),
+        },
+        "source": answer.get("source"),
+        "why": why,
+        "mapping": mapping,
     }
 
 
 def text(a: dict) -> str:
     w = a.get("workload") or {}
     hours = f"{w['durationHours']:g} h" if "durationHours" in w else w.get("duration")
-    lines = [f"{a['key']} ({a['path']} path, tenant {a['tenant']}), {a['phase']}; booked {a['bookedAt'][:19]}Z"
-             + (f", searched from {a['searchedFrom'][:19]}Z" if a.get("searchedFrom") not in (None, a["bookedAt"]) else ""),
-             f"  asked: {w.get('cpu')} vCPU, {w.get('memory')} GB for {hours}, deadline {w.get('deadline')}, "
-             f"origin {w.get('originRegion')}"]
+    lines = [
+        f"{a['key']} ({a['path']} path, tenant {a['tenant']}), {a['phase']}; booked {a['bookedAt'][:19]}Z"
+        + (f", searched from {a['searchedFrom'][:19]}Z" if a.get("searchedFrom") not in (None, a["bookedAt"]) else ""),
+        f"  asked: {w.get('cpu')} vCPU, {w.get('memory')} GB for {hours}, deadline {w.get('deadline')}, "
+        f"origin {w.get('originRegion')}",
+    ]
     lines.append("eligible set (policy at decision time), each constraint in turn:")
     if a["constraintChain"]:
         lines += [f"  {c['constraint']:<52} leaves {c['remaining']:>4} provider regions" for c in a["constraintChain"]]
@@ -71,8 +87,10 @@ def text(a: dict) -> str:
         lines.append(f"  {'zone':<14}{'best start':<23}{'expected':>9}{'run now':>9}")
         for c in a["considered"]:
             mark = "  <- chosen" if c["scheduling_location"] == a["chosen"]["zone"] else ""
-            lines.append(f"  {c['scheduling_location']:<14}{c['scheduling_time']:<23}{c['expected_intensity']:>9g}"
-                         f"{c['run_now_intensity']:>9g}{mark}")
+            lines.append(
+                f"  {c['scheduling_location']:<14}{c['scheduling_time']:<23}{c['expected_intensity']:>9g}"
+                f"{c['run_now_intensity']:>9g}{mark}"
+            )
     lines.append(f"why: {a['why']}")
     b = a["baseline"]
     if b["intensity"] is not None:
@@ -81,8 +99,10 @@ def text(a: dict) -> str:
     if m:
         price = f", ${m['hourlyUsd']}/h" if m.get("hourlyUsd") is not None else ""
         latency = f"{m['latencyMs']} ms from the origin" if m.get("latencyMs") is not None else "latency unknown"
-        lines.append(f"mapping: zone {a['chosen']['zone']} -> {m['provider']}/{m['region']} (the zone's region "
-                     f"with the lowest latency, then the cheapest fitting size: {latency}), size {m['vmSize']}{price}")
+        lines.append(
+            f"mapping: zone {a['chosen']['zone']} -> {m['provider']}/{m['region']} (the zone's region "
+            f"with the lowest latency, then the cheapest fitting size: {latency}), size {m['vmSize']}{price}"
+        )
         if m.get("image"):
             lines.append(f"  image {m['image']}")
         elif a["path"] == "cluster":

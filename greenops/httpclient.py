@@ -1,4 +1,5 @@
 """The one HTTP client shape every GreenOps caller uses: timeouts, bounded retries, bearer token."""
+
 from __future__ import annotations
 
 import ssl
@@ -15,17 +16,25 @@ class RetryingClient:
     then says why, for the caller's own error message.
     """
 
-    def __init__(self, url: str, timeout: float = 10.0, attempts: int = 3, backoff: float = 0.3,
-                 transport: httpx.BaseTransport | None = None, token: str | None = None,
-                 ca_certificate: str | None = None):
+    def __init__(
+        self,
+        url: str,
+        timeout: float = 10.0,
+        attempts: int = 3,
+        backoff: float = 0.3,
+        transport: httpx.BaseTransport | None = None,
+        token: str | None = None,
+        ca_certificate: str | None = None,
+    ):
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.attempts = attempts
         self.backoff = backoff
         self.last_error = "no attempt made"
         headers = {"Authorization": f"Bearer {token}"} if token else None
-        self._client = httpx.Client(base_url=self.url, timeout=timeout, transport=transport, headers=headers,
-                                    verify=trust(ca_certificate))
+        self._client = httpx.Client(
+            base_url=self.url, timeout=timeout, transport=transport, headers=headers, verify=trust(ca_certificate)
+        )
 
     def close(self) -> None:
         self._client.close()
@@ -39,8 +48,9 @@ class RetryingClient:
     def post(self, path: str, body: dict) -> httpx.Response | None:
         return self.request("POST", path, body)
 
-    def request(self, method: str, path: str, body: dict | None = None,
-                params: dict | None = None) -> httpx.Response | None:
+    def request(
+        self, method: str, path: str, body: dict | None = None, params: dict | None = None
+    ) -> httpx.Response | None:
         response = None
         for attempt in range(1, self.attempts + 1):
             try:

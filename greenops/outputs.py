@@ -11,6 +11,7 @@ The SDK then waits for every Output at the end of the program, in a loop that gr
 of their number (SDK 3.259 to at least 3.272); ``sdk_waits_cheaply`` gives that loop a ``wait``
 that does not (see ``_AsyncioWithCheapWait``).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -58,7 +59,7 @@ class _AsyncioWithCheapWait(types.ModuleType):
         done = {t for t in tasks if t.done()}
         if not done:
             poll = cls._POLL_SECONDS if timeout is None else min(timeout, cls._POLL_SECONDS)
-            await asyncio.wait(tasks[:cls._FEW], timeout=poll, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(tasks[: cls._FEW], timeout=poll, return_when=asyncio.FIRST_COMPLETED)
             done = {t for t in tasks if t.done()}
         return done, {t for t in tasks if t not in done}
 

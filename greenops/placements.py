@@ -5,6 +5,7 @@ admission): what runs where, what runs in the EU, and who is affected if a regio
 workload as recorded) with that region taken away: a workload placed there must move, and one with
 no other eligible region loses eligibility altogether.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,8 +16,14 @@ from greenops.httpclient import RetryingClient, detail
 from greenops.policies.client import OpaClient
 
 
-def active(scheduler: RetryingClient, *, tenant: str | None = None, region: str | None = None,
-           eu: bool = False, catalog: Catalog | None = None) -> list[dict]:
+def active(
+    scheduler: RetryingClient,
+    *,
+    tenant: str | None = None,
+    region: str | None = None,
+    eu: bool = False,
+    catalog: Catalog | None = None,
+) -> list[dict]:
     """The active reservations, filtered; ``eu`` keeps those placed in an EU region."""
     params = {k: v for k, v in (("tenant", tenant), ("region", region)) if v}
     r = scheduler.request("GET", "/reservations", params=params)
@@ -53,10 +60,13 @@ def affected(rows: list[dict], region: str, opa: OpaClient) -> list[Impact]:
         workload = row.get("workload")
         placed = f"{row['provider']}/{row['region']}" if row.get("provider") else row["zone"]
         if not workload:
-            raise GreenOpsError(f"reservation {row['key']}: no workload was recorded with it, so it cannot be "
-                                "re-evaluated (booked by a client that sent none)")
-        eligible = [f"{p}/{r}" for p, regions in sorted(opa.decision(workload).get("eligible", {}).items())
-                    for r in regions]
+            raise GreenOpsError(
+                f"reservation {row['key']}: no workload was recorded with it, so it cannot be "
+                "re-evaluated (booked by a client that sent none)"
+            )
+        eligible = [
+            f"{p}/{r}" for p, regions in sorted(opa.decision(workload).get("eligible", {}).items()) for r in regions
+        ]
         gone = [e for e in eligible if _matches(e, region)]
         remaining = [e for e in eligible if e not in gone]
         if _matches(placed, region):
@@ -74,8 +84,17 @@ def _matches(provider_region: str, region: str) -> bool:
 
 
 def table(rows: list[dict]) -> str:
-    cols = [("key", 44), ("tenant", 14), ("path", 8), ("phase", 12), ("provider", 8), ("region", 24),
-            ("zone", 12), ("start", 20), ("cpu", 5)]
+    cols = [
+        ("key", 44),
+        ("tenant", 14),
+        ("path", 8),
+        ("phase", 12),
+        ("provider", 8),
+        ("region", 24),
+        ("zone", 12),
+        ("start", 20),
+        ("cpu", 5),
+    ]
     lines = ["  ".join(f"{c:<{w}}" for c, w in cols)]
     for r in rows:
         shown = {**r, "start": r["start"][:19] + "Z" if r.get("start") else None}

@@ -1,4 +1,5 @@
 """The Pulumi program behind ``__main__.py``: every workload of the stack, placed and gated."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,8 +9,8 @@ import pulumi_kubernetes as k8s
 
 from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import Endpoints, GreenWorkload, GreenWorkloadArgs
-from greenops.outputs import gather, sdk_waits_cheaply
 from greenops.clock import stamp
+from greenops.outputs import gather, sdk_waits_cheaply
 from greenops.stack_config import KEYS, StackConfig, StackConfigError, parse_stack_config
 
 PLATFORM_SECRETS = ("mlflowDbPassword", "s3AccessKey", "s3SecretKey")
@@ -39,21 +40,40 @@ def kubernetes_provider(config: StackConfig, cfg: pulumi.Config) -> k8s.Provider
     if kube.mode == "render":
         # Manifests are written to a folder instead of a cluster (the local default).
         return k8s.Provider("k8s", render_yaml_to_directory=str(Path(kube.render_dir).resolve()))
-    return k8s.Provider("k8s", kubeconfig=cfg.get_secret("kubeconfig"), context=kube.context,
-                        enable_server_side_apply=True)
+    return k8s.Provider(
+        "k8s", kubeconfig=cfg.get_secret("kubeconfig"), context=kube.context, enable_server_side_apply=True
+    )
 
 
 def placement_row(w, decision: dict | None, lifecycle: dict | None, next_change_at: str | None = None) -> dict:
     d, lc = decision or {}, lifecycle or {}
-    return {"workload": w.name, "tenant": w.tenant, "cpu": w.cpu, "memory": w.memory, "hours": w.duration_hours,
-            "phase": lc.get("phase"), "reason": lc.get("reason"), "provider": d.get("provider"),
-            "region": d.get("region"), "zone": d.get("zone"), "start": d.get("schedulingTime"), "size": d.get("vmSize"),
-            "expected": d.get("expectedIntensity"), "baseline": d.get("baselineIntensity"),
-            "saving%": d.get("savingPercent"), "gateOpenedAt": lc.get("gateOpenedAt"),
-            "runningSince": lc.get("runningSince"), "completedAt": lc.get("completedAt"),
-            "failedAt": lc.get("failedAt"), "replacements": lc.get("replacements"), "nextChangeAt": next_change_at,
-            "events": lc.get("events", []), "deadline": stamp(w.deadline), "decidedAt": d.get("decidedAt"),
-            "image": d.get("image")}
+    return {
+        "workload": w.name,
+        "tenant": w.tenant,
+        "cpu": w.cpu,
+        "memory": w.memory,
+        "hours": w.duration_hours,
+        "phase": lc.get("phase"),
+        "reason": lc.get("reason"),
+        "provider": d.get("provider"),
+        "region": d.get("region"),
+        "zone": d.get("zone"),
+        "start": d.get("schedulingTime"),
+        "size": d.get("vmSize"),
+        "expected": d.get("expectedIntensity"),
+        "baseline": d.get("baselineIntensity"),
+        "saving%": d.get("savingPercent"),
+        "gateOpenedAt": lc.get("gateOpenedAt"),
+        "runningSince": lc.get("runningSince"),
+        "completedAt": lc.get("completedAt"),
+        "failedAt": lc.get("failedAt"),
+        "replacements": lc.get("replacements"),
+        "nextChangeAt": next_change_at,
+        "events": lc.get("events", []),
+        "deadline": stamp(w.deadline),
+        "decidedAt": d.get("decidedAt"),
+        "image": d.get("image"),
+    }
 
 
 def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) -> None:
@@ -74,22 +94,34 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
         lines = [f"greenops:platform.{field}: {msg}" for field, msg in field_errors(exc.errors())]
         raise pulumi.RunError("; ".join(lines)) from None
     # the object-store keys: MLflow's artifacts and SeaweedFS, and the models KServe reads
-    needed = {"mlflowDbPassword": platform_config.mlflow.enabled,
-              "s3AccessKey": platform_config.mlflow.enabled or platform_config.kserve.enabled,
-              "s3SecretKey": platform_config.mlflow.enabled or platform_config.kserve.enabled}
-    secrets = PlatformSecrets(*(cfg.require_secret(k) if needed[k] else None
-                                for k in PLATFORM_SECRETS), scheduler_token=cfg.get_secret("schedulerToken"),
-                              opa_token=cfg.get_secret("opaToken"), opa_admin_token=cfg.get_secret("opaAdminToken"),
-                              scheduler_database_url=cfg.get_secret("schedulerDatabaseUrl"),
-                              scheduler_db_password=cfg.get_secret("schedulerDbPassword"))
-    if platform_config.scheduler.enabled and secrets.scheduler_database_url is None \
-            and secrets.scheduler_db_password is None:
-        raise pulumi.RunError("greenops:platform.scheduler: the reservation record needs a PostgreSQL: set the secret "
-                              "greenops:schedulerDbPassword (the platform deploys one) or greenops:schedulerDatabaseUrl "
-                              "(an existing server)")
-    installed = GreenOpsPlatform("greenops", GreenOpsPlatformArgs(platform_config, secrets,
-                                                                  reconcile_interval_seconds=interval),
-                                 pulumi.ResourceOptions(providers={"kubernetes": provider}))
+    needed = {
+        "mlflowDbPassword": platform_config.mlflow.enabled,
+        "s3AccessKey": platform_config.mlflow.enabled or platform_config.kserve.enabled,
+        "s3SecretKey": platform_config.mlflow.enabled or platform_config.kserve.enabled,
+    }
+    secrets = PlatformSecrets(
+        *(cfg.require_secret(k) if needed[k] else None for k in PLATFORM_SECRETS),
+        scheduler_token=cfg.get_secret("schedulerToken"),
+        opa_token=cfg.get_secret("opaToken"),
+        opa_admin_token=cfg.get_secret("opaAdminToken"),
+        scheduler_database_url=cfg.get_secret("schedulerDatabaseUrl"),
+        scheduler_db_password=cfg.get_secret("schedulerDbPassword"),
+    )
+    if (
+        platform_config.scheduler.enabled
+        and secrets.scheduler_database_url is None
+        and secrets.scheduler_db_password is None
+    ):
+        raise pulumi.RunError(
+            "greenops:platform.scheduler: the reservation record needs a PostgreSQL: set the secret "
+            "greenops:schedulerDbPassword (the platform deploys one) or greenops:schedulerDatabaseUrl "
+            "(an existing server)"
+        )
+    installed = GreenOpsPlatform(
+        "greenops",
+        GreenOpsPlatformArgs(platform_config, secrets, reconcile_interval_seconds=interval),
+        pulumi.ResourceOptions(providers={"kubernetes": provider}),
+    )
     if "policy" in installed.parts:
         # the CA a workloads stack trusts for OPA: greenops:endpoints.caCertificate
         pulumi.export("opaCaCertificate", installed.parts["policy"].ca.cert_pem)
@@ -116,19 +148,31 @@ def run(root: Path | None = None) -> list[GreenWorkload]:
         depends.append(RenderModeCrds("render-mode-crds", RenderModeCrdsArgs(provider)))
     e = config.endpoints
     watched = config.kubernetes.watches_operators
-    endpoints = Endpoints(str(e.opa_url), str(e.scheduler_url), e.timeout_seconds, e.attempts,
-                          cfg.get_secret("opaToken"), cfg.get_secret("schedulerToken"), config.lead_seconds,
-                          watch_operators=watched, kubeconfig=cfg.get_secret("kubeconfig") if watched else None,
-                          kube_context=config.kubernetes.context if watched else None,
-                          ca_certificate=e.ca_certificate)
+    endpoints = Endpoints(
+        str(e.opa_url),
+        str(e.scheduler_url),
+        e.timeout_seconds,
+        e.attempts,
+        cfg.get_secret("opaToken"),
+        cfg.get_secret("schedulerToken"),
+        config.lead_seconds,
+        watch_operators=watched,
+        kubeconfig=cfg.get_secret("kubeconfig") if watched else None,
+        kube_context=config.kubernetes.context if watched else None,
+        ca_certificate=e.ca_certificate,
+    )
     rows, components = [], []
     for w in config.workloads:
         component = GreenWorkload(
-            w.name, GreenWorkloadArgs(w, endpoints, config.render),
+            w.name,
+            GreenWorkloadArgs(w, endpoints, config.render),
             pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends),
         )
         components.append(component)
-        rows.append(gather(component.decision, component.lifecycle, component.next_change_at)
-                    .apply(lambda ds, w=w: placement_row(w, *ds)))
+        rows.append(
+            gather(component.decision, component.lifecycle, component.next_change_at).apply(
+                lambda ds, w=w: placement_row(w, *ds)
+            )
+        )
     pulumi.export("placements", gather(*rows))
     return components

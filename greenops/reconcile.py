@@ -6,23 +6,27 @@ ConfigGroups apply or delete the VM objects. It reports what changed and the nex
 which the clock alone changes something (a gate opens, a run ends), so the loop can wake up then
 rather than only on its fixed beat.
 """
+
 from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Callable
 
 from greenops import automation
-from greenops.clock import parse_time, system_clock
+from greenops.clock import parse_time, stamp, system_clock
 from greenops.errors import GreenOpsError
-from greenops.clock import stamp
 
-VERBS = {"Scheduled": "re-placed", "Provisioning": "gate", "Running": "started", "Completed": "retired",
-         "Failed": "FAILED"}
-WHAT_CHANGES = {"Scheduled": "gate opens", "Provisioning": "last start before its deadline",
-                "Running": "run ends"}
+VERBS = {
+    "Scheduled": "re-placed",
+    "Provisioning": "gate",
+    "Running": "started",
+    "Completed": "retired",
+    "Failed": "FAILED",
+}
+WHAT_CHANGES = {"Scheduled": "gate opens", "Provisioning": "last start before its deadline", "Running": "run ends"}
 WAKE_MARGIN = timedelta(seconds=1)  # wake just after the instant, so the pass sees it as reached
 _INTERVAL = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
@@ -47,7 +51,9 @@ def lifecycle_changes(before: dict[str, dict], after: dict[str, dict]) -> list[s
         seen = (old or {}).get("events") or []
         new = [e for e in row.get("events") or [] if e not in seen]
         if old is None:
-            changes.append(f"{'placed':9} {name}: {row['provider']}/{row['region']} ({row['zone']}) from {row['start']}")
+            changes.append(
+                f"{'placed':9} {name}: {row['provider']}/{row['region']} ({row['zone']}) from {row['start']}"
+            )
             new = new[1:]  # the first event is the placement itself
         changes += [f"{VERBS.get(e['phase'], 'changed'):9} {name}: {e['reason']}" for e in new]
         if old is not None and not new and old.get("reason") != row.get("reason"):
@@ -59,8 +65,11 @@ def lifecycle_changes(before: dict[str, dict], after: dict[str, dict]) -> list[s
 
 def upcoming(rows: list[dict]) -> tuple[datetime, str] | None:
     """The earliest next-change instant over the placements, with what happens then."""
-    due = [(parse_time(r["nextChangeAt"]), f"{r['workload']}: "
-            f"{WHAT_CHANGES.get(r.get('phase') or '', 'changes')}") for r in rows if r.get("nextChangeAt")]
+    due = [
+        (parse_time(r["nextChangeAt"]), f"{r['workload']}: {WHAT_CHANGES.get(r.get('phase') or '', 'changes')}")
+        for r in rows
+        if r.get("nextChangeAt")
+    ]
     return min(due) if due else None
 
 
@@ -97,8 +106,14 @@ def sleep_for(p: Pass | None, interval: timedelta, now: datetime) -> tuple[float
     return interval.total_seconds(), "the interval"
 
 
-def watch(run_pass: Callable[[], Pass], stack: str, interval: timedelta, stop: threading.Event,
-          log: Callable[[str], None] = print, clock: Callable[[], datetime] = system_clock) -> int:
+def watch(
+    run_pass: Callable[[], Pass],
+    stack: str,
+    interval: timedelta,
+    stop: threading.Event,
+    log: Callable[[str], None] = print,
+    clock: Callable[[], datetime] = system_clock,
+) -> int:
     """Reconcile, log, sleep, repeat until ``stop`` is set (SIGTERM): a pass under way always
     finishes, so the stack is never left mid-update. A held lock or a failed pass is logged and
     tried again at the next wake-up: an unattended loop keeps going."""

@@ -6,6 +6,7 @@ per-provider coefficients and utilisation u of data/power.json (Cloud Carbon Foo
 origin). A Failed workload never ran (or never finished), so nothing is counted for it: a missed
 window is never reported as a saving. Completed runs are what was achieved; the others are planned.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,7 +14,6 @@ from datetime import datetime
 from pathlib import Path
 
 from greenops.catalog import data_dir
-
 
 # A Failed workload never ran (or never finished); a Released one was given back (its VmTemplate
 # deleted, or replaced by a new spec) and is counted, if at all, under the booking that replaced it.
@@ -33,29 +33,58 @@ def account(rows: list[dict]) -> list[dict]:
         if p is None or r.get("expected") is None or r.get("memory") is None or r.get("phase") in NOT_COUNTED:
             out.append({**r, "energy_kwh": None, "expected_g": None, "baseline_g": None, "saving_g": None})
             continue
-        watts = r["cpu"] * (p["minWattsPerVcpu"] + u * (p["maxWattsPerVcpu"] - p["minWattsPerVcpu"])) + r["memory"] * p["memoryWattsPerGb"]
+        watts = (
+            r["cpu"] * (p["minWattsPerVcpu"] + u * (p["maxWattsPerVcpu"] - p["minWattsPerVcpu"]))
+            + r["memory"] * p["memoryWattsPerGb"]
+        )
         kwh = r["hours"] * watts * p["pue"] / 1000
-        expected, baseline = kwh * r["expected"], kwh * (r["baseline"] if r.get("baseline") is not None else r["expected"])
-        out.append({**r, "energy_kwh": round(kwh, 4), "expected_g": round(expected, 1), "baseline_g": round(baseline, 1),
-                    "saving_g": round(baseline - expected, 1)})
+        expected, baseline = (
+            kwh * r["expected"],
+            kwh * (r["baseline"] if r.get("baseline") is not None else r["expected"]),
+        )
+        out.append(
+            {
+                **r,
+                "energy_kwh": round(kwh, 4),
+                "expected_g": round(expected, 1),
+                "baseline_g": round(baseline, 1),
+                "saving_g": round(baseline - expected, 1),
+            }
+        )
     return out
 
 
 def table(rows: list[dict]) -> str:
-    cols = [("workload", 16), ("phase", 12), ("provider", 8), ("region", 24), ("zone", 12), ("start", 20),
-            ("runningSince", 20), ("size", 18), ("expected", 9), ("baseline", 9), ("expected_g", 11),
-            ("baseline_g", 11), ("saving_g", 9)]
+    cols = [
+        ("workload", 16),
+        ("phase", 12),
+        ("provider", 8),
+        ("region", 24),
+        ("zone", 12),
+        ("start", 20),
+        ("runningSince", 20),
+        ("size", 18),
+        ("expected", 9),
+        ("baseline", 9),
+        ("expected_g", 11),
+        ("baseline_g", 11),
+        ("saving_g", 9),
+    ]
     lines = ["  ".join(f"{c:<{w}}" for c, w in cols)]
     for r in rows:
         lines.append("  ".join(f"{'-' if r.get(c) is None else r.get(c)!s:<{w}}" for c, w in cols))
     lines += [f"  {r['workload']}: {r['reason']}" for r in rows if r.get("reason")]
-    for label, group in (("completed", [r for r in rows if r.get("phase") == "Completed"]),
-                         ("planned", [r for r in rows if r.get("phase") not in ("Completed", "Failed")])):
+    for label, group in (
+        ("completed", [r for r in rows if r.get("phase") == "Completed"]),
+        ("planned", [r for r in rows if r.get("phase") not in ("Completed", "Failed")]),
+    ):
         done = [r for r in group if r.get("expected_g") is not None]
         if done:
             e, b = sum(r["expected_g"] for r in done), sum(r["baseline_g"] for r in done)
-            lines.append(f"{label}: {e / 1000:.3f} kgCO2e expected vs {b / 1000:.3f} kgCO2e baseline "
-                         f"(saving {b - e:.1f} g, {100 * (1 - e / b) if b else 0:.1f} %) over {len(done)} workloads")
+            lines.append(
+                f"{label}: {e / 1000:.3f} kgCO2e expected vs {b / 1000:.3f} kgCO2e baseline "
+                f"(saving {b - e:.1f} g, {100 * (1 - e / b) if b else 0:.1f} %) over {len(done)} workloads"
+            )
     failed = [r["workload"] for r in rows if r.get("phase") == "Failed"]
     if failed:
         lines.append(f"failed: {', '.join(failed)} (nothing counted)")

@@ -9,6 +9,7 @@ encryption salt, so the same passphrase opens them) plus ``greenops:shard``; edi
 not the generated ones. Shards run as separate processes, a bounded number at a time: one shard's
 failure is reported with its output and does not stop the others.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -74,18 +75,23 @@ class ShardRun:
         lines = [ln.strip() for ln in self.output.strip().splitlines() if ln.strip()]
         # Pulumi's diagnostics say why ("error: ..."), once per resource; the last lines only summarise.
         # The run's own summary, and the resources cut short when the engine stopped, say nothing of it.
-        errors = list(dict.fromkeys(ln for ln in lines if ln.startswith("error:") and not any(
-            noise in ln for noise in NOT_THE_CAUSE)))
+        errors = list(
+            dict.fromkeys(
+                ln for ln in lines if ln.startswith("error:") and not any(noise in ln for noise in NOT_THE_CAUSE)
+            )
+        )
         why = errors[:3] or lines[-3:]
         return f"{self.stack:28} FAILED  {self.seconds:7.1f} s  (exit {self.returncode})\n    " + "\n    ".join(why)
 
 
 def run_shards(command: list[str], stacks: list[str], concurrency: int) -> list[ShardRun]:
     """``greenops <command> --stack <shard>`` for every shard, ``concurrency`` at a time."""
+
     def one(stack: str) -> ShardRun:
         started = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "greenops.cli", *command, "--stack", stack],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "greenops.cli", *command, "--stack", stack], capture_output=True, text=True
+        )
         return ShardRun(stack, done.returncode, time.monotonic() - started, done.stdout + done.stderr)
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:

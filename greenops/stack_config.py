@@ -1,4 +1,5 @@
 """Typed stack configuration, validated once when the program starts."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -14,7 +15,6 @@ from greenops.models import Workload
 from greenops.renderers import RenderSettings
 from greenops.shards import shard_of
 from greenops.workload_files import Declared, WorkloadFileError, read_workloads
-
 
 # The greenops:* keys a stack's program reads (greenops:platform is the platform's, validated by
 # components.config.PlatformConfig); the program asks Pulumi for exactly these.
@@ -37,13 +37,17 @@ class EndpointsConfig(_Section):
     timeout_seconds: float = Field(default=endpoints.TIMEOUT_SECONDS, gt=0, le=120)
     attempts: int = Field(default=endpoints.ATTEMPTS, ge=1, le=10)
     ca_certificate: str | None = Field(
-        default=None, description="PEM of the CA that signed OPA's and the scheduler's HTTPS certificates (the "
-                                  "platform's own CA: the PolicyEngine's caCert output), trusted besides the system's")
+        default=None,
+        description="PEM of the CA that signed OPA's and the scheduler's HTTPS certificates (the "
+        "platform's own CA: the PolicyEngine's caCert output), trusted besides the system's",
+    )
     provisioning_lead_seconds: float | None = Field(
-        default=None, ge=0, le=86400,
+        default=None,
+        ge=0,
+        le=86400,
         description="open the time gate this long before the start; default: the reconcile interval plus "
-                    "the provisioning margin (greenops:reconcile)")
-
+        "the provisioning margin (greenops:reconcile)",
+    )
 
     @field_validator("ca_certificate")
     @classmethod
@@ -77,12 +81,17 @@ class KubernetesConfig(_Section):
 
     mode: Literal["render", "cluster"] = "render"
     render_dir: str = "build/rendered"
-    context: str | None = Field(default=None, description="kubeconfig context; the kubeconfig itself is the secret greenops:kubeconfig")
-    install_crd_stubs: bool = Field(default=False, description="scope-only CRDs for the operators' kinds (a local API server without operators)")
+    context: str | None = Field(
+        default=None, description="kubeconfig context; the kubeconfig itself is the secret greenops:kubeconfig"
+    )
+    install_crd_stubs: bool = Field(
+        default=False, description="scope-only CRDs for the operators' kinds (a local API server without operators)"
+    )
     readiness: Literal["operator", "applied"] = Field(
         default="operator",
         description="cluster mode: a run starts when the operator reports its VM ready (operator), or as soon as "
-                    "its objects are applied (applied: a cluster where no operator runs); render mode is always applied")
+        "its objects are applied (applied: a cluster where no operator runs); render mode is always applied",
+    )
 
     @property
     def watches_operators(self) -> bool:
@@ -97,7 +106,7 @@ class ShardConfig(_Section):
     count: int = Field(ge=1, le=10000)
 
     @model_validator(mode="after")
-    def _in_range(self) -> "ShardConfig":
+    def _in_range(self) -> ShardConfig:
         if self.index >= self.count:
             raise ValueError(f"index {self.index} is not below count {self.count}")
         return self
@@ -125,9 +134,11 @@ def lead_problem(lead: float | None, reconcile: ReconcileConfig) -> str | None:
     lets a gate open after the start, and silently changing what the user wrote hides that."""
     if lead is None or lead >= reconcile.minimum_lead:
         return None
-    return (f"greenops:endpoints.provisioningLeadSeconds: {lead:g} s is shorter than greenops:reconcile.intervalSeconds "
-            f"({reconcile.interval_seconds} s) plus provisioningMarginSeconds ({reconcile.provisioning_margin_seconds} s): "
-            f"a gate could open after its start; set it to at least {reconcile.minimum_lead} or reconcile more often")
+    return (
+        f"greenops:endpoints.provisioningLeadSeconds: {lead:g} s is shorter than greenops:reconcile.intervalSeconds "
+        f"({reconcile.interval_seconds} s) plus provisioningMarginSeconds ({reconcile.provisioning_margin_seconds} s): "
+        f"a gate could open after its start; set it to at least {reconcile.minimum_lead} or reconcile more often"
+    )
 
 
 def _describe(exc: ValidationError, where: str) -> str:
@@ -144,8 +155,10 @@ def _declared_workloads(raw: dict[str, Any], root: Path) -> list[Declared]:
     if sources is not None:
         entries = [sources] if isinstance(sources, str) else sources
         if not isinstance(entries, list) or not all(isinstance(e, str) and e for e in entries):
-            raise StackConfigError("greenops:workloadsFrom: must be a path or a list of paths (files or folders of "
-                                   "*.yaml, relative to the project)")
+            raise StackConfigError(
+                "greenops:workloadsFrom: must be a path or a list of paths (files or folders of "
+                "*.yaml, relative to the project)"
+            )
         try:
             declared += read_workloads(entries, root)
         except WorkloadFileError as exc:
@@ -156,8 +169,10 @@ def _declared_workloads(raw: dict[str, Any], root: Path) -> list[Declared]:
             where.setdefault(str(d.spec["name"]), []).append(d.where)
     dupes = {n: places for n, places in where.items() if len(places) > 1}
     if dupes:
-        raise StackConfigError("duplicate workload names: " + "; ".join(
-            f"{n!r} in {', '.join(places)}" for n, places in sorted(dupes.items())))
+        raise StackConfigError(
+            "duplicate workload names: "
+            + "; ".join(f"{n!r} in {', '.join(places)}" for n, places in sorted(dupes.items()))
+        )
     return declared
 
 
@@ -177,8 +192,13 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
             name = d.spec.get("name") if isinstance(d.spec, dict) else None
             errors.append(_describe(exc, d.where + (f" ({name})" if name else "")))
     sections = {}
-    for key, model in (("render", RenderSettings), ("endpoints", EndpointsConfig), ("kubernetes", KubernetesConfig),
-                       ("reconcile", ReconcileConfig), ("shard", ShardConfig)):
+    for key, model in (
+        ("render", RenderSettings),
+        ("endpoints", EndpointsConfig),
+        ("kubernetes", KubernetesConfig),
+        ("reconcile", ReconcileConfig),
+        ("shard", ShardConfig),
+    ):
         if key == "shard" and raw.get(key) is None:
             continue
         try:

@@ -6,6 +6,7 @@ holder's host and pid: a lock held by a process of this host that no longer runs
 a Pulumi process) is stale and is removed. Locks of other hosts, and other backends, are never
 touched: only their holder can know.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,7 +37,8 @@ def clear_stale_locks(backend_url: str | None, project: str, stack: str) -> list
             continue
         for path in (lock, lock.with_name(lock.name + ".attrs")):
             path.unlink(missing_ok=True)
-        removed.append(f"cleared a stale lock of stack {stack}: pid {holder.get('pid')} on {holder.get('hostname')} "
-                       f"took it at {holder.get('timestamp')} and is gone")
+        removed.append(
+            f"cleared a stale lock of stack {stack}: pid {holder.get('pid')} on {holder.get('hostname')} "
+            f"took it at {holder.get('timestamp')} and is gone"
+        )
     return removed
-

@@ -5,6 +5,7 @@ decision was made, at the origin), the deadline and now (``GREENOPS_NOW`` when s
 The colours come from the catalog's month x hour profiles, the embedded default source; a stack
 whose scheduler reads another source was decided on other numbers, and the colour bar says which.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -47,14 +48,19 @@ def figure(rows: list[dict], now: datetime | None = None):
         hours = []
         if r.get("zone") in zones:
             s = source.series(r["zone"], start.timestamp(), end.timestamp(), start.timestamp())
-            for t, v in zip(s.boundaries[:-1], s.values):
+            for t, v in zip(s.boundaries[:-1], s.values, strict=True):
                 a, b = max(t, start.timestamp()), min(t + s.step, end.timestamp())
                 if b > a:
-                    hours.append((datetime.fromtimestamp(a, start.tzinfo), datetime.fromtimestamp(b, start.tzinfo), float(v)))
+                    hours.append(
+                        (datetime.fromtimestamp(a, start.tzinfo), datetime.fromtimestamp(b, start.tzinfo), float(v))
+                    )
         windows.append((r, start, end, hours))
     values = [v for *_, hours in windows for *_, v in hours] + [r["baseline"] for r in placed if r.get("baseline")]
     values = values or [0.0, 1.0]
-    norm, cmap = Normalize(min(values), max(values) if max(values) > min(values) else min(values) + 1), plt.get_cmap("RdYlGn_r")
+    norm, cmap = (
+        Normalize(min(values), max(values) if max(values) > min(values) else min(values) + 1),
+        plt.get_cmap("RdYlGn_r"),
+    )
 
     ends = [end for _, _, end, _ in windows] or [now + timedelta(hours=1)]
     firsts = [min(filter(None, (start, _at(r.get("decidedAt"))))) for r, start, _, _ in windows] or [now]
@@ -70,8 +76,16 @@ def figure(rows: list[dict], now: datetime | None = None):
         decided = _at(r.get("decidedAt"))
         if decided is not None:  # the baseline: the same run, started at decision time at the origin
             fill = cmap(norm(r["baseline"])) if r.get("baseline") else "none"
-            ax.barh(y + 0.3, end - start, left=decided, height=0.22, color=fill, edgecolor="0.45", hatch="////",
-                    linewidth=0.6)
+            ax.barh(
+                y + 0.3,
+                end - start,
+                left=decided,
+                height=0.22,
+                color=fill,
+                edgecolor="0.45",
+                hatch="////",
+                linewidth=0.6,
+            )
         if hours:
             for a, b, v in hours:
                 ax.barh(y, b - a, left=a, height=0.5, color=cmap(norm(v)), linewidth=0)
@@ -82,16 +96,41 @@ def figure(rows: list[dict], now: datetime | None = None):
         if deadline is not None and deadline <= right:
             ax.plot([deadline, deadline], [y - 0.35, y + 0.35], color="crimson", linewidth=1.6)
         elif deadline is not None:
-            ax.annotate(f"deadline {deadline:%Y-%m-%d}", (right, y), xytext=(-4, 0), textcoords="offset points",
-                        ha="right", va="center", fontsize=7, color="crimson")
+            ax.annotate(
+                f"deadline {deadline:%Y-%m-%d}",
+                (right, y),
+                xytext=(-4, 0),
+                textcoords="offset points",
+                ha="right",
+                va="center",
+                fontsize=7,
+                color="crimson",
+            )
         if r.get("phase"):
-            ax.annotate(r["phase"], (end, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7,
-                        color="0.3", clip_on=True)
+            ax.annotate(
+                r["phase"],
+                (end, y),
+                xytext=(4, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=7,
+                color="0.3",
+                clip_on=True,
+            )
     if now <= right:
         ax.axvline(now, color="royalblue", linestyle="--", linewidth=1)
     else:
-        ax.annotate(f"now {now:%Y-%m-%d} →", (1, 1), xycoords="axes fraction", xytext=(-4, 4),
-                    textcoords="offset points", ha="right", va="bottom", fontsize=7, color="royalblue")
+        ax.annotate(
+            f"now {now:%Y-%m-%d} →",
+            (1, 1),
+            xycoords="axes fraction",
+            xytext=(-4, 4),
+            textcoords="offset points",
+            ha="right",
+            va="bottom",
+            fontsize=7,
+            color="royalblue",
+        )
     ax.set_yticks(range(len(windows)), [f"{r['workload']}  ({r.get('zone') or '-'})" for r, *_ in windows], fontsize=8)
     ax.set_ylim(len(windows) - 0.4, -0.7)
     ax.set_xlim(left, right)
@@ -100,12 +139,23 @@ def figure(rows: list[dict], now: datetime | None = None):
     ax.set_axisbelow(True)
     bar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, pad=0.01, fraction=0.03)
     bar.set_label("gCO2eq/kWh, chosen zone (profile)", fontsize=8)
-    fig.legend(handles=[Patch(facecolor=cmap(0.2), edgecolor="black", label="chosen window"),
-                       Patch(facecolor=cmap(0.8), edgecolor="0.45", hatch="////",
-                             label="baseline: run at decision time, at the origin (mean)"),
-                       Line2D([], [], color="crimson", label="deadline"),
-                       Line2D([], [], color="royalblue", linestyle="--", label=f"now {now:%Y-%m-%d %H:%M}Z")],
-               loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.legend(
+        handles=[
+            Patch(facecolor=cmap(0.2), edgecolor="black", label="chosen window"),
+            Patch(
+                facecolor=cmap(0.8),
+                edgecolor="0.45",
+                hatch="////",
+                label="baseline: run at decision time, at the origin (mean)",
+            ),
+            Line2D([], [], color="crimson", label="deadline"),
+            Line2D([], [], color="royalblue", linestyle="--", label=f"now {now:%Y-%m-%d %H:%M}Z"),
+        ],
+        loc="lower center",
+        ncol=4,
+        fontsize=8,
+        frameon=False,
+    )
     ax.set_title(f"Placements: {len(windows)} workloads, chosen windows against the baseline", fontsize=10)
     fig.tight_layout(rect=(0, 0.35 / fig.get_figheight(), 1, 1))  # room for the legend below
     return fig

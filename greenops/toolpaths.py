@@ -1,4 +1,5 @@
 """Where the project's pinned Go tools live (see tools/install.sh)."""
+
 from __future__ import annotations
 
 import os
@@ -33,7 +34,8 @@ def _env_sh() -> dict[str, str]:
     """Variables tools/env.sh exports: that script is the one place they are defined."""
     out = subprocess.run(
         ["bash", "-c", 'source "$1" && env -0', "env.sh", str(REPO / "tools" / "env.sh")],
-        capture_output=True, check=True,
+        capture_output=True,
+        check=True,
     ).stdout
     pairs = (item.split("=", 1) for item in out.decode().split("\0") if "=" in item)
     return dict(pairs)
@@ -58,5 +60,6 @@ def mlserver_path() -> str:
     local = MLSERVER_VENV / "bin" / "mlserver"
     if local.exists():
         return str(local)
-    raise ToolMissing("MLServer is not installed: run make mlserver (it creates .venv-mlserver from "
-                      "tools/mlserver/requirements.txt)")
+    raise ToolMissing(
+        "MLServer is not installed: run make mlserver (it creates .venv-mlserver from tools/mlserver/requirements.txt)"
+    )

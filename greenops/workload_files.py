@@ -8,6 +8,7 @@ to the project's root. A file holds one workload (a mapping with ``name``), a li
 ``{tenant: <t>, workloads: [...]}``, where the tenant is the default for the file's workloads (a
 file per tenant).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -69,14 +70,17 @@ def _items(doc: Any, label: str) -> list[Declared]:
         if not isinstance(items, list):
             raise WorkloadFileError(f"{label}: workloads must be a list")
         tenant = doc.get("tenant")
-        return [Declared(f"{label}[{i}]", {"tenant": tenant, **w} if tenant is not None and isinstance(w, dict) else w)
-                for i, w in enumerate(items)]
+        return [
+            Declared(f"{label}[{i}]", {"tenant": tenant, **w} if tenant is not None and isinstance(w, dict) else w)
+            for i, w in enumerate(items)
+        ]
     if isinstance(doc, list):
         return [Declared(f"{label}[{i}]", w) for i, w in enumerate(doc)]
     if isinstance(doc, dict):
         return [Declared(label, doc)]
-    raise WorkloadFileError(f"{label}: expected a workload, a list of workloads or {{tenant, workloads}}, "
-                            f"got {type(doc).__name__}")
+    raise WorkloadFileError(
+        f"{label}: expected a workload, a list of workloads or {{tenant, workloads}}, got {type(doc).__name__}"
+    )
 
 
 def _label(path: Path, root: Path) -> str:
@@ -84,4 +88,3 @@ def _label(path: Path, root: Path) -> str:
         return str(path.relative_to(root.resolve()))
     except ValueError:
         return str(path)
-

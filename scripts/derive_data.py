@@ -8,6 +8,7 @@ keeps only facts, in the project's own schema: region metadata, latency matrices
 subsets, image references and month x hour-of-day carbon-intensity *summary profiles* (never the
 raw hourly series). It is deterministic: re-running it on the same inputs yields identical files.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,10 +31,20 @@ EXCLUDED_REGION_PREFIXES = {"azure": ("china",), "gcp": (), "aws": ("cn-",)}
 
 # Country names in the sources that differ from the ISO 3166 short names.
 COUNTRY_ALIASES = {
-    "United States": "US", "USA": "US", "UK": "GB", "United Kingdom": "GB", "England": "GB",
-    "South Korea": "KR", "UAE": "AE", "Kingdom of Saudi Arabia": "SA", "Saudi Arabia": "SA",
-    "Republic of China": "TW", "Taiwan": "TW", "People's Republic of China": "CN",
-    "Netherlands": "NL", "Hong Kong": "HK",
+    "United States": "US",
+    "USA": "US",
+    "UK": "GB",
+    "United Kingdom": "GB",
+    "England": "GB",
+    "South Korea": "KR",
+    "UAE": "AE",
+    "Kingdom of Saudi Arabia": "SA",
+    "Saudi Arabia": "SA",
+    "Republic of China": "TW",
+    "Taiwan": "TW",
+    "People's Republic of China": "CN",
+    "Netherlands": "NL",
+    "Hong Kong": "HK",
 }
 
 # Regions whose country no source states, but whose name does (Reliance Jio regions in India).
@@ -50,7 +61,9 @@ GCP_FAMILY_PATTERN = re.compile(r"^(e2|n2|n2d)-(standard|highmem|highcpu)-\d+$")
 AWS_FAMILIES = ["m6i", "c6i", "r6i", "m7i", "c7i", "r7i", "m6a", "c6a", "r6a"]
 
 AZURE_IMAGE = {  # thesis §3.4.1, listing 3.6
-    "publisher": "Canonical", "offer": "0001-com-ubuntu-server-jammy", "sku": "22_04-lts",
+    "publisher": "Canonical",
+    "offer": "0001-com-ubuntu-server-jammy",
+    "sku": "22_04-lts",
     "version": "latest",
 }
 GCP_IMAGE = {"project": "ubuntu-os-cloud", "family": "ubuntu-2204-lts"}
@@ -140,18 +153,20 @@ def derive_regions(src: Path, countries: Countries, problems: list[str]) -> list
         if zone is None and country not in multi_zone:
             zone, zone_source = country, "country"
             problems.append(f"{provider}/{name}: zone {zone} inferred from its single-zone country")
-        out.append({
-            "provider": provider,
-            "name": name,
-            "displayName": display,
-            "country": country,
-            "eu": country in countries.eu,
-            "zone": zone,
-            "zoneSource": zone_source,
-            "lat": round_(float(lat), 4),
-            "lon": round_(float(lon), 4),
-            "availabilityZones": azs,
-        })
+        out.append(
+            {
+                "provider": provider,
+                "name": name,
+                "displayName": display,
+                "country": country,
+                "eu": country in countries.eu,
+                "zone": zone,
+                "zoneSource": zone_source,
+                "lat": round_(float(lat), 4),
+                "lon": round_(float(lon), 4),
+                "availabilityZones": azs,
+            }
+        )
 
     # Azure: names from every list we have; country from the vmisson file or the zone prefix.
     tal_by_name = {r["name"]: r for r in az_tal}
@@ -170,7 +185,9 @@ def derive_regions(src: Path, countries: Countries, problems: list[str]) -> list
         label = pick.get("name") or tal.get("Location") or name
         country_name = label.split(", ")[-1]
         if countries.code(country_name) is None and tal.get("Continent", "").strip() == "North America":
-            country_name = {"Québec": "Canada", "Ontario": "Canada", "Mexico": "Mexico"}.get(country_name, "United States")
+            country_name = {"Québec": "Canada", "Ontario": "Canada", "Mexico": "Mexico"}.get(
+                country_name, "United States"
+            )
         azs = parse_list(tal.get("Zones"))
         add("gcp", name, label, country_name, to_float(pick.get("latitude")), to_float(pick.get("longitude")), azs)
 
@@ -196,7 +213,10 @@ def fix_gcp_latitudes(regions: list[dict], zone_of: dict, problems: list[str]) -
             continue
         lon, lat = em["lonlat"]
         if abs(lat - r["lat"]) > 5 or abs(lon - r["lon"]) > 5:
-            problems.append(f"{r['provider']}/{r['name']}: coordinates ({r['lat']},{r['lon']}) replaced by Electricity Maps ({lat:.4f},{lon:.4f})")
+            problems.append(
+                f"{r['provider']}/{r['name']}: coordinates ({r['lat']},{r['lon']}) replaced by Electricity Maps "
+                f"({lat:.4f},{lon:.4f})"
+            )
             r["lat"], r["lon"] = round_(lat, 4), round_(lon, 4)
 
 
@@ -224,7 +244,7 @@ def parse_pipe_table(path: Path) -> list[dict]:
     out = []
     for ln in rows[2:]:
         cells = [c.strip() for c in ln.split("|")]
-        out.append(dict(zip(header, cells)))
+        out.append(dict(zip(header, cells, strict=False)))
     return out
 
 
@@ -257,13 +277,13 @@ def derive_latency(src: Path, regions: list[dict], problems: list[str]) -> dict[
         reader = csv.reader(fh)
         header = next(reader)
         dsts = [az_name(h) for h in header[1:]]
-        unmapped |= {h for h, d in zip(header[1:], dsts) if d is None}
+        unmapped |= {h for h, d in zip(header[1:], dsts, strict=True) if d is None}
         for row in reader:
             s = az_name(row[0])
             if s is None:
                 unmapped.add(row[0])
                 continue
-            for d, cell in zip(dsts, row[1:]):
+            for d, cell in zip(dsts, row[1:], strict=False):
                 if d is not None and cell.strip():
                     az[s][d] = float(cell)
     filled = []
@@ -278,17 +298,27 @@ def derive_latency(src: Path, regions: list[dict], problems: list[str]) -> dict[
     if unmapped:
         problems.append(f"azure latency: unmapped display names {sorted(unmapped)}")
     matrices["azure"] = {
-        "provider": "azure", "unit": "ms", "statistic": "p50 round-trip",
+        "provider": "azure",
+        "unit": "ms",
+        "statistic": "p50 round-trip",
         "source": "Azure network round-trip latency statistics (P50 matrix, 2026-03)",
         "filledFromP95": sorted(filled),
         "matrix": sort_matrix(az),
     }
 
     aws_raw = load_json(src / "aws_cloudping_p50_1y.json")["data"]
-    aws = {s: {d: round_(v, 1) for d, v in row.items() if d in known["aws"]} for s, row in aws_raw.items() if s in known["aws"]}
+    aws = {
+        s: {d: round_(v, 1) for d, v in row.items() if d in known["aws"]}
+        for s, row in aws_raw.items()
+        if s in known["aws"]
+    }
     matrices["aws"] = {
-        "provider": "aws", "unit": "ms", "statistic": "p50 round-trip, 1 year",
-        "source": "cloudping.co snapshot 2025-05-29", "filledFromP95": [], "matrix": sort_matrix(aws),
+        "provider": "aws",
+        "unit": "ms",
+        "statistic": "p50 round-trip, 1 year",
+        "source": "cloudping.co snapshot 2025-05-29",
+        "filledFromP95": [],
+        "matrix": sort_matrix(aws),
     }
 
     gcp: dict[str, dict[str, float]] = defaultdict(dict)
@@ -298,9 +328,12 @@ def derive_latency(src: Path, regions: list[dict], problems: list[str]) -> dict[
             if s in known["gcp"] and d in known["gcp"]:
                 gcp[s][d] = round_(float(row["median_rtt_ms"]), 1)
     matrices["gcp"] = {
-        "provider": "gcp", "unit": "ms", "statistic": "median round-trip, 4 h window",
+        "provider": "gcp",
+        "unit": "ms",
+        "statistic": "median round-trip, 4 h window",
         "source": "Google Cloud Network Intelligence Center performance dashboard, 2023-11-27",
-        "filledFromP95": [], "matrix": sort_matrix(gcp),
+        "filledFromP95": [],
+        "matrix": sort_matrix(gcp),
     }
     return matrices
 
@@ -317,7 +350,7 @@ def parse_azure_p95(path: Path):
             continue
         if header is None or set(cells[0]) <= {"-"}:
             continue
-        for dst, cell in zip(header, cells[1:]):
+        for dst, cell in zip(header, cells[1:], strict=False):
             if cell and cell.replace(".", "").isdigit():
                 yield cells[0], dst, float(cell)
 
@@ -337,13 +370,15 @@ def derive_sizes(src: Path, regions: list[dict]) -> dict[str, dict]:
         for row in csv.DictReader(fh):
             for series, family in AZURE_FAMILIES:
                 if row["Series"] == series:
-                    az_rows.append({
-                        "name": "Standard_" + row["Virtual Machine"].strip().replace(" ", "_"),
-                        "family": family,
-                        "vcpu": int(row["Instance vCPUs"]),
-                        "memoryGb": float(row["Instance Memory"]),
-                        "arch": "x86_64",
-                    })
+                    az_rows.append(
+                        {
+                            "name": "Standard_" + row["Virtual Machine"].strip().replace(" ", "_"),
+                            "family": family,
+                            "vcpu": int(row["Instance vCPUs"]),
+                            "memoryGb": float(row["Instance Memory"]),
+                            "arch": "x86_64",
+                        }
+                    )
     sizes["azure"] = {
         "provider": "azure",
         "families": [f for _, f in AZURE_FAMILIES],
@@ -359,16 +394,27 @@ def derive_sizes(src: Path, regions: list[dict]) -> dict[str, dict]:
     for name, spec in sorted(pricing["compute"]["instance"].items()):
         if not GCP_FAMILY_PATTERN.match(name):
             continue
-        prices = {r: round_(c["hour"], 5) for r, c in sorted(spec.get("cost", {}).items())
-                  if r in gcp_regions and isinstance(c, dict) and c.get("hour")}
-        gcp_rows.append({
-            "name": name, "family": name.split("-")[0], "vcpu": int(spec["cpu"]),
-            "memoryGb": float(spec["ram"]), "arch": "x86_64",
-            "hourlyUsd": prices, "regions": sorted(prices),
-        })
+        prices = {
+            r: round_(c["hour"], 5)
+            for r, c in sorted(spec.get("cost", {}).items())
+            if r in gcp_regions and isinstance(c, dict) and c.get("hour")
+        }
+        gcp_rows.append(
+            {
+                "name": name,
+                "family": name.split("-")[0],
+                "vcpu": int(spec["cpu"]),
+                "memoryGb": float(spec["ram"]),
+                "arch": "x86_64",
+                "hourlyUsd": prices,
+                "regions": sorted(prices),
+            }
+        )
     sizes["gcp"] = {
-        "provider": "gcp", "families": ["e2", "n2", "n2d"],
-        "priceNote": "On-demand Linux USD/hour per region (pricing.yml, 2026-07). A priced region is an available region.",
+        "provider": "gcp",
+        "families": ["e2", "n2", "n2d"],
+        "priceNote": "On-demand Linux USD/hour per region (pricing.yml, 2026-07). A priced region is an available "
+        "region.",
         "sizes": sorted(gcp_rows, key=size_key),
     }
 
@@ -384,7 +430,8 @@ def derive_sizes(src: Path, regions: list[dict]) -> dict[str, dict]:
         if labels.get("karpenter.k8s.aws/instance-size", "").startswith("metal"):
             continue
         row = {
-            "name": itype, "family": fam,
+            "name": itype,
+            "family": fam,
             "vcpu": int(labels["karpenter.k8s.aws/instance-cpu"]),
             "memoryGb": round_(int(labels["karpenter.k8s.aws/instance-memory"]) / 1024, 2),
             "arch": "x86_64",
@@ -393,7 +440,8 @@ def derive_sizes(src: Path, regions: list[dict]) -> dict[str, dict]:
             row["referenceHourlyUsd"] = aws_price[itype]
         aws_rows.append(row)
     sizes["aws"] = {
-        "provider": "aws", "families": AWS_FAMILIES,
+        "provider": "aws",
+        "families": AWS_FAMILIES,
         "priceNote": "us-east-1 on-demand Linux USD/hour, used as a relative price index in every region.",
         "availabilityNote": "No per-region availability in the sources: a size is assumed offered in every region.",
         "sizes": sorted(aws_rows, key=size_key),
@@ -448,11 +496,15 @@ def derive_images(src: Path, regions: list[dict]) -> dict:
         "schemaVersion": SCHEMA_VERSION,
         "os": "Ubuntu 22.04 LTS",
         "azure": {"imageReference": AZURE_IMAGE},
-        "gcp": {"sourceImage": f"projects/{GCP_IMAGE['project']}/global/images/family/{GCP_IMAGE['family']}", **GCP_IMAGE},
+        "gcp": {
+            "sourceImage": f"projects/{GCP_IMAGE['project']}/global/images/family/{GCP_IMAGE['family']}",
+            **GCP_IMAGE,
+        },
         "aws": {
             "arch": "x86_64",
             "amis": dict(sorted(amis.items())),
-            "amiSource": "SkyPilot public Ubuntu 22.04 x86_64 AMIs (built 2024-11-04); regions without one need the lookup below",
+            "amiSource": "SkyPilot public Ubuntu 22.04 x86_64 AMIs (built 2024-11-04); regions without one need the "
+            "lookup below",
             "lookup": AWS_AMI_LOOKUP,
         },
     }
@@ -520,9 +572,12 @@ def derive_profiles(src: Path, regions: list[dict], problems: list[str]) -> dict
     missing = sorted(used - set(profiles))
     if missing:
         problems.append(f"carbon profiles: no data for {len(missing)} zones used by regions: {missing}")
-    return {"schemaVersion": SCHEMA_VERSION, "unit": "gCO2eq/kWh (life-cycle)",
-            "resolution": "month (1-12) x UTC hour-of-day (0-23) means",
-            "zones": dict(sorted(profiles.items()))}
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "unit": "gCO2eq/kWh (life-cycle)",
+        "resolution": "month (1-12) x UTC hour-of-day (0-23) means",
+        "zones": dict(sorted(profiles.items())),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -539,11 +594,18 @@ def derive_power(src: Path) -> dict:
     out = {}
     for provider in PROVIDERS:
         df = pd.read_csv(src / f"ccf_coefficients_{provider}_use.csv")
-        out[provider] = {"minWattsPerVcpu": round_(float(df["Min Watts"].mean()), 3),
-                         "maxWattsPerVcpu": round_(float(df["Max Watts"].mean()), 3),
-                         "memoryWattsPerGb": CCF_MEMORY_WATTS_PER_GB, "pue": CCF_PUE[provider]}
-    return {"schemaVersion": SCHEMA_VERSION, "source": "Cloud Carbon Footprint coefficients and methodology",
-            "utilisation": 0.5, "providers": out}
+        out[provider] = {
+            "minWattsPerVcpu": round_(float(df["Min Watts"].mean()), 3),
+            "maxWattsPerVcpu": round_(float(df["Max Watts"].mean()), 3),
+            "memoryWattsPerGb": CCF_MEMORY_WATTS_PER_GB,
+            "pue": CCF_PUE[provider],
+        }
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "source": "Cloud Carbon Footprint coefficients and methodology",
+        "utilisation": 0.5,
+        "providers": out,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -560,13 +622,18 @@ def derive_crd_index(crd_dir: Path) -> dict:
         with path.open(encoding="utf-8") as fh:
             crd = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         spec = crd["spec"]
-        kinds.append({
-            "name": crd["metadata"]["name"], "group": spec["group"], "kind": spec["names"]["kind"],
-            "plural": spec["names"]["plural"], "singular": spec["names"].get("singular", spec["names"]["kind"].lower()),
-            "scope": spec["scope"],
-            "served": [v["name"] for v in spec["versions"] if v.get("served")],
-            "storage": next(v["name"] for v in spec["versions"] if v.get("storage")),
-        })
+        kinds.append(
+            {
+                "name": crd["metadata"]["name"],
+                "group": spec["group"],
+                "kind": spec["names"]["kind"],
+                "plural": spec["names"]["plural"],
+                "singular": spec["names"].get("singular", spec["names"]["kind"].lower()),
+                "scope": spec["scope"],
+                "served": [v["name"] for v in spec["versions"] if v.get("served")],
+                "storage": next(v["name"] for v in spec["versions"] if v.get("storage")),
+            }
+        )
     return {"schemaVersion": SCHEMA_VERSION, "kinds": kinds}
 
 
@@ -614,8 +681,10 @@ def main(argv: list[str] | None = None) -> int:
     for p in PROVIDERS:
         rs = [r for r in regions if r["provider"] == p]
         pairs = sum(len(v) for v in latency[p]["matrix"].values())
-        print(f"  {p:5s} regions={len(rs)} with-zone={sum(1 for r in rs if r['zone'])} eu={sum(r['eu'] for r in rs)} "
-              f"latency-pairs={pairs} sizes={len(sizes[p]['sizes'])}")
+        print(
+            f"  {p:5s} regions={len(rs)} with-zone={sum(1 for r in rs if r['zone'])} eu={sum(r['eu'] for r in rs)} "
+            f"latency-pairs={pairs} sizes={len(sizes[p]['sizes'])}"
+        )
     print(f"  aws amis={len(images['aws']['amis'])}")
     kinds = defaultdict(int)
     for z in profiles["zones"].values():

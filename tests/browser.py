@@ -7,6 +7,7 @@ path, so Selenium Manager never looks for, or downloads, a browser or a driver o
         assert page.driver.find_element(By.CSS_SELECTOR, "#status").text == "ok"
     assert page.console_errors() == []
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -72,8 +73,9 @@ class Page:
 
 
 @contextlib.contextmanager
-def headless_page(url: str, screenshot: Path, wait_for_css: str, timeout: float = 30,
-                  token: str | None = None) -> Iterator[Page]:
+def headless_page(
+    url: str, screenshot: Path, wait_for_css: str, timeout: float = 30, token: str | None = None
+) -> Iterator[Page]:
     """Open ``url`` in headless Chromium and yield once an element matches ``wait_for_css``. On
     exit, whether the block passed or not (and also when the wait timed out), the page is saved
     as a PNG to ``screenshot`` and the console is collected into the Page, then the browser quits.
@@ -99,22 +101,25 @@ def headless_page(url: str, screenshot: Path, wait_for_css: str, timeout: float 
         page = Page(driver)
         try:
             driver.set_page_load_timeout(timeout)
-            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                                   {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False})
+            driver.execute_cdp_cmd(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False},
+            )
             if token is not None:
                 # WebDriver has no way to set request headers; the DevTools protocol of the same
                 # browser does, for the tab it is sent to. It must be on before the first request.
                 driver.execute_cdp_cmd("Network.enable", {})
-                driver.execute_cdp_cmd("Network.setExtraHTTPHeaders",
-                                       {"headers": {"Authorization": f"Bearer {token}"}})
+                driver.execute_cdp_cmd("Network.setExtraHTTPHeaders", {"headers": {"Authorization": f"Bearer {token}"}})
             driver.get(url)
             try:
                 WebDriverWait(driver, timeout).until(
-                    expected_conditions.presence_of_element_located((By.CSS_SELECTOR, wait_for_css)))
+                    expected_conditions.presence_of_element_located((By.CSS_SELECTOR, wait_for_css))
+                )
             except TimeoutException:
                 # The with-block never sees the Page then, so the console (often the why) goes here
-                raise TimeoutException(f"no element matched {wait_for_css!r} on {url} within {timeout:g}s; "
-                                       f"console: {page.console()}") from None
+                raise TimeoutException(
+                    f"no element matched {wait_for_css!r} on {url} within {timeout:g}s; console: {page.console()}"
+                ) from None
             yield page
         finally:
             try:

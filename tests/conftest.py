@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from pathlib import Path
-
 import os
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +11,7 @@ from greenops.models import Workload
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 # greenops:render.azureSubscriptionId of every test stack that renders Azure (the owners' ARM id needs it)
 AZURE_SUBSCRIPTION = "11111111-2222-3333-4444-555555555555"
 
@@ -31,8 +30,13 @@ def now():
 def make_workload():
     def make(**overrides) -> Workload:
         data = {
-            "name": "train-1", "cpu": 4, "memory": 8, "duration": "6h",
-            "deadline": "2026-11-30T00:00:00Z", "originRegion": "italynorth", "tenant": "ml",
+            "name": "train-1",
+            "cpu": 4,
+            "memory": 8,
+            "duration": "6h",
+            "deadline": "2026-11-30T00:00:00Z",
+            "originRegion": "italynorth",
+            "tenant": "ml",
         }
         data.update(overrides)
         return Workload.model_validate(data, context={"now": NOW})

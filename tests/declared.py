@@ -6,11 +6,13 @@ can serve what the platform would serve and trust what it would export.
 Used by the dry-run test (a real API server judges every object) and the external-access test
 (a real ingress data plane routes by the declared Ingresses).
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 
 import pulumi
@@ -36,9 +38,15 @@ NOT_OBJECTS = {
     "kubernetes:yaml/v2:ConfigGroup": "yaml.v2.ConfigGroup (expanded by the provider, not under mocks)",
 }
 # Secret values a real stack sets with `pulumi config set --secret` (see the stack files).
-STACK_SECRETS = {"greenops:kubeconfig": "apiVersion: v1", "greenops:mlflowDbPassword": "db-pass",
-                 "greenops:s3AccessKey": "ak", "greenops:s3SecretKey": "sk", "greenops:schedulerToken": "sched-tok",
-                 "greenops:schedulerDbPassword": "sched-db-pass", **OPA_TOKENS}
+STACK_SECRETS = {
+    "greenops:kubeconfig": "apiVersion: v1",
+    "greenops:mlflowDbPassword": "db-pass",
+    "greenops:s3AccessKey": "ak",
+    "greenops:s3SecretKey": "sk",
+    "greenops:schedulerToken": "sched-tok",
+    "greenops:schedulerDbPassword": "sched-db-pass",
+    **OPA_TOKENS,
+}
 
 
 # -- the objects a stack declares -------------------------------------------------------------------
@@ -66,7 +74,7 @@ class TlsMocks(Mocks):
 
 
 def _tls(typ: str, inputs: dict) -> dict:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -74,7 +82,7 @@ def _tls(typ: str, inputs: dict) -> dict:
     from cryptography.x509.oid import NameOID
 
     pem = serialization.Encoding.PEM
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
 
     def name(subject: dict | None) -> x509.Name:
         return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, (subject or {}).get("commonName") or "greenops")])
@@ -83,17 +91,25 @@ def _tls(typ: str, inputs: dict) -> dict:
         return serialization.load_pem_private_key(text.encode(), password=None)
 
     def dated(builder: x509.CertificateBuilder, hours: float) -> x509.CertificateBuilder:
-        return (builder.serial_number(x509.random_serial_number()).not_valid_before(now - timedelta(minutes=5))
-                .not_valid_after(now + timedelta(hours=hours)))
+        return (
+            builder.serial_number(x509.random_serial_number())
+            .not_valid_before(now - timedelta(minutes=5))
+            .not_valid_after(now + timedelta(hours=hours))
+        )
 
     if typ == "tls:index/privateKey:PrivateKey":
         key = ec.generate_private_key(ec.SECP256R1())
-        return {"privateKeyPem": key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
-                                                   serialization.NoEncryption()).decode()}
+        return {
+            "privateKeyPem": key.private_bytes(
+                pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            ).decode()
+        }
     if typ == "tls:index/selfSignedCert:SelfSignedCert":
         key, subject = key_of(inputs["privateKeyPem"]), name(inputs.get("subject"))
-        builder = dated(x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key()),
-                        inputs.get("validityPeriodHours") or 24)
+        builder = dated(
+            x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key()),
+            inputs.get("validityPeriodHours") or 24,
+        )
         if inputs.get("isCaCertificate"):
             builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         return {"certPem": builder.sign(key, hashes.SHA256()).public_bytes(pem).decode()}
@@ -101,14 +117,17 @@ def _tls(typ: str, inputs: dict) -> dict:
         key = key_of(inputs["privateKeyPem"])
         builder = x509.CertificateSigningRequestBuilder().subject_name(name(inputs.get("subject")))
         if inputs.get("dnsNames"):
-            builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in inputs["dnsNames"]]),
-                                            critical=False)
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName([x509.DNSName(n) for n in inputs["dnsNames"]]), critical=False
+            )
         return {"certRequestPem": builder.sign(key, hashes.SHA256()).public_bytes(pem).decode()}
     if typ == "tls:index/locallySignedCert:LocallySignedCert":
         csr = x509.load_pem_x509_csr(inputs["certRequestPem"].encode())
         ca = x509.load_pem_x509_certificate(inputs["caCertPem"].encode())
-        builder = dated(x509.CertificateBuilder().subject_name(csr.subject).issuer_name(ca.subject)
-                        .public_key(csr.public_key()), inputs.get("validityPeriodHours") or 24)
+        builder = dated(
+            x509.CertificateBuilder().subject_name(csr.subject).issuer_name(ca.subject).public_key(csr.public_key()),
+            inputs.get("validityPeriodHours") or 24,
+        )
         for ext in csr.extensions:
             builder = builder.add_extension(ext.value, critical=ext.critical)
         return {"certPem": builder.sign(key_of(inputs["caPrivateKeyPem"]), hashes.SHA256()).public_bytes(pem).decode()}
@@ -193,8 +212,10 @@ def _offline_bundles(patch: pytest.MonkeyPatch, out: Declared) -> None:
         try:
             return real(pin, *args, **kwargs)
         except BundleDownloadError as exc:
-            out.skipped.append(f"Config Connector operator manifest: NOT JUDGED, the pinned archive is not cached "
-                               f"and cannot be downloaded ({exc})")
+            out.skipped.append(
+                f"Config Connector operator manifest: NOT JUDGED, the pinned archive is not cached "
+                f"and cannot be downloaded ({exc})"
+            )
             return ""
 
     patch.setattr(kcc, "operator_manifest", operator_manifest)
@@ -229,5 +250,3 @@ def manifest(typ: str, name: str, inputs: dict) -> dict:
         metadata["name"] = f"{name}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
     rest = {k: v for k, v in inputs.items() if k not in ("apiVersion", "kind", "metadata")}
     return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **rest}
-
-

@@ -1,18 +1,19 @@
 """Helpers for tests that drive the real Pulumi engine against OPA and the scheduler on loopback."""
+
 from __future__ import annotations
 
 import json
 import shutil
 import threading
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
 from greenops import automation
-from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
 from greenops.clock import stamp
+from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
@@ -35,9 +36,12 @@ def require_engine() -> None:
 def render_mode_config(opa_url: str, scheduler_url: str, render_dir: Path, **sections) -> dict:
     """``greenops:*`` config of a render-mode stack pointed at the loopback servers."""
     endpoints = {"opaUrl": opa_url, "schedulerUrl": scheduler_url, **sections.pop("endpoints", {})}
-    return {"endpoints": endpoints, "kubernetes": {"mode": "render", "renderDir": str(render_dir)},
-            "render": {"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": AZURE_SUBSCRIPTION},
-            **sections}
+    return {
+        "endpoints": endpoints,
+        "kubernetes": {"mode": "render", "renderDir": str(render_dir)},
+        "render": {"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": AZURE_SUBSCRIPTION},
+        **sections,
+    }
 
 
 def engine_stack(tmp_path: Path, name: str, now: datetime, config: dict):
@@ -50,11 +54,17 @@ def engine_stack(tmp_path: Path, name: str, now: datetime, config: dict):
     (tmp_path / "state").mkdir()
     env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "GREENOPS_NOW": iso(now)})
     stack = auto.create_or_select_stack(
-        stack_name=name, project_name="greenops-platform", program=program.run,
+        stack_name=name,
+        project_name="greenops-platform",
+        program=program.run,
         opts=auto.LocalWorkspaceOptions(
-            work_dir=str(tmp_path), pulumi_home=env["PULUMI_HOME"], env_vars=env,
+            work_dir=str(tmp_path),
+            pulumi_home=env["PULUMI_HOME"],
+            env_vars=env,
             pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent)),
-            project_settings=auto.ProjectSettings(name="greenops-platform", runtime="python")))
+            project_settings=auto.ProjectSettings(name="greenops-platform", runtime="python"),
+        ),
+    )
     stack.set_all_config({f"greenops:{k}": auto.ConfigValue(json.dumps(v)) for k, v in config.items()})
     return stack
 
@@ -64,7 +74,8 @@ def project_with_stack(folder: Path, name: str, config: dict) -> Path:
     (folder / "stacks").mkdir(parents=True)
     shutil.copy2(REPO / "Pulumi.yaml", folder / "Pulumi.yaml")
     (folder / "stacks" / f"Pulumi.{name}.yaml").write_text(
-        yaml.safe_dump({"config": {f"greenops:{k}": v for k, v in config.items()}}))
+        yaml.safe_dump({"config": {f"greenops:{k}": v for k, v in config.items()}})
+    )
     return folder
 
 

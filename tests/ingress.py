@@ -7,6 +7,7 @@ handshake. Request headers, the bearer token among them, pass through as the con
 There are no Services on loopback: ``backends`` maps each (namespace, service, port) to the
 address of the real server standing in for it.
 """
+
 from __future__ import annotations
 
 import os
@@ -57,29 +58,44 @@ class NginxIngress(ProcessService):
 
     def config(self) -> str:
         listen = f"listen 127.0.0.1:{self.port} ssl"
-        temp = "\n".join(f"  {kind}_temp_path {self.workdir / kind};" for kind in ("client_body", "proxy", "fastcgi",
-                                                                                    "uwsgi", "scgi"))
+        temp = "\n".join(
+            f"  {kind}_temp_path {self.workdir / kind};"
+            for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+        )
         servers = [f"  server {{ {listen} default_server; ssl_reject_handshake on; }}"]
         for ingress in self.ingresses:
             ns = ingress["metadata"]["namespace"]
-            scheme = "https" if (ingress["metadata"].get("annotations") or {}).get(BACKEND_PROTOCOL) == "HTTPS" else "http"
-            certs = {host: self._certificate(ns, tls["secretName"]) for tls in ingress["spec"].get("tls", [])
-                     for host in tls["hosts"]}
+            scheme = (
+                "https" if (ingress["metadata"].get("annotations") or {}).get(BACKEND_PROTOCOL) == "HTTPS" else "http"
+            )
+            certs = {
+                host: self._certificate(ns, tls["secretName"])
+                for tls in ingress["spec"].get("tls", [])
+                for host in tls["hosts"]
+            }
             for rule in ingress["spec"]["rules"]:
                 if rule["host"] not in certs:
-                    raise GreenOpsError(f"Ingress {ns}/{ingress['metadata']['name']}: host {rule['host']} has no TLS entry")
+                    raise GreenOpsError(
+                        f"Ingress {ns}/{ingress['metadata']['name']}: host {rule['host']} has no TLS entry"
+                    )
                 crt, key = certs[rule["host"]]
                 locations = []
                 for path in rule["http"]["paths"]:
                     service = path["backend"]["service"]
                     address = self.backends[(ns, service["name"], service["port"]["number"])]
-                    locations.append(f"    location {path['path']} {{ proxy_pass {scheme}://{address}; "
-                                     "proxy_set_header Host $host; }")
-                servers.append(f"  server {{\n    {listen};\n    server_name {rule['host']};\n"
-                               f"    ssl_certificate {crt};\n    ssl_certificate_key {key};\n" + "\n".join(locations) + "\n  }")
+                    locations.append(
+                        f"    location {path['path']} {{ proxy_pass {scheme}://{address}; "
+                        "proxy_set_header Host $host; }"
+                    )
+                servers.append(
+                    f"  server {{\n    {listen};\n    server_name {rule['host']};\n"
+                    f"    ssl_certificate {crt};\n    ssl_certificate_key {key};\n" + "\n".join(locations) + "\n  }"
+                )
         user = "user root;\n" if os.geteuid() == 0 else ""  # workers would drop to nobody, who cannot read workdir
-        return (f"{user}daemon off;\nworker_processes 1;\npid {self.workdir / 'nginx.pid'};\nevents {{}}\nhttp {{\n"
-                f"  access_log {self.workdir / 'access.log'};\n{temp}\n" + "\n".join(servers) + "\n}\n")
+        return (
+            f"{user}daemon off;\nworker_processes 1;\npid {self.workdir / 'nginx.pid'};\nevents {{}}\nhttp {{\n"
+            f"  access_log {self.workdir / 'access.log'};\n{temp}\n" + "\n".join(servers) + "\n}\n"
+        )
 
     def _certificate(self, namespace: str, secret: str) -> tuple[Path, Path]:
         data = self.secrets[(namespace, secret)]

@@ -2,6 +2,7 @@
 objects, so an owner named in-namespace must be one of them: ``owner: {name: <resource group>}``
 passed every mock and schema check while nothing in the namespace created that ResourceGroup, and an
 ACK Instance without its security group's id ran under the VPC's default group."""
+
 from __future__ import annotations
 
 import re
@@ -25,8 +26,10 @@ def owner_problems(objects: list[dict]) -> list[str]:
         elif "name" in owner:
             namespace = o["metadata"]["namespace"]
             if (namespace, owner["name"]) not in rendered:
-                problems.append(f"{where}.name: {owner['name']!r} is not an object of this set, and nothing else "
-                                f"creates it in namespace {namespace!r}")
+                problems.append(
+                    f"{where}.name: {owner['name']!r} is not an object of this set, and nothing else "
+                    f"creates it in namespace {namespace!r}"
+                )
         else:
             problems.append(f"{where}: neither armId nor name")
     return problems
@@ -55,6 +58,8 @@ def security_group_problems(objects: list[dict], reported: dict[str, dict]) -> l
         for group in groups:
             group_id = (reported.get(f"SecurityGroup/{group}") or {}).get("id")
             if group_id is None or group_id not in attached:
-                problems.append(f"Instance/{o['metadata']['name']}: spec.securityGroupIDs {attached} does not attach "
-                                f"SecurityGroup {group} (reported id {group_id})")
+                problems.append(
+                    f"Instance/{o['metadata']['name']}: spec.securityGroupIDs {attached} does not attach "
+                    f"SecurityGroup {group} (reported id {group_id})"
+                )
     return problems

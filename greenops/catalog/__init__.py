@@ -1,4 +1,5 @@
 """The curated catalog of facts in ``data/``: one source for Python code and the OPA bundle."""
+
 from __future__ import annotations
 
 from functools import cache
@@ -19,4 +20,15 @@ def load_catalog(root: Path | None = None) -> Catalog:
     return _load((root or data_dir()).resolve())
 
 
-__all__ = ["CarbonProfile", "Catalog", "Region", "VmSize", "data_dir", "haversine_km", "fits", "load_catalog", "select_size", "size_order"]
+__all__ = [
+    "CarbonProfile",
+    "Catalog",
+    "Region",
+    "VmSize",
+    "data_dir",
+    "haversine_km",
+    "fits",
+    "load_catalog",
+    "select_size",
+    "size_order",
+]

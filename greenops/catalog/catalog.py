@@ -1,4 +1,5 @@
 """The curated facts, loaded once from ``data/`` and exposed through typed accessors."""
+
 from __future__ import annotations
 
 import json
@@ -41,7 +42,9 @@ def _read(path: Path) -> dict:
     except json.JSONDecodeError as exc:
         raise CatalogError(f"catalog file {path} is not valid JSON: {exc}") from exc
     if payload.get("schemaVersion") != SCHEMA_VERSION:
-        raise CatalogError(f"catalog file {path} has schemaVersion {payload.get('schemaVersion')}, expected {SCHEMA_VERSION}")
+        raise CatalogError(
+            f"catalog file {path} has schemaVersion {payload.get('schemaVersion')}, expected {SCHEMA_VERSION}"
+        )
     return payload
 
 

@@ -1,4 +1,5 @@
 """Typed schema of the curated files in ``data/``; the derive script writes exactly these shapes."""
+
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field

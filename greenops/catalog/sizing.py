@@ -3,6 +3,7 @@
 The rule lives in one place, ``size_order``: a region's sizes in preference order. Python picks
 the first that fits, and the OPA bundle ships the same order so Rego picks the same size.
 """
+
 from __future__ import annotations
 
 from greenops.errors import NoFittingSize
@@ -24,7 +25,9 @@ def size_order(catalog: Catalog, provider: str, region: str) -> list[VmSize]:
         return (s.vcpu, s.memoryGb, family_rank.get(s.family, len(family_rank)), s.name)
 
     offered = [s for s in catalog.sizes(provider) if s.available_in(region)]
-    priced = sorted((s for s in offered if s.price_in(region) is not None), key=lambda s: (s.price_in(region), *smallest(s)))
+    priced = sorted(
+        (s for s in offered if s.price_in(region) is not None), key=lambda s: (s.price_in(region), *smallest(s))
+    )
     unpriced = sorted((s for s in offered if s.price_in(region) is None), key=smallest)
     return priced + unpriced
 

@@ -6,6 +6,7 @@ The chart's templates read images, GCP compute zones, AWS AMIs and availability 
 renderers' network constants from ``files/catalog.json``, written here from the same catalog and
 renderer modules as the Python path, so the two paths cannot drift apart.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,7 +35,10 @@ def chart_catalog(catalog: Catalog) -> dict:
             ami = catalog.image("aws", r.name)
         except Exception:  # a region without a known AMI: the template fails with a clear message
             ami = None
-        regions["aws"][r.name] = {"ami": ami, "availabilityZone": r.availabilityZones[0] if r.availabilityZones else None}
+        regions["aws"][r.name] = {
+            "ami": ami,
+            "availabilityZone": r.availabilityZones[0] if r.availabilityZones else None,
+        }
     for r in catalog.regions("azure"):
         regions["azure"][r.name] = {"location": r.name}
     image = catalog.azure_image
@@ -62,8 +66,9 @@ def package(out: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="greenops-chart-") as tmp:
         chart = stage_chart(Path(tmp))
         out.mkdir(parents=True, exist_ok=True)
-        result = subprocess.run([tool_path("helm"), "package", str(chart), "--destination", str(out)],
-                                capture_output=True, text=True)
+        result = subprocess.run(
+            [tool_path("helm"), "package", str(chart), "--destination", str(out)], capture_output=True, text=True
+        )
         if result.returncode != 0:
             raise RuntimeError(f"helm package failed: {result.stderr}")
         return Path(result.stdout.strip().rsplit(" ", 1)[-1])

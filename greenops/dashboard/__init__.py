@@ -5,6 +5,7 @@ on loopback by ``greenops dashboard --stack S``, which reads the stack's schedul
 page is rendered on the server (Jinja2); its charts are Plotly figures built in Python and drawn by
 plotly.js, served from the pinned ``plotly`` package, so the page needs nothing from the internet.
 """
+
 from greenops.dashboard.data import DashboardData, RecordData, SchedulerData
 from greenops.dashboard.routes import dashboard_router
 

@@ -1,10 +1,12 @@
 """Where the dashboard reads from: the scheduler's own record and carbon source (in the service),
 or a scheduler over HTTP (``greenops dashboard``). Both give the same shapes."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable, Protocol
+from typing import Protocol
 
 from greenops.clock import parse_time
 from greenops.errors import GreenOpsError

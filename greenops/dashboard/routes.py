@@ -1,18 +1,19 @@
 """The dashboard's routes: the page, its data as JSON, and plotly.js from the pinned package."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse
 
+from greenops.clock import stamp
 from greenops.dashboard import views
 from greenops.dashboard.data import DashboardData
 from greenops.errors import GreenOpsError
-from greenops.clock import stamp
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -46,14 +47,22 @@ def dashboard_router(data: DashboardData, clock: Callable[[], datetime]) -> APIR
     def page(request: Request):
         now = clock()
         every = rows_for(request, now)
-        rows = sorted(every, key=lambda r: r["start"], reverse=True)[:views.MAX_ROWS]
-        return templates.TemplateResponse(request, "dashboard.html", {
-            "rows": rows, "total_rows": len(every), "totals": views.totals(every), "options": views.options(every),
-            "chosen": {k: chosen(request).get(k, "") for k in views.FILTERS}, "history_days": views.HISTORY.days,
-            "now": stamp(now),
-            "timeline": _plain(views.timeline_figure(rows, now)) if rows else None,
-            "intensity": _plain(views.intensity_figure(rows, data, now)) if rows else None,
-        })
+        rows = sorted(every, key=lambda r: r["start"], reverse=True)[: views.MAX_ROWS]
+        return templates.TemplateResponse(
+            request,
+            "dashboard.html",
+            {
+                "rows": rows,
+                "total_rows": len(every),
+                "totals": views.totals(every),
+                "options": views.options(every),
+                "chosen": {k: chosen(request).get(k, "") for k in views.FILTERS},
+                "history_days": views.HISTORY.days,
+                "now": stamp(now),
+                "timeline": _plain(views.timeline_figure(rows, now)) if rows else None,
+                "intensity": _plain(views.intensity_figure(rows, data, now)) if rows else None,
+            },
+        )
 
     @router.get("/api/placements", summary="the page's rows as JSON, with the same filters")
     def placements(request: Request) -> dict:
@@ -72,7 +81,6 @@ def local_app(data: DashboardData, clock: Callable[[], datetime]):
     with the scheduler's token, so the page itself is served only to this machine."""
     from fastapi import FastAPI
     from fastapi.responses import RedirectResponse
-
     from starlette.middleware.trustedhost import TrustedHostMiddleware
 
     app = FastAPI(title="GreenOps dashboard", docs_url=None, redoc_url=None)
@@ -84,4 +92,5 @@ def local_app(data: DashboardData, clock: Callable[[], datetime]):
     @app.exception_handler(GreenOpsError)
     async def _unreachable(request: Request, exc: GreenOpsError) -> PlainTextResponse:
         return PlainTextResponse(str(exc), status_code=502)  # the scheduler behind it, named
+
     return app

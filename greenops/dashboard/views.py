@@ -5,6 +5,7 @@ expected when it was decided).
 Plotly draws hover text, tick labels and legend names as (a subset of) HTML, so every string a
 user wrote (workload names above all) is escaped before it goes into a figure.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -28,15 +29,30 @@ def placement_rows(reservations: list[dict]) -> list[dict]:
     for r in reservations:
         w, a = r.get("workload") or {}, r.get("answer") or {}
         start, end = _at(r["start"]), _at(r["end"])
-        rows.append({
-            "key": r["key"], "workload": w.get("name") or r["key"], "tenant": r["tenant"], "path": r["path"],
-            "phase": r["phase"], "reason": r.get("reason"), "provider": r.get("provider"), "region": r.get("region"),
-            "zone": r["zone"], "start": r["start"], "end": r["end"], "deadline": w.get("deadline"),
-            "decidedAt": r.get("searched_from"), "hours": (end - start).total_seconds() / 3600, "cpu": r["cpu"] * r["jobs"],
-            "memory": w.get("memory"), "expected": a.get("expected_intensity"),
-            "baseline": a.get("baseline_intensity"), "saving%": a.get("saving_percent"),
-            "considered": a.get("considered") or [],
-        })
+        rows.append(
+            {
+                "key": r["key"],
+                "workload": w.get("name") or r["key"],
+                "tenant": r["tenant"],
+                "path": r["path"],
+                "phase": r["phase"],
+                "reason": r.get("reason"),
+                "provider": r.get("provider"),
+                "region": r.get("region"),
+                "zone": r["zone"],
+                "start": r["start"],
+                "end": r["end"],
+                "deadline": w.get("deadline"),
+                "decidedAt": r.get("searched_from"),
+                "hours": (end - start).total_seconds() / 3600,
+                "cpu": r["cpu"] * r["jobs"],
+                "memory": w.get("memory"),
+                "expected": a.get("expected_intensity"),
+                "baseline": a.get("baseline_intensity"),
+                "saving%": a.get("saving_percent"),
+                "considered": a.get("considered") or [],
+            }
+        )
     return report.account(rows)
 
 
@@ -51,9 +67,14 @@ def options(rows: list[dict]) -> dict[str, list[str]]:
 def totals(rows: list[dict]) -> dict:
     counted = [r for r in rows if r.get("expected_g") is not None]
     expected, baseline = sum(r["expected_g"] for r in counted), sum(r["baseline_g"] for r in counted)
-    return {"workloads": len(rows), "counted": len(counted), "expected_g": round(expected, 1),
-            "baseline_g": round(baseline, 1), "saving_g": round(baseline - expected, 1),
-            "saving_percent": round(100 * (1 - expected / baseline), 1) if baseline else None}
+    return {
+        "workloads": len(rows),
+        "counted": len(counted),
+        "expected_g": round(expected, 1),
+        "baseline_g": round(baseline, 1),
+        "saving_g": round(baseline - expected, 1),
+        "saving_percent": round(100 * (1 - expected / baseline), 1) if baseline else None,
+    }
 
 
 def _label(r: dict) -> str:
@@ -61,12 +82,18 @@ def _label(r: dict) -> str:
 
 
 def _hover(r: dict) -> str:
-    lines = [f"<b>{escape(r['workload'])}</b> ({r['path']}, {r['phase']})", f"{r['provider']}/{r['region']} ({r['zone']})",
-             f"{r['start']} for {r['hours']:g} h", f"expected {r['expected']} g/kWh, baseline {r['baseline']}"]
+    lines = [
+        f"<b>{escape(r['workload'])}</b> ({r['path']}, {r['phase']})",
+        f"{r['provider']}/{r['region']} ({r['zone']})",
+        f"{r['start']} for {r['hours']:g} h",
+        f"expected {r['expected']} g/kWh, baseline {r['baseline']}",
+    ]
     others = [c for c in r["considered"] if c["scheduling_location"] != r["zone"]][:ALTERNATIVES_SHOWN]
     if others:
         lines.append("also weighed:")
-        lines += [f"  {c['scheduling_location']} at {c['scheduling_time']}: {c['expected_intensity']:g}" for c in others]
+        lines += [
+            f"  {c['scheduling_location']} at {c['scheduling_time']}: {c['expected_intensity']:g}" for c in others
+        ]
     return "<br>".join(lines)
 
 
@@ -78,24 +105,58 @@ def timeline_figure(rows: list[dict], now: datetime):
     ms = [r["hours"] * 3600_000 for r in rows]
     fig = go.Figure()
     decided = [r for r in rows if r.get("decidedAt")]
-    fig.add_bar(name="baseline: run at decision time", orientation="h", y=[_label(r) for r in decided],
-                base=[r["decidedAt"] for r in decided], x=[r["hours"] * 3600_000 for r in decided], width=0.25,
-                offset=0.1, marker={"color": "rgba(0,0,0,0)", "line": {"color": "#777", "width": 1},
-                                    "pattern": {"shape": "/", "fgcolor": "#999"}}, hoverinfo="skip")
-    fig.add_bar(name="chosen window", orientation="h", y=labels, base=[r["start"] for r in rows], x=ms, width=0.45,
-                offset=-0.3, marker={"color": [r["expected"] or 0 for r in rows], "colorscale": "RdYlGn_r",
-                                     "colorbar": {"title": {"text": "g/kWh"}}, "line": {"color": "#222", "width": 1}},
-                hovertext=[_hover(r) for r in rows], hoverinfo="text")
+    fig.add_bar(
+        name="baseline: run at decision time",
+        orientation="h",
+        y=[_label(r) for r in decided],
+        base=[r["decidedAt"] for r in decided],
+        x=[r["hours"] * 3600_000 for r in decided],
+        width=0.25,
+        offset=0.1,
+        marker={
+            "color": "rgba(0,0,0,0)",
+            "line": {"color": "#777", "width": 1},
+            "pattern": {"shape": "/", "fgcolor": "#999"},
+        },
+        hoverinfo="skip",
+    )
+    fig.add_bar(
+        name="chosen window",
+        orientation="h",
+        y=labels,
+        base=[r["start"] for r in rows],
+        x=ms,
+        width=0.45,
+        offset=-0.3,
+        marker={
+            "color": [r["expected"] or 0 for r in rows],
+            "colorscale": "RdYlGn_r",
+            "colorbar": {"title": {"text": "g/kWh"}},
+            "line": {"color": "#222", "width": 1},
+        },
+        hovertext=[_hover(r) for r in rows],
+        hoverinfo="text",
+    )
     due = [r for r in rows if r.get("deadline")]
-    fig.add_scatter(name="deadline", x=[r["deadline"] for r in due], y=[_label(r) for r in due],
-                    mode="markers", marker={"symbol": "line-ns-open", "size": 16, "color": "crimson"})
+    fig.add_scatter(
+        name="deadline",
+        x=[r["deadline"] for r in due],
+        y=[_label(r) for r in due],
+        mode="markers",
+        marker={"symbol": "line-ns-open", "size": 16, "color": "crimson"},
+    )
     fig.add_vline(x=now.timestamp() * 1000, line={"dash": "dash", "color": "royalblue"})
     span_end = max([_at(r["end"]) for r in rows], default=now) + timedelta(hours=12)
     starts = [_at(r["decidedAt"] or r["start"]) for r in rows]
-    fig.update_layout(barmode="overlay", height=160 + 28 * max(len(rows), 1), margin={"l": 10, "r": 10, "t": 30, "b": 30},
-                      xaxis={"type": "date", "range": [min(starts + [now]) - timedelta(hours=1), max(span_end, now)]},
-                      yaxis={"autorange": "reversed", "automargin": True}, legend={"orientation": "h", "y": -0.15},
-                      title={"text": "Timeline: chosen windows (colour: expected g/kWh), baselines, deadlines, now"})
+    fig.update_layout(
+        barmode="overlay",
+        height=160 + 28 * max(len(rows), 1),
+        margin={"l": 10, "r": 10, "t": 30, "b": 30},
+        xaxis={"type": "date", "range": [min(starts + [now]) - timedelta(hours=1), max(span_end, now)]},
+        yaxis={"autorange": "reversed", "automargin": True},
+        legend={"orientation": "h", "y": -0.15},
+        title={"text": "Timeline: chosen windows (colour: expected g/kWh), baselines, deadlines, now"},
+    )
     return fig
 
 
@@ -122,12 +183,24 @@ def intensity_figure(rows: list[dict], data: DashboardData, now: datetime):
         fig.add_scatter(name=f"{zone} forecast", x=times, y=f.values, mode="lines", line={"shape": "hv"})
     for r in rows:
         if r.get("expected") is not None:
-            fig.add_scatter(name=escape(f"{r['workload']} expected"), x=[r["start"], r["end"]], y=[r["expected"]] * 2,
-                            mode="lines", line={"dash": "dot", "width": 3}, showlegend=False,
-                            hovertext=escape(f"{r['workload']}: expected {r['expected']} g/kWh in {r['zone']}"),
-                            hoverinfo="text")
+            fig.add_scatter(
+                name=escape(f"{r['workload']} expected"),
+                x=[r["start"], r["end"]],
+                y=[r["expected"]] * 2,
+                mode="lines",
+                line={"dash": "dot", "width": 3},
+                showlegend=False,
+                hovertext=escape(f"{r['workload']}: expected {r['expected']} g/kWh in {r['zone']}"),
+                hoverinfo="text",
+            )
     fig.add_vline(x=now.timestamp() * 1000, line={"dash": "dash", "color": "royalblue"})
-    fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 30, "b": 30}, yaxis={"title": {"text": "gCO2eq/kWh"}},
-                      title={"text": f"Zones in use: forecast ({', '.join(sorted(sources)) or 'none'}) and each run's "
-                                     "expected mean (dotted)" + (f"; unavailable: {escape('; '.join(missing))}" if missing else "")})
+    fig.update_layout(
+        height=380,
+        margin={"l": 10, "r": 10, "t": 30, "b": 30},
+        yaxis={"title": {"text": "gCO2eq/kWh"}},
+        title={
+            "text": f"Zones in use: forecast ({', '.join(sorted(sources)) or 'none'}) and each run's "
+            "expected mean (dotted)" + (f"; unavailable: {escape('; '.join(missing))}" if missing else "")
+        },
+    )
     return fig

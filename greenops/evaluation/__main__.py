@@ -8,13 +8,14 @@ held-out scenario then measures them only on the period their training left out.
 
 Writes ``report.json`` and ``report.png`` to ``--out`` and prints the tables.
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from greenops.evaluation.scenarios import (
@@ -42,6 +43,7 @@ def forecasters(truth: TraceSource, oip_url: str | None) -> dict[str, CarbonSour
     }
     if oip_url:
         from greenops.scheduler.sources.oip import OipSource
+
         out["ours (model)"] = OipSource(oip_url, history=truth, fallback=SeasonalNaiveSource(truth, DAY), timeout=10)
     return out
 
@@ -55,8 +57,10 @@ def lets_wait_awhile(data: Path, oip_url: str | None = None) -> dict:
             table = summarise(nightly_with_baseline_at_nominal(arrivals, truth, forecasters(truth, oip_url)))
             rows[f"{zone} ±{window}h"] = {
                 "published_saving_percent": LWA_PUBLISHED.get((zone, window)),
-                **{name: {k: row[k] for k in ("mean_gco2_per_kwh", "saving_percent", "oracle_capture_percent")}
-                   for name, row in table.items()},
+                **{
+                    name: {k: row[k] for k in ("mean_gco2_per_kwh", "saving_percent", "oracle_capture_percent")}
+                    for name, row in table.items()
+                },
             }
     return rows
 
@@ -87,9 +91,13 @@ def plot(report: dict, path: Path) -> None:
     lwa = report["lets_wait_awhile"]
     names = list(lwa)
     x = range(len(names))
-    for i, (series, label) in enumerate([("ours (mean 7d)", "ours, 7-day seasonal mean forecast"), ("oracle", "oracle")]):
+    for i, (series, label) in enumerate(
+        [("ours (mean 7d)", "ours, 7-day seasonal mean forecast"), ("oracle", "oracle")]
+    ):
         axes[0].bar([v + i * 0.27 for v in x], [lwa[n][series]["saving_percent"] for n in names], 0.27, label=label)
-    axes[0].bar([v + 0.54 for v in x], [lwa[n]["published_saving_percent"] or 0 for n in names], 0.27, label="published (±8 h)")
+    axes[0].bar(
+        [v + 0.54 for v in x], [lwa[n]["published_saving_percent"] or 0 for n in names], 0.27, label="published (±8 h)"
+    )
     axes[0].set_xticks([v + 0.27 for v in x], names, rotation=30)
     axes[0].set_ylabel("saving vs nominal start, %")
     axes[0].set_title("Let's Wait Awhile nightly jobs, 2020")
@@ -103,7 +111,9 @@ def plot(report: dict, path: Path) -> None:
     without = report["burst_without_capacity"]["ours (mean 7d)"]["placements_per_zone"]
     within = report["burst_with_capacity"]["ours (mean 7d)"]["placements_per_zone"]
     zones = sorted(set(without) | set(within), key=lambda z: -(within.get(z, 0)))
-    axes[2].bar([i - 0.2 for i in range(len(zones))], [without.get(z, 0) for z in zones], 0.4, label="no capacity limit")
+    axes[2].bar(
+        [i - 0.2 for i in range(len(zones))], [without.get(z, 0) for z in zones], 0.4, label="no capacity limit"
+    )
     axes[2].bar([i + 0.2 for i in range(len(zones))], [within.get(z, 0) for z in zones], 0.4, label="with capacity")
     axes[2].set_xticks(range(len(zones)), zones)
     axes[2].legend()
@@ -129,11 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=here / "build" / "eval")
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--burst", type=int, default=400, help="jobs in the burst scenario")
-    parser.add_argument("--capacity-vcpu", type=float, default=128.0,
-                        help="per zone-hour capacity in the burst scenario")
+    parser.add_argument(
+        "--capacity-vcpu", type=float, default=128.0, help="per zone-hour capacity in the burst scenario"
+    )
     parser.add_argument("--oip", help="also evaluate model forecasts served at this OIP URL")
-    parser.add_argument("--holdout-from", default="2023-11-01",
-                        help="start of the forecasters' held-out period: the held-out geo scenario starts here")
+    parser.add_argument(
+        "--holdout-from",
+        default="2023-11-01",
+        help="start of the forecasters' held-out period: the held-out geo scenario starts here",
+    )
     parser.add_argument("--holdout-jobs", type=int, default=600)
     args = parser.parse_args(argv)
     if not (args.data / "greendcc_ci_2023").is_dir():
@@ -141,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     started = time.monotonic()
     truth = TraceSource.from_directory(args.data / "greendcc_ci_2023")
-    holdout = datetime.fromisoformat(args.holdout_from).replace(tzinfo=timezone.utc)
+    holdout = datetime.fromisoformat(args.holdout_from).replace(tzinfo=UTC)
     report = {
         "lets_wait_awhile": lets_wait_awhile(args.data, args.oip),
         # a model trained before the holdout has seen most of the year: only the held-out
@@ -151,28 +165,41 @@ def main(argv: list[str] | None = None) -> int:
         "burst_without_capacity": burst(truth, args.burst, None),
         "burst_with_capacity": burst(truth, args.burst, args.capacity_vcpu),
     }
-    report["settings"] = {"jobs": args.jobs, "burst": args.burst, "capacity_vcpu": args.capacity_vcpu,
-                          "holdout_from": holdout.isoformat(), "holdout_jobs": args.holdout_jobs, "oip": args.oip,
-                          "seconds": round(time.monotonic() - started, 1)}
+    report["settings"] = {
+        "jobs": args.jobs,
+        "burst": args.burst,
+        "capacity_vcpu": args.capacity_vcpu,
+        "holdout_from": holdout.isoformat(),
+        "holdout_jobs": args.holdout_jobs,
+        "oip": args.oip,
+        "seconds": round(time.monotonic() - started, 1),
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "report.json").write_text(json.dumps(report, indent=1))
     plot(report, args.out / "report.png")
     print("Let's Wait Awhile, nightly 30-min jobs at 01:00 UTC, 2020 (saving vs the nominal start):")
     model = "ours (model)" if args.oip else None
-    print(f"  {'scenario':10} {'published':>9} {'naive 24h':>10} {'naive 7d':>9} {'mean 7d':>8}"
-          + (f" {'model':>7}" if model else "") + f" {'oracle':>7}")
+    print(
+        f"  {'scenario':10} {'published':>9} {'naive 24h':>10} {'naive 7d':>9} {'mean 7d':>8}"
+        + (f" {'model':>7}" if model else "")
+        + f" {'oracle':>7}"
+    )
     for name, row in report["lets_wait_awhile"].items():
         pub = "" if row["published_saving_percent"] is None else f"{row['published_saving_percent']:.1f}"
-        print(f"  {name:10} {pub:>9} {row['ours (naive 24h)']['saving_percent']:10.2f} "
-              f"{row['ours (naive 7d)']['saving_percent']:9.2f} {row['ours (mean 7d)']['saving_percent']:8.2f} "
-              + (f"{row[model]['saving_percent']:7.2f} " if model else "")
-              + f"{row['oracle']['saving_percent']:7.2f}")
+        print(
+            f"  {name:10} {pub:>9} {row['ours (naive 24h)']['saving_percent']:10.2f} "
+            f"{row['ours (naive 7d)']['saving_percent']:9.2f} {row['ours (mean 7d)']['saving_percent']:8.2f} "
+            + (f"{row[model]['saving_percent']:7.2f} " if model else "")
+            + f"{row['oracle']['saving_percent']:7.2f}"
+        )
     print_table(f"Geographic + temporal: 16 zones, 2023, {args.jobs} jobs over the year", report["geo_temporal"])
     print_table(f"Held out: 16 zones, {args.holdout_jobs} jobs from {holdout:%Y-%m-%d}", report["geo_temporal_holdout"])
     if args.oip:
         print(f"  model forecasts answered: {report['geo_temporal_holdout']['ours (model)']['answers']}")
     print_table(f"Burst: {args.burst} jobs within 2 h, no capacity limit", report["burst_without_capacity"])
-    print_table(f"Burst: {args.burst} jobs within 2 h, {args.capacity_vcpu:g} vCPU per zone-hour", report["burst_with_capacity"])
+    print_table(
+        f"Burst: {args.burst} jobs within 2 h, {args.capacity_vcpu:g} vCPU per zone-hour", report["burst_with_capacity"]
+    )
     print(f"\nwrote {args.out / 'report.json'} and {args.out / 'report.png'} in {report['settings']['seconds']} s")
     return 0
 

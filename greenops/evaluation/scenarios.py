@@ -7,10 +7,11 @@ then charged the *actual* intensity of the trace over the run:
 - ours:     the scheduler's window search on forecasts (seasonal-naive: no look-ahead);
 - oracle:   the same search on the actual trace (perfect knowledge).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
@@ -53,8 +54,9 @@ def actual_mean(trace: Series, start: float, duration: float) -> float:
     return float(trace.window_means(np.array([start]), duration)[0])
 
 
-def run(arrivals: list[Arrival], truth: TraceSource, forecasts: dict[str, CarbonSource],
-        capacity_vcpu: float | None = None) -> dict[str, Outcome]:
+def run(
+    arrivals: list[Arrival], truth: TraceSource, forecasts: dict[str, CarbonSource], capacity_vcpu: float | None = None
+) -> dict[str, Outcome]:
     """Charge every policy's decision for every arrival at the trace's actual intensity."""
     out = {name: Outcome(name) for name in ["baseline", "greedy", *forecasts, "oracle"]}
     ledgers = {name: CapacityLedger(capacity_vcpu or float("inf")) for name in [*forecasts, "oracle"]}
@@ -92,12 +94,13 @@ def summarise(outcomes: dict[str, Outcome]) -> dict:
 
 
 # --- Let's Wait Awhile: nightly jobs ---------------------------------------------------------
-def nightly_arrivals(zone: str, year: int, window_hours: float, duration: float = 0.5 * H,
-                     nominal_hour: int = 1) -> list[Arrival]:
+def nightly_arrivals(
+    zone: str, year: int, window_hours: float, duration: float = 0.5 * H, nominal_hour: int = 1
+) -> list[Arrival]:
     """A job every night of ``year`` at ``nominal_hour`` UTC, free to move ±window_hours; it is
     decided when its window opens."""
     arrivals = []
-    day = datetime(year, 1, 1, tzinfo=timezone.utc)
+    day = datetime(year, 1, 1, tzinfo=UTC)
     while day.year == year:
         nominal = (day + timedelta(hours=nominal_hour)).timestamp()
         earliest = nominal - window_hours * H
@@ -106,8 +109,9 @@ def nightly_arrivals(zone: str, year: int, window_hours: float, duration: float 
     return arrivals
 
 
-def nightly_with_baseline_at_nominal(arrivals: list[Arrival], truth: TraceSource,
-                                     forecasts: dict[str, CarbonSource]) -> dict[str, Outcome]:
+def nightly_with_baseline_at_nominal(
+    arrivals: list[Arrival], truth: TraceSource, forecasts: dict[str, CarbonSource]
+) -> dict[str, Outcome]:
     """As ``run``, but the baseline is the nominal start (the window's centre), as in the paper."""
     out = run(arrivals, truth, forecasts)
     base = Outcome("baseline")
@@ -120,23 +124,33 @@ def nightly_with_baseline_at_nominal(arrivals: list[Arrival], truth: TraceSource
 
 
 # --- geographic + temporal on the 16 zones of 2023 -----------------------------------------
-def geo_arrivals(zones: list[str], n: int, seed: int = 2023, first_day: int = 15,
-                 since: datetime | None = None) -> list[Arrival]:
+def geo_arrivals(
+    zones: list[str], n: int, seed: int = 2023, first_day: int = 15, since: datetime | None = None
+) -> list[Arrival]:
     """``n`` jobs at random times of 2023 (after two weeks of history, or from ``since``), from random
     origins; any of ``zones`` is eligible; durations 1-12 h; slack before the deadline 0-48 h."""
     rng = np.random.default_rng(seed)
-    t0 = datetime(2023, 1, 1, tzinfo=timezone.utc).timestamp() + first_day * 24 * H
+    t0 = datetime(2023, 1, 1, tzinfo=UTC).timestamp() + first_day * 24 * H
     if since is not None:
         t0 = max(t0, since.timestamp())
-    t1 = datetime(2023, 12, 25, tzinfo=timezone.utc).timestamp()
+    t1 = datetime(2023, 12, 25, tzinfo=UTC).timestamp()
     arrivals = []
     for _ in range(n):
         arrival = float(np.floor(rng.uniform(t0, t1) / 60) * 60)
         duration = float(rng.choice([1, 2, 3, 4, 6, 8, 12])) * H
         slack = float(rng.choice([0, 2, 6, 12, 24, 48])) * H
         origin = str(rng.choice(zones))
-        arrivals.append(Arrival(origin, tuple(zones), arrival, arrival, arrival + duration + slack, duration,
-                                float(rng.choice([2, 4, 8, 16]))))
+        arrivals.append(
+            Arrival(
+                origin,
+                tuple(zones),
+                arrival,
+                arrival,
+                arrival + duration + slack,
+                duration,
+                float(rng.choice([2, 4, 8, 16])),
+            )
+        )
     return arrivals
 
 
@@ -144,11 +158,20 @@ def burst_arrivals(zones: list[str], n: int, seed: int = 7) -> list[Arrival]:
     """``n`` jobs submitted within two hours of 14 June 2023, each with a day of slack: without
     capacity they would all pile into the same clean zone and hours (the black hole)."""
     rng = np.random.default_rng(seed)
-    t0 = datetime(2023, 6, 14, 8, tzinfo=timezone.utc).timestamp()
+    t0 = datetime(2023, 6, 14, 8, tzinfo=UTC).timestamp()
     arrivals = []
     for _ in range(n):
         arrival = t0 + float(np.floor(rng.uniform(0, 2 * H) / 60) * 60)
         duration = float(rng.choice([1, 2, 4])) * H
-        arrivals.append(Arrival(str(rng.choice(zones)), tuple(zones), arrival, arrival, arrival + duration + 24 * H,
-                                duration, float(rng.choice([4, 8, 16]))))
+        arrivals.append(
+            Arrival(
+                str(rng.choice(zones)),
+                tuple(zones),
+                arrival,
+                arrival,
+                arrival + duration + 24 * H,
+                duration,
+                float(rng.choice([4, 8, 16])),
+            )
+        )
     return sorted(arrivals, key=lambda a: a.arrival)

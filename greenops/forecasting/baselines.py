@@ -1,4 +1,5 @@
 """The forecasts a model must beat, computed from the same input rows the model sees (no look-ahead)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,7 +18,7 @@ def seasonal_naive(rows: np.ndarray, horizon: int, period: int) -> np.ndarray:
 
 def persistence(rows: np.ndarray, horizon: int) -> np.ndarray:
     """The last observed value, flat."""
-    return np.repeat(np.asarray(rows, dtype=float)[:, HISTORY_HOURS - 1:HISTORY_HOURS], horizon, axis=1)
+    return np.repeat(np.asarray(rows, dtype=float)[:, HISTORY_HOURS - 1 : HISTORY_HOURS], horizon, axis=1)
 
 
 BASELINES = {

@@ -11,6 +11,7 @@ The tracking URI defaults to $MLFLOW_TRACKING_URI, else a local sqlite store in 
 publish reads the object store's keys from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (the stack's
 greenops:s3AccessKey / s3SecretKey) and its endpoint from --endpoint-url, else $AWS_ENDPOINT_URL.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,7 +19,7 @@ import json
 import os
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .names import DEFAULT_STORAGE_PREFIX
@@ -39,7 +40,7 @@ def _holdout(value: str) -> datetime:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO date: {value!r}") from None
-    return parsed.replace(tzinfo=parsed.tzinfo or timezone.utc).astimezone(timezone.utc)
+    return parsed.replace(tzinfo=parsed.tzinfo or UTC).astimezone(UTC)
 
 
 def _names(value: str | None) -> list[str] | None:
@@ -64,8 +65,11 @@ def cmd_train(args) -> int:
     zones = _names(args.zones)
     unknown = sorted(set(zones or []) - traces.zones())
     if unknown:
-        print(f"greenops-forecast: no trace for zone(s) {', '.join(unknown)} in {args.traces} "
-              f"(has {', '.join(sorted(traces.zones()))})", file=sys.stderr)
+        print(
+            f"greenops-forecast: no trace for zone(s) {', '.join(unknown)} in {args.traces} "
+            f"(has {', '.join(sorted(traces.zones()))})",
+            file=sys.stderr,
+        )
         return 2
     holdout = args.holdout_from or training.default_holdout(traces, args.holdout_days)
     started = time.perf_counter()
@@ -77,8 +81,10 @@ def cmd_train(args) -> int:
     trained = time.perf_counter() - started
     files = report.write(result, args.out, _names(args.plot_zones) or [])
     print(report.markdown(result))
-    print(f"trained {len(result.zones)} zone models and the generic model in {trained:.1f} s; wrote "
-          + ", ".join(str(f) for f in files))
+    print(
+        f"trained {len(result.zones)} zone models and the generic model in {trained:.1f} s; wrote "
+        + ", ".join(str(f) for f in files)
+    )
     if args.no_tracking:
         return 0
     try:
@@ -87,8 +93,10 @@ def cmd_train(args) -> int:
     except (tracking.TrackingUnavailable, MlflowException) as exc:
         print(f"greenops-forecast: nothing registered: {exc}", file=sys.stderr)
         return 3
-    print(f"logged to {args.tracking_uri} (experiment {tracking.EXPERIMENT}); registered: "
-          + ", ".join(f"{n} v{v}" for n, v in versions.items() if v))
+    print(
+        f"logged to {args.tracking_uri} (experiment {tracking.EXPERIMENT}); registered: "
+        + ", ".join(f"{n} v{v}" for n, v in versions.items() if v)
+    )
     return 0
 
 
@@ -189,8 +197,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tracking-uri", default=tracking_uri_default())
     sub = parser.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train, evaluate on a held-out period, log and register")
-    t.add_argument("--traces", type=Path, default=REPO.parent / "shared" / "data" / "greendcc_ci_2023",
-                   help="a directory of Electricity Maps hourly CSV exports")
+    t.add_argument(
+        "--traces",
+        type=Path,
+        default=REPO.parent / "shared" / "data" / "greendcc_ci_2023",
+        help="a directory of Electricity Maps hourly CSV exports",
+    )
     t.add_argument("--zones", help="comma-separated zones (default: every zone in --traces)")
     t.add_argument("--holdout-from", type=_holdout, help="start of the held-out period (UTC)")
     t.add_argument("--holdout-days", type=int, default=61, help="without --holdout-from: the last N days")
@@ -216,8 +228,11 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("--stack", help="a stack in stacks/: its greenops:platform.kserve storagePrefix and zones")
     where.add_argument("--storage-prefix", help=f"an s3:// prefix (the platform default is {DEFAULT_STORAGE_PREFIX})")
     p.add_argument("--models", help="comma-separated model names (default: the stack's, or every forecaster-*)")
-    p.add_argument("--endpoint-url", default=os.environ.get("AWS_ENDPOINT_URL"),
-                   help="the S3 endpoint, e.g. a port-forward to SeaweedFS (default: $AWS_ENDPOINT_URL, else AWS)")
+    p.add_argument(
+        "--endpoint-url",
+        default=os.environ.get("AWS_ENDPOINT_URL"),
+        help="the S3 endpoint, e.g. a port-forward to SeaweedFS (default: $AWS_ENDPOINT_URL, else AWS)",
+    )
     p.add_argument("--export-dir", type=Path, default=BUILD / "published")
     p.set_defaults(func=cmd_publish)
     args = parser.parse_args(argv)

@@ -9,6 +9,7 @@ It is deliberately small: training is a single least-squares solve (well under a
 two cores), the artifact is a few hundred kilobytes, and it beats seasonal-naive on the held-out
 period in every zone of the 2023 traces (see the forecasting README for the table).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,7 +48,7 @@ class CarbonForecastRegressor:
         self.horizon: int | None = None
         self._ridge: Ridge | None = None
 
-    def fit(self, rows: np.ndarray, targets: np.ndarray) -> "CarbonForecastRegressor":
+    def fit(self, rows: np.ndarray, targets: np.ndarray) -> CarbonForecastRegressor:
         design, level = _design(rows)
         targets = np.asarray(targets, dtype=float)
         if targets.ndim != 2 or targets.shape[0] != design.shape[0]:

@@ -3,9 +3,10 @@
 A row is the last ``HISTORY_HOURS`` hourly intensities (oldest first, ending at the forecast start),
 then the forecast start's UTC hour (0-23), weekday (0=Monday) and month (1-12).
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -21,7 +22,7 @@ def feature_row(history: np.ndarray, start: float) -> list[float]:
     history = np.asarray(history, dtype=float).reshape(-1)
     if history.size != HISTORY_HOURS:
         raise ValueError(f"a forecast needs {HISTORY_HOURS} hours of history, got {history.size}")
-    dt = datetime.fromtimestamp(start, tz=timezone.utc)
+    dt = datetime.fromtimestamp(start, tz=UTC)
     return [float(x) for x in history] + [float(dt.hour), float(dt.weekday()), float(dt.month)]
 
 
@@ -35,7 +36,9 @@ def calendar_columns(starts: np.ndarray) -> np.ndarray:
     return np.column_stack([hours % 24, (days + 3) % 7, months % 12 + 1]).astype(float)
 
 
-def windows(values: np.ndarray, start: float, horizon: int, stride: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def windows(
+    values: np.ndarray, start: float, horizon: int, stride: int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every (input row, next ``horizon`` hours) pair of an hourly series starting at ``start``.
 
     Returns the forecast start times, the rows [n, FEATURES] and the targets [n, horizon].
@@ -43,8 +46,9 @@ def windows(values: np.ndarray, start: float, horizon: int, stride: int = 1) -> 
     values = np.asarray(values, dtype=float)
     first = np.arange(HISTORY_HOURS, values.size - horizon + 1, stride)
     if first.size == 0:
-        raise ValueError(f"a series of {values.size} h is too short for {HISTORY_HOURS} h of history "
-                         f"and a {horizon} h horizon")
+        raise ValueError(
+            f"a series of {values.size} h is too short for {HISTORY_HOURS} h of history and a {horizon} h horizon"
+        )
     history = np.lib.stride_tricks.sliding_window_view(values, HISTORY_HOURS)[first - HISTORY_HOURS]
     targets = np.lib.stride_tricks.sliding_window_view(values, horizon)[first]
     starts = start + first * HOUR

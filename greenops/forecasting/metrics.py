@@ -1,4 +1,5 @@
 """Forecast errors over the first ``hours`` of every forecast: the window a scheduler acts on."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -2,6 +2,7 @@
 the registry, ``greenops-forecast publish``, the platform's InferenceServices and the scheduler's OIP
 client all import. Free of heavy imports, so ``components/`` can use it too.
 """
+
 from __future__ import annotations
 
 from urllib.parse import urlsplit

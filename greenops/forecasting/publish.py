@@ -10,6 +10,7 @@ directory a model, is written last, so a half-written upload is never a loadable
 Credentials come the way boto3 reads them (``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``: the
 stack's greenops:s3AccessKey / s3SecretKey), never from an argument.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,7 +44,8 @@ def s3_client(endpoint_url: str | None = None):
     from botocore.config import Config
 
     return boto3.session.Session().client(
-        "s3", endpoint_url=endpoint_url, config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 3}))
+        "s3", endpoint_url=endpoint_url, config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 3})
+    )
 
 
 def _ensure_bucket(client, bucket: str) -> None:
@@ -75,8 +77,10 @@ def publish(models: dict[str, Path], prefix: str, client) -> list[Published]:
         for name, directory in sorted(models.items()):
             uri = storage_uri(prefix, name)
             _, key_prefix = split_s3_uri(uri)
-            files = sorted((p for p in Path(directory).rglob("*") if p.is_file()),
-                           key=lambda p: (p.name == MODEL_FILE, p.as_posix()))
+            files = sorted(
+                (p for p in Path(directory).rglob("*") if p.is_file()),
+                key=lambda p: (p.name == MODEL_FILE, p.as_posix()),
+            )
             if not any(p.name == MODEL_FILE for p in files):
                 raise PublishError(f"{directory} is not an MLflow model directory (no {MODEL_FILE})")
             stale = _existing(client, bucket, f"{key_prefix}/")
@@ -90,10 +94,15 @@ def publish(models: dict[str, Path], prefix: str, client) -> list[Published]:
     except ClientError as exc:
         error = exc.response.get("Error", {})
         code = str(error.get("Code"))
-        hint = (" (are AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY the stack's greenops:s3AccessKey / s3SecretKey?)"
-                if code in DENIED else "")
-        raise PublishError(f"the object store refused {exc.operation_name} under {prefix}: "
-                           f"{code} {error.get('Message', '')}".rstrip() + hint) from exc
+        hint = (
+            " (are AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY the stack's greenops:s3AccessKey / s3SecretKey?)"
+            if code in DENIED
+            else ""
+        )
+        raise PublishError(
+            f"the object store refused {exc.operation_name} under {prefix}: {code} {error.get('Message', '')}".rstrip()
+            + hint
+        ) from exc
     except BotoCoreError as exc:  # no credentials, endpoint unreachable, ...
         raise PublishError(f"cannot publish to {prefix}: {exc}") from exc
     return out

@@ -4,6 +4,7 @@ MLServer decodes an OIP v2 request into a dict of named tensors; this wrapper ta
 ``features`` tensor and answers one plain [n, H] FP64 tensor, the shape the scheduler reads (the
 thesis wrapped its PyTorch forecaster's custom output class the same way).
 """
+
 from __future__ import annotations
 
 import mlflow.pyfunc
@@ -11,6 +12,7 @@ import numpy as np
 
 from .estimator import CarbonForecastRegressor
 from .features import FEATURES, INPUT_NAME
+
 
 class OipForecaster(mlflow.pyfunc.PythonModel):
     # The logged tensor signature validates the input; MLflow's type-hint validation has no tensor

@@ -1,8 +1,9 @@
 """The held-out evaluation as files: report.json, report.md (the per-zone table) and forecasts.png."""
+
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -11,8 +12,13 @@ from .baselines import BASELINES
 from .features import HISTORY_HOURS, HOUR
 from .training import TrainingReport, ZoneResult
 
-COLUMNS = [("model", "model"), ("generic", "generic"), ("seasonal_naive_24h", "naive 24h"),
-           ("seasonal_naive_168h", "naive 168h"), ("persistence", "persistence")]
+COLUMNS = [
+    ("model", "model"),
+    ("generic", "generic"),
+    ("seasonal_naive_24h", "naive 24h"),
+    ("seasonal_naive_168h", "naive 168h"),
+    ("persistence", "persistence"),
+]
 
 
 def beats_naive(row: dict, hours: int = 24) -> bool:
@@ -21,8 +27,11 @@ def beats_naive(row: dict, hours: int = 24) -> bool:
 
 def markdown(report: TrainingReport) -> str:
     rows = report.table()
-    lines = [f"Held out from {report.holdout_from:%Y-%m-%d %H:%M} UTC; horizon {report.horizon} h; "
-             "errors over the first 24 h / 48 h of every hourly forecast.", ""]
+    lines = [
+        f"Held out from {report.holdout_from:%Y-%m-%d %H:%M} UTC; horizon {report.horizon} h; "
+        "errors over the first 24 h / 48 h of every hourly forecast.",
+        "",
+    ]
     for metric, unit in (("mape", "%"), ("mae", "gCO2eq/kWh")):
         lines.append(f"{metric.upper()} ({unit}), 24 h / 48 h:")
         lines.append("")
@@ -38,9 +47,14 @@ def markdown(report: TrainingReport) -> str:
 
 
 def as_json(report: TrainingReport) -> dict:
-    return {"holdout_from": report.holdout_from.isoformat(), "horizon_hours": report.horizon, "alpha": report.alpha,
-            "zones": report.table(), "generic_pooled": report.generic.scores,
-            "fit_seconds": {r.name: r.fit_seconds for r in [*report.zones, report.generic]}}
+    return {
+        "holdout_from": report.holdout_from.isoformat(),
+        "horizon_hours": report.horizon,
+        "alpha": report.alpha,
+        "zones": report.table(),
+        "generic_pooled": report.generic.scores,
+        "fit_seconds": {r.name: r.fit_seconds for r in [*report.zones, report.generic]},
+    }
 
 
 def plot(results: list[ZoneResult], horizon: int, path: Path, issued_every_days: int = 14) -> None:
@@ -52,25 +66,36 @@ def plot(results: list[ZoneResult], horizon: int, path: Path, issued_every_days:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(len(results), 1, figsize=(14, 3.2 * len(results)), squeeze=False)
-    for ax, result in zip(axes[:, 0], results):
+    for ax, result in zip(axes[:, 0], results, strict=False):
         test = result.test
         hours = ((test.starts - test.starts[0]) / HOUR).astype(int)
-        issued = [i for i, s in enumerate(test.starts) if datetime.fromtimestamp(s, timezone.utc).hour == 0
-                  and hours[i] % (24 * issued_every_days) < 24]
+        issued = [
+            i
+            for i, s in enumerate(test.starts)
+            if datetime.fromtimestamp(s, UTC).hour == 0 and hours[i] % (24 * issued_every_days) < 24
+        ]
         actual_t = test.starts[0] + HOUR * np.arange(hours[-1] + horizon)
         actual = np.full(actual_t.size, np.nan)
         for i in range(len(test.starts)):
-            actual[hours[i]:hours[i] + horizon] = test.targets[i]
+            actual[hours[i] : hours[i] + horizon] = test.targets[i]
         ax.plot(actual_t.astype("datetime64[s]"), actual, color="black", lw=1, label="actual")
         for n, i in enumerate(issued):
             t = (test.starts[i] + HOUR * np.arange(horizon)).astype("datetime64[s]")
-            row = test.rows[i:i + 1]
+            row = test.rows[i : i + 1]
             ax.plot(t, result.model.predict(row)[0], color="tab:green", lw=1.6, label="model" if n == 0 else None)
-            ax.plot(t, BASELINES["seasonal_naive_24h"](row, horizon)[0], color="tab:orange", lw=1, ls="--",
-                    label="seasonal-naive 24h" if n == 0 else None)
+            ax.plot(
+                t,
+                BASELINES["seasonal_naive_24h"](row, horizon)[0],
+                color="tab:orange",
+                lw=1,
+                ls="--",
+                label="seasonal-naive 24h" if n == 0 else None,
+            )
         m, b = result.scores["model"]["mape_24h"], result.scores["seasonal_naive_24h"]["mape_24h"]
-        ax.set_title(f"{result.zone}: {horizon} h forecasts from {HISTORY_HOURS} h of history "
-                     f"(24 h MAPE model {m:.1f}% vs naive {b:.1f}%)")
+        ax.set_title(
+            f"{result.zone}: {horizon} h forecasts from {HISTORY_HOURS} h of history "
+            f"(24 h MAPE model {m:.1f}% vs naive {b:.1f}%)"
+        )
         ax.set_ylabel("gCO2eq/kWh")
         ax.legend(loc="upper right")
     fig.tight_layout()

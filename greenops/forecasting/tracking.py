@@ -4,6 +4,7 @@
 The pyfunc artifact carries the forecaster's code by value (cloudpickle), so a server needs only
 the pinned libraries in the model's requirements.txt, never this package.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,23 +59,45 @@ def _log_model(result: ZoneResult, report: TrainingReport, client: MlflowClient,
     signature = infer_signature({INPUT_NAME: example}, wrapper.predict(None, {INPUT_NAME: example}))
     with mlflow.start_run(run_name=result.name, nested=True):
         mlflow.set_tags({"greenops.zone": result.zone, "greenops.model": result.name})
-        mlflow.log_params({"zone": result.zone, "alpha": report.alpha, "horizon_hours": report.horizon,
-                           "history_hours": HISTORY_HOURS, "level_hours": estimator.LEVEL_HOURS,
-                           "holdout_from": report.holdout_from.isoformat(), "n_train": result.n_train,
-                           "n_test": result.n_test, "n_parameters": result.model.n_parameters})
-        metrics = {k if name == "model" else f"{name}.{k}": v
-                   for name, values in result.scores.items() for k, v in values.items() if np.isfinite(v)}
+        mlflow.log_params(
+            {
+                "zone": result.zone,
+                "alpha": report.alpha,
+                "horizon_hours": report.horizon,
+                "history_hours": HISTORY_HOURS,
+                "level_hours": estimator.LEVEL_HOURS,
+                "holdout_from": report.holdout_from.isoformat(),
+                "n_train": result.n_train,
+                "n_test": result.n_test,
+                "n_parameters": result.model.n_parameters,
+            }
+        )
+        metrics = {
+            k if name == "model" else f"{name}.{k}": v
+            for name, values in result.scores.items()
+            for k, v in values.items()
+            if np.isfinite(v)
+        }
         mlflow.log_metrics({**metrics, "fit_seconds": result.fit_seconds})
         info = mlflow.pyfunc.log_model(
-            name="model", python_model=wrapper, signature=signature, input_example={INPUT_NAME: example[:1]},
-            pip_requirements=serving_requirements(), registered_model_name=result.name if register else None,
-            metadata={"greenops_contract": "OIP v2: features FP64 [n, 171] -> [n, horizon] gCO2eq/kWh"})
+            name="model",
+            python_model=wrapper,
+            signature=signature,
+            input_example={INPUT_NAME: example[:1]},
+            pip_requirements=serving_requirements(),
+            registered_model_name=result.name if register else None,
+            metadata={"greenops_contract": "OIP v2: features FP64 [n, 171] -> [n, horizon] gCO2eq/kWh"},
+        )
     if not register:
         return None
     client.set_registered_model_alias(result.name, ALIAS, info.registered_model_version)
-    client.update_registered_model(result.name, description=(
-        f"Hourly carbon intensity of {result.zone} for the next {report.horizon} h from the last "
-        f"{HISTORY_HOURS} h (greenops forecaster; OIP input '{INPUT_NAME}')."))
+    client.update_registered_model(
+        result.name,
+        description=(
+            f"Hourly carbon intensity of {result.zone} for the next {report.horizon} h from the last "
+            f"{HISTORY_HOURS} h (greenops forecaster; OIP input '{INPUT_NAME}')."
+        ),
+    )
     return str(info.registered_model_version)
 
 
@@ -85,8 +108,14 @@ def log_training(report: TrainingReport, files: list[Path], register: bool = Tru
     client = MlflowClient()
     versions = {}
     with mlflow.start_run(run_name=f"train-holdout-{report.holdout_from:%Y-%m-%d}"):
-        mlflow.log_params({"zones": ",".join(r.zone for r in report.zones), "horizon_hours": report.horizon,
-                           "alpha": report.alpha, "holdout_from": report.holdout_from.isoformat()})
+        mlflow.log_params(
+            {
+                "zones": ",".join(r.zone for r in report.zones),
+                "horizon_hours": report.horizon,
+                "alpha": report.alpha,
+                "holdout_from": report.holdout_from.isoformat(),
+            }
+        )
         for path in files:
             mlflow.log_artifact(str(path))
         for result in [*report.zones, report.generic]:

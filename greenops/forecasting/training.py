@@ -4,11 +4,12 @@ Every zone's hourly trace is cut at ``holdout_from``: a model learns from foreca
 target window ends before it, and is scored on every forecast starting at or after it, beside the
 baselines computed from the same rows. The generic model learns from every zone's training rows.
 """
+
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pandas as pd
@@ -20,7 +21,8 @@ from .baselines import BASELINES
 from .estimator import CarbonForecastRegressor
 from .features import HOUR, windows
 from .metrics import scores
-from .names import GENERIC_ZONE as GENERIC, model_name
+from .names import GENERIC_ZONE as GENERIC
+from .names import model_name
 
 DEFAULT_HORIZON = 72
 MAX_GAP_HOURS = 6
@@ -33,11 +35,13 @@ class ZoneWindows:
     rows: np.ndarray
     targets: np.ndarray
 
-    def split(self, holdout_from: float, horizon: int) -> tuple["ZoneWindows", "ZoneWindows"]:
+    def split(self, holdout_from: float, horizon: int) -> tuple[ZoneWindows, ZoneWindows]:
         train = self.starts + horizon * HOUR <= holdout_from
         test = self.starts >= holdout_from
-        return (ZoneWindows(self.zone, self.starts[train], self.rows[train], self.targets[train]),
-                ZoneWindows(self.zone, self.starts[test], self.rows[test], self.targets[test]))
+        return (
+            ZoneWindows(self.zone, self.starts[train], self.rows[train], self.targets[train]),
+            ZoneWindows(self.zone, self.starts[test], self.rows[test], self.targets[test]),
+        )
 
 
 def zone_windows(zone: str, series: Series, horizon: int) -> ZoneWindows:
@@ -90,7 +94,7 @@ class TrainingReport:
 def default_holdout(traces: TraceSource, days: int) -> datetime:
     """Midnight UTC ``days`` before the end of the latest trace."""
     end = max(traces.full(z).end for z in traces.zones())
-    last = datetime.fromtimestamp(end, tz=timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    last = datetime.fromtimestamp(end, tz=UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     return last - timedelta(days=days)
 
 
@@ -103,13 +107,16 @@ def _evaluate(model: CarbonForecastRegressor, test: ZoneWindows, horizon: int) -
 
 def _fit(zone: str, train: ZoneWindows, test: ZoneWindows, horizon: int, alpha: float) -> ZoneResult:
     if len(train.rows) == 0 or len(test.rows) == 0:
-        raise ValueError(f"zone {zone}: {len(train.rows)} training and {len(test.rows)} held-out forecasts; "
-                         "the trace must cover a week of history plus the horizon on both sides of the holdout")
+        raise ValueError(
+            f"zone {zone}: {len(train.rows)} training and {len(test.rows)} held-out forecasts; "
+            "the trace must cover a week of history plus the horizon on both sides of the holdout"
+        )
     started = time.perf_counter()
     model = CarbonForecastRegressor(alpha=alpha).fit(train.rows, train.targets)
     seconds = time.perf_counter() - started
-    return ZoneResult(zone, model, len(train.rows), len(test.rows), round(seconds, 3),
-                      _evaluate(model, test, horizon), test)
+    return ZoneResult(
+        zone, model, len(train.rows), len(test.rows), round(seconds, 3), _evaluate(model, test, horizon), test
+    )
 
 
 def _strided(w: ZoneWindows, stride: int) -> ZoneWindows:
@@ -117,12 +124,18 @@ def _strided(w: ZoneWindows, stride: int) -> ZoneWindows:
 
 
 def _pool(parts: list[ZoneWindows]) -> ZoneWindows:
-    return ZoneWindows(GENERIC, *(np.concatenate(column) for column in zip(
-        *[(w.starts, w.rows, w.targets) for w in parts])))
+    columns = zip(*[(w.starts, w.rows, w.targets) for w in parts], strict=True)
+    return ZoneWindows(GENERIC, *(np.concatenate(column) for column in columns))
 
 
-def train(traces: TraceSource, holdout_from: datetime, zones: list[str] | None = None,
-          horizon: int = DEFAULT_HORIZON, alpha: float = 1.0, generic_stride: int = 3) -> TrainingReport:
+def train(
+    traces: TraceSource,
+    holdout_from: datetime,
+    zones: list[str] | None = None,
+    horizon: int = DEFAULT_HORIZON,
+    alpha: float = 1.0,
+    generic_stride: int = 3,
+) -> TrainingReport:
     zones = sorted(zones or traces.zones())
     cut = holdout_from.timestamp()
     results, pooled_train, tests = [], [], {}

@@ -3,6 +3,7 @@
 No kubelet runs, so pods never start; CRDs, custom objects, namespaces and admission webhooks work
 as in a real cluster. Used by the smoke and end-to-end tests and by ``greenops demo``.
 """
+
 from __future__ import annotations
 
 import os
@@ -63,51 +64,94 @@ class LocalControlPlane(LoopbackService):
 
     def start(self) -> None:
         self.etcd_port, peer = free_port(), free_port()
-        self._spawn("etcd", [
-            tool_path("etcd"),
-            "--name", "greenops", "--data-dir", str(self.workdir / "etcd"),
-            "--listen-client-urls", f"http://127.0.0.1:{self.etcd_port}",
-            "--advertise-client-urls", f"http://127.0.0.1:{self.etcd_port}",
-            "--listen-peer-urls", f"http://127.0.0.1:{peer}",
-            "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
-            "--initial-cluster", f"greenops=http://127.0.0.1:{peer}",
-            "--log-level", "warn",
-        ])
+        self._spawn(
+            "etcd",
+            [
+                tool_path("etcd"),
+                "--name",
+                "greenops",
+                "--data-dir",
+                str(self.workdir / "etcd"),
+                "--listen-client-urls",
+                f"http://127.0.0.1:{self.etcd_port}",
+                "--advertise-client-urls",
+                f"http://127.0.0.1:{self.etcd_port}",
+                "--listen-peer-urls",
+                f"http://127.0.0.1:{peer}",
+                "--initial-advertise-peer-urls",
+                f"http://127.0.0.1:{peer}",
+                "--initial-cluster",
+                f"greenops=http://127.0.0.1:{peer}",
+                "--log-level",
+                "warn",
+            ],
+        )
         self._wait(f"http://127.0.0.1:{self.etcd_port}/health", "etcd", headers={})
 
         key = self.workdir / "sa.key"
-        key.write_bytes(rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+        key.write_bytes(
+            rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
         tokens = self.workdir / "tokens.csv"
         tokens.write_text(f'{self.token},{ADMIN_TOKEN_USER},{ADMIN_TOKEN_USER},"system:masters"\n')
         self.api_port = free_port()
-        self._spawn("kube-apiserver", [
-            tool_path("kube-apiserver"),
-            "--etcd-servers", f"http://127.0.0.1:{self.etcd_port}",
-            "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
-            "--secure-port", str(self.api_port),
-            "--cert-dir", str(self.workdir / "pki"),
-            "--token-auth-file", str(tokens),
-            "--authorization-mode", "RBAC",
-            "--service-account-issuer", "https://kubernetes.default.svc",
-            "--service-account-key-file", str(key),
-            "--service-account-signing-key-file", str(key),
-            "--service-cluster-ip-range", "10.96.0.0/24",
-            "--enable-priority-and-fairness=false",
-            "--disable-admission-plugins", "ServiceAccount",
-            "--v", "1",
-        ])
+        self._spawn(
+            "kube-apiserver",
+            [
+                tool_path("kube-apiserver"),
+                "--etcd-servers",
+                f"http://127.0.0.1:{self.etcd_port}",
+                "--bind-address",
+                "127.0.0.1",
+                "--advertise-address",
+                "127.0.0.1",
+                "--secure-port",
+                str(self.api_port),
+                "--cert-dir",
+                str(self.workdir / "pki"),
+                "--token-auth-file",
+                str(tokens),
+                "--authorization-mode",
+                "RBAC",
+                "--service-account-issuer",
+                "https://kubernetes.default.svc",
+                "--service-account-key-file",
+                str(key),
+                "--service-account-signing-key-file",
+                str(key),
+                "--service-cluster-ip-range",
+                "10.96.0.0/24",
+                "--enable-priority-and-fairness=false",
+                "--disable-admission-plugins",
+                "ServiceAccount",
+                "--v",
+                "1",
+            ],
+        )
         self._wait(f"{self.server}/readyz", "kube-apiserver")
         self.write_kubeconfig()
         if self.with_controller_manager:
-            self._spawn("kube-controller-manager", [
-                tool_path("kube-controller-manager"),
-                "--kubeconfig", str(self.kubeconfig_path),
-                "--bind-address", "127.0.0.1", "--secure-port", str(free_port()),
-                "--controllers", "namespace,garbagecollector",
-                "--service-account-private-key-file", str(key),
-                "--leader-elect=false", "--v", "1",
-            ])
+            self._spawn(
+                "kube-controller-manager",
+                [
+                    tool_path("kube-controller-manager"),
+                    "--kubeconfig",
+                    str(self.kubeconfig_path),
+                    "--bind-address",
+                    "127.0.0.1",
+                    "--secure-port",
+                    str(free_port()),
+                    "--controllers",
+                    "namespace,garbagecollector",
+                    "--service-account-private-key-file",
+                    str(key),
+                    "--leader-elect=false",
+                    "--v",
+                    "1",
+                ],
+            )
 
     def stop(self) -> None:
         for proc in reversed(self._procs):
@@ -129,11 +173,16 @@ class LocalControlPlane(LoopbackService):
 
     def kubeconfig(self) -> dict:
         return {
-            "apiVersion": "v1", "kind": "Config", "current-context": "greenops-local",
-            "clusters": [{"name": "greenops-local", "cluster": {
-                "server": self.server, "insecure-skip-tls-verify": True}}],
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "greenops-local",
+            "clusters": [
+                {"name": "greenops-local", "cluster": {"server": self.server, "insecure-skip-tls-verify": True}}
+            ],
             "users": [{"name": ADMIN_TOKEN_USER, "user": {"token": self.token}}],
-            "contexts": [{"name": "greenops-local", "context": {"cluster": "greenops-local", "user": ADMIN_TOKEN_USER}}],
+            "contexts": [
+                {"name": "greenops-local", "context": {"cluster": "greenops-local", "user": ADMIN_TOKEN_USER}}
+            ],
         }
 
     def write_kubeconfig(self) -> Path:
@@ -143,8 +192,9 @@ class LocalControlPlane(LoopbackService):
 
     def client(self, timeout: float = 30.0) -> httpx.Client:
         """An httpx client authenticated as cluster admin (the serving cert is self-signed)."""
-        return httpx.Client(base_url=self.server, verify=False, timeout=timeout,
-                            headers={"Authorization": f"Bearer {self.token}"})
+        return httpx.Client(
+            base_url=self.server, verify=False, timeout=timeout, headers={"Authorization": f"Bearer {self.token}"}
+        )
 
     def create_crd(self, crd: dict, timeout: float = 30.0) -> None:
         """Create a CRD server-side (large schemas too) and wait until it is Established."""
@@ -170,8 +220,9 @@ class LocalControlPlane(LoopbackService):
         log = self.workdir / f"{name}.log"
         self.workdir.mkdir(parents=True, exist_ok=True)
         fh = log.open("wb")
-        popen = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 start_new_session=True)
+        popen = subprocess.Popen(
+            argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
         self._procs.append(_Proc(name, popen, log))
 
     def _wait(self, url: str, name: str, headers: dict | None = None) -> None:

@@ -9,6 +9,7 @@ mutating webhook for VmTemplate. Then both paths of the design:
   retirement shows;
 - cluster: VmTemplates created through the API server and patched by OPA from the scheduler.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -16,21 +17,21 @@ import signal
 import tempfile
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import yaml
 
 from greenops import automation, explain, placements, report
-from greenops.httpclient import RetryingClient
-from greenops.renderers import registry
 from greenops.clock import stamp
-from greenops.reconcile import WAKE_MARGIN, reconcile_once
+from greenops.httpclient import RetryingClient
 from greenops.local.controlplane import LocalControlPlane
-from greenops.local.scheduler import SchedulerServer
-from greenops.toolpaths import REPO
-from greenops.local.webhook import GROUP, VERSION, install_admission, loopback_tls
 from greenops.local.opa import OpaServer
+from greenops.local.scheduler import SchedulerServer
+from greenops.local.webhook import GROUP, VERSION, install_admission, loopback_tls
+from greenops.reconcile import WAKE_MARGIN, reconcile_once
+from greenops.renderers import registry
+from greenops.toolpaths import REPO
 
 
 def say(text: str = "") -> None:
@@ -69,8 +70,9 @@ def due_next_morning(workloads: list[dict], evening: datetime) -> list[dict]:
     return [{**w, "deadline": due} if w["name"] in DUE_NEXT_MORNING else w for w in workloads]
 
 
-def demo_project(folder: Path, cp: LocalControlPlane, opa_url: str, scheduler_url: str, ca_pem: str,
-                 evening: datetime) -> Path:
+def demo_project(
+    folder: Path, cp: LocalControlPlane, opa_url: str, scheduler_url: str, ca_pem: str, evening: datetime
+) -> Path:
     """A copy of the project whose ``demo`` stack is the dev stack pointed at the local servers,
     its DUE_NEXT_MORNING workloads due the morning after ``evening``."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -78,8 +80,12 @@ def demo_project(folder: Path, cp: LocalControlPlane, opa_url: str, scheduler_ur
     (folder / "stacks").mkdir(exist_ok=True)
     config = yaml.safe_load((REPO / "stacks" / "Pulumi.dev.yaml").read_text())["config"]
     # GreenVm trusts the local OPA's throw-away CA as a prod stack trusts the platform's (caCertificate)
-    config["greenops:endpoints"] = {"opaUrl": opa_url, "schedulerUrl": scheduler_url, "timeoutSeconds": 10,
-                                    "caCertificate": ca_pem}
+    config["greenops:endpoints"] = {
+        "opaUrl": opa_url,
+        "schedulerUrl": scheduler_url,
+        "timeoutSeconds": 10,
+        "caCertificate": ca_pem,
+    }
     # No operator runs on this machine, so nothing would ever report a VM ready: a run counts from
     # when its objects are applied (readiness: applied), and the demo says so.
     config["greenops:kubernetes"] = {"mode": "cluster", "installCrdStubs": True, "readiness": "applied"}
@@ -89,8 +95,15 @@ def demo_project(folder: Path, cp: LocalControlPlane, opa_url: str, scheduler_ur
 
 
 def vmtemplate(name: str, due_in: timedelta = timedelta(days=2), **spec) -> dict:
-    base = {"vmName": name, "cpu": 2, "memory": 4, "duration": "2h", "maxLatency": 2000, "tenant": "demo",
-            "deadline": stamp(datetime.now(timezone.utc) + due_in)}
+    base = {
+        "vmName": name,
+        "cpu": 2,
+        "memory": 4,
+        "duration": "2h",
+        "maxLatency": 2000,
+        "tenant": "demo",
+        "deadline": stamp(datetime.now(UTC) + due_in),
+    }
     base.update(spec)
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "VmTemplate", "metadata": {"name": name}, "spec": base}
 
@@ -102,13 +115,22 @@ APART = {"batch-ca": "westus", "batch-jp": "japaneast"}
 
 
 def cluster_templates() -> list[dict]:
-    return [vmtemplate("etl-eu", originRegion="westeurope", dataResidency="eu"),
-            vmtemplate("render-milan", originRegion="italynorth", maxLatency=30, cpu=8, memory=16),
-            vmtemplate("impossible", originRegion="westus", dataResidency="eu", maxLatency=10),
-            vmtemplate("settle-de", timedelta(hours=16), originRegion="germanywestcentral", maxLatency=8,
-                       eligibleProviders=["azure"]),
-            *(vmtemplate(name, timedelta(hours=16), originRegion=region, maxLatency=8, eligibleProviders=["azure"])
-              for name, region in APART.items())]
+    return [
+        vmtemplate("etl-eu", originRegion="westeurope", dataResidency="eu"),
+        vmtemplate("render-milan", originRegion="italynorth", maxLatency=30, cpu=8, memory=16),
+        vmtemplate("impossible", originRegion="westus", dataResidency="eu", maxLatency=10),
+        vmtemplate(
+            "settle-de",
+            timedelta(hours=16),
+            originRegion="germanywestcentral",
+            maxLatency=8,
+            eligibleProviders=["azure"],
+        ),
+        *(
+            vmtemplate(name, timedelta(hours=16), originRegion=region, maxLatency=8, eligibleProviders=["azure"])
+            for name, region in APART.items()
+        ),
+    ]
 
 
 RECORD = REPO / "build" / "demo" / "reservations.db"  # outlives the demo: a restart shows the same reservations
@@ -123,8 +145,11 @@ def vm_objects(cp: LocalControlPlane) -> set[str]:
     """The ASO / Config Connector / ACK VM objects (and ACK's security group) in the API server,
     as ``Kind/name``."""
     with cp.client() as k:
-        return {f"{kind}/{item['metadata']['name']}" for api, kind in shown_kinds()
-                for item in k.get(f"/apis/{api}/namespaces/greenops/{kind.lower()}s").json().get("items", [])}
+        return {
+            f"{kind}/{item['metadata']['name']}"
+            for api, kind in shown_kinds()
+            for item in k.get(f"/apis/{api}/namespaces/greenops/{kind.lower()}s").json().get("items", [])
+        }
 
 
 def play_forward(st: automation.auto.Stack, cp: LocalControlPlane, first, until: datetime) -> list:
@@ -153,38 +178,58 @@ def demo(once: bool = True, record: Path = RECORD, start: datetime | None = None
     far it is played forward (0: one placement pass only)."""
     work = Path(tempfile.mkdtemp(prefix="greenops-demo-"))
     record.parent.mkdir(parents=True, exist_ok=True)
-    t0 = start or next_evening(datetime.now(timezone.utc))
+    t0 = start or next_evening(datetime.now(UTC))
     say("GreenOps demo: carbon-aware VM placement, everything on this machine (no cloud account).")
     say("Starting a local Kubernetes API server (etcd + kube-apiserver), the scheduler and OPA...")
     tls = loopback_tls(work / "tls")
     # the controller manager runs the garbage collector, which deletions through Pulumi wait for
-    with LocalControlPlane(with_controller_manager=True) as cp, SchedulerServer(database=f"sqlite:///{record}") as sched, \
-            OpaServer(scheduler_url=sched.url, tls_cert=tls.cert_file, tls_key=tls.key_file) as opa:
+    with (
+        LocalControlPlane(with_controller_manager=True) as cp,
+        SchedulerServer(database=f"sqlite:///{record}") as sched,
+        OpaServer(scheduler_url=sched.url, tls_cert=tls.cert_file, tls_key=tls.key_file) as opa,
+    ):
         say(f"  API server {cp.server}   scheduler {sched.url}   OPA {opa.url} (policy bundle loaded)")
         earlier = active_reservations(sched.url)
-        say(f"  reservation record {record}: {len(earlier)} active from earlier runs "
-            "(the same workloads are booked under the same keys, never twice)")
+        say(
+            f"  reservation record {record}: {len(earlier)} active from earlier runs "
+            "(the same workloads are booked under the same keys, never twice)"
+        )
         install_admission(cp, opa.url, tls.ca_pem, ("greenops", "demo"))
-        say("  installed: the VmTemplate CRD and the mutating webhook (VmTemplate CREATE/UPDATE -> OPA places and books; DELETE -> OPA releases)")
+        say(
+            "  installed: the VmTemplate CRD and the mutating webhook (VmTemplate CREATE/UPDATE -> OPA places and "
+            "books; DELETE -> OPA releases)"
+        )
 
-        say(f"\n1) Pulumi path: the dev stack's workloads ({', '.join(DUE_NEXT_MORNING)} due tomorrow morning), "
-            f"placed at {stamp(t0)} (simulated clock)")
+        say(
+            f"\n1) Pulumi path: the dev stack's workloads ({', '.join(DUE_NEXT_MORNING)} due tomorrow morning), "
+            f"placed at {stamp(t0)} (simulated clock)"
+        )
         project = demo_project(work / "project", cp, opa.url, sched.url, tls.ca_pem.decode(), t0)
         (work / "state").mkdir()
-        st = automation.stack("demo", work_dir=project, env={
-            "PULUMI_BACKEND_URL": f"file://{work / 'state'}", "KUBECONFIG": str(cp.kubeconfig_path),
-            "GREENOPS_NOW": stamp(t0)})
+        st = automation.stack(
+            "demo",
+            work_dir=project,
+            env={
+                "PULUMI_BACKEND_URL": f"file://{work / 'state'}",
+                "KUBECONFIG": str(cp.kubeconfig_path),
+                "GREENOPS_NOW": stamp(t0),
+            },
+        )
         st.set_config("greenops:kubeconfig", automation.auto.ConfigValue(cp.kubeconfig_path.read_text(), secret=True))
         started = time.monotonic()
         first = reconcile_once(st)
         say(f"   {first.counts} in {time.monotonic() - started:.1f} s")
         say(report.table(report.account(first.rows)))
         waiting = [r for r in first.rows if r.get("phase") == "Scheduled"]
-        say(f"   {len(waiting)} wait for a cleaner hour: " + (", ".join(
-            f"{r['workload']} until {r['start']} in {r['zone']}" for r in waiting) or "none"))
+        say(
+            f"   {len(waiting)} wait for a cleaner hour: "
+            + (", ".join(f"{r['workload']} until {r['start']} in {r['zone']}" for r in waiting) or "none")
+        )
         say(f"   VMs in the API server (due workloads only): {', '.join(sorted(vm_objects(cp))) or 'none'}")
-        say("   (no operator runs here, so readiness is 'applied': a run starts when its objects are applied; an AWS "
-            "run shows as its SecurityGroup, since ACK's Instance waits for the group's id from a controller)")
+        say(
+            "   (no operator runs here, so readiness is 'applied': a run starts when its objects are applied; an AWS "
+            "run shows as its SecurityGroup, since ACK's Instance waits for the group's id from a controller)"
+        )
         if hours > 0:
             until = t0 + timedelta(hours=hours)
             say(f"\n   Playing the clock forward to {stamp(until)}: a reconcile pass at each next change")
@@ -202,13 +247,19 @@ def demo(once: bool = True, record: Path = RECORD, start: datetime | None = None
         cases = cluster_templates()
         with cp.client() as k:
             for vm in cases:
-                sent = datetime.now(timezone.utc)
+                sent = datetime.now(UTC)
                 r = k.post(f"/apis/{GROUP}/{VERSION}/namespaces/demo/vmtemplates", json=vm)
                 if r.status_code == 201:
                     s = r.json()["spec"]
-                    later = " (waits for a cleaner hour)" if s["schedulingTime"] > stamp(sent + timedelta(minutes=1)) else ""
-                    say(f"   admitted {vm['metadata']['name']:13} -> {s['provider']}/{s['schedulingLocation']} "
-                        f"size {s['vmSize']} at {s['schedulingTime']}{later}")
+                    later = (
+                        " (waits for a cleaner hour)"
+                        if s["schedulingTime"] > stamp(sent + timedelta(minutes=1))
+                        else ""
+                    )
+                    say(
+                        f"   admitted {vm['metadata']['name']:13} -> {s['provider']}/{s['schedulingLocation']} "
+                        f"size {s['vmSize']} at {s['schedulingTime']}{later}"
+                    )
                 else:
                     say(f"   rejected {vm['metadata']['name']:13} -> {r.json().get('message', r.text)[:400]}")
         say("\n3) The scheduler's record of placements, both paths (greenops placements):")
@@ -223,8 +274,10 @@ def demo(once: bool = True, record: Path = RECORD, start: datetime | None = None
             stop = threading.Event()
             signal.signal(signal.SIGINT, lambda *_: stop.set())
             say(f"\nDashboard (placements of both paths, timeline, forecasts): {sched.url}/dashboard")
-            say("Everything stays up; Ctrl-C stops it (the Pulumi path's reservations stay in the record). "
-                f"Try: KUBECONFIG={cp.kubeconfig_path} kubectl get vmtemplates -A")
+            say(
+                "Everything stays up; Ctrl-C stops it (the Pulumi path's reservations stay in the record). "
+                f"Try: KUBECONFIG={cp.kubeconfig_path} kubectl get vmtemplates -A"
+            )
             stop.wait()
         # The VmTemplates go with this control plane: deleting them releases their reservations.
         with cp.client() as k:

@@ -10,6 +10,7 @@ no-op, and ``make setup`` installs the dependencies.
 
 Usage (by the engine): ``pulumi-language-python [--tracing URL] [ENGINE_ADDRESS]``; prints its port.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,9 +21,8 @@ import subprocess
 import sys
 import threading
 from concurrent import futures
-from pathlib import Path
-
 from importlib.metadata import version
+from pathlib import Path
 
 import grpc
 from google.protobuf import empty_pb2, json_format
@@ -81,10 +81,16 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
     def Run(self, request, context):
         args = [_python(request.info), "-u", _executor()]
         for flag, value in (
-            ("monitor", request.monitor_address), ("engine", self.engine_address), ("project", request.project),
-            ("root_directory", request.info.root_directory), ("stack", request.stack), ("pwd", request.pwd),
-            ("dry_run", str(request.dryRun).lower()), ("parallel", str(request.parallel)),
-            ("tracing", self.tracing), ("organization", request.organization),
+            ("monitor", request.monitor_address),
+            ("engine", self.engine_address),
+            ("project", request.project),
+            ("root_directory", request.info.root_directory),
+            ("stack", request.stack),
+            ("pwd", request.pwd),
+            ("dry_run", str(request.dryRun).lower()),
+            ("parallel", str(request.parallel)),
+            ("tracing", self.tracing),
+            ("organization", request.organization),
         ):
             if value:
                 args += [f"--{flag}", value]
@@ -120,10 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tracing")
     parser.add_argument("engine_address", nargs="?")
     args, _ = parser.parse_known_args(argv)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), options=[
-        ("grpc.max_receive_message_length", 400 * 1024 * 1024),
-        ("grpc.max_send_message_length", 400 * 1024 * 1024),
-    ])
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=8),
+        options=[
+            ("grpc.max_receive_message_length", 400 * 1024 * 1024),
+            ("grpc.max_send_message_length", 400 * 1024 * 1024),
+        ],
+    )
     language_pb2_grpc.add_LanguageRuntimeServicer_to_server(LanguageHost(args.engine_address, args.tracing), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()

@@ -1,5 +1,6 @@
 """A real MLflow tracking server, a real MLServer and a real SeaweedFS S3 gateway on loopback (tests,
 ``greenops-forecast serve``)."""
+
 from __future__ import annotations
 
 import json
@@ -37,10 +38,26 @@ class MlflowServer(ProcessService):
     def start(self) -> None:
         self.port = self.port or free_port()
         self.root.mkdir(parents=True, exist_ok=True)
-        self._launch([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(self.port),
-                      "--workers", "1", "--backend-store-uri", f"sqlite:///{self.root / 'mlflow.db'}",
-                      "--artifacts-destination", self.artifacts_destination or str(self.root / "artifacts")],
-                     self.root / "mlflow.log", env={**os.environ, "MLFLOW_TRACKING_URI": "", **self.env})
+        self._launch(
+            [
+                sys.executable,
+                "-m",
+                "mlflow",
+                "server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--workers",
+                "1",
+                "--backend-store-uri",
+                f"sqlite:///{self.root / 'mlflow.db'}",
+                "--artifacts-destination",
+                self.artifacts_destination or str(self.root / "artifacts"),
+            ],
+            self.root / "mlflow.log",
+            env={**os.environ, "MLFLOW_TRACKING_URI": "", **self.env},
+        )
         self._wait_ready(f"{self.url}/health")
 
 
@@ -71,14 +88,37 @@ class SeaweedFsServer(ProcessService):
         (self.root / "data").mkdir(parents=True, exist_ok=True)
         config = self.root / "s3.json"
         config.write_text(self.s3_config)
-        ports = {flag: free_port() for flag in ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
-                                                "filer.port", "filer.port.grpc", "s3.port.grpc")}
-        self._launch([weed_path(), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={self.root / 'data'}",
-                      *(f"-{flag}={port}" for flag, port in ports.items()),
-                      "-filer", "-s3", f"-s3.port={self.port}", f"-s3.config={config}",
-                      "-s3.port.iceberg=0", "-s3.port.lance=0",  # no other listener on loopback
-                      "-master.volumeSizeLimitMB=64", "-volume.max=8"],
-                     self.root / "weed.log")
+        ports = {
+            flag: free_port()
+            for flag in (
+                "master.port",
+                "master.port.grpc",
+                "volume.port",
+                "volume.port.grpc",
+                "filer.port",
+                "filer.port.grpc",
+                "s3.port.grpc",
+            )
+        }
+        self._launch(
+            [
+                weed_path(),
+                "server",
+                "-ip=127.0.0.1",
+                "-ip.bind=127.0.0.1",
+                f"-dir={self.root / 'data'}",
+                *(f"-{flag}={port}" for flag, port in ports.items()),
+                "-filer",
+                "-s3",
+                f"-s3.port={self.port}",
+                f"-s3.config={config}",
+                "-s3.port.iceberg=0",
+                "-s3.port.lance=0",  # no other listener on loopback
+                "-master.volumeSizeLimitMB=64",
+                "-volume.max=8",
+            ],
+            self.root / "weed.log",
+        )
         self._wait_ready(f"{self.url}/healthz")
 
 
@@ -109,11 +149,20 @@ class MlserverServer(ProcessService):
         if not models:
             raise GreenOpsError(f"no model-settings.json below {self.repository}: nothing to serve")
         # in-process inference (parallel_workers 0): one small model per zone needs no worker pool
-        settings = {"host": self.host, "http_port": self.port, "grpc_port": free_port(),
-                    "metrics_port": free_port(), "parallel_workers": 0, "debug": False}
+        settings = {
+            "host": self.host,
+            "http_port": self.port,
+            "grpc_port": free_port(),
+            "metrics_port": free_port(),
+            "parallel_workers": 0,
+            "debug": False,
+        }
         (self.repository / "settings.json").write_text(json.dumps(settings, indent=1))
-        self._launch([mlserver_path(), "start", str(self.repository)], self.repository / "mlserver.log",
-                     env={k: v for k, v in os.environ.items() if not k.startswith("MLSERVER_")})
+        self._launch(
+            [mlserver_path(), "start", str(self.repository)],
+            self.repository / "mlserver.log",
+            env={k: v for k, v in os.environ.items() if not k.startswith("MLSERVER_")},
+        )
         self._wait_ready(f"{self.url}/v2/health/ready")
         for model in models:
             r = httpx.get(f"{self.url}/v2/models/{model}/ready", timeout=5)

@@ -1,4 +1,5 @@
 """Run a real OPA server on loopback with the policy bundle (tests, benchmarks, ``greenops demo``)."""
+
 from __future__ import annotations
 
 import os
@@ -8,10 +9,9 @@ from pathlib import Path
 
 from greenops.local.controlplane import free_port
 from greenops.local.service import ProcessService
-from greenops.toolpaths import tool_path
-
 from greenops.policies import ADMIN_TOKEN_VARIABLE, QUERY_TOKEN_VARIABLE
 from greenops.policies.bundle import build, default_revision
+from greenops.toolpaths import tool_path
 
 
 @dataclass
@@ -53,8 +53,27 @@ class OpaServer(ProcessService):
             env[ADMIN_TOKEN_VARIABLE] = self.admin_token or ""
             auth = ["--authentication=token", "--authorization=basic"]
         # Read-optimised store: catalog lookups skip a JSON-to-AST conversion on every read.
-        tls = ["--tls-cert-file", str(self.tls_cert), "--tls-private-key-file", str(self.tls_key)] if self.tls_cert else []
-        self._launch([tool_path("opa"), "run", "--server", "--addr", f"127.0.0.1:{self.port}", "--log-level", "error",
-                      "--optimize-store-for-read-speed", *auth, *tls, "--bundle", str(bundle)],
-                     self.workdir / "opa.log", env=env)
+        tls = (
+            ["--tls-cert-file", str(self.tls_cert), "--tls-private-key-file", str(self.tls_key)]
+            if self.tls_cert
+            else []
+        )
+        self._launch(
+            [
+                tool_path("opa"),
+                "run",
+                "--server",
+                "--addr",
+                f"127.0.0.1:{self.port}",
+                "--log-level",
+                "error",
+                "--optimize-store-for-read-speed",
+                *auth,
+                *tls,
+                "--bundle",
+                str(bundle),
+            ],
+            self.workdir / "opa.log",
+            env=env,
+        )
         self._wait_ready(f"{self.url}/health?bundles")

@@ -4,6 +4,7 @@ It uses Debian's PostgreSQL server binaries, which ``make postgres`` (tools/inst
 installs. PostgreSQL refuses to run as root, so when we are root the server runs as the
 ``postgres`` account the package creates.
 """
+
 from __future__ import annotations
 
 import glob
@@ -29,8 +30,10 @@ def postgres_bindir() -> Path:
         return Path(os.environ["GREENOPS_POSTGRES_BIN"])
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(Path(p).parts[-3]))
     if not found:
-        raise GreenOpsError("PostgreSQL server binaries not found: run `make postgres` (Debian's postgresql "
-                            "package) or set GREENOPS_POSTGRES_BIN")
+        raise GreenOpsError(
+            "PostgreSQL server binaries not found: run `make postgres` (Debian's postgresql "
+            "package) or set GREENOPS_POSTGRES_BIN"
+        )
     return Path(found[-1]).parent
 
 
@@ -57,18 +60,64 @@ class PostgresServer(LoopbackService):
         data, log = self.workdir / "data", self.workdir / "postgres.log"
         (self.workdir / "pw").write_text(self.password)
         as_user = self._account()
-        self._run([str(bindir / "initdb"), "-D", str(data), "-U", self.user, f"--pwfile={self.workdir / 'pw'}",
-                   "-A", "scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"], as_user)
+        self._run(
+            [
+                str(bindir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                self.user,
+                f"--pwfile={self.workdir / 'pw'}",
+                "-A",
+                "scram-sha-256",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ],
+            as_user,
+        )
         (self.workdir / "pw").unlink()
         self._proc = subprocess.Popen(
-            [str(bindir / "postgres"), "-D", str(data), "-p", str(self.port), "-k", str(self.workdir),
-             "-c", "listen_addresses=127.0.0.1", "-c", f"max_connections={self.max_connections}"],
-            stdout=log.open("ab"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, **as_user)
+            [
+                str(bindir / "postgres"),
+                "-D",
+                str(data),
+                "-p",
+                str(self.port),
+                "-k",
+                str(self.workdir),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                f"max_connections={self.max_connections}",
+            ],
+            stdout=log.open("ab"),
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            **as_user,
+        )
         self._wait_ready(bindir, log)
-        self._run([str(bindir / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user, "-d", "postgres",
-                   "-v", "ON_ERROR_STOP=1", "-c", f'CREATE DATABASE "{self.database}"'], as_user,
-                  env={**os.environ, "PGPASSWORD": self.password})
+        self._run(
+            [
+                str(bindir / "psql"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-U",
+                self.user,
+                "-d",
+                "postgres",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+                f'CREATE DATABASE "{self.database}"',
+            ],
+            as_user,
+            env={**os.environ, "PGPASSWORD": self.password},
+        )
 
     def stop(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
@@ -96,7 +145,9 @@ class PostgresServer(LoopbackService):
     def _run(self, argv: list[str], as_user: dict, env: dict | None = None) -> None:
         done = subprocess.run(argv, capture_output=True, text=True, env=env, **as_user)
         if done.returncode != 0:
-            raise GreenOpsError(f"{Path(argv[0]).name} failed ({done.returncode}): {(done.stderr or done.stdout)[-1500:]}")
+            raise GreenOpsError(
+                f"{Path(argv[0]).name} failed ({done.returncode}): {(done.stderr or done.stdout)[-1500:]}"
+            )
 
     def _wait_ready(self, bindir: Path, log: Path) -> None:
         deadline = time.monotonic() + self.startup_timeout

@@ -1,4 +1,5 @@
 """The real scheduler service as a subprocess on loopback (tests, benchmarks, ``greenops serve``)."""
+
 from __future__ import annotations
 
 import os
@@ -27,9 +28,27 @@ class SchedulerServer(ProcessService):
     def start(self) -> None:
         self.port = self.port or free_port()
         self.database = self.database or f"sqlite:///{self.log.parent / 'reservations.db'}"
-        self._launch([sys.executable, "-m", "greenops.scheduler", "--host", "127.0.0.1", "--port", str(self.port),
-                      "--source", self.source, "--capacity-vcpu", str(self.capacity_vcpu),
-                      *(["--history", self.history] if self.history else [])],
-                     self.log, env={**os.environ, **self.env, "GREENOPS_SCHEDULER_DATABASE": self.database,
-                                    **({"GREENOPS_SCHEDULER_TOKEN": self.token} if self.token else {})})
+        self._launch(
+            [
+                sys.executable,
+                "-m",
+                "greenops.scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--source",
+                self.source,
+                "--capacity-vcpu",
+                str(self.capacity_vcpu),
+                *(["--history", self.history] if self.history else []),
+            ],
+            self.log,
+            env={
+                **os.environ,
+                **self.env,
+                "GREENOPS_SCHEDULER_DATABASE": self.database,
+                **({"GREENOPS_SCHEDULER_TOKEN": self.token} if self.token else {}),
+            },
+        )
         self._wait_ready(f"{self.url}/readyz")

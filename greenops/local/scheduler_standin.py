@@ -2,6 +2,7 @@
 
 For policy tests and the policy benchmark, where the scheduler's own algorithm is not under test.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,9 @@ class SchedulerStandIn:
                 if stand_in.mode == "error":
                     self._send(500, {"detail": "forecast store unavailable"})
                     return
-                zone = stand_in.mode.split(":", 1)[1] if stand_in.mode.startswith("zone:") else body["eligible_regions"][0]
+                zone = (
+                    stand_in.mode.split(":", 1)[1] if stand_in.mode.startswith("zone:") else body["eligible_regions"][0]
+                )
                 self._send(200, {"scheduling_location": zone, "scheduling_time": "2027-01-01T02:00:00Z"})
 
             def do_DELETE(self):

@@ -1,4 +1,5 @@
 """The lifecycle every loopback helper shares: ``with Service() as s`` starts it and always stops it."""
+
 from __future__ import annotations
 
 import subprocess
@@ -51,14 +52,22 @@ class ProcessService(LoopbackService):
 
     def _launch(self, argv: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.log = log
-        self._proc = subprocess.Popen(argv, stdout=log.open("ab"), stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        self._proc = subprocess.Popen(
+            argv,
+            stdout=log.open("ab"),
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
 
     def _wait_ready(self, url: str) -> None:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise GreenOpsError(f"{self.name} exited with code {self._proc.returncode}: {self.log.read_text()[-2000:]}")
+                raise GreenOpsError(
+                    f"{self.name} exited with code {self._proc.returncode}: {self.log.read_text()[-2000:]}"
+                )
             try:
                 # readiness only: a loopback server with its own throw-away certificate
                 if httpx.get(url, timeout=1.0, verify=False).status_code == 200:

@@ -1,6 +1,7 @@
 """The cluster path on a local control plane: the VmTemplate CRD (as Krateo would generate it from
 the chart's schema), a TLS identity for OPA, the mutating webhook pointing at OPA by URL, and the
 namespaces copied into OPA as kube-mgmt would."""
+
 from __future__ import annotations
 
 import base64
@@ -13,15 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from greenops.charts import CHART_SOURCE
-from greenops.policies.webhook import TENANT_LABEL, VMTEMPLATE_GROUP as GROUP, VMTEMPLATE_VERSION as VERSION
-from greenops.policies.webhook import webhook_configuration
+from greenops.policies.webhook import TENANT_LABEL, webhook_configuration
+from greenops.policies.webhook import VMTEMPLATE_GROUP as GROUP
+from greenops.policies.webhook import VMTEMPLATE_VERSION as VERSION
 
 
 @dataclass(frozen=True)
@@ -33,26 +34,41 @@ class TlsIdentity:
 
 def loopback_tls(folder: Path) -> TlsIdentity:
     """A throw-away CA and a serving certificate for 127.0.0.1 / localhost."""
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "greenops-local-ca")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-          .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
-          .not_valid_after(now + dt.timedelta(days=2))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .sign(ca_key, hashes.SHA256()))
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
     key = ec.generate_private_key(ec.SECP256R1())
-    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=2))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .sign(ca_key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=2))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
     folder.mkdir(parents=True, exist_ok=True)
     cert_file, key_file = folder / "tls.crt", folder / "tls.key"
     cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     key_file.chmod(0o600)
     return TlsIdentity(ca.public_bytes(serialization.Encoding.PEM), cert_file, key_file)
 
@@ -72,18 +88,41 @@ def vmtemplate_crd() -> dict:
             p["minimum"], p["exclusiveMinimum"] = prop["exclusiveMinimum"], True
         props[name] = p
     return {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
         "metadata": {"name": f"vmtemplates.{GROUP}"},
-        "spec": {"group": GROUP, "scope": "Namespaced",
-                 "names": {"kind": "VmTemplate", "plural": "vmtemplates", "singular": "vmtemplate", "listKind": "VmTemplateList"},
-                 "versions": [{"name": VERSION, "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                     "type": "object", "properties": {"spec": {"type": "object", "required": schema["required"], "properties": props},
-                                                       "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}]},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {
+                "kind": "VmTemplate",
+                "plural": "vmtemplates",
+                "singular": "vmtemplate",
+                "listKind": "VmTemplateList",
+            },
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {"type": "object", "required": schema["required"], "properties": props},
+                                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                            },
+                        }
+                    },
+                }
+            ],
+        },
     }
 
 
-def install_admission(cp, opa_url: str, ca_pem: bytes,
-                      namespaces: Iterable[str] | Mapping[str, str | None] = ()) -> None:
+def install_admission(
+    cp, opa_url: str, ca_pem: bytes, namespaces: Iterable[str] | Mapping[str, str | None] = ()
+) -> None:
     """The VmTemplate CRD, the webhook to OPA and the given namespaces, on a local control plane.
 
     A namespace given by name alone is its own tenant (label greenops.io/tenant=<name>); a mapping
@@ -92,8 +131,10 @@ def install_admission(cp, opa_url: str, ca_pem: bytes,
     tenants = dict(namespaces) if isinstance(namespaces, Mapping) else {ns: ns for ns in namespaces}
     cp.create_crd(vmtemplate_crd())
     with cp.client() as k:
-        k.post("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", json=webhook_configuration(
-            {"url": f"{opa_url.rstrip('/')}/"}, base64.b64encode(ca_pem).decode())).raise_for_status()
+        k.post(
+            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+            json=webhook_configuration({"url": f"{opa_url.rstrip('/')}/"}, base64.b64encode(ca_pem).decode()),
+        ).raise_for_status()
         for ns, tenant in tenants.items():
             k.post("/api/v1/namespaces", json=namespace_manifest(ns, tenant))
     replicate_namespaces(cp, opa_url, ca_pem)
@@ -101,8 +142,11 @@ def install_admission(cp, opa_url: str, ca_pem: bytes,
 
 def namespace_manifest(name: str, tenant: str | None) -> dict:
     """A Namespace whose VmTemplates belong to ``tenant`` (None: no label, the default tenant)."""
-    return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "labels": {TENANT_LABEL: tenant} if tenant is not None else {}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": {TENANT_LABEL: tenant} if tenant is not None else {}},
+    }
 
 
 def replicate_namespaces(cp, opa_url: str, ca_pem: bytes | None = None, token: str | None = None) -> None:
@@ -114,8 +158,9 @@ def replicate_namespaces(cp, opa_url: str, ca_pem: bytes | None = None, token: s
         put_namespaces(opa_url, {i["metadata"]["name"]: i for i in r.json()["items"]}, ca_pem, token)
 
 
-def put_namespaces(opa_url: str, namespaces: dict[str, dict], ca_pem: bytes | None = None,
-                   token: str | None = None) -> None:
+def put_namespaces(
+    opa_url: str, namespaces: dict[str, dict], ca_pem: bytes | None = None, token: str | None = None
+) -> None:
     """Replace OPA's data.kubernetes.namespaces (name -> Namespace) as kube-mgmt writes it.
     ``token``: OPA's admin token, when OPA requires one."""
     verify = ssl.create_default_context(cadata=ca_pem.decode()) if ca_pem else True

@@ -1,8 +1,14 @@
 """Domain models, validated with pydantic at the edge of the system."""
+
 from .decision import Decision
 from .duration import format_duration, parse_duration
 from .workload import NO_LATENCY_CONSTRAINT_MS, DataResidency, Workload
 
 __all__ = [
-    "Decision", "DataResidency", "NO_LATENCY_CONSTRAINT_MS", "Workload", "format_duration", "parse_duration",
+    "Decision",
+    "DataResidency",
+    "NO_LATENCY_CONSTRAINT_MS",
+    "Workload",
+    "format_duration",
+    "parse_duration",
 ]

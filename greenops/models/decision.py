@@ -1,11 +1,13 @@
 """A placement decision: where and when a workload runs, and on what."""
-from __future__ import annotations
-from greenops.clock import stamp
 
-from datetime import datetime, timezone
+from __future__ import annotations
+
+from datetime import UTC, datetime
 from typing import Annotated
 
 from pydantic import AwareDatetime, Field, computed_field, field_serializer, field_validator
+
+from greenops.clock import stamp
 
 from .workload import _Model
 
@@ -24,13 +26,15 @@ class Decision(_Model):
     expected_intensity: Intensity | None = None
     baseline_intensity: Intensity | None = None
     decided_at: AwareDatetime | None = Field(
-        default=None, description="the instant the decision was made: the baseline run starts then (none in "
-                                  "decisions recorded before it was kept)")
+        default=None,
+        description="the instant the decision was made: the baseline run starts then (none in "
+        "decisions recorded before it was kept)",
+    )
 
     @field_validator("scheduling_time", "decided_at", mode="after")
     @classmethod
     def _utc(cls, v: datetime | None) -> datetime | None:
-        return v.astimezone(timezone.utc) if v else v
+        return v.astimezone(UTC) if v else v
 
     @field_serializer("scheduling_time", "decided_at")
     def _ser_time(self, v: datetime | None) -> str | None:
@@ -45,7 +49,7 @@ class Decision(_Model):
         return round(100.0 * (1 - self.expected_intensity / self.baseline_intensity), 2)
 
     @classmethod
-    def from_document(cls, doc: dict) -> "Decision":
+    def from_document(cls, doc: dict) -> Decision:
         """Read back a decision written by ``document()`` (its computed fields are dropped)."""
         return cls.model_validate({k: v for k, v in doc.items() if k != "savingPercent"})
 

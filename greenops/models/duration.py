@@ -1,4 +1,5 @@
 """Workload durations: ``6`` (hours), ``"6h"``, ``"90m"`` or ``"1h30m"``."""
+
 from __future__ import annotations
 
 import re

@@ -3,11 +3,11 @@
 Validation is done here, once, at the edge. Field names in user-facing documents are camelCase
 (as in the VmTemplate spec); Python code uses snake_case attributes.
 """
+
 from __future__ import annotations
-from greenops.clock import stamp
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -22,6 +22,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+
+from greenops.clock import stamp
 
 from .duration import format_duration, parse_duration
 
@@ -40,6 +42,7 @@ _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 # and in policy (the bundle carries it as data.greenops.config.default_tenant).
 DEFAULT_TENANT = "default"
 
+
 class DataResidency(str, Enum):
     EU = "eu"
     NONE = "none"
@@ -47,12 +50,15 @@ class DataResidency(str, Enum):
 
 class _Model(BaseModel):
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
         str_strip_whitespace=True,
     )
 
 
-def _catalog(info: ValidationInfo) -> "Catalog":
+def _catalog(info: ValidationInfo) -> Catalog:
     from greenops.catalog import load_catalog
 
     ctx = info.context or {}
@@ -61,8 +67,8 @@ def _catalog(info: ValidationInfo) -> "Catalog":
 
 def _now(info: ValidationInfo) -> datetime:
     ctx = info.context or {}
-    now = ctx.get("now") or datetime.now(timezone.utc)
-    return now.astimezone(timezone.utc)
+    now = ctx.get("now") or datetime.now(UTC)
+    return now.astimezone(UTC)
 
 
 class Workload(_Model):
@@ -82,7 +88,9 @@ class Workload(_Model):
         NO_LATENCY_CONSTRAINT_MS
     )
     origin_region: str = Field(description="cloud region the latency is measured from")
-    eligible_providers: tuple[str, ...] = Field(default=(), validate_default=True, description="subset of the catalog's providers; empty = all")
+    eligible_providers: tuple[str, ...] = Field(
+        default=(), validate_default=True, description="subset of the catalog's providers; empty = all"
+    )
     data_residency: DataResidency = DataResidency.NONE
     tenant: str = DEFAULT_TENANT
     provider: str | None = Field(default=None, description="explicitly requested provider (policy may refuse it)")
@@ -102,7 +110,9 @@ class Workload(_Model):
     @classmethod
     def _tenant(cls, v: str) -> str:
         if not _LABEL_VALUE.match(v):
-            raise ValueError(f"{v!r} is not a valid tenant: it must be a Kubernetes label value (1-63 of A-Z a-z 0-9 - _ .)")
+            raise ValueError(
+                f"{v!r} is not a valid tenant: it must be a Kubernetes label value (1-63 of A-Z a-z 0-9 - _ .)"
+            )
         return v
 
     @field_validator("cpu", mode="before")
@@ -122,7 +132,7 @@ class Workload(_Model):
     @field_validator("deadline", mode="after")
     @classmethod
     def _deadline_utc(cls, v: datetime) -> datetime:
-        return v.astimezone(timezone.utc)
+        return v.astimezone(UTC)
 
     @field_validator("eligible_providers", mode="before")
     @classmethod
@@ -161,7 +171,7 @@ class Workload(_Model):
         return v
 
     @model_validator(mode="after")
-    def _consistent(self, info: ValidationInfo) -> "Workload":
+    def _consistent(self, info: ValidationInfo) -> Workload:
         now = _now(info)
         earliest_end = now + self.duration
         # The deadline is a constraint on placing the workload; once placed, a passing deadline

@@ -10,18 +10,19 @@ and every run gets its full duration from its actual start:
         │   room before the deadline -> re-placed      │ or not ready by deadline-duration   │
         └── no room -> Failed <────────────────────────┴─────────────────────────────────────┘
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Callable, Mapping
 
 from pydantic import AwareDatetime, Field, field_serializer
 
+from greenops.clock import stamp
 from greenops.models.duration import format_duration
 from greenops.models.workload import _Model
-from greenops.clock import stamp
 
 MAX_EVENTS = 20  # the newest transitions kept in state: enough to explain a run, bounded in size
 
@@ -41,7 +42,6 @@ class Phase(str, Enum):
     @property
     def terminal(self) -> bool:
         return self in (Phase.COMPLETED, Phase.FAILED)
-
 
 
 class Event(_Model):
@@ -71,23 +71,27 @@ class Lifecycle(_Model):
         return None if v is None else stamp(v)
 
     @classmethod
-    def placed(cls, now: datetime, reason: str, earlier: "Lifecycle | None" = None) -> "Lifecycle":
+    def placed(cls, now: datetime, reason: str, earlier: Lifecycle | None = None) -> Lifecycle:
         """A fresh Scheduled record; a re-placement keeps the earlier events and counts itself."""
         base = earlier.events if earlier else ()
         count = earlier.replacements + 1 if earlier else 0
-        return cls(reason=reason, replacements=count,
-                   events=(base + (Event(at=now, phase=Phase.SCHEDULED, reason=reason),))[-MAX_EVENTS:])
+        return cls(
+            reason=reason,
+            replacements=count,
+            events=(base + (Event(at=now, phase=Phase.SCHEDULED, reason=reason),))[-MAX_EVENTS:],
+        )
 
-    def to(self, phase: Phase, now: datetime, reason: str, **times: datetime) -> "Lifecycle":
+    def to(self, phase: Phase, now: datetime, reason: str, **times: datetime) -> Lifecycle:
         event = Event(at=now, phase=phase, reason=reason)
-        return self.model_copy(update={"phase": phase, "reason": reason, **times,
-                                       "events": (self.events + (event,))[-MAX_EVENTS:]})
+        return self.model_copy(
+            update={"phase": phase, "reason": reason, **times, "events": (self.events + (event,))[-MAX_EVENTS:]}
+        )
 
     def document(self) -> dict:
         return self.model_dump(mode="json", by_alias=True)
 
     @classmethod
-    def from_document(cls, doc: dict) -> "Lifecycle":
+    def from_document(cls, doc: dict) -> Lifecycle:
         return cls.model_validate(doc)
 
 
@@ -131,8 +135,7 @@ class Step:
 APPLIED = "no operator is watched here (readiness: applied), so the run counts from when its objects were applied"
 
 
-def advance(lc: Lifecycle, window: Window, now: datetime,
-            observe: Callable[[], Observation] | None = None) -> Step:
+def advance(lc: Lifecycle, window: Window, now: datetime, observe: Callable[[], Observation] | None = None) -> Step:
     """The lifecycle after a pass at ``now``. ``observe`` reads the operator's verdict (only called
     while the objects exist); without it, objects count as running once applied (render mode)."""
     if lc.phase.terminal:
@@ -149,17 +152,29 @@ def _scheduled(lc: Lifecycle, w: Window, now: datetime, observe: Callable[[], Ob
     if now < w.gate:
         return Step(lc)
     if now <= w.start:
-        opened = lc.to(Phase.PROVISIONING, now, "gate opened: objects applied, waiting for the operator to report the VM ready",
-                       gate_opened_at=now)
+        opened = lc.to(
+            Phase.PROVISIONING,
+            now,
+            "gate opened: objects applied, waiting for the operator to report the VM ready",
+            gate_opened_at=now,
+        )
         if observe is None:
             return Step(opened.to(Phase.RUNNING, now, f"running: {APPLIED}", running_since=now))
         return Step(opened)
-    missed = (f"missed its window: the gate was due at {stamp(w.gate)} for the start {stamp(w.start)}, "
-              f"and no reconcile ran until {stamp(now)}")
+    missed = (
+        f"missed its window: the gate was due at {stamp(w.gate)} for the start {stamp(w.start)}, "
+        f"and no reconcile ran until {stamp(now)}"
+    )
     if now + w.duration <= w.deadline:
         return Step(lc, replace=missed)
-    return Step(lc.to(Phase.FAILED, now, f"{missed}; the deadline {stamp(w.deadline)} leaves no room for "
-                                        f"{format_duration(w.duration)} any more", failed_at=now))
+    return Step(
+        lc.to(
+            Phase.FAILED,
+            now,
+            f"{missed}; the deadline {stamp(w.deadline)} leaves no room for {format_duration(w.duration)} any more",
+            failed_at=now,
+        )
+    )
 
 
 def _provisioning(lc: Lifecycle, w: Window, now: datetime, obs: Observation | None) -> Step:
@@ -168,17 +183,41 @@ def _provisioning(lc: Lifecycle, w: Window, now: datetime, obs: Observation | No
     if obs.failure:
         return Step(lc.to(Phase.FAILED, now, f"the operator reports a terminal error: {obs.failure}", failed_at=now))
     if obs.missing:
-        return Step(lc.to(Phase.FAILED, now, f"deleted outside the platform while Provisioning: {', '.join(obs.missing)}",
-                          failed_at=now))
+        return Step(
+            lc.to(
+                Phase.FAILED,
+                now,
+                f"deleted outside the platform while Provisioning: {', '.join(obs.missing)}",
+                failed_at=now,
+            )
+        )
     if obs.ready:
         # The operator's own transition time is when the VM really came up; the pass only saw it later.
-        since = obs.ready_since if obs.ready_since and lc.gate_opened_at and lc.gate_opened_at <= obs.ready_since <= now else now
-        return _then_running(lc.to(Phase.RUNNING, now, f"running: the operator reports the VM ready since {stamp(since)}",
-                                   running_since=since), w, now)
+        since = (
+            obs.ready_since
+            if obs.ready_since and lc.gate_opened_at and lc.gate_opened_at <= obs.ready_since <= now
+            else now
+        )
+        return _then_running(
+            lc.to(
+                Phase.RUNNING,
+                now,
+                f"running: the operator reports the VM ready since {stamp(since)}",
+                running_since=since,
+            ),
+            w,
+            now,
+        )
     if now > w.latest_start:
-        return Step(lc.to(Phase.FAILED, now, f"not ready by {stamp(w.latest_start)}, the last start that meets its deadline "
-                                            f"{stamp(w.deadline)}; the operator says: {obs.detail or 'nothing yet'}",
-                          failed_at=now))
+        return Step(
+            lc.to(
+                Phase.FAILED,
+                now,
+                f"not ready by {stamp(w.latest_start)}, the last start that meets its deadline "
+                f"{stamp(w.deadline)}; the operator says: {obs.detail or 'nothing yet'}",
+                failed_at=now,
+            )
+        )
     if not obs.detail:  # the operator has said nothing yet: the gate-opened record stands (stable previews)
         return Step(lc)
     waiting = f"waiting for the operator to report the VM ready: {obs.detail}"
@@ -194,13 +233,26 @@ def _running(lc: Lifecycle, w: Window, now: datetime, obs: Observation | None) -
     assert lc.running_since is not None
     end = lc.running_since + w.duration
     if now >= end:
-        return Step(lc.to(Phase.COMPLETED, now, f"completed: ran {format_duration(w.duration)} from "
-                                               f"{stamp(lc.running_since)}, retired at {stamp(now)}", completed_at=now))
+        return Step(
+            lc.to(
+                Phase.COMPLETED,
+                now,
+                f"completed: ran {format_duration(w.duration)} from {stamp(lc.running_since)}, retired at {stamp(now)}",
+                completed_at=now,
+            )
+        )
     if obs and obs.failure:
         return Step(lc.to(Phase.FAILED, now, f"the operator reports a terminal error: {obs.failure}", failed_at=now))
     if obs and obs.missing:
-        return Step(lc.to(Phase.FAILED, now, f"deleted outside the platform while Running: {', '.join(obs.missing)}; "
-                                            "not recreated, so a half-done run is never started twice", failed_at=now))
+        return Step(
+            lc.to(
+                Phase.FAILED,
+                now,
+                f"deleted outside the platform while Running: {', '.join(obs.missing)}; "
+                "not recreated, so a half-done run is never started twice",
+                failed_at=now,
+            )
+        )
     return Step(lc)
 
 

@@ -5,6 +5,7 @@ moves the lifecycle to Running, a terminal condition on any object or an object 
 ends it as Failed. The per-provider condition rules live with the renderers
 (``greenops/renderers/providers``), beside the objects they describe.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,9 +14,9 @@ from datetime import datetime
 import yaml
 
 from greenops.catalog import load_catalog
+from greenops.clock import parse_time
 from greenops.errors import GreenOpsError
 from greenops.renderers import object_state, vm_kind
-from greenops.clock import parse_time
 
 from .lifecycle import Observation
 
@@ -55,12 +56,14 @@ class ClusterObserver:
         meta = obj["metadata"]
         try:
             return client.CustomObjectsApi(self._client).get_namespaced_custom_object(
-                group, version, meta["namespace"], plural, meta["name"])
+                group, version, meta["namespace"], plural, meta["name"]
+            )
         except client.ApiException as exc:
             if exc.status == 404:
                 return None
-            raise ClusterUnavailable(f"{obj['kind']} {meta['namespace']}/{meta['name']}: the API server answered "
-                                     f"{exc.status} {exc.reason}") from None
+            raise ClusterUnavailable(
+                f"{obj['kind']} {meta['namespace']}/{meta['name']}: the API server answered {exc.status} {exc.reason}"
+            ) from None
 
     def observe(self, workload: str, provider: str, manifests: list[dict]) -> Observation:
         """The operator's verdict on ``manifests`` (what GreenVm applied for ``workload``)."""
@@ -69,19 +72,33 @@ class ClusterObserver:
         except ClusterUnavailable as exc:
             raise ClusterUnavailable(f"workload {workload!r}: cannot read its objects back: {exc}") from None
         except Exception as exc:  # connection refused, TLS, timeouts: name them, never a traceback
-            raise ClusterUnavailable(f"workload {workload!r}: cannot read its objects back from the cluster: "
-                                     f"{type(exc).__name__}: {exc}") from None
+            raise ClusterUnavailable(
+                f"workload {workload!r}: cannot read its objects back from the cluster: {type(exc).__name__}: {exc}"
+            ) from None
         missing = tuple(f"{m['kind']} {m['metadata']['name']}" for m, got in live if got is None)
-        failure = next((f"{m['kind']} {m['metadata']['name']}: {s.failure}" for m, got in live if got is not None
-                        for s in [object_state(provider, got)] if s.failure), None)
+        failure = next(
+            (
+                f"{m['kind']} {m['metadata']['name']}: {s.failure}"
+                for m, got in live
+                if got is not None
+                for s in [object_state(provider, got)]
+                if s.failure
+            ),
+            None,
+        )
         reported = {f"{m['kind']}/{m['metadata']['name']}": got.get("status") or {} for m, got in live if got}
         vm = next(((m, got) for m, got in live if m["kind"] == vm_kind(provider)), None)
         if vm is None or vm[1] is None:
             return Observation(ready=False, failure=failure, missing=missing, reported=reported)
         state = object_state(provider, vm[1])
-        return Observation(ready=state.ready, ready_since=_time(state.since), failure=failure, missing=missing,
-                           detail=f"{vm[0]['kind']} {vm[0]['metadata']['name']}: {state.detail}" if state.detail else "",
-                           reported=reported)
+        return Observation(
+            ready=state.ready,
+            ready_since=_time(state.since),
+            failure=failure,
+            missing=missing,
+            detail=f"{vm[0]['kind']} {vm[0]['metadata']['name']}: {state.detail}" if state.detail else "",
+            reported=reported,
+        )
 
 
 def _time(text: str | None) -> datetime | None:

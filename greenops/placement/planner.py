@@ -1,4 +1,5 @@
 """Policy, then scheduler, then the catalog: one workload becomes one Decision."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -16,9 +17,14 @@ class PlacementError(GreenOpsError):
     """The workload cannot be placed; the message names it and says why."""
 
 
-def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
-          catalog: Catalog | None = None,
-          earliest_start: datetime | None = None, key: str | None = None) -> Decision:
+def place(
+    workload: Workload,
+    opa: OpaClient,
+    scheduler: SchedulerClient,
+    catalog: Catalog | None = None,
+    earliest_start: datetime | None = None,
+    key: str | None = None,
+) -> Decision:
     """Ask OPA for the eligible zones, the scheduler for zone and time (not before
     ``earliest_start``, the caller's clock), OPA again to map the zone back to a provider region
     and size; the image comes from the catalog. With ``key`` the scheduler books it as that
@@ -31,12 +37,29 @@ def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
     except PolicyDenied as exc:
         raise PlacementError(f"policy refused it: {exc}") from None
     origin = _origin_zone(catalog, workload.origin_region)
-    reservation = None if key is None else Reservation(
-        key=key, tenant=workload.tenant, path="pulumi", quota_vcpu=decision.get("tenantQuotaVcpu"),
-        regions=decision.get("zoneRegions") or {}, workload=spec, explanation=_with_images(decision, catalog))
-    answer = scheduler.schedule(decision["zones"], workload.deadline, workload.duration_hours,
-                                workload.cpu, workload.memory, origin_zone=origin, earliest_start=earliest_start,
-                                reservation=reservation)
+    reservation = (
+        None
+        if key is None
+        else Reservation(
+            key=key,
+            tenant=workload.tenant,
+            path="pulumi",
+            quota_vcpu=decision.get("tenantQuotaVcpu"),
+            regions=decision.get("zoneRegions") or {},
+            workload=spec,
+            explanation=_with_images(decision, catalog),
+        )
+    )
+    answer = scheduler.schedule(
+        decision["zones"],
+        workload.deadline,
+        workload.duration_hours,
+        workload.cpu,
+        workload.memory,
+        origin_zone=origin,
+        earliest_start=earliest_start,
+        reservation=reservation,
+    )
     zone = answer["scheduling_location"]
     selection = opa.decision(spec, zone=zone).get("selection")
     if not selection:
@@ -47,9 +70,14 @@ def place(workload: Workload, opa: OpaClient, scheduler: SchedulerClient,
         raise PlacementError(f"the scheduler chose zone {zone}, which maps to no eligible region{given_back}")
     start = parse_time(answer["scheduling_time"])
     return Decision(
-        provider=selection["provider"], region=selection["region"], zone=zone, scheduling_time=start,
-        vm_size=selection["vmSize"], image=catalog.image(selection["provider"], selection["region"]),
-        expected_intensity=answer.get("expected_intensity"), baseline_intensity=answer.get("baseline_intensity"),
+        provider=selection["provider"],
+        region=selection["region"],
+        zone=zone,
+        scheduling_time=start,
+        vm_size=selection["vmSize"],
+        image=catalog.image(selection["provider"], selection["region"]),
+        expected_intensity=answer.get("expected_intensity"),
+        baseline_intensity=answer.get("baseline_intensity"),
         decided_at=_searched_from(answer, earliest_start),
     )
 
@@ -68,7 +96,10 @@ def _with_images(decision: dict, catalog: Catalog) -> dict | None:
     explanation = decision.get("explanation")
     if not explanation:
         return explanation
-    zones = {z: {**m, "image": catalog.image(m["provider"], m["region"])} for z, m in (explanation.get("zones") or {}).items()}
+    zones = {
+        z: {**m, "image": catalog.image(m["provider"], m["region"])}
+        for z, m in (explanation.get("zones") or {}).items()
+    }
     return {**explanation, "zones": zones}
 
 

@@ -1,13 +1,14 @@
 """The scheduler's HTTP contract, from the Pulumi side."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import quote
 
+from greenops.clock import stamp
 from greenops.errors import GreenOpsError
 from greenops.httpclient import RetryingClient, detail
-from greenops.clock import stamp
 
 
 class SchedulerUnavailable(GreenOpsError):
@@ -32,21 +33,39 @@ class Reservation:
 
 
 class SchedulerClient(RetryingClient):
-    def schedule(self, zones: list[str], deadline: datetime, duration_hours: float, cpu: float, memory: float,
-                 origin_zone: str | None = None, jobs: int = 1, earliest_start: datetime | None = None,
-                 reservation: Reservation | None = None) -> dict:
+    def schedule(
+        self,
+        zones: list[str],
+        deadline: datetime,
+        duration_hours: float,
+        cpu: float,
+        memory: float,
+        origin_zone: str | None = None,
+        jobs: int = 1,
+        earliest_start: datetime | None = None,
+        reservation: Reservation | None = None,
+    ) -> dict:
         body = {
-            "number_of_jobs": jobs, "eligible_regions": zones,
-            "deadline": stamp(deadline), "duration": duration_hours,
-            "cpu": float(cpu), "memory": float(memory), "req_timeout": max(1.0, self.timeout - 0.5),
+            "number_of_jobs": jobs,
+            "eligible_regions": zones,
+            "deadline": stamp(deadline),
+            "duration": duration_hours,
+            "cpu": float(cpu),
+            "memory": float(memory),
+            "req_timeout": max(1.0, self.timeout - 0.5),
         }
         if origin_zone:
             body["origin_zone"] = origin_zone
         if earliest_start:
             body["earliest_start"] = stamp(earliest_start)
         if reservation:
-            body.update(key=reservation.key, tenant=reservation.tenant, path=reservation.path,
-                        regions=reservation.regions, workload=reservation.workload)
+            body.update(
+                key=reservation.key,
+                tenant=reservation.tenant,
+                path=reservation.path,
+                regions=reservation.regions,
+                workload=reservation.workload,
+            )
             if reservation.explanation is not None:
                 body["explanation"] = reservation.explanation
             if reservation.quota_vcpu is not None:
@@ -55,8 +74,9 @@ class SchedulerClient(RetryingClient):
 
     def report(self, key: str, phase: str, reason: str = "") -> dict:
         """Record the placement's phase; Completed and Failed give its zone-hours back."""
-        return self._answer(self.request("PATCH", f"/reservations/{quote(key, safe='/')}",
-                                         {"phase": phase, "reason": reason[:1024]}))
+        return self._answer(
+            self.request("PATCH", f"/reservations/{quote(key, safe='/')}", {"phase": phase, "reason": reason[:1024]})
+        )
 
     def release(self, key: str, reason: str) -> None:
         """Give the reservation back (a key the record does not know is already released)."""

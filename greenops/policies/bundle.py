@@ -5,6 +5,7 @@
 The bundle's data is computed from the same catalog the Python code uses, so a fact (a region's
 zone, a latency, a size) exists once, in ``data/``. ``opa build`` packs and checks it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,14 +38,15 @@ def catalog_document(catalog: Catalog) -> dict:
         regions[p] = {}
         for r in catalog.regions(p):
             gaps = catalog.placement_gaps(p, r.name)
-            regions[p][r.name] = {"zone": r.zone, "eu": r.eu, "country": r.country,
-                                  "placeable": not gaps, "gaps": gaps}
+            regions[p][r.name] = {"zone": r.zone, "eu": r.eu, "country": r.country, "placeable": not gaps, "gaps": gaps}
             region_provider[r.name] = p
     # Rego has no trigonometry: the nearest region of every provider, by great circle, is
     # precomputed for every origin.
     nearest = {
-        r.name: {p: min(catalog.regions(p), key=lambda c: (haversine_km(r.lat, r.lon, c.lat, c.lon), c.name)).name
-                 for p in catalog.providers}
+        r.name: {
+            p: min(catalog.regions(p), key=lambda c: (haversine_km(r.lat, r.lon, c.lat, c.lon), c.name)).name
+            for p in catalog.providers
+        }
         for r in catalog.regions()
     }
     # Size choice as a table lookup. A size fits (cpu, memory) exactly when it fits the smallest
@@ -99,8 +101,9 @@ def bundle_data(catalog: Catalog, config: PolicyConfig) -> dict:
     return {"greenops": {"catalog": catalog_document(catalog), "config": config.document()}}
 
 
-def stage(directory: Path, catalog: Catalog | None = None, config: PolicyConfig | None = None,
-          include_tests: bool = False) -> Path:
+def stage(
+    directory: Path, catalog: Catalog | None = None, config: PolicyConfig | None = None, include_tests: bool = False
+) -> Path:
     """Write the bundle's files (Rego, data.json, .manifest) into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     for rego in sorted(REGO_DIR.glob("*.rego")):
@@ -111,8 +114,9 @@ def stage(directory: Path, catalog: Catalog | None = None, config: PolicyConfig 
     return directory
 
 
-def pack(revision: str | None = None, catalog: Catalog | None = None,
-         config: PolicyConfig | None = None) -> tuple[bytes, str]:
+def pack(
+    revision: str | None = None, catalog: Catalog | None = None, config: PolicyConfig | None = None
+) -> tuple[bytes, str]:
     """The same bundle as ``build``, packed in Python, and its revision: what the platform ships
     with its release, so OPA boots with the policy and no tool is needed at ``pulumi up`` time.
     Deterministic (sorted names, no timestamps), and by default the revision is a digest of the
@@ -124,6 +128,7 @@ def pack(revision: str | None = None, catalog: Catalog | None = None,
             for path in sorted(src.iterdir()):
                 digest.update(path.name.encode() + b"\0" + path.read_bytes())
             from greenops import __version__
+
             revision = f"{__version__}+{digest.hexdigest()[:12]}"
         (src / ".manifest").write_text(json.dumps({"revision": revision, "roots": ROOTS}))
         raw = io.BytesIO()
@@ -153,18 +158,22 @@ def build(out: Path, revision: str, catalog: Catalog | None = None, config: Poli
 
 def default_revision() -> str:
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO, capture_output=True,
-                             text=True, check=True).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         sha = "unversioned"
     from greenops import __version__
+
     return f"{__version__}+{sha}"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m greenops.policies.bundle", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "dist" / "policy-bundle.tar.gz")
-    parser.add_argument("--config", type=Path, help="policy settings (YAML/JSON); default: greenops/policies/defaults.yaml")
+    parser.add_argument(
+        "--config", type=Path, help="policy settings (YAML/JSON); default: greenops/policies/defaults.yaml"
+    )
     parser.add_argument("--revision", default=None)
     args = parser.parse_args(argv)
     try:

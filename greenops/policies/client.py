@@ -1,4 +1,5 @@
 """OPA's placement decision over the Data API, for the Pulumi path (httpx, timeouts, retries)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,8 +25,9 @@ class PolicyUnauthorized(PolicyUnavailable):
 class OpaClient(RetryingClient):
     """``token``: OPA's query token (greenops:opaToken), sent as ``Authorization: Bearer ...``."""
 
-    def __init__(self, url: str, timeout: float = 5.0, attempts: int = 3, backoff: float = 0.2,
-                 token: str | None = None, **kw):
+    def __init__(
+        self, url: str, timeout: float = 5.0, attempts: int = 3, backoff: float = 0.2, token: str | None = None, **kw
+    ):
         super().__init__(url, timeout, attempts, backoff, token=token, **kw)
         self.has_token = bool(token)
 
@@ -44,7 +46,8 @@ class OpaClient(RetryingClient):
             what = "refused the bearer token" if self.has_token else "requires a bearer token and none was sent"
             raise PolicyUnauthorized(
                 f"OPA at {self.url} {what} (HTTP {r.status_code}: {_opa_message(r)}); "
-                "set greenops:opaToken (pulumi config set --secret) to OPA's query token")
+                "set greenops:opaToken (pulumi config set --secret) to OPA's query token"
+            )
         if r is not None:
             self.last_error = f"HTTP {r.status_code}: {r.text[:300]}"
         raise PolicyUnavailable(f"OPA at {self.url} did not answer the placement query ({self.last_error})")

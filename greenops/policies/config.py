@@ -1,4 +1,5 @@
 """Platform-admin policy settings shipped in the bundle as ``data.greenops.config``."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,10 +24,14 @@ class SchedulerCall(BaseModel):
 class PolicyConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    default_providers: list[str] = Field(default_factory=lambda: ["azure", "gcp", "aws"],
-                                         description="providers a workload may use when policy says nothing else")
+    default_providers: list[str] = Field(
+        default_factory=lambda: ["azure", "gcp", "aws"],
+        description="providers a workload may use when policy says nothing else",
+    )
     tenant_vcpu_quota: dict[str, int] = Field(default_factory=dict, description="per-tenant cap on placed vCPUs")
-    default_tenant_vcpu_quota: int | None = Field(default=None, gt=0, description="cap for tenants not listed; null = none")
+    default_tenant_vcpu_quota: int | None = Field(
+        default=None, gt=0, description="cap for tenants not listed; null = none"
+    )
     scheduler: SchedulerCall = Field(default_factory=SchedulerCall)
 
     def document(self) -> dict:

@@ -3,9 +3,11 @@
 One definition for the platform (components/policy_engine.py, OPA behind its Service) and the
 local control plane (greenops/local/webhook.py, OPA on loopback by URL).
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 VMTEMPLATE_GROUP = "composition.krateo.io"
 VMTEMPLATE_VERSION = "v1-0-0"  # Krateo names the generated API version after the chart version (1.0.0)
@@ -16,8 +18,9 @@ TENANT_LABEL = "greenops.io/tenant"
 CONFIGURATION_NAME = "greenops-vmtemplate-placement"
 
 
-def webhook_configuration(client_config: dict[str, Any], ca_bundle: Any, timeout_seconds: int = 10,
-                          exclude_namespaces: Sequence[str] = ()) -> dict:
+def webhook_configuration(
+    client_config: dict[str, Any], ca_bundle: Any, timeout_seconds: int = 10, exclude_namespaces: Sequence[str] = ()
+) -> dict:
     """The configuration as a manifest. ``client_config`` is ``{"url": ...}`` or ``{"service": ...}``;
     ``ca_bundle`` the base64 PEM of OPA's CA (a plain string, or a Pulumi Output).
 
@@ -28,25 +31,48 @@ def webhook_configuration(client_config: dict[str, Any], ca_bundle: Any, timeout
     Both declare ``sideEffects: NoneOnDryRun``: the policy books and releases nothing for a dry run
     (request.dryRun), so the API server may send dry runs to them.
     """
+
     def hook(name: str, operations: list[str], failure_policy: str) -> dict:
         return {
             "name": name,
             "clientConfig": {**client_config, "caBundle": ca_bundle},
-            "rules": [{"apiGroups": [VMTEMPLATE_GROUP], "apiVersions": ["*"], "operations": operations,
-                       "resources": [VMTEMPLATE_RESOURCE], "scope": "Namespaced"}],
+            "rules": [
+                {
+                    "apiGroups": [VMTEMPLATE_GROUP],
+                    "apiVersions": ["*"],
+                    "operations": operations,
+                    "resources": [VMTEMPLATE_RESOURCE],
+                    "scope": "Namespaced",
+                }
+            ],
             "failurePolicy": failure_policy,
             "sideEffects": "NoneOnDryRun",
             "timeoutSeconds": timeout_seconds,
             "admissionReviewVersions": ["v1"],
             "reinvocationPolicy": "Never",
-            **({"namespaceSelector": {"matchExpressions": [{
-                "key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(exclude_namespaces)}]}}
-               if exclude_namespaces else {}),
+            **(
+                {
+                    "namespaceSelector": {
+                        "matchExpressions": [
+                            {
+                                "key": "kubernetes.io/metadata.name",
+                                "operator": "NotIn",
+                                "values": list(exclude_namespaces),
+                            }
+                        ]
+                    }
+                }
+                if exclude_namespaces
+                else {}
+            ),
         }
 
     return {
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": CONFIGURATION_NAME},
-        "webhooks": [hook("placement.vmtemplate.greenops.io", ["CREATE", "UPDATE"], "Fail"),
-                     hook("release.vmtemplate.greenops.io", ["DELETE"], "Ignore")],
+        "webhooks": [
+            hook("placement.vmtemplate.greenops.io", ["CREATE", "UPDATE"], "Fail"),
+            hook("release.vmtemplate.greenops.io", ["DELETE"], "Ignore"),
+        ],
     }

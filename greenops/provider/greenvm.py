@@ -21,14 +21,16 @@ This module is imported by the dynamic-provider process (``python -m pulumi.dyna
 provider holds no clients or clocks in its state: the clock is ``GREENOPS_NOW`` (RFC 3339) when
 set, else the system clock.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import pickle
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import pulumi
 from pulumi.dynamic import (
@@ -55,8 +57,21 @@ from greenops.renderers import Rendered, RenderSettings, render_set
 
 # Credentials for OPA, the scheduler and the cluster: kept as secrets in the state.
 SECRET_INPUTS = ["opaToken", "schedulerToken", "kubeconfig"]
-SETTINGS_KEYS = ("stack", "opaUrl", "schedulerUrl", "timeoutSeconds", "attempts", "render", "opaToken",
-                 "schedulerToken", "leadSeconds", "watchOperators", "kubeconfig", "kubeContext", "caCertificate")
+SETTINGS_KEYS = (
+    "stack",
+    "opaUrl",
+    "schedulerUrl",
+    "timeoutSeconds",
+    "attempts",
+    "render",
+    "opaToken",
+    "schedulerToken",
+    "leadSeconds",
+    "watchOperators",
+    "kubeconfig",
+    "kubeContext",
+    "caCertificate",
+)
 
 
 def _workload(props: dict, now: datetime, check_deadline: bool = True) -> Workload:
@@ -120,8 +135,10 @@ class GreenVmProvider(ResourceProvider):
         lifecycle = Lifecycle.placed(now, f"placed: {decision.provider}/{decision.region} from {_stamp(decision)}")
         step, reported = self._advance(props, workload, decision, lifecycle, now, manifests=[], just_placed=True)
         recorded = self._report(props, step.lifecycle, Phase.SCHEDULED.value)
-        return CreateResult(id_=f"greenvm-{workload.name}",
-                            outs=self._outputs(props, workload, decision, step.lifecycle, recorded, reported))
+        return CreateResult(
+            id_=f"greenvm-{workload.name}",
+            outs=self._outputs(props, workload, decision, step.lifecycle, recorded, reported),
+        )
 
     # -- diff / update ------------------------------------------------------------------------
     def diff(self, _id: str, olds: dict, news: dict) -> DiffResult:
@@ -134,33 +151,43 @@ class GreenVmProvider(ResourceProvider):
         workload = _workload(news, now, check_deadline=False)
         decision = Decision.from_document(olds["decision"])
         before = from_outputs(olds, _window(news, workload, decision))
-        step, reported = self._advance(news, workload, decision, before, now, olds.get("manifests") or [],
-                                       olds.get("resolved"))
-        moved = step.replace is not None or step.lifecycle != before or olds.get("phase") != before.phase.value \
-            or _recorded(olds) != step.lifecycle.phase.value \
-            or _materialised(news, workload, decision, step.lifecycle, reported).objects != (olds.get("manifests") or [])
-        return DiffResult(changes=settings_changed or moved, replaces=[],
-                          stables=[] if step.replace else ["decision"])
+        step, reported = self._advance(
+            news, workload, decision, before, now, olds.get("manifests") or [], olds.get("resolved")
+        )
+        moved = (
+            step.replace is not None
+            or step.lifecycle != before
+            or olds.get("phase") != before.phase.value
+            or _recorded(olds) != step.lifecycle.phase.value
+            or _materialised(news, workload, decision, step.lifecycle, reported).objects
+            != (olds.get("manifests") or [])
+        )
+        return DiffResult(changes=settings_changed or moved, replaces=[], stables=[] if step.replace else ["decision"])
 
     def update(self, _id: str, olds: dict, news: dict) -> UpdateResult:
         now = self.now()
         workload = _workload(news, now, check_deadline=False)
         decision = Decision.from_document(olds["decision"])
         before = from_outputs(olds, _window(news, workload, decision))
-        step, reported = self._advance(news, workload, decision, before, now, olds.get("manifests") or [],
-                                       olds.get("resolved"))
+        step, reported = self._advance(
+            news, workload, decision, before, now, olds.get("manifests") or [], olds.get("resolved")
+        )
         if step.replace:
             # The window passed with nothing provisioned and the deadline still leaves room: a new
             # policy and scheduler call, from now; the old decision is kept in the events.
             decision = self._place(news, workload, now)
-            placed = Lifecycle.placed(now, f"re-placed: {step.replace}; now {decision.provider}/{decision.region} "
-                                           f"from {_stamp(decision)}", earlier=before)
+            placed = Lifecycle.placed(
+                now,
+                f"re-placed: {step.replace}; now {decision.provider}/{decision.region} from {_stamp(decision)}",
+                earlier=before,
+            )
             step, reported = self._advance(news, workload, decision, placed, now, manifests=[], just_placed=True)
             recorded = self._report(news, step.lifecycle, Phase.SCHEDULED.value)
         else:
             recorded = self._report(news, step.lifecycle, _recorded(olds))
-        return UpdateResult(outs=self._outputs(news, workload, decision, step.lifecycle, recorded, reported,
-                                               olds.get("held") or []))
+        return UpdateResult(
+            outs=self._outputs(news, workload, decision, step.lifecycle, recorded, reported, olds.get("held") or [])
+        )
 
     def read(self, id_: str, props: dict) -> ReadResult:
         # Refresh keeps the record: what happened is not re-derived from the clock.
@@ -174,18 +201,24 @@ class GreenVmProvider(ResourceProvider):
             try:
                 scheduler.release(key, f"workload {_name(props)} removed from stack {props.get('stack')}")
             except GreenOpsError as exc:
-                raise GreenOpsError(f"workload {_name(props)!r}: its reservation {key} was not released: {exc}") from None
+                raise GreenOpsError(
+                    f"workload {_name(props)!r}: its reservation {key} was not released: {exc}"
+                ) from None
 
     # -- the pieces ---------------------------------------------------------------------------
     def _place(self, props: dict, workload: Workload, now: datetime) -> Decision:
         timeout = float(props.get("timeoutSeconds") or endpoints.TIMEOUT_SECONDS)
         attempts = int(props.get("attempts") or endpoints.ATTEMPTS)
-        opa = OpaClient(props["opaUrl"], timeout=timeout, attempts=attempts, token=props.get("opaToken"),
-                        ca_certificate=props.get("caCertificate"))
+        opa = OpaClient(
+            props["opaUrl"],
+            timeout=timeout,
+            attempts=attempts,
+            token=props.get("opaToken"),
+            ca_certificate=props.get("caCertificate"),
+        )
         scheduler = self._scheduler(props)
         try:
-            return place(workload, opa, scheduler, earliest_start=now,
-                         key=reservation_key(props))
+            return place(workload, opa, scheduler, earliest_start=now, key=reservation_key(props))
         except GreenOpsError as exc:
             raise GreenOpsError(f"workload {workload.name!r} was not placed: {exc}") from None
         finally:
@@ -194,9 +227,13 @@ class GreenVmProvider(ResourceProvider):
 
     @staticmethod
     def _scheduler(props: dict) -> SchedulerClient:
-        return SchedulerClient(props["schedulerUrl"], timeout=float(props.get("timeoutSeconds") or endpoints.TIMEOUT_SECONDS),
-                               attempts=int(props.get("attempts") or endpoints.ATTEMPTS), token=props.get("schedulerToken"),
-                               ca_certificate=props.get("caCertificate"))
+        return SchedulerClient(
+            props["schedulerUrl"],
+            timeout=float(props.get("timeoutSeconds") or endpoints.TIMEOUT_SECONDS),
+            attempts=int(props.get("attempts") or endpoints.ATTEMPTS),
+            token=props.get("schedulerToken"),
+            ca_certificate=props.get("caCertificate"),
+        )
 
     def _report(self, props: dict, lifecycle: Lifecycle, recorded: str | None) -> str | None:
         """Tell the record the lifecycle's phase when it differs from what the record has; return
@@ -208,13 +245,23 @@ class GreenVmProvider(ResourceProvider):
             with self._scheduler(props) as scheduler:
                 return scheduler.report(key, lifecycle.phase.value, lifecycle.reason)["phase"]
         except GreenOpsError as exc:
-            pulumi.log.warn(f"workload {_name(props)!r}: the reservation {key} still says {recorded}, "
-                            f"not {lifecycle.phase.value}: {exc}; the next pass tells it again")
+            pulumi.log.warn(
+                f"workload {_name(props)!r}: the reservation {key} still says {recorded}, "
+                f"not {lifecycle.phase.value}: {exc}; the next pass tells it again"
+            )
             return recorded
 
-    def _advance(self, props: dict, workload: Workload, decision: Decision, lifecycle: Lifecycle, now: datetime,
-                 manifests: list[dict], resolved: Mapping[str, Mapping] | None = None,
-                 just_placed: bool = False) -> tuple[Step, Mapping[str, Mapping]]:
+    def _advance(
+        self,
+        props: dict,
+        workload: Workload,
+        decision: Decision,
+        lifecycle: Lifecycle,
+        now: datetime,
+        manifests: list[dict],
+        resolved: Mapping[str, Mapping] | None = None,
+        just_placed: bool = False,
+    ) -> tuple[Step, Mapping[str, Mapping]]:
         """The lifecycle after this pass, and what is known of the objects' statuses: what was
         ``resolved`` before (recorded in the state), updated by what the cluster reports now."""
         window = _window(props, workload, decision)
@@ -233,8 +280,11 @@ class GreenVmProvider(ResourceProvider):
 
             observer = ClusterObserver(props.get("kubeconfig"), props.get("kubeContext"))
             try:
-                seen.append(observer.observe(workload.name, decision.provider,
-                                             manifests or _render(props, workload, decision, {}).objects))
+                seen.append(
+                    observer.observe(
+                        workload.name, decision.provider, manifests or _render(props, workload, decision, {}).objects
+                    )
+                )
                 return seen[-1]
             finally:
                 observer.close()
@@ -243,18 +293,34 @@ class GreenVmProvider(ResourceProvider):
         return step, _known(resolved, seen[-1].reported if seen else {})
 
     @staticmethod
-    def _outputs(props: dict, workload: Workload, decision: Decision, lifecycle: Lifecycle,
-                 recorded: str | None, reported: Mapping[str, Mapping], held_before: list[str] = ()) -> dict[str, Any]:
+    def _outputs(
+        props: dict,
+        workload: Workload,
+        decision: Decision,
+        lifecycle: Lifecycle,
+        recorded: str | None,
+        reported: Mapping[str, Mapping],
+        held_before: list[str] = (),
+    ) -> dict[str, Any]:
         rendered = _materialised(props, workload, decision, lifecycle, reported)
         if rendered.held and rendered.held != list(held_before) and not props.get("watchOperators"):
             # said once, when it starts; the output "held" keeps saying it
-            pulumi.log.warn(f"workload {workload.name!r}: {'; '.join(rendered.held)}; nothing reads the cluster back "
-                            "in this stack (render mode, or readiness applied), so it is not rendered")
+            pulumi.log.warn(
+                f"workload {workload.name!r}: {'; '.join(rendered.held)}; nothing reads the cluster back "
+                "in this stack (render mode, or readiness applied), so it is not rendered"
+            )
         upcoming = next_change(lifecycle, _window(props, workload, decision))
-        return {**props, "decision": decision.document(), "phase": lifecycle.phase.value,
-                "lifecycle": lifecycle.document(), "nextChangeAt": stamp(upcoming) if upcoming else None,
-                "manifests": rendered.objects, "resolved": rendered.used, "held": rendered.held,
-                "reservation": {"key": reservation_key(props), "phase": recorded}}
+        return {
+            **props,
+            "decision": decision.document(),
+            "phase": lifecycle.phase.value,
+            "lifecycle": lifecycle.document(),
+            "nextChangeAt": stamp(upcoming) if upcoming else None,
+            "manifests": rendered.objects,
+            "resolved": rendered.used,
+            "held": rendered.held,
+            "reservation": {"key": reservation_key(props), "phase": recorded},
+        }
 
 
 def _render(props: dict, workload: Workload, decision: Decision, reported: Mapping[str, Mapping]) -> Rendered:
@@ -262,8 +328,9 @@ def _render(props: dict, workload: Workload, decision: Decision, reported: Mappi
     return render_set(workload, decision, settings, load_catalog(), reported)
 
 
-def _materialised(props: dict, workload: Workload, decision: Decision, lifecycle: Lifecycle,
-                  reported: Mapping[str, Mapping]) -> Rendered:
+def _materialised(
+    props: dict, workload: Workload, decision: Decision, lifecycle: Lifecycle, reported: Mapping[str, Mapping]
+) -> Rendered:
     """The objects that exist in this phase: none before the gate and after the run."""
     if not lifecycle.phase.materialised:
         return Rendered([], [], {})
@@ -308,9 +375,22 @@ class GreenVm(Resource):
     def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions | None = None):
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=SECRET_INPUTS))
         with _pickler_restored():
-            super().__init__(GreenVmProvider(), name, {**props, "decision": None, "phase": None, "lifecycle": None,
-                                                     "nextChangeAt": None, "manifests": None, "resolved": None,
-                                                     "held": None, "reservation": None}, opts)
+            super().__init__(
+                GreenVmProvider(),
+                name,
+                {
+                    **props,
+                    "decision": None,
+                    "phase": None,
+                    "lifecycle": None,
+                    "nextChangeAt": None,
+                    "manifests": None,
+                    "resolved": None,
+                    "held": None,
+                    "reservation": None,
+                },
+                opts,
+            )
 
 
 @contextmanager
@@ -326,4 +406,3 @@ def _pickler_restored() -> Iterator[None]:
         yield
     finally:
         pickle._Pickler._batch_setitems, pickle._Pickler.save_dict = saved
-

@@ -1,8 +1,9 @@
 """What every provider renderer shares: settings, names and labels."""
+
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -27,13 +28,16 @@ class RenderSettings(BaseModel):
 
     namespace: str = "greenops"
     azure_resource_group: str = Field(
-        default="greenops-workloads", pattern=AZURE_RESOURCE_GROUP_PATTERN,
+        default="greenops-workloads",
+        pattern=AZURE_RESOURCE_GROUP_PATTERN,
         description="the Azure resource group (created by pulumi-azure-native, not an ASO object) that owns "
-                    "every Azure workload resource",
+        "every Azure workload resource",
     )
     azure_subscription_id: str | None = Field(
-        default=None, pattern=AZURE_SUBSCRIPTION_ID_PATTERN,
-        description="the resource group's subscription: ASO objects name their owner by ARM id; required to render Azure",
+        default=None,
+        pattern=AZURE_SUBSCRIPTION_ID_PATTERN,
+        description="the resource group's subscription: ASO objects name their owner by ARM id; "
+        "required to render Azure",
     )
     admin_username: str = "greenops"
     ssh_public_key: str | None = Field(default=None, description="OpenSSH public key for the admin user")
@@ -89,8 +93,11 @@ class RenderContext:
 
     def tags(self) -> dict[str, str]:
         """Cloud-side tags mirroring the labels, so bills and inventories show the owner."""
-        return {"greenops-workload": self.workload.name, "greenops-tenant": self.workload.tenant,
-                "managed-by": MANAGED_BY}
+        return {
+            "greenops-workload": self.workload.name,
+            "greenops-tenant": self.workload.tenant,
+            "managed-by": MANAGED_BY,
+        }
 
 
 RenderFn = Callable[[RenderContext], list[dict]]
@@ -108,7 +115,7 @@ class ObjectState:
 
 def condition(obj: dict, kind: str) -> dict | None:
     """The condition of type ``kind`` in the object's status, if the operator has set one."""
-    for c in ((obj.get("status") or {}).get("conditions") or []):
+    for c in (obj.get("status") or {}).get("conditions") or []:
         if isinstance(c, dict) and c.get("type") == kind:
             return c
     return None

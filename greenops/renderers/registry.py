@@ -1,10 +1,11 @@
 """Provider renderers register themselves here; adding a provider means adding one module."""
+
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from greenops.catalog import Catalog, load_catalog
 from greenops.errors import RenderError
@@ -85,8 +86,9 @@ def render_set(
     fn = _RENDERERS.get(decision.provider)
     if fn is None:
         raise RenderError(f"workload {workload.name!r}: no renderer for provider {decision.provider!r}")
-    ctx = RenderContext(workload, decision, settings or RenderSettings(), catalog or load_catalog(),
-                        observed=dict(observed or {}))
+    ctx = RenderContext(
+        workload, decision, settings or RenderSettings(), catalog or load_catalog(), observed=dict(observed or {})
+    )
     return Rendered(fn(ctx), list(ctx.held), dict(ctx.used))
 
 

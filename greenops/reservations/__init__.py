@@ -1,6 +1,15 @@
 """The durable record of placements, shared by the Pulumi and the cluster path."""
-from .store import (ACTIVE, TERMINAL, Booking, Conflict, QuotaExceeded, ReservationStore, Seen,
-                    UnknownReservation, milli)
 
-__all__ = ["ACTIVE", "TERMINAL", "Booking", "Conflict", "QuotaExceeded", "ReservationStore", "Seen",
-           "UnknownReservation", "milli"]
+from .store import ACTIVE, TERMINAL, Booking, Conflict, QuotaExceeded, ReservationStore, Seen, UnknownReservation, milli
+
+__all__ = [
+    "ACTIVE",
+    "TERMINAL",
+    "Booking",
+    "Conflict",
+    "QuotaExceeded",
+    "ReservationStore",
+    "Seen",
+    "UnknownReservation",
+    "milli",
+]

@@ -9,6 +9,7 @@ Any of these failing because somebody else got there first raises ``Conflict`` a
 searches again. Locks are always taken in that order (key, tenant, zone-hours sorted), so
 concurrent bookings on PostgreSQL never deadlock; SQLite serialises writers with BEGIN IMMEDIATE.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -16,7 +17,7 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from alembic import command
@@ -55,7 +56,7 @@ def milli(vcpu: float) -> int:
 
 
 def _utc(epoch: float) -> datetime:
-    return datetime.fromtimestamp(epoch, timezone.utc)
+    return datetime.fromtimestamp(epoch, UTC)
 
 
 @dataclass(frozen=True)
@@ -132,16 +133,23 @@ class ReservationStore:
     def seen(self, row: dict | None) -> Seen:
         if row is None:
             return Seen(None, False, (), 0)
-        return Seen(row["revision"], row["phase"] in ACTIVE,
-                    tuple((p["zone"], p["start"], p["end"]) for p in row["placements"]), row["milli_cpu"])
+        return Seen(
+            row["revision"],
+            row["phase"] in ACTIVE,
+            tuple((p["zone"], p["start"], p["end"]) for p in row["placements"]),
+            row["milli_cpu"],
+        )
 
     def calendar(self, zones: list[str], first_slot: int, last_slot: int, seen: Seen) -> dict[str, dict[int, int]]:
         """Booked milli-vCPUs per zone and slot in ``[first_slot, last_slot)``, without the key's
         own active booking (a changed spec may reuse its own slots)."""
         used: dict[str, dict[int, int]] = defaultdict(dict)
         with self._read() as conn:
-            rows = conn.execute(select(slot_usage).where(and_(
-                slot_usage.c.zone.in_(zones), slot_usage.c.slot >= first_slot, slot_usage.c.slot < last_slot)))
+            rows = conn.execute(
+                select(slot_usage).where(
+                    and_(slot_usage.c.zone.in_(zones), slot_usage.c.slot >= first_slot, slot_usage.c.slot < last_slot)
+                )
+            )
             for zone, slot, m in rows:
                 used[zone][slot] = m
         if seen.active:
@@ -150,16 +158,31 @@ class ReservationStore:
                     used[zone][s] += delta
         return used
 
-    def list(self, *, tenant: str | None = None, zone: str | None = None, region: str | None = None,
-             provider: str | None = None, path: str | None = None, phase: str | None = None,
-             key_prefix: str | None = None, active_only: bool = True, now: datetime | None = None,
-             ended_after: datetime | None = None) -> list[dict]:
+    def list(
+        self,
+        *,
+        tenant: str | None = None,
+        zone: str | None = None,
+        region: str | None = None,
+        provider: str | None = None,
+        path: str | None = None,
+        phase: str | None = None,
+        key_prefix: str | None = None,
+        active_only: bool = True,
+        now: datetime | None = None,
+        ended_after: datetime | None = None,
+    ) -> list[dict]:
         """Rows by start, filtered in the database; ``ended_after`` keeps the active ones and those
         whose run ends after it (a dashboard's recent history, not years of it)."""
         q = select(reservations).order_by(reservations.c.start_at, reservations.c.key)
-        for column, value in ((reservations.c.tenant, tenant), (reservations.c.zone, zone),
-                              (reservations.c.region, region), (reservations.c.provider, provider),
-                              (reservations.c.path, path), (reservations.c.phase, phase)):
+        for column, value in (
+            (reservations.c.tenant, tenant),
+            (reservations.c.zone, zone),
+            (reservations.c.region, region),
+            (reservations.c.provider, provider),
+            (reservations.c.path, path),
+            (reservations.c.phase, phase),
+        ):
             if value is not None:
                 q = q.where(column == value)
         if key_prefix:
@@ -203,7 +226,9 @@ class ReservationStore:
         already terminal is returned as it is: a retried release or a late report changes nothing."""
         assert phase in ACTIVE or phase in TERMINAL
         with self._write() as conn:
-            row = conn.execute(select(reservations).where(reservations.c.key == key).with_for_update()).mappings().first()
+            row = (
+                conn.execute(select(reservations).where(reservations.c.key == key).with_for_update()).mappings().first()
+            )
             if row is None:
                 raise UnknownReservation(f"reservation {key}: no such key")
             if row["phase"] not in ACTIVE:
@@ -221,18 +246,31 @@ class ReservationStore:
     def _claim_key(self, conn, b: Booking, seen: Seen, now: datetime) -> None:
         first = min(b.placements, key=lambda p: (p[1], p[0]))
         values = {
-            "tenant": b.tenant, "path": b.path, "phase": "Scheduled", "spec_hash": b.spec_hash,
-            "milli_cpu": b.milli_cpu, "jobs": len(b.placements), "zone": first[0], "provider": b.provider,
-            "region": b.region, "start_at": _utc(first[1]), "end_at": _utc(max(p[2] for p in b.placements)),
+            "tenant": b.tenant,
+            "path": b.path,
+            "phase": "Scheduled",
+            "spec_hash": b.spec_hash,
+            "milli_cpu": b.milli_cpu,
+            "jobs": len(b.placements),
+            "zone": first[0],
+            "provider": b.provider,
+            "region": b.region,
+            "start_at": _utc(first[1]),
+            "end_at": _utc(max(p[2] for p in b.placements)),
             "placements": [{"zone": z, "start": s, "end": e} for z, s, e in b.placements],
-            "request": b.request, "answer": b.answer, "reason": None, "updated_at": now,
+            "request": b.request,
+            "answer": b.answer,
+            "reason": None,
+            "updated_at": now,
         }
         if seen.revision is None:
             conn.execute(insert(reservations).values(key=b.key, revision=1, created_at=now, **values))
             return
-        done = conn.execute(update(reservations).where(and_(reservations.c.key == b.key,
-                                                            reservations.c.revision == seen.revision))
-                            .values(revision=seen.revision + 1, **values))
+        done = conn.execute(
+            update(reservations)
+            .where(and_(reservations.c.key == b.key, reservations.c.revision == seen.revision))
+            .values(revision=seen.revision + 1, **values)
+        )
         if done.rowcount != 1:
             raise Conflict(f"key {b.key} changed meanwhile")
 
@@ -241,14 +279,23 @@ class ReservationStore:
             return
         conn.execute(self._insert(tenants).values(tenant=b.tenant).on_conflict_do_nothing())
         conn.execute(select(tenants).where(tenants.c.tenant == b.tenant).with_for_update())
-        used = conn.execute(select(func.coalesce(func.sum(reservations.c.milli_cpu * reservations.c.jobs), 0)).where(
-            and_(reservations.c.tenant == b.tenant, reservations.c.phase.in_(ACTIVE),
-                 reservations.c.end_at > now, reservations.c.key != b.key))).scalar_one()
+        used = conn.execute(
+            select(func.coalesce(func.sum(reservations.c.milli_cpu * reservations.c.jobs), 0)).where(
+                and_(
+                    reservations.c.tenant == b.tenant,
+                    reservations.c.phase.in_(ACTIVE),
+                    reservations.c.end_at > now,
+                    reservations.c.key != b.key,
+                )
+            )
+        ).scalar_one()
         wanted = b.milli_cpu * len(b.placements)
         if used + wanted > b.quota_milli:
-            raise QuotaExceeded(f"tenant {b.tenant} would use {(used + wanted) / 1000:g} vCPU, above its quota of "
-                                f"{b.quota_milli / 1000:g} ({used / 1000:g} in active reservations of either path "
-                                f"+ {wanted / 1000:g} requested)")
+            raise QuotaExceeded(
+                f"tenant {b.tenant} would use {(used + wanted) / 1000:g} vCPU, above its quota of "
+                f"{b.quota_milli / 1000:g} ({used / 1000:g} in active reservations of either path "
+                f"+ {wanted / 1000:g} requested)"
+            )
 
     def _apply(self, conn, deltas: dict[tuple[str, int], int], capacity_milli: int) -> None:
         """Change the zone-hours in a few statements, whatever the booking's size, so a batch holds
@@ -267,18 +314,22 @@ class ReservationStore:
         used: dict[tuple[str, int], int] = {}
         for zone in sorted({z for z, _ in keys}):
             slots = [s for z, s in keys if z == zone]
-            rows = conn.execute(select(slot_usage.c.slot, slot_usage.c.milli_cpu)
-                                .where(and_(slot_usage.c.zone == zone, slot_usage.c.slot >= slots[0],
-                                            slot_usage.c.slot <= slots[-1]))
-                                .order_by(slot_usage.c.slot).with_for_update())
+            rows = conn.execute(
+                select(slot_usage.c.slot, slot_usage.c.milli_cpu)
+                .where(and_(slot_usage.c.zone == zone, slot_usage.c.slot >= slots[0], slot_usage.c.slot <= slots[-1]))
+                .order_by(slot_usage.c.slot)
+                .with_for_update()
+            )
             used.update({(zone, s): m for s, m in rows})
         full = [k for k in keys if deltas[k] > 0 and used[k] + deltas[k] > capacity_milli]
         if full:
             raise Conflict(f"zone {full[0][0]} hour {full[0][1]} filled up meanwhile")
-        conn.execute(update(slot_usage).where(and_(slot_usage.c.zone == bindparam("z"),
-                                                   slot_usage.c.slot == bindparam("s")))
-                     .values(milli_cpu=slot_usage.c.milli_cpu + bindparam("d")),
-                     [{"z": z, "s": s, "d": deltas[(z, s)]} for z, s in keys])
+        conn.execute(
+            update(slot_usage)
+            .where(and_(slot_usage.c.zone == bindparam("z"), slot_usage.c.slot == bindparam("s")))
+            .values(milli_cpu=slot_usage.c.milli_cpu + bindparam("d")),
+            [{"z": z, "s": s, "d": deltas[(z, s)]} for z, s in keys],
+        )
 
     def _insert(self, table):
         return (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
@@ -315,8 +366,11 @@ def _in_memory(url: str) -> bool:
 def _engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         memory = _in_memory(url)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30},
-                               **({"poolclass": StaticPool} if memory else {}))
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            **({"poolclass": StaticPool} if memory else {}),
+        )
 
         @event.listens_for(engine, "connect")
         def _connect(dbapi_conn, _record) -> None:

@@ -3,6 +3,7 @@
 vCPUs are stored in milli-vCPUs (integers), so booking and releasing the same amounts always sums
 back to exactly zero: no float drift in a calendar that is incremented and decremented for days.
 """
+
 from __future__ import annotations
 
 from sqlalchemy import JSON, Column, DateTime, Integer, MetaData, String, Table
@@ -11,7 +12,8 @@ metadata = MetaData()
 
 # One row per placement key: what was asked, what was answered, and what happened since.
 reservations = Table(
-    "reservations", metadata,
+    "reservations",
+    metadata,
     Column("key", String(512), primary_key=True),
     Column("tenant", String(128), nullable=False, index=True),
     Column("path", String(16), nullable=False),  # pulumi | cluster | api
@@ -36,7 +38,8 @@ reservations = Table(
 # vCPUs booked per zone and hourly slot (hours since the epoch): the capacity calendar. Updated in
 # the same transaction as the reservations, by conditional increments the database serialises.
 slot_usage = Table(
-    "slot_usage", metadata,
+    "slot_usage",
+    metadata,
     Column("zone", String(64), primary_key=True),
     Column("slot", Integer, primary_key=True),
     Column("milli_cpu", Integer, nullable=False),
@@ -44,6 +47,7 @@ slot_usage = Table(
 
 # One row per tenant, locked while a booking of that tenant checks its quota.
 tenants = Table(
-    "tenants", metadata,
+    "tenants",
+    metadata,
     Column("tenant", String(128), primary_key=True),
 )

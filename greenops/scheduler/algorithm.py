@@ -11,6 +11,7 @@ Capacity: each zone offers ``capacity_vcpu`` per hourly slot. A placement reserv
 every slot it overlaps, so a burst of jobs spreads over zones and times instead of piling into
 the single greenest window (the "black hole").
 """
+
 from __future__ import annotations
 
 import math
@@ -101,8 +102,12 @@ def _feasible(ledger: CapacityLedger, zone: str, starts: np.ndarray, duration: f
 
 
 def best_placement(
-    forecasts: dict[str, Series], job: Job, now: float, deadline: float,
-    ledger: CapacityLedger | None = None, give_up_at: float | None = None,
+    forecasts: dict[str, Series],
+    job: Job,
+    now: float,
+    deadline: float,
+    ledger: CapacityLedger | None = None,
+    give_up_at: float | None = None,
     weighed: list[Placement] | None = None,
 ) -> Placement:
     """The (zone, start) with the lowest mean intensity over the run; ties go to the earliest
@@ -138,8 +143,13 @@ def best_placement(
 
 
 def place_batch(
-    forecasts: dict[str, Series], job: Job, n: int, now: float, deadline: float,
-    ledger: CapacityLedger, give_up_at: float | None = None,
+    forecasts: dict[str, Series],
+    job: Job,
+    n: int,
+    now: float,
+    deadline: float,
+    ledger: CapacityLedger,
+    give_up_at: float | None = None,
 ) -> list[Placement]:
     """``n`` identical jobs, greedily: each takes the best window left by the ones before it."""
     out = []
@@ -151,8 +161,13 @@ def place_batch(
 
 
 def search(
-    forecasts: dict[str, Series], job: Job, n: int, now: float, deadline: float,
-    ledger: CapacityLedger, give_up_at: float | None = None,
+    forecasts: dict[str, Series],
+    job: Job,
+    n: int,
+    now: float,
+    deadline: float,
+    ledger: CapacityLedger,
+    give_up_at: float | None = None,
 ) -> tuple[list[Placement], list[Placement]]:
     """``place_batch``, and what its first job weighed: each zone's best window with room, best
     first (recorded with the answer, so a decision can be explained without recomputing it)."""

@@ -10,13 +10,15 @@ answered from it and books nothing new, and ``/reservations`` lists, updates and
 Bad input is a 422 naming the field; a full calendar or a used-up quota a 409; a source that is
 down, or no decision within req_timeout, a 503. Never a 5xx for what the caller sent.
 """
+
 from __future__ import annotations
 
 import math
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
-from typing import Annotated, Callable, Literal
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Literal
 
 import structlog
 from fastapi import Depends, FastAPI, Request
@@ -24,19 +26,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
+from greenops.clock import stamp
 from greenops.dashboard import RecordData, dashboard_router
 from greenops.models.workload import DEFAULT_TENANT
 from greenops.reservations import QuotaExceeded, ReservationStore
 from greenops.scheduler.algorithm import DecisionTimeout, Job, NoFeasibleWindow, Placement, run_now_mean
 from greenops.scheduler.auth import require_token
 from greenops.scheduler.booking import Ask, Outcome, book, replay
+from greenops.scheduler.forecast_api import forecast_router
 from greenops.scheduler.offload import SearchPool
 from greenops.scheduler.ratelimit import TenantRateLimit
-from greenops.scheduler.forecast_api import forecast_router
 from greenops.scheduler.reservations_api import reservations_router
 from greenops.scheduler.series import ceil_second, to_epoch
 from greenops.scheduler.sources.base import CarbonSource, SourceUnavailable, UnknownZone
-from greenops.clock import stamp
 
 log = structlog.get_logger("greenops.scheduler")
 
@@ -63,25 +65,34 @@ class SchedulingRequest(BaseModel):
     req_timeout: Annotated[float, Field(strict=True, gt=0, le=300, description="seconds")] = 10
     origin_zone: str | None = Field(default=None, description="zone of the origin region, for the baseline")
     earliest_start: AwareDatetime | None = Field(
-        default=None, description="no start before this instant: the caller's clock, e.g. when a workload that "
-                                  "missed its window is placed again from the time its reconcile ran")
+        default=None,
+        description="no start before this instant: the caller's clock, e.g. when a workload that "
+        "missed its window is placed again from the time its reconcile ran",
+    )
     # Beyond the thesis contract: the reservation record (all optional, so thesis clients still work).
     key: Annotated[str, Field(min_length=1, max_length=512, pattern=r"^[\x21-\x7e]+$")] | None = Field(
-        default=None, description="the placement's stable key (stack/workload, or namespace/name/uid): the same "
-                                  "key with the same request is answered from the record and books nothing new; "
-                                  "a changed request replaces the booking")
+        default=None,
+        description="the placement's stable key (stack/workload, or namespace/name/uid): the same "
+        "key with the same request is answered from the record and books nothing new; "
+        "a changed request replaces the booking",
+    )
     tenant: Name = Field(default=DEFAULT_TENANT, description="whose quota the booking counts against")
     path: Literal["pulumi", "cluster", "api"] = Field(default="api", description="where the placement came from")
     tenant_quota_vcpu: Annotated[float, Field(strict=True, gt=0)] | None = Field(
-        default=None, description="the tenant's quota (from policy): active reservations of either path plus this "
-                                  "one must stay within it")
+        default=None,
+        description="the tenant's quota (from policy): active reservations of either path plus this "
+        "one must stay within it",
+    )
     regions: dict[str, Annotated[str, Field(pattern=r"^(azure|gcp|aws)/[a-z0-9-]+$")]] = Field(
-        default_factory=dict, description="zone -> provider/region the caller maps it to, recorded with the booking")
+        default_factory=dict, description="zone -> provider/region the caller maps it to, recorded with the booking"
+    )
     dry_run: bool = Field(default=False, description="decide without booking (a dry-run admission)")
     workload: dict | None = Field(default=None, description="the workload as policy saw it, kept for re-evaluation")
     explanation: dict | None = Field(
-        default=None, description="policy's account of the eligible set (its constraint chain, and what each zone "
-                                  "maps back to), kept with the booking for `greenops explain`; not part of the spec")
+        default=None,
+        description="policy's account of the eligible set (its constraint chain, and what each zone "
+        "maps back to), kept with the booking for `greenops explain`; not part of the spec",
+    )
 
     @field_validator("eligible_regions")
     @classmethod
@@ -106,11 +117,15 @@ class SchedulingResponse(PlacementOut):
     saving_percent: float | None
     source: str
     placements: list[PlacementOut] = Field(description="every job of the batch, in placement order")
-    searched_from: str | None = Field(default=None, description="where the search began (the later of now and "
-                                                                 "earliest_start): the baseline run starts then")
+    searched_from: str | None = Field(
+        default=None,
+        description="where the search began (the later of now and earliest_start): the baseline run starts then",
+    )
     considered: list[Considered] | None = Field(
-        default=None, description="each eligible zone's best window with room, best first: the alternatives the "
-                                  "(first) job's placement beat; absent from answers recorded before it was kept")
+        default=None,
+        description="each eligible zone's best window with room, best first: the alternatives the "
+        "(first) job's placement beat; absent from answers recorded before it was kept",
+    )
 
 
 class Health(BaseModel):
@@ -124,21 +139,27 @@ def _rfc3339(epoch: float) -> str:
 
 
 def _field_error(field: str, message: str, code: int = 422) -> JSONResponse:
-    return JSONResponse(status_code=code, content={"detail": f"{field}: {message}", "errors": [{"loc": ["body", field], "msg": message}]})
+    return JSONResponse(
+        status_code=code,
+        content={"detail": f"{field}: {message}", "errors": [{"loc": ["body", field], "msg": message}]},
+    )
 
 
 def create_app(
     source: CarbonSource,
     capacity_vcpu: float = 512.0,
-    clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     token: str | None = None,
     store: ReservationStore | None = None,
     rate_limit: str | None = None,
 ) -> FastAPI:
     """The service around one carbon source and one reservation record (in memory when none is
     given: tests and one-off runs)."""
-    app = FastAPI(title="GreenOps scheduler", version="1.1.0",
-                  description="Carbon-aware geographic and temporal placement of delay-tolerant jobs.")
+    app = FastAPI(
+        title="GreenOps scheduler",
+        version="1.1.0",
+        description="Carbon-aware geographic and temporal placement of delay-tolerant jobs.",
+    )
     store = store or ReservationStore("sqlite://")
     app.state.store = store
     searches = SearchPool()
@@ -190,9 +211,12 @@ def create_app(
         horizon_hours = math.ceil((deadline - begin) / 3600)
         work = req.number_of_jobs * len(req.eligible_regions) * horizon_hours
         if work > MAX_WORK:
-            return _field_error("number_of_jobs", f"{req.number_of_jobs} jobs x {len(req.eligible_regions)} zones x "
-                                f"{horizon_hours} h of horizon is {work} slot evaluations, above "
-                                f"the limit of {MAX_WORK}: send fewer jobs or zones per request, or an earlier deadline")
+            return _field_error(
+                "number_of_jobs",
+                f"{req.number_of_jobs} jobs x {len(req.eligible_regions)} zones x "
+                f"{horizon_hours} h of horizon is {work} slot evaluations, above "
+                f"the limit of {MAX_WORK}: send fewer jobs or zones per request, or an earlier deadline",
+            )
         known = source.zones()
         unknown = [z for z in req.eligible_regions if z not in known]
         if unknown:
@@ -215,18 +239,31 @@ def create_app(
             weighed: list[Placement] = []  # what the latest search's first job weighed, for its answer
 
             def search(ledger):
-                placements, weighed[:] = searches.place(work, forecasts, job, req.number_of_jobs,
-                                                        begin, deadline, ledger, give_up_at)
+                placements, weighed[:] = searches.place(
+                    work, forecasts, job, req.number_of_jobs, begin, deadline, ledger, give_up_at
+                )
                 return placements
 
             def answer_of(placements):
                 considered = [(p, run_now_mean(forecasts[p.zone], begin, duration)) for p in weighed]
-                return _response(placements, baseline, what, None if req.dry_run else key, source.describe(), begin,
-                                 considered)
+                return _response(
+                    placements, baseline, what, None if req.dry_run else key, source.describe(), begin, considered
+                )
 
-            ask = Ask(key=key, request=request, tenant=req.tenant, path=req.path, cpu=req.cpu, duration=duration,
-                      zones=req.eligible_regions, begin=begin, deadline=deadline, quota_vcpu=req.tenant_quota_vcpu,
-                      regions=req.regions, dry_run=req.dry_run)
+            ask = Ask(
+                key=key,
+                request=request,
+                tenant=req.tenant,
+                path=req.path,
+                cpu=req.cpu,
+                duration=duration,
+                zones=req.eligible_regions,
+                begin=begin,
+                deadline=deadline,
+                quota_vcpu=req.tenant_quota_vcpu,
+                regions=req.regions,
+                dry_run=req.dry_run,
+            )
             done = book(store, ask, row, capacity_vcpu, now_dt, give_up_at, search, answer_of)
         except UnknownZone as exc:
             return _field_error("eligible_regions", str(exc))
@@ -236,18 +273,33 @@ def create_app(
             return _field_error("tenant", str(exc), code=409)
         except (SourceUnavailable, DecisionTimeout) as exc:
             log.warning("scheduling.unavailable", reason=str(exc))
-            return JSONResponse(status_code=503, headers={"Retry-After": "5"},
-                                content={"detail": f"no decision: {exc}", "req_timeout": req.req_timeout})
-        log.info("scheduling.placed", key=key, tenant=req.tenant, jobs=req.number_of_jobs, zones=len(forecasts),
-                 zone=done.answer["scheduling_location"], start=done.answer["scheduling_time"],
-                 expected=done.answer["expected_intensity"], baseline=done.answer["baseline_intensity"], dry_run=req.dry_run, elapsed_ms=round((time.monotonic() - started) * 1000, 2))
+            return JSONResponse(
+                status_code=503,
+                headers={"Retry-After": "5"},
+                content={"detail": f"no decision: {exc}", "req_timeout": req.req_timeout},
+            )
+        log.info(
+            "scheduling.placed",
+            key=key,
+            tenant=req.tenant,
+            jobs=req.number_of_jobs,
+            zones=len(forecasts),
+            zone=done.answer["scheduling_location"],
+            start=done.answer["scheduling_time"],
+            expected=done.answer["expected_intensity"],
+            baseline=done.answer["baseline_intensity"],
+            dry_run=req.dry_run,
+            elapsed_ms=round((time.monotonic() - started) * 1000, 2),
+        )
         return _answer(done)
 
-    responses = {409: {"description": "no capacity before the deadline, or the tenant's quota is used up"},
-                 422: {"description": "invalid request, naming the field"},
-                 503: {"description": "carbon source unavailable or req_timeout exceeded"},
-                 401: {"description": "a token is configured and the request lacks it"},
-                 429: {"description": "the tenant sent more requests than its rate limit; Retry-After says when"}}
+    responses = {
+        409: {"description": "no capacity before the deadline, or the tenant's quota is used up"},
+        422: {"description": "invalid request, naming the field"},
+        503: {"description": "carbon source unavailable or req_timeout exceeded"},
+        401: {"description": "a token is configured and the request lacks it"},
+        429: {"description": "the tenant sent more requests than its rate limit; Retry-After says when"},
+    }
 
     @app.post("/scheduling", response_model=SchedulingResponse, responses=responses, dependencies=auth)
     def post_scheduling(req: SchedulingRequest):
@@ -267,8 +319,15 @@ def create_app(
     return app
 
 
-def _response(placements: list[Placement], baseline: float, what: str, key: str | None, source: str,
-              begin: float, considered: list[tuple[Placement, float]]) -> dict:
+def _response(
+    placements: list[Placement],
+    baseline: float,
+    what: str,
+    key: str | None,
+    source: str,
+    begin: float,
+    considered: list[tuple[Placement, float]],
+) -> dict:
     first = placements[0]
     mean_expected = sum(p.mean_intensity for p in placements) / len(placements)
     saving = 100 * (1 - mean_expected / baseline) if baseline > 0 else None
@@ -281,13 +340,24 @@ def _response(placements: list[Placement], baseline: float, what: str, key: str 
         baseline=what,
         saving_percent=None if saving is None else round(saving, 2),
         source=source,
-        placements=[PlacementOut(scheduling_location=p.zone, scheduling_time=_rfc3339(p.start),
-                                 expected_intensity=round(p.mean_intensity, 2)) for p in placements],
+        placements=[
+            PlacementOut(
+                scheduling_location=p.zone,
+                scheduling_time=_rfc3339(p.start),
+                expected_intensity=round(p.mean_intensity, 2),
+            )
+            for p in placements
+        ],
         searched_from=_rfc3339(begin),
         considered=[
-            Considered(scheduling_location=p.zone, scheduling_time=_rfc3339(p.start),
-                       expected_intensity=round(p.mean_intensity, 2), run_now_intensity=round(now, 2))
-            for p, now in considered],
+            Considered(
+                scheduling_location=p.zone,
+                scheduling_time=_rfc3339(p.start),
+                expected_intensity=round(p.mean_intensity, 2),
+                run_now_intensity=round(now, 2),
+            )
+            for p, now in considered
+        ],
     ).model_dump(mode="json")
 
 

@@ -4,10 +4,11 @@ When a token is configured, ``POST /scheduling`` needs ``Authorization: Bearer <
 it any pod could fill the capacity calendar. The comparison is constant-time, so the token cannot
 be guessed from response times. Health endpoints stay open for the kubelet's probes.
 """
+
 from __future__ import annotations
 
 import hmac
-from typing import Callable
+from collections.abc import Callable
 
 from fastapi import Depends, HTTPException, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -23,8 +24,10 @@ def require_token(token: str | None) -> Callable[..., None]:
             return
         given = credentials.credentials if credentials else ""
         if not hmac.compare_digest(given.encode(), token.encode()):
-            raise HTTPException(status.HTTP_401_UNAUTHORIZED,
-                                detail="a bearer token is required: send Authorization: Bearer <scheduler token>",
-                                headers={"WWW-Authenticate": "Bearer"})
+            raise HTTPException(
+                status.HTTP_401_UNAUTHORIZED,
+                detail="a bearer token is required: send Authorization: Bearer <scheduler token>",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
 
     return check

@@ -5,19 +5,20 @@ under the database's concurrency control, and the search runs again if somebody 
 first. A key already booked with the same request gets its stored answer back: a client's retry
 never books twice.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable
 
+from greenops.clock import parse_time
 from greenops.reservations import ACTIVE, Booking, Conflict, ReservationStore, milli
 from greenops.scheduler.algorithm import SLOT, CapacityLedger, DecisionTimeout, Placement
-from greenops.clock import parse_time
 
 MAX_ATTEMPTS = 25
 # What does not change the placement a request asks for: a retry may send other values. The
@@ -72,9 +73,16 @@ def _replayed(row: dict | None, digest: str, earliest_start: str | None) -> Outc
     return Outcome(row["answer"], replayed=True)
 
 
-def book(store: ReservationStore, ask: Ask, row: dict | None, capacity_vcpu: float, now: datetime,
-         give_up_at: float, search: Callable[[CapacityLedger], list[Placement]],
-         answer_of: Callable[[list[Placement]], dict]) -> Outcome:
+def book(
+    store: ReservationStore,
+    ask: Ask,
+    row: dict | None,
+    capacity_vcpu: float,
+    now: datetime,
+    give_up_at: float,
+    search: Callable[[CapacityLedger], list[Placement]],
+    answer_of: Callable[[list[Placement]], dict],
+) -> Outcome:
     """``row`` is the key's record as the caller read it; after a conflict it is read again."""
     digest = spec_hash(ask.request)
     first_slot, last_slot = int(ask.begin // SLOT), int(-(-ask.deadline // SLOT))
@@ -93,10 +101,18 @@ def book(store: ReservationStore, ask: Ask, row: dict | None, capacity_vcpu: flo
             return Outcome(answer, replayed=False)
         provider, _, region = ask.regions.get(placements[0].zone, "").partition("/")
         booking = Booking(
-            key=ask.key, spec_hash=digest, tenant=ask.tenant, path=ask.path, milli_cpu=milli(ask.cpu),
+            key=ask.key,
+            spec_hash=digest,
+            tenant=ask.tenant,
+            path=ask.path,
+            milli_cpu=milli(ask.cpu),
             placements=tuple((p.zone, p.start, p.start + ask.duration) for p in placements),
-            request=ask.request, answer=answer, provider=provider or None, region=region or None,
-            quota_milli=None if ask.quota_vcpu is None else milli(ask.quota_vcpu))
+            request=ask.request,
+            answer=answer,
+            provider=provider or None,
+            region=region or None,
+            quota_milli=None if ask.quota_vcpu is None else milli(ask.quota_vcpu),
+        )
         try:
             return Outcome(store.commit(booking, seen, capacity_milli, now), replayed=False)
         except Conflict as exc:

@@ -1,9 +1,10 @@
 """``GET /forecast/{zone}``: the carbon source's series for a zone, as the scheduler would weigh it
 now (the dashboard draws it against what each placement expected)."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Callable
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
@@ -26,19 +27,29 @@ class ForecastOut(BaseModel):
 def forecast_router(source: CarbonSource, clock: Callable[[], datetime]) -> APIRouter:
     router = APIRouter(prefix="/forecast", tags=["forecast"])
 
-    @router.get("/{zone}", response_model=ForecastOut, responses={404: {"description": "unknown zone"},
-                                                                  422: {"description": "a bad span, named"}})
+    @router.get(
+        "/{zone}",
+        response_model=ForecastOut,
+        responses={404: {"description": "unknown zone"}, 422: {"description": "a bad span, named"}},
+    )
     def forecast(zone: str, start: AwareDatetime, end: AwareDatetime):
         if end <= start or end - start > MAX_SPAN:
-            return JSONResponse(status_code=422, content={"detail": f"end: must be after start and at most "
-                                                                    f"{MAX_SPAN.days} days from it"})
+            return JSONResponse(
+                status_code=422,
+                content={"detail": f"end: must be after start and at most {MAX_SPAN.days} days from it"},
+            )
         try:
             s = source.series(zone, to_epoch(start), to_epoch(end), to_epoch(clock()))
         except UnknownZone as exc:
             return JSONResponse(status_code=404, content={"detail": f"zone: {exc}"})
         except SourceUnavailable as exc:
             return JSONResponse(status_code=503, headers={"Retry-After": "5"}, content={"detail": str(exc)})
-        return ForecastOut(zone=zone, source=source.describe(), start=ceil_second(s.start), step_seconds=s.step,
-                           values=[round(float(v), 2) for v in s.values])
+        return ForecastOut(
+            zone=zone,
+            source=source.describe(),
+            start=ceil_second(s.start),
+            step_seconds=s.step,
+            values=[round(float(v), 2) for v in s.values],
+        )
 
     return router

@@ -6,6 +6,7 @@ it: a global lock in all but name. Above ``SMALL_WORK`` slot evaluations the sea
 process pool (spawned, not forked: the service is multi-threaded); below it, a thread is quicker
 than the round trip.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -24,8 +25,17 @@ class SearchPool:
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
 
-    def place(self, work: int, forecasts: dict[str, Series], job: Job, n: int, begin: float, deadline: float,
-              ledger: CapacityLedger, give_up_at: float) -> tuple[list[Placement], list[Placement]]:
+    def place(
+        self,
+        work: int,
+        forecasts: dict[str, Series],
+        job: Job,
+        n: int,
+        begin: float,
+        deadline: float,
+        ledger: CapacityLedger,
+        give_up_at: float,
+    ) -> tuple[list[Placement], list[Placement]]:
         """The placements, and what the first job weighed (algorithm.search)."""
         if work <= SMALL_WORK:
             return search(forecasts, job, n, begin, deadline, ledger, give_up_at)

@@ -3,6 +3,7 @@
 A moving window per tenant, kept in each replica's memory (``limits``): with N replicas behind a
 Service a tenant gets up to N times the limit, which still bounds a runaway client.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,5 +25,10 @@ class TenantRateLimit:
             return None
         stats = self._limiter.get_window_stats(self._limit, tenant)
         wait = max(1, math.ceil(stats.reset_time - time.time()))
-        return JSONResponse(status_code=429, headers={"Retry-After": str(wait)}, content={
-            "detail": f"tenant: tenant {tenant} sent more than {self.spec} scheduling requests; retry in {wait} s"})
+        return JSONResponse(
+            status_code=429,
+            headers={"Retry-After": str(wait)},
+            content={
+                "detail": f"tenant: tenant {tenant} sent more than {self.spec} scheduling requests; retry in {wait} s"
+            },
+        )

@@ -7,10 +7,12 @@
 Completed, Failed and Released are terminal and free the zone-hours; a retried release or a late
 report changes nothing.
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Callable, Literal
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
@@ -37,14 +39,19 @@ class ReservationOut(BaseModel):
     workload: dict | None = Field(description="the workload as policy saw it, when the caller sent it")
     updated_at: datetime
     created_at: datetime | None = Field(default=None, description="when it was booked (with detail)")
-    searched_from: datetime | None = Field(default=None, description="where the answer's search began: the later "
-                                                                     "of its clock and the caller's earliest start; "
-                                                                     "the baseline run starts then (with detail)")
+    searched_from: datetime | None = Field(
+        default=None,
+        description="where the answer's search began: the later "
+        "of its clock and the caller's earliest start; "
+        "the baseline run starts then (with detail)",
+    )
     duration_hours: float | None = Field(default=None, description="one job's run (with detail)")
-    answer: dict | None = Field(default=None, description="the scheduler's answer as given, with the windows it "
-                                                          "weighed (with detail)")
-    explanation: dict | None = Field(default=None, description="policy's account of the eligible set, as the "
-                                                               "caller sent it (with detail)")
+    answer: dict | None = Field(
+        default=None, description="the scheduler's answer as given, with the windows it weighed (with detail)"
+    )
+    explanation: dict | None = Field(
+        default=None, description="policy's account of the eligible set, as the caller sent it (with detail)"
+    )
 
 
 class ReservationList(BaseModel):
@@ -65,19 +72,36 @@ def out(row: dict, detail: bool = False) -> ReservationOut:
     if detail:
         booked = _utc(row["created_at"])
         began = row["answer"].get("searched_from")  # answers recorded before it was kept have none
-        recorded = {"created_at": booked, "answer": row["answer"], "explanation": row["request"].get("explanation"),
-                    "searched_from": datetime.fromisoformat(began) if began else None,
-                    "duration_hours": row["request"].get("duration")}
-    return ReservationOut(key=row["key"], tenant=row["tenant"], path=row["path"], phase=row["phase"],
-                          reason=row["reason"], zone=row["zone"], provider=row["provider"], region=row["region"],
-                          start=ceil_second(first["start"]), end=ceil_second(max(p["end"] for p in row["placements"])),
-                          cpu=row["milli_cpu"] / 1000, jobs=row["jobs"], revision=row["revision"],
-                          workload=row["request"].get("workload"), updated_at=_utc(row["updated_at"]), **recorded)
+        recorded = {
+            "created_at": booked,
+            "answer": row["answer"],
+            "explanation": row["request"].get("explanation"),
+            "searched_from": datetime.fromisoformat(began) if began else None,
+            "duration_hours": row["request"].get("duration"),
+        }
+    return ReservationOut(
+        key=row["key"],
+        tenant=row["tenant"],
+        path=row["path"],
+        phase=row["phase"],
+        reason=row["reason"],
+        zone=row["zone"],
+        provider=row["provider"],
+        region=row["region"],
+        start=ceil_second(first["start"]),
+        end=ceil_second(max(p["end"] for p in row["placements"])),
+        cpu=row["milli_cpu"] / 1000,
+        jobs=row["jobs"],
+        revision=row["revision"],
+        workload=row["request"].get("workload"),
+        updated_at=_utc(row["updated_at"]),
+        **recorded,
+    )
 
 
 def _utc(value: datetime) -> datetime:
     # SQLite hands back naive datetimes; every time the store writes is UTC
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _unknown(exc: UnknownReservation) -> JSONResponse:
@@ -88,22 +112,42 @@ def reservations_router(store: ReservationStore, clock: Callable[[], datetime]) 
     router = APIRouter(prefix="/reservations", tags=["reservations"])
 
     @router.get("", response_model=ReservationList)
-    def list_reservations(tenant: str | None = None, zone: str | None = None, region: str | None = None,
-                          provider: str | None = None, path: str | None = None, phase: str | None = None,
-                          key_prefix: str | None = Query(None, max_length=512, description="keys starting so"),
-                          ended_after: datetime | None = Query(None, description="with all: the active ones and "
-                                                                                 "those ending after this instant"),
-                          all: bool = Query(False, description="every phase, not only the active ones"),
-                          detail: bool = Query(False, description="with what was recorded at decision time")):
-        rows = store.list(tenant=tenant, zone=zone, region=region, provider=provider, path=path, phase=phase,
-                          key_prefix=key_prefix, active_only=not all, now=None if all else clock(),
-                          ended_after=ended_after if all else None)
+    def list_reservations(
+        tenant: str | None = None,
+        zone: str | None = None,
+        region: str | None = None,
+        provider: str | None = None,
+        path: str | None = None,
+        phase: str | None = None,
+        key_prefix: str | None = Query(None, max_length=512, description="keys starting so"),
+        ended_after: datetime | None = Query(
+            None, description="with all: the active ones and those ending after this instant"
+        ),
+        all: bool = Query(False, description="every phase, not only the active ones"),
+        detail: bool = Query(False, description="with what was recorded at decision time"),
+    ):
+        rows = store.list(
+            tenant=tenant,
+            zone=zone,
+            region=region,
+            provider=provider,
+            path=path,
+            phase=phase,
+            key_prefix=key_prefix,
+            active_only=not all,
+            now=None if all else clock(),
+            ended_after=ended_after if all else None,
+        )
         return ReservationList(reservations=[out(r, detail) for r in rows])
 
     @router.get("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
     def get_reservation(key: str):
         row = store.get(key)
-        return out(row, detail=True) if row else JSONResponse(status_code=404, content={"detail": f"reservation {key}: no such key"})
+        return (
+            out(row, detail=True)
+            if row
+            else JSONResponse(status_code=404, content={"detail": f"reservation {key}: no such key"})
+        )
 
     @router.patch("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
     def report_phase(key: str, report: PhaseReport):

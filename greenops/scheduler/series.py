@@ -4,22 +4,23 @@ A series is piecewise constant: ``values[i]`` holds over ``[start + i*step, star
 which is how Electricity Maps and the Let's Wait Awhile traces report intensity. Times are UTC
 epoch seconds (floats), so start times need not fall on a data point.
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
 
 
 def to_epoch(t: datetime) -> float:
-    return t.astimezone(timezone.utc).timestamp()
+    return t.astimezone(UTC).timestamp()
 
 
 def from_epoch(s: float) -> datetime:
-    return datetime.fromtimestamp(s, tz=timezone.utc)
+    return datetime.fromtimestamp(s, tz=UTC)
 
 
 def ceil_second(s: float) -> datetime:
@@ -51,7 +52,7 @@ class Series:
         return self.start + self.step * np.arange(len(self.values) + 1)
 
     @classmethod
-    def from_pandas(cls, s: pd.Series) -> "Series":
+    def from_pandas(cls, s: pd.Series) -> Series:
         """A regular, UTC-indexed pandas series (gaps are filled forward, then backward)."""
         if len(s) < 2:
             raise ValueError("need at least two points to infer the step")
@@ -77,7 +78,7 @@ class Series:
         hi = np.interp(starts + duration, b, cum)
         return (hi - lo) / duration
 
-    def slice(self, t0: float, t1: float) -> "Series":
+    def slice(self, t0: float, t1: float) -> Series:
         """The data points overlapping ``[t0, t1)``."""
         i0 = max(0, int((t0 - self.start) // self.step))
         i1 = min(len(self.values), int(np.ceil((t1 - self.start) / self.step)))

@@ -4,6 +4,7 @@ The API server *prunes* fields a structural schema does not declare, silently. A
 rendered manifest would then vanish instead of failing, so this validator is stricter than the
 server: an undeclared field is an error unless the schema preserves unknown fields.
 """
+
 from __future__ import annotations
 
 import copy
@@ -84,7 +85,10 @@ class CrdSchemas:
             key = (f"{group}/{v['name']}", kind)
             self._raw[key] = crd
             self._versions[key] = _Version(
-                group, kind, v["name"], bool(v.get("served")),
+                group,
+                kind,
+                v["name"],
+                bool(v.get("served")),
                 jsonschema.Draft7Validator(_strict(schema)),
             )
 

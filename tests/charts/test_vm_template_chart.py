@@ -1,22 +1,23 @@
 """The vm-template chart, rendered by the real helm: guards, per-provider sets, and parity with the
 Python renderers for the same decision. helm's ``now`` is the real clock, so every time here is set
 relative to it."""
+
 from __future__ import annotations
 
 import json
 import re
 import subprocess
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import yaml
 
+from greenops import clock
 from greenops.catalog import select_size
 from greenops.charts import stage_chart
 from greenops.models import Decision, parse_duration
 from greenops.renderers import RenderSettings, render, render_set
-from greenops import clock
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 from tests.references import owner_problems
 
@@ -26,7 +27,7 @@ KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-tes
 
 def stamp(offset: timedelta = timedelta()) -> str:
     """The real clock plus ``offset``, as a schedulingTime (whole seconds, rounded down)."""
-    return clock.stamp(datetime.now(timezone.utc) + offset)
+    return clock.stamp(datetime.now(UTC) + offset)
 
 
 def started() -> str:
@@ -41,8 +42,12 @@ def chart(tmp_path_factory):
 
 
 def helm_run(chart: Path, values: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([require_tool("helm"), "template", "t", str(chart), "-f", "-"], input=json.dumps(values),
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [require_tool("helm"), "template", "t", str(chart), "-f", "-"],
+        input=json.dumps(values),
+        capture_output=True,
+        text=True,
+    )
 
 
 def helm_template(chart: Path, values: dict) -> list[dict]:
@@ -53,9 +58,20 @@ def helm_template(chart: Path, values: dict) -> list[dict]:
 
 
 def values(**over) -> dict:
-    v = {"vmName": "parity", "cpu": 4, "memory": 8, "duration": "2h", "deadline": "2030-01-01T00:00:00Z",
-         "maxLatency": 2000, "originRegion": "westeurope", "tenant": "team-a", "sshPublicKey": KEY,
-         "namespace": "greenops", "azureResourceGroup": "greenops-workloads", "azureSubscriptionId": AZURE_SUBSCRIPTION}
+    v = {
+        "vmName": "parity",
+        "cpu": 4,
+        "memory": 8,
+        "duration": "2h",
+        "deadline": "2030-01-01T00:00:00Z",
+        "maxLatency": 2000,
+        "originRegion": "westeurope",
+        "tenant": "team-a",
+        "sshPublicKey": KEY,
+        "namespace": "greenops",
+        "azureResourceGroup": "greenops-workloads",
+        "azureSubscriptionId": AZURE_SUBSCRIPTION,
+    }
     v.update(over)
     return v
 
@@ -64,56 +80,107 @@ def canonical(objs: list[dict]) -> list[str]:
     return sorted(json.dumps(o, sort_keys=True) for o in objs)
 
 
-def python_render(catalog, make_workload, provider: str, region: str, start: str, skip_await: bool = False) -> list[dict]:
+def python_render(
+    catalog, make_workload, provider: str, region: str, start: str, skip_await: bool = False
+) -> list[dict]:
     """The Python renderers' objects for the decision the chart values below describe."""
     w = make_workload(name="parity", tenant="team-a", cpu=4, memory=8)
-    d = Decision(provider=provider, region=region, zone=catalog.region(provider, region).zone, scheduling_time=start,
-                 vm_size=select_size(catalog, provider, region, 4, 8).name, image=catalog.image(provider, region))
-    return render(w, d, RenderSettings(ssh_public_key=KEY, skip_await=skip_await, azure_subscription_id=AZURE_SUBSCRIPTION))
+    d = Decision(
+        provider=provider,
+        region=region,
+        zone=catalog.region(provider, region).zone,
+        scheduling_time=start,
+        vm_size=select_size(catalog, provider, region, 4, 8).name,
+        image=catalog.image(provider, region),
+    )
+    return render(
+        w, d, RenderSettings(ssh_public_key=KEY, skip_await=skip_await, azure_subscription_id=AZURE_SUBSCRIPTION)
+    )
 
 
-@pytest.mark.parametrize("provider,region", [
-    ("azure", "swedencentral"), ("azure", "italynorth"), ("gcp", "europe-west9"), ("gcp", "us-central1"),
-    ("aws", "eu-north-1"), ("aws", "us-east-1"),
-])
+@pytest.mark.parametrize(
+    "provider,region",
+    [
+        ("azure", "swedencentral"),
+        ("azure", "italynorth"),
+        ("gcp", "europe-west9"),
+        ("gcp", "us-central1"),
+        ("aws", "eu-north-1"),
+        ("aws", "us-east-1"),
+    ],
+)
 @pytest.mark.parametrize("skip_await", [False, True])
 def test_chart_matches_the_python_renderers(chart, catalog, make_workload, provider, region, skip_await):
     start = started()
     python = python_render(catalog, make_workload, provider, region, start, skip_await)
-    helm = helm_template(chart, values(provider=provider, schedulingLocation=region, schedulingTime=start,
-                                       vmSize=select_size(catalog, provider, region, 4, 8).name, skipAwait=skip_await))
+    helm = helm_template(
+        chart,
+        values(
+            provider=provider,
+            schedulingLocation=region,
+            schedulingTime=start,
+            vmSize=select_size(catalog, provider, region, 4, 8).name,
+            skipAwait=skip_await,
+        ),
+    )
     assert canonical(helm) == canonical(python)
 
 
 @pytest.mark.crds
 def test_chart_output_validates_against_the_crds(chart, crd_schemas):
-    for provider, region, size in [("azure", "francecentral", "Standard_F4s_v2"), ("gcp", "europe-west1", "e2-standard-4"),
-                                   ("aws", "eu-west-3", "c6a.xlarge")]:
-        objs = helm_template(chart, values(provider=provider, schedulingLocation=region, schedulingTime=started(),
-                                           vmSize=size))
+    for provider, region, size in [
+        ("azure", "francecentral", "Standard_F4s_v2"),
+        ("gcp", "europe-west1", "e2-standard-4"),
+        ("aws", "eu-west-3", "c6a.xlarge"),
+    ]:
+        objs = helm_template(
+            chart, values(provider=provider, schedulingLocation=region, schedulingTime=started(), vmSize=size)
+        )
         assert objs and [e for o in objs for e in crd_schemas.errors(o)] == []
 
 
 def test_azure_owners_resolve_in_a_namespace_of_our_objects(chart):
     """The resource group is named by ARM id; only the subnet is owned by name, by our VNet."""
-    objs = helm_template(chart, values(provider="azure", schedulingLocation="westeurope", schedulingTime=started(),
-                                       vmSize="x", azureResourceGroup="rg-ml"))
+    objs = helm_template(
+        chart,
+        values(
+            provider="azure",
+            schedulingLocation="westeurope",
+            schedulingTime=started(),
+            vmSize="x",
+            azureResourceGroup="rg-ml",
+        ),
+    )
     assert owner_problems(objs) == []
     group = f"/subscriptions/{AZURE_SUBSCRIPTION}/resourceGroups/rg-ml"
     assert {o["kind"]: o["spec"]["owner"] for o in objs} == {
-        "VirtualNetwork": {"armId": group}, "VirtualNetworksSubnet": {"name": "parity-vnet"},
-        "NetworkInterface": {"armId": group}, "VirtualMachine": {"armId": group}}
+        "VirtualNetwork": {"armId": group},
+        "VirtualNetworksSubnet": {"name": "parity-vnet"},
+        "NetworkInterface": {"armId": group},
+        "VirtualMachine": {"armId": group},
+    }
 
 
-@pytest.mark.parametrize("field,value,says", [
-    ("azureSubscriptionId", "", 'need azureSubscriptionId, the subscription of resource group greenops-workloads, as a GUID; got ""'),
-    ("azureSubscriptionId", "my-subscription", 'as a GUID; got "my-subscription"'),
-    ("azureResourceGroup", "rg/ml", 'azureResourceGroup "rg/ml" cannot be part of an ARM id'),
-])
+@pytest.mark.parametrize(
+    "field,value,says",
+    [
+        (
+            "azureSubscriptionId",
+            "",
+            'need azureSubscriptionId, the subscription of resource group greenops-workloads, as a GUID; got ""',
+        ),
+        ("azureSubscriptionId", "my-subscription", 'as a GUID; got "my-subscription"'),
+        ("azureResourceGroup", "rg/ml", 'azureResourceGroup "rg/ml" cannot be part of an ARM id'),
+    ],
+)
 def test_azure_without_a_well_formed_owner_fails_naming_the_vmtemplate(chart, field, value, says):
     """The Python side refuses the same values (tests/renderers/test_renderers.py)."""
-    result = helm_run(chart, values(provider="azure", schedulingLocation="westeurope", schedulingTime=started(),
-                                    vmSize="x", **{field: value}))
+    result = helm_run(
+        chart,
+        values(
+            provider="azure", schedulingLocation="westeurope", schedulingTime=started(), vmSize="x", **{field: value}
+        ),
+    )
     assert result.returncode != 0 and result.stdout == ""  # not one object, let alone half of them
     assert "VmTemplate parity: " in result.stderr and says in result.stderr, result.stderr
 
@@ -122,23 +189,47 @@ def test_the_aws_instance_waits_for_its_security_group_as_in_python(chart, catal
     """With no cluster to look up (helm template), the group has no id yet: the chart holds the
     Instance back, as the Python renderer does. tests/e2e/test_chart_install.py shows the Instance
     following, attached by the id, once a real API server holds the group's status."""
-    objs = helm_template(chart, values(provider="aws", schedulingLocation="eu-west-3", schedulingTime=started(),
-                                       vmSize="c6a.xlarge"))
+    objs = helm_template(
+        chart, values(provider="aws", schedulingLocation="eu-west-3", schedulingTime=started(), vmSize="c6a.xlarge")
+    )
     assert sorted(o["kind"] for o in objs) == ["SecurityGroup", "Subnet", "VPC"]
-    python = render_set(make_workload(name="parity"), Decision(
-        provider="aws", region="eu-west-3", zone=catalog.region("aws", "eu-west-3").zone, scheduling_time=started(),
-        vm_size="c6a.xlarge", image=catalog.image("aws", "eu-west-3")), RenderSettings(ssh_public_key=KEY))
+    python = render_set(
+        make_workload(name="parity"),
+        Decision(
+            provider="aws",
+            region="eu-west-3",
+            zone=catalog.region("aws", "eu-west-3").zone,
+            scheduling_time=started(),
+            vm_size="c6a.xlarge",
+            image=catalog.image("aws", "eu-west-3"),
+        ),
+        RenderSettings(ssh_public_key=KEY),
+    )
     assert [o["kind"] for o in python.objects] == ["VPC", "Subnet", "SecurityGroup"] and python.held
 
 
 def test_nothing_before_the_scheduling_time(chart):
-    assert helm_template(chart, values(provider="gcp", schedulingLocation="europe-west9",
-                                       schedulingTime=stamp(timedelta(hours=2)), vmSize="e2-standard-4")) == []
+    assert (
+        helm_template(
+            chart,
+            values(
+                provider="gcp",
+                schedulingLocation="europe-west9",
+                schedulingTime=stamp(timedelta(hours=2)),
+                vmSize="e2-standard-4",
+            ),
+        )
+        == []
+    )
 
 
 def test_the_lead_time_opens_the_gate_early(chart):
-    base = values(provider="gcp", schedulingLocation="europe-west9", schedulingTime=stamp(timedelta(minutes=2)),
-                  vmSize="e2-standard-4")
+    base = values(
+        provider="gcp",
+        schedulingLocation="europe-west9",
+        schedulingTime=stamp(timedelta(minutes=2)),
+        vmSize="e2-standard-4",
+    )
     assert len(helm_template(chart, dict(base, provisioningLeadSeconds=300))) == 3
     assert helm_template(chart, dict(base, provisioningLeadSeconds=0)) == []
 
@@ -155,11 +246,17 @@ def test_the_run_renders_until_schedulingtime_plus_duration(chart, catalog, make
 
     def rendered(start: str) -> list[dict]:
         size = select_size(catalog, "gcp", "europe-west9", 4, 8).name
-        return helm_template(chart, values(provider="gcp", schedulingLocation="europe-west9", schedulingTime=start,
-                                           vmSize=size, duration=duration))
+        return helm_template(
+            chart,
+            values(
+                provider="gcp", schedulingLocation="europe-west9", schedulingTime=start, vmSize=size, duration=duration
+            ),
+        )
 
     ending = stamp(timedelta(minutes=2) - run)  # the run ends in two minutes
-    assert canonical(rendered(ending)) == canonical(python_render(catalog, make_workload, "gcp", "europe-west9", ending))
+    assert canonical(rendered(ending)) == canonical(
+        python_render(catalog, make_workload, "gcp", "europe-west9", ending)
+    )
     assert rendered(stamp(-run)) == []  # ended this very second (the stamp rounds down)
     assert rendered(stamp(-run - timedelta(minutes=1))) == []
 
@@ -176,10 +273,16 @@ def test_every_provider_retires_its_vm_after_the_run(chart, provider, region):
 def test_a_malformed_duration_fails_naming_the_vmtemplate(chart, duration, offset):
     with pytest.raises(ValueError):  # the Python side refuses it too
         parse_duration(duration)
-    result = helm_run(chart, values(provider="aws", schedulingLocation="eu-west-3", schedulingTime=stamp(offset),
-                                    vmSize="x", duration=duration))
+    result = helm_run(
+        chart,
+        values(
+            provider="aws", schedulingLocation="eu-west-3", schedulingTime=stamp(offset), vmSize="x", duration=duration
+        ),
+    )
     assert result.returncode != 0 and result.stdout == ""  # not one object, let alone half of them
-    assert re.search(re.escape(f"VmTemplate parity: malformed duration {json.dumps(duration)}: use hours"), result.stderr)
+    assert re.search(
+        re.escape(f"VmTemplate parity: malformed duration {json.dumps(duration)}: use hours"), result.stderr
+    )
 
 
 @pytest.mark.parametrize("duration", [0, "0", "0h", "0m", -2], ids=repr)
@@ -187,8 +290,12 @@ def test_a_duration_must_be_positive(chart, duration):
     with pytest.raises(ValueError, match="positive"):
         parse_duration(duration)
     with pytest.raises(RuntimeError, match=re.escape(f"VmTemplate parity: duration must be positive, got {duration}")):
-        helm_template(chart, values(provider="aws", schedulingLocation="eu-west-3", schedulingTime=started(), vmSize="x",
-                                    duration=duration))
+        helm_template(
+            chart,
+            values(
+                provider="aws", schedulingLocation="eu-west-3", schedulingTime=started(), vmSize="x", duration=duration
+            ),
+        )
 
 
 def test_nothing_without_a_decision(chart):
@@ -196,14 +303,19 @@ def test_nothing_without_a_decision(chart):
     assert helm_template(chart, values(provider="aws", schedulingTime=started())) == []  # no region or size yet
 
 
-@pytest.mark.parametrize("provider,kinds", [
-    ("azure", {"VirtualNetwork", "VirtualNetworksSubnet", "NetworkInterface", "VirtualMachine"}),
-    ("gcp", {"ComputeNetwork", "ComputeSubnetwork", "ComputeInstance"}),
-    ("aws", {"VPC", "Subnet", "SecurityGroup"}),  # the Instance follows its group's id (see below)
-])
+@pytest.mark.parametrize(
+    "provider,kinds",
+    [
+        ("azure", {"VirtualNetwork", "VirtualNetworksSubnet", "NetworkInterface", "VirtualMachine"}),
+        ("gcp", {"ComputeNetwork", "ComputeSubnetwork", "ComputeInstance"}),
+        ("aws", {"VPC", "Subnet", "SecurityGroup"}),  # the Instance follows its group's id (see below)
+    ],
+)
 def test_each_provider_renders_only_its_own_set(chart, provider, kinds):
     region = {"azure": "westeurope", "gcp": "europe-west1", "aws": "eu-west-3"}[provider]
-    objs = helm_template(chart, values(provider=provider, schedulingLocation=region, schedulingTime=started(), vmSize="x"))
+    objs = helm_template(
+        chart, values(provider=provider, schedulingLocation=region, schedulingTime=started(), vmSize="x")
+    )
     assert {o["kind"] for o in objs} == kinds
 
 
@@ -218,10 +330,16 @@ def test_schema_rejects_bad_values(chart):
 
 def test_clear_failures(chart):
     with pytest.raises(RuntimeError, match="no AMI is known for aws region ca-west-1"):
-        helm_template(chart, values(provider="aws", schedulingLocation="ca-west-1", schedulingTime=started(), vmSize="x"))
+        helm_template(
+            chart, values(provider="aws", schedulingLocation="ca-west-1", schedulingTime=started(), vmSize="x")
+        )
     with pytest.raises(RuntimeError, match="Azure Linux VMs need sshPublicKey"):
-        helm_template(chart, values(provider="azure", schedulingLocation="westeurope", schedulingTime=started(),
-                                    vmSize="x", sshPublicKey=""))
+        helm_template(
+            chart,
+            values(
+                provider="azure", schedulingLocation="westeurope", schedulingTime=started(), vmSize="x", sshPublicKey=""
+            ),
+        )
 
 
 def test_helm_lint(chart):

@@ -1,6 +1,7 @@
 """A small stand-in for Config Connector's release-bundle.tar.gz, with the upstream layout (the
 manual install applies operator-system/configconnector-operator.yaml from it; Autopilot clusters
 the autopilot- variant), so no test reaches Google's bucket."""
+
 from __future__ import annotations
 
 import hashlib

@@ -1,5 +1,6 @@
 """cert-manager is a platform part, pinned, installed before ASO and KServe (whose charts declare
 cert-manager Certificates for their webhooks), or named as an existing install; never silently missing."""
+
 from __future__ import annotations
 
 import pulumi
@@ -70,15 +71,26 @@ def test_without_aso_and_kserve_it_may_be_off():
     assert not of(m, "greenops:platform:CertManager")
 
 
-@pytest.mark.parametrize("platform, message", [
-    ({**PROD, "certManager": {"enabled": False}},
-     r"greenops:platform\.certManager: azure \(ASO v2\) and kserve \(KServe\) need cert-manager to issue webhook "
-     r"certificates: set certManager\.enabled: true \(the platform installs it\), or certManager\.existing: true"),
-    ({**PROD, "azure": {"enabled": False}, "certManager": {"enabled": False}},
-     r"greenops:platform\.certManager: kserve \(KServe\) needs cert-manager"),
-    ({**PROD, "certManager": {"existing": True}},
-     r"greenops:platform\.certManager: existing: true needs enabled: false"),
-])
+@pytest.mark.parametrize(
+    "platform, message",
+    [
+        (
+            {**PROD, "certManager": {"enabled": False}},
+            r"greenops:platform\.certManager: azure \(ASO v2\) and kserve \(KServe\) need cert-manager to issue "
+            r"webhook "
+            r"certificates: set certManager\.enabled: true \(the platform installs it\), or certManager\.existing: "
+            r"true",
+        ),
+        (
+            {**PROD, "azure": {"enabled": False}, "certManager": {"enabled": False}},
+            r"greenops:platform\.certManager: kserve \(KServe\) needs cert-manager",
+        ),
+        (
+            {**PROD, "certManager": {"existing": True}},
+            r"greenops:platform\.certManager: existing: true needs enabled: false",
+        ),
+    ],
+)
 def test_a_missing_or_doubled_cert_manager_is_refused_by_name(platform, message):
     from greenops import program
 

@@ -1,6 +1,7 @@
 """externalAccess: one Ingress per service, TLS from the platform's CA for both host names, the
 tokens untouched; refused by name when it cannot route. tests/e2e/test_external_access.py drives
 the declared routes through a real ingress data plane."""
+
 from __future__ import annotations
 
 import pulumi
@@ -12,8 +13,16 @@ ACCESS = {"enabled": True, "opaHost": "opa.green.example.com", "schedulerHost": 
 
 
 def test_each_service_gets_an_ingress_on_its_own_host_with_tls():
-    m = collect({**PROD, "externalAccess": {**ACCESS, "ingressClassName": "nginx",
-                                            "annotations": {"nginx.ingress.kubernetes.io/whitelist-source-range": "203.0.113.0/24"}}})
+    m = collect(
+        {
+            **PROD,
+            "externalAccess": {
+                **ACCESS,
+                "ingressClassName": "nginx",
+                "annotations": {"nginx.ingress.kubernetes.io/whitelist-source-range": "203.0.113.0/24"},
+            },
+        }
+    )
     ingresses = {r.inputs["metadata"]["name"]: r.inputs for r in of(m, "kubernetes:networking.k8s.io/v1:Ingress")}
     assert set(ingresses) == {"greenops-opa", "greenops-scheduler"}
     opa, scheduler = ingresses["greenops-opa"], ingresses["greenops-scheduler"]
@@ -22,7 +31,9 @@ def test_each_service_gets_an_ingress_on_its_own_host_with_tls():
         assert ingress["spec"]["ingressClassName"] == "nginx"
         assert ingress["spec"]["tls"] == [{"hosts": [host], "secretName": "greenops-external-tls"}]
         assert [r["host"] for r in ingress["spec"]["rules"]] == [host]
-        assert ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/whitelist-source-range"] == "203.0.113.0/24"
+        assert (
+            ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/whitelist-source-range"] == "203.0.113.0/24"
+        )
     backend = lambda i: i["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]  # noqa: E731
     assert backend(opa) == {"name": "opa", "port": {"number": 443}}  # OPA's Service, as the webhook calls it
     assert backend(scheduler) == {"name": "greenops-scheduler", "port": {"number": 8080}}
@@ -43,11 +54,20 @@ def test_it_is_off_unless_asked():
     assert not of(collect(PROD), "kubernetes:networking.k8s.io/v1:Ingress")
 
 
-@pytest.mark.parametrize("access, message", [
-    ({"enabled": True}, r"greenops:platform\.externalAccess: enabled: true needs opaHost and schedulerHost"),
-    ({**ACCESS, "schedulerHost": ACCESS["opaHost"]}, r"opaHost and schedulerHost are both 'opa\.green\.example\.com'"),
-    ({**ACCESS, "opaHost": "https://opa.example.com"}, r"greenops:platform\.externalAccess\.opaHost: String should match"),
-])
+@pytest.mark.parametrize(
+    "access, message",
+    [
+        ({"enabled": True}, r"greenops:platform\.externalAccess: enabled: true needs opaHost and schedulerHost"),
+        (
+            {**ACCESS, "schedulerHost": ACCESS["opaHost"]},
+            r"opaHost and schedulerHost are both 'opa\.green\.example\.com'",
+        ),
+        (
+            {**ACCESS, "opaHost": "https://opa.example.com"},
+            r"greenops:platform\.externalAccess\.opaHost: String should match",
+        ),
+    ],
+)
 def test_a_route_that_cannot_work_is_refused_by_name(access, message):
     from greenops import program
 
@@ -60,6 +80,9 @@ def test_routes_need_their_backends():
     from greenops import program
 
     run_platform({**PROD, "scheduler": {"enabled": False}, "externalAccess": ACCESS})
-    with pytest.raises(pulumi.RunError, match=r"greenops:platform\.externalAccess: externalAccess routes to OPA and the "
-                                              r"scheduler, and this stack turns off scheduler"):
+    with pytest.raises(
+        pulumi.RunError,
+        match=r"greenops:platform\.externalAccess: externalAccess routes to OPA and the "
+        r"scheduler, and this stack turns off scheduler",
+    ):
         program.run()

@@ -3,6 +3,7 @@ MLflow and KServe only through Kubernetes Secrets, the InferenceServices read th
 from where ``greenops-forecast publish`` writes them, and the PostgreSQL pin names images that are
 still published. The loopback test with a real SeaweedFS and MLflow is
 tests/forecasting/test_publish_integration.py."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,13 @@ import pytest
 import yaml
 
 from components.config import VERSIONS_FILE
-from components.mlops import (MODELS_S3_SECRET, MODELS_SERVICE_ACCOUNT, S3_KEY_NAMES, SEAWEEDFS_CONFIG_KEY,
-                              SEAWEEDFS_CONFIG_SECRET)
+from components.mlops import (
+    MODELS_S3_SECRET,
+    MODELS_SERVICE_ACCOUNT,
+    S3_KEY_NAMES,
+    SEAWEEDFS_CONFIG_KEY,
+    SEAWEEDFS_CONFIG_SECRET,
+)
 from greenops.forecasting.names import DEFAULT_STORAGE_PREFIX, served_models, storage_uri
 
 from .test_platform_mocks import PROD, SECRET_SIG, collect, of, run_platform, unwrap
@@ -28,8 +34,11 @@ def releases(m) -> dict:
 
 
 def secret(m, name: str, namespace: str):
-    [s] = [r for r in of(m, SECRET) if r.inputs["metadata"] == {**r.inputs["metadata"], "name": name,
-                                                                   "namespace": namespace}]
+    [s] = [
+        r
+        for r in of(m, SECRET)
+        if r.inputs["metadata"] == {**r.inputs["metadata"], "name": name, "namespace": namespace}
+    ]
     return s.inputs
 
 
@@ -45,23 +54,44 @@ def test_seaweedfs_authenticates_the_stacks_keys_from_a_secret(prod):
     assert identity["credentials"] == [{"accessKey": "ak", "secretKey": "sk"}]
     assert {"Read", "Write", "List"} <= set(identity["actions"])
     values = releases(prod)["mlflow-seaweedfs"]["values"]
-    assert values == {"filer": {"s3": {"enabled": True, "port": 8333, "enableAuth": True,
-                                       "existingConfigSecret": SEAWEEDFS_CONFIG_SECRET,
-                                       "createBuckets": [{"name": "mlflow"}]}}}
+    assert values == {
+        "filer": {
+            "s3": {
+                "enabled": True,
+                "port": 8333,
+                "enableAuth": True,
+                "existingConfigSecret": SEAWEEDFS_CONFIG_SECRET,
+                "createBuckets": [{"name": "mlflow"}],
+            }
+        }
+    }
 
 
 def test_mlflow_reads_its_database_login_and_the_same_keys_from_its_secret(prod):
     creds = unwrap(secret(prod, "mlflow-credentials", "mlops")["stringData"])
-    assert creds == {"username": "mlflow", "postgres-password": "db-pass", "AWS_ACCESS_KEY_ID": "ak",
-                     "AWS_SECRET_ACCESS_KEY": "sk"}
+    assert creds == {
+        "username": "mlflow",
+        "postgres-password": "db-pass",
+        "AWS_ACCESS_KEY_ID": "ak",
+        "AWS_SECRET_ACCESS_KEY": "sk",
+    }
     rel = releases(prod)
     values = rel["mlflow-mlflow"]["values"]
     assert values["backendStore"]["existingDatabaseSecret"] == {
-        "name": "mlflow-credentials", "usernameKey": "username", "passwordKey": "postgres-password"}
+        "name": "mlflow-credentials",
+        "usernameKey": "username",
+        "passwordKey": "postgres-password",
+    }
     assert "password" not in values["backendStore"]["postgres"] and "user" not in values["backendStore"]["postgres"]
-    assert values["artifactRoot"]["s3"] == {"enabled": True, "bucket": "mlflow", "existingSecret": {
-        "name": "mlflow-credentials", "keyOfAccessKeyId": "AWS_ACCESS_KEY_ID",
-        "keyOfSecretAccessKey": "AWS_SECRET_ACCESS_KEY"}}
+    assert values["artifactRoot"]["s3"] == {
+        "enabled": True,
+        "bucket": "mlflow",
+        "existingSecret": {
+            "name": "mlflow-credentials",
+            "keyOfAccessKeyId": "AWS_ACCESS_KEY_ID",
+            "keyOfSecretAccessKey": "AWS_SECRET_ACCESS_KEY",
+        },
+    }
     # every key the chart is told to read exists in the Secret
     assert {"username", "postgres-password", *S3_KEY_NAMES} <= set(creds)
     # the hosts MLflow is given are the Services the charts create: SeaweedFS names its S3 Service after
@@ -73,15 +103,22 @@ def test_mlflow_reads_its_database_login_and_the_same_keys_from_its_secret(prod)
 
 def test_inference_services_read_the_published_models_with_the_same_keys(prod):
     storage = secret(prod, MODELS_S3_SECRET, "forecasting")
-    assert storage["metadata"]["annotations"] == {"serving.kserve.io/s3-endpoint": "seaweedfs-s3.mlops.svc:8333",
-                                                  "serving.kserve.io/s3-usehttps": "0"}
+    assert storage["metadata"]["annotations"] == {
+        "serving.kserve.io/s3-endpoint": "seaweedfs-s3.mlops.svc:8333",
+        "serving.kserve.io/s3-usehttps": "0",
+    }
     assert SECRET_SIG in storage["stringData"]
     assert unwrap(storage["stringData"]) == {"AWS_ACCESS_KEY_ID": "ak", "AWS_SECRET_ACCESS_KEY": "sk"}
-    [account] = [r.inputs for r in of(prod, "kubernetes:core/v1:ServiceAccount")
-                 if r.inputs["metadata"] == {"name": MODELS_SERVICE_ACCOUNT, "namespace": "forecasting"}]
+    [account] = [
+        r.inputs
+        for r in of(prod, "kubernetes:core/v1:ServiceAccount")
+        if r.inputs["metadata"] == {"name": MODELS_SERVICE_ACCOUNT, "namespace": "forecasting"}
+    ]
     assert account["secrets"] == [{"name": MODELS_S3_SECRET}]
-    services = {r.inputs["metadata"]["name"]: r.inputs["spec"]["predictor"]
-                for r in of(prod, "kubernetes:serving.kserve.io/v1beta1:InferenceService")}
+    services = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"]["predictor"]
+        for r in of(prod, "kubernetes:serving.kserve.io/v1beta1:InferenceService")
+    }
     assert sorted(services) == sorted(served_models(["DE", "FR"]))
     for model, predictor in services.items():
         assert predictor["serviceAccountName"] == MODELS_SERVICE_ACCOUNT
@@ -93,14 +130,23 @@ def test_inference_services_read_the_published_models_with_the_same_keys(prod):
 
 
 def test_an_existing_https_object_store_is_used_as_given():
-    m = collect({**MLOPS, "mlflow": {"artifactEndpoint": "https://s3.eu-west-1.amazonaws.com"},
-                 "kserve": {"zones": ["DE"], "storagePrefix": "s3://models/greenops/"}})
+    m = collect(
+        {
+            **MLOPS,
+            "mlflow": {"artifactEndpoint": "https://s3.eu-west-1.amazonaws.com"},
+            "kserve": {"zones": ["DE"], "storagePrefix": "s3://models/greenops/"},
+        }
+    )
     assert "mlflow-seaweedfs" not in releases(m)
     assert not [r for r in of(m, SECRET) if r.inputs["metadata"]["name"] == SEAWEEDFS_CONFIG_SECRET]
     assert secret(m, MODELS_S3_SECRET, "forecasting")["metadata"]["annotations"] == {
-        "serving.kserve.io/s3-endpoint": "s3.eu-west-1.amazonaws.com", "serving.kserve.io/s3-usehttps": "1"}
-    uris = {r.inputs["spec"]["predictor"]["model"]["storageUri"]
-            for r in of(m, "kubernetes:serving.kserve.io/v1beta1:InferenceService")}
+        "serving.kserve.io/s3-endpoint": "s3.eu-west-1.amazonaws.com",
+        "serving.kserve.io/s3-usehttps": "1",
+    }
+    uris = {
+        r.inputs["spec"]["predictor"]["model"]["storageUri"]
+        for r in of(m, "kubernetes:serving.kserve.io/v1beta1:InferenceService")
+    }
     assert uris == {"s3://models/greenops/forecaster-de", "s3://models/greenops/forecaster-generic"}
 
 
@@ -139,12 +185,21 @@ def test_both_postgresql_releases_pull_the_images_bitnami_still_publishes(prod):
 
 @pytest.mark.crds
 def test_the_service_account_field_is_judged_by_the_kserve_crd(prod, crd_schemas):
-    [isvc] = [r.inputs for r in of(prod, "kubernetes:serving.kserve.io/v1beta1:InferenceService")
-              if r.inputs["metadata"]["name"] == "forecaster-de"]
+    [isvc] = [
+        r.inputs
+        for r in of(prod, "kubernetes:serving.kserve.io/v1beta1:InferenceService")
+        if r.inputs["metadata"]["name"] == "forecaster-de"
+    ]
     obj = {k: isvc[k] for k in ("apiVersion", "kind", "metadata", "spec")}
     assert crd_schemas.errors(obj) == []
-    misspelt = {**obj, "spec": {"predictor": {**{k: v for k, v in obj["spec"]["predictor"].items()
-                                                if k != "serviceAccountName"},
-                                            "serviceAcountName": MODELS_SERVICE_ACCOUNT}}}
+    misspelt = {
+        **obj,
+        "spec": {
+            "predictor": {
+                **{k: v for k, v in obj["spec"]["predictor"].items() if k != "serviceAccountName"},
+                "serviceAcountName": MODELS_SERVICE_ACCOUNT,
+            }
+        },
+    }
     # a field the CRD does not declare is refused, so the right one counts
     assert [e for e in crd_schemas.errors(misspelt) if "serviceAcountName" in e]

@@ -1,6 +1,7 @@
 """Config Connector's operator: the program applies YAML taken out of the pinned, checksummed release
 bundle, never the tarball itself (issue 16). No network: archives are built here with the upstream
 layout and served through httpx.MockTransport."""
+
 from __future__ import annotations
 
 import httpx
@@ -10,8 +11,13 @@ import yaml
 
 from components import operator_bundle
 from components.config import VERSIONS_FILE
-from components.operator_bundle import (BundleChecksumError, BundleDownloadError, BundleLayoutError,
-                                        extract_manifest, operator_manifest)
+from components.operator_bundle import (
+    BundleChecksumError,
+    BundleDownloadError,
+    BundleLayoutError,
+    extract_manifest,
+    operator_manifest,
+)
 from tests.components.bundles import OPERATOR_YAML, UPSTREAM_LAYOUT, build_bundle, sha256
 from tests.components.test_platform_mocks import PROD, collect, of, run_platform
 
@@ -72,7 +78,9 @@ def test_download_is_verified_and_cached(tmp_path):
 
 def test_a_checksum_mismatch_is_refused_by_name_and_nothing_is_cached(tmp_path):
     archive, pinned = build_bundle(), sha256(b"the archive upstream published")
-    with pytest.raises(BundleChecksumError, match=rf"{URL}: sha256 mismatch: pinned {pinned}, downloaded {sha256(archive)}"):
+    with pytest.raises(
+        BundleChecksumError, match=rf"{URL}: sha256 mismatch: pinned {pinned}, downloaded {sha256(archive)}"
+    ):
         REAL_FETCH(URL, pinned, cache=tmp_path, transport=Served(archive).transport)
     assert list(tmp_path.iterdir()) == []
 
@@ -85,10 +93,13 @@ def test_a_corrupted_cache_entry_is_fetched_again(tmp_path):
     assert len(server.requests) == 1 and (tmp_path / f"{sha256(archive)}.tar.gz").read_bytes() == archive
 
 
-@pytest.mark.parametrize("server, message", [
-    (Served(status=404), "download failed: HTTP 404"),
-    (Served(error=httpx.ConnectError("no route to host")), "download failed: no route to host"),
-])
+@pytest.mark.parametrize(
+    "server, message",
+    [
+        (Served(status=404), "download failed: HTTP 404"),
+        (Served(error=httpx.ConnectError("no route to host")), "download failed: no route to host"),
+    ],
+)
 def test_a_failed_download_names_the_url(tmp_path, server, message):
     with pytest.raises(BundleDownloadError, match=f"{URL}: {message}"):
         REAL_FETCH(URL, "0" * 64, cache=tmp_path, transport=server.transport)
@@ -104,13 +115,18 @@ def test_extraction_follows_the_upstream_layout(prefix):
     assert extract_manifest(build_bundle(prefix=prefix), MANIFEST, URL) == OPERATOR_YAML
 
 
-@pytest.mark.parametrize("archive, message", [
-    (build_bundle({"operator-system/other.yaml": OPERATOR_YAML}),
-     f"no {MANIFEST} in the archive; it holds: operator-system/other.yaml"),
-    (build_bundle({MANIFEST: build_bundle()}), f"{MANIFEST} is not YAML"),
-    (build_bundle({MANIFEST: "just: a mapping\n"}), f"{MANIFEST} is not a Kubernetes manifest"),
-    (b"<html>not found</html>", "not a tar archive"),
-])
+@pytest.mark.parametrize(
+    "archive, message",
+    [
+        (
+            build_bundle({"operator-system/other.yaml": OPERATOR_YAML}),
+            f"no {MANIFEST} in the archive; it holds: operator-system/other.yaml",
+        ),
+        (build_bundle({MANIFEST: build_bundle()}), f"{MANIFEST} is not YAML"),
+        (build_bundle({MANIFEST: "just: a mapping\n"}), f"{MANIFEST} is not a Kubernetes manifest"),
+        (b"<html>not found</html>", "not a tar archive"),
+    ],
+)
 def test_a_bundle_without_the_manifest_is_refused_by_name(archive, message):
     with pytest.raises(BundleLayoutError, match=f"{URL}: {message}"):
         extract_manifest(archive, MANIFEST, URL)
@@ -118,8 +134,11 @@ def test_a_bundle_without_the_manifest_is_refused_by_name(archive, message):
 
 def test_the_autopilot_variant_is_one_override_away(tmp_path):
     archive = build_bundle()
-    pin = {"operator_bundle": URL, "sha256": sha256(archive),
-           "operator_manifest": "operator-system/autopilot-configconnector-operator.yaml"}
+    pin = {
+        "operator_bundle": URL,
+        "sha256": sha256(archive),
+        "operator_manifest": "operator-system/autopilot-configconnector-operator.yaml",
+    }
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(operator_bundle, "fetch", REAL_FETCH)
         text = operator_manifest(pin, cache=tmp_path, transport=Served(archive).transport)
@@ -131,8 +150,9 @@ def test_a_republished_bundle_stops_the_program_before_anything_is_applied(monke
     from greenops import program
 
     served = Served(build_bundle())
-    monkeypatch.setattr(operator_bundle, "fetch",
-                        lambda url, sha, **_: REAL_FETCH(url, sha, cache=tmp_path, transport=served.transport))
+    monkeypatch.setattr(
+        operator_bundle, "fetch", lambda url, sha, **_: REAL_FETCH(url, sha, cache=tmp_path, transport=served.transport)
+    )
     run_platform(PROD)
     with pytest.raises(pulumi.RunError, match=r"release-bundle\.tar\.gz: sha256 mismatch: pinned [0-9a-f]{64}"):
         program.run()

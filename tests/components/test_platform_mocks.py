@@ -1,5 +1,6 @@
 """Every platform component under Pulumi mocks: types and counts, key fields, secrets, stable
 certificates, and parts switched off."""
+
 from __future__ import annotations
 
 import base64
@@ -16,11 +17,18 @@ CA_PEM = "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n"
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
 PROD = {
     "krateo": {"vmTemplateChartUrl": "oci://registry.example.com/charts"},
-    "azure": {"enabled": True, "subscriptionId": "sub-1", "tenantId": "tenant-1",
-              "oidcIssuerUrl": "https://oidc.example.com/cluster"},
+    "azure": {
+        "enabled": True,
+        "subscriptionId": "sub-1",
+        "tenantId": "tenant-1",
+        "oidcIssuerUrl": "https://oidc.example.com/cluster",
+    },
     "gcp": {"enabled": True, "project": "acme-green"},
-    "aws": {"enabled": True, "oidcProviderArn": "arn:aws:iam::123456789012:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/ABC",
-            "oidcIssuer": "oidc.eks.eu-west-1.amazonaws.com/id/ABC"},
+    "aws": {
+        "enabled": True,
+        "oidcProviderArn": "arn:aws:iam::123456789012:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/ABC",
+        "oidcIssuer": "oidc.eks.eu-west-1.amazonaws.com/id/ABC",
+    },
     "policy": {"bundleServiceUrl": "https://bundles.example.com", "webhookTimeoutSeconds": 10},
     "kserve": {"zones": ["DE", "FR"]},
 }
@@ -29,10 +37,16 @@ MOCK_OUTPUTS = {
     "tls:index/privateKey:PrivateKey": {"privateKeyPem": "KEY"},
     "tls:index/certRequest:CertRequest": {"certRequestPem": "CSR"},
     "tls:index/locallySignedCert:LocallySignedCert": {"certPem": "SERVING"},
-    "azure-native:managedidentity:UserAssignedIdentity": {"principalId": "principal-1", "clientId": "client-1", "name": "id-1"},
+    "azure-native:managedidentity:UserAssignedIdentity": {
+        "principalId": "principal-1",
+        "clientId": "client-1",
+        "name": "id-1",
+    },
     "azure-native:resources:ResourceGroup": {"id": "/subscriptions/sub-1/resourceGroups/greenops-workloads"},
-    "gcp:serviceaccount/account:Account": {"email": "kcc@acme-green.iam.gserviceaccount.com",
-                                           "name": "projects/acme-green/serviceAccounts/kcc"},
+    "gcp:serviceaccount/account:Account": {
+        "email": "kcc@acme-green.iam.gserviceaccount.com",
+        "name": "projects/acme-green/serviceAccounts/kcc",
+    },
     "aws:iam/role:Role": {"arn": "arn:aws:iam::123456789012:role/ack", "name": "ack"},
     "aws:iam/policy:Policy": {"arn": "arn:aws:iam::123456789012:policy/ack-ec2"},
 }
@@ -57,17 +71,37 @@ OPA_TOKENS = {"greenops:opaToken": "Q7x-query-s3cret", "greenops:opaAdminToken":
 def run_platform(platform: dict, secrets=True, without: str | None = None, extra: dict | None = None) -> Mocks:
     m = Mocks()
     pulumi.runtime.set_mocks(m, project="greenops-platform", stack="prod", preview=False)
-    config = {"greenops:platform": json.dumps(platform), "greenops:kubernetes": json.dumps({"mode": "cluster"}),
-              "greenops:kubeconfig": "apiVersion: v1", "greenops:schedulerDbPassword": "sched-db/pa:ss"}
+    config = {
+        "greenops:platform": json.dumps(platform),
+        "greenops:kubernetes": json.dumps({"mode": "cluster"}),
+        "greenops:kubeconfig": "apiVersion: v1",
+        "greenops:schedulerDbPassword": "sched-db/pa:ss",
+    }
     if secrets:
-        config.update({"greenops:mlflowDbPassword": "db-pass", "greenops:s3AccessKey": "ak", "greenops:s3SecretKey": "sk",
-                       "greenops:schedulerToken": "sched-tok", **OPA_TOKENS})
+        config.update(
+            {
+                "greenops:mlflowDbPassword": "db-pass",
+                "greenops:s3AccessKey": "ak",
+                "greenops:s3SecretKey": "sk",
+                "greenops:schedulerToken": "sched-tok",
+                **OPA_TOKENS,
+            }
+        )
     config.update(extra or {})
     config.pop(without, None)
-    pulumi.runtime.set_all_config(config, secret_keys=["greenops:mlflowDbPassword", "greenops:s3AccessKey",
-                                                       "greenops:s3SecretKey", "greenops:kubeconfig",
-                                                       "greenops:schedulerToken", "greenops:schedulerDbPassword",
-                                                       "greenops:schedulerDatabaseUrl", *OPA_TOKENS])
+    pulumi.runtime.set_all_config(
+        config,
+        secret_keys=[
+            "greenops:mlflowDbPassword",
+            "greenops:s3AccessKey",
+            "greenops:s3SecretKey",
+            "greenops:kubeconfig",
+            "greenops:schedulerToken",
+            "greenops:schedulerDbPassword",
+            "greenops:schedulerDatabaseUrl",
+            *OPA_TOKENS,
+        ],
+    )
     return m
 
 
@@ -96,39 +130,59 @@ def collect(platform: dict, secrets: bool = True) -> Mocks:
 
 def stack_platform(stack: str) -> dict:
     from pathlib import Path
-    config = yaml.safe_load((Path(__file__).resolve().parents[2] / "stacks" / f"Pulumi.{stack}.yaml").read_text())["config"]
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[2] / "stacks" / f"Pulumi.{stack}.yaml").read_text())[
+        "config"
+    ]
     return config["greenops:platform"]
 
 
 def test_the_prod_stack_previews_the_whole_platform():
     m = collect(stack_platform("prod"))
-    assert len({r.typ for r in m.resources if r.typ.startswith("greenops:platform:")}) == 12  # + WorkloadReconciler, ExternalAccess
+    assert (
+        len({r.typ for r in m.resources if r.typ.startswith("greenops:platform:")}) == 12
+    )  # + WorkloadReconciler, ExternalAccess
     assert len(of(m, "kubernetes:serving.kserve.io/v1beta1:InferenceService")) == 6  # 5 zones + generic
 
 
 def test_staging_installs_only_its_parts():
     m = collect(stack_platform("staging"), secrets=False)
-    assert {r.typ.removeprefix("greenops:platform:") for r in m.resources if r.typ.startswith("greenops:platform:")} == {
-        "GreenOpsPlatform", "KrateoPlatform", "ConfigConnector", "GreenOpsScheduler", "PolicyEngine"}
+    assert {
+        r.typ.removeprefix("greenops:platform:") for r in m.resources if r.typ.startswith("greenops:platform:")
+    } == {"GreenOpsPlatform", "KrateoPlatform", "ConfigConnector", "GreenOpsScheduler", "PolicyEngine"}
 
 
 def test_the_whole_platform_in_prod():
     m = collect(PROD)
     types = [r.typ for r in m.resources]
     components = {r.typ for r in m.resources if r.typ.startswith("greenops:platform:")}
-    assert components == {f"greenops:platform:{c}" for c in (
-        "GreenOpsPlatform", "KrateoPlatform", "CertManager", "AzureServiceOperator", "ConfigConnector",
-        "AwsControllers", "GreenOpsScheduler", "PolicyEngine", "ModelTracking", "ModelServing")}
+    assert components == {
+        f"greenops:platform:{c}"
+        for c in (
+            "GreenOpsPlatform",
+            "KrateoPlatform",
+            "CertManager",
+            "AzureServiceOperator",
+            "ConfigConnector",
+            "AwsControllers",
+            "GreenOpsScheduler",
+            "PolicyEngine",
+            "ModelTracking",
+            "ModelServing",
+        )
+    }
     pins = yaml.safe_load(VERSIONS_FILE.read_text())
     releases = {r.name: r.inputs for r in of(m, "kubernetes:helm.sh/v3:Release")}
     assert releases["krateo-core-provider"]["version"] == pins["krateo_core_provider"]["version"]
     assert releases["aso-aso"]["version"] == pins["azure_service_operator"]["version"]
-    assert unwrap(releases["aso-aso"]["values"])["crdPattern"] == "resources.azure.com/*;network.azure.com/*;compute.azure.com/*"
+    assert (
+        unwrap(releases["aso-aso"]["values"])["crdPattern"]
+        == "resources.azure.com/*;network.azure.com/*;compute.azure.com/*"
+    )
     assert releases["ack-ec2"]["chart"] == "oci://public.ecr.aws/aws-controllers-k8s/ec2-chart"
     assert unwrap(releases["kserve-controller"]["values"])["kserve"]["controller"]["deploymentMode"] == "RawDeployment"
     assert types.count("kubernetes:serving.kserve.io/v1beta1:InferenceService") == 3  # DE, FR, generic
     assert len(of(m, "kubernetes:core.krateo.io/v1alpha1:CompositionDefinition")) == 1
-
 
 
 def test_webhook_configuration():
@@ -139,8 +193,15 @@ def test_webhook_configuration():
     place, release = hook.inputs["webhooks"]
     assert [w["rules"][0]["operations"] for w in (place, release)] == [["CREATE", "UPDATE"], ["DELETE"]]
     for w in (place, release):
-        assert w["rules"] == [{"apiGroups": ["composition.krateo.io"], "apiVersions": ["*"], "operations":
-                               w["rules"][0]["operations"], "resources": ["vmtemplates"], "scope": "Namespaced"}]
+        assert w["rules"] == [
+            {
+                "apiGroups": ["composition.krateo.io"],
+                "apiVersions": ["*"],
+                "operations": w["rules"][0]["operations"],
+                "resources": ["vmtemplates"],
+                "scope": "Namespaced",
+            }
+        ]
         # dry runs book and release nothing (request.dryRun), so the API server may send them
         assert w["sideEffects"] == "NoneOnDryRun" and w["timeoutSeconds"] == 10
         assert w["admissionReviewVersions"] == ["v1"] and w["reinvocationPolicy"] == "Never"
@@ -158,10 +219,10 @@ def test_webhook_configuration():
     [role] = of(m, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
     assert role.inputs["rules"] == [
         {"apiGroups": ["composition.krateo.io"], "resources": ["vmtemplates"], "verbs": ["get", "list", "watch"]},
-        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}]
+        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
+    ]
     [cm] = [r for r in of(m, "kubernetes:core/v1:ConfigMap") if r.name == "opa-config"]
     assert json.loads(cm.inputs["data"]["config.json"])["bundles"]["greenops"]["polling"]["min_delay_seconds"] == 30
-
 
 
 def test_identities_trust_only_the_operators_and_roles_are_scoped():
@@ -172,28 +233,38 @@ def test_identities_trust_only_the_operators_and_roles_are_scoped():
     [ra] = of(m, "azure-native:authorization:RoleAssignment")
     assert ra.inputs["scope"] == "/subscriptions/sub-1/resourceGroups/greenops-workloads"
     assert ra.inputs["principalId"] == "principal-1"
-    [aso_secret] = [r for r in of(m, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "aso-controller-settings"]
+    [aso_secret] = [
+        r for r in of(m, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "aso-controller-settings"
+    ]
     assert unwrap(aso_secret.inputs["stringData"])["AZURE_CLIENT_ID"] == "client-1"
     assert unwrap(aso_secret.inputs["stringData"])["USE_WORKLOAD_IDENTITY_AUTH"] == "true"
     members = {r.inputs["role"]: r.inputs["member"] for r in m.resources if r.typ.endswith("IAMMember")}
-    assert members["roles/iam.workloadIdentityUser"] == "serviceAccount:acme-green.svc.id.goog[cnrm-system/cnrm-controller-manager]"
+    assert (
+        members["roles/iam.workloadIdentityUser"]
+        == "serviceAccount:acme-green.svc.id.goog[cnrm-system/cnrm-controller-manager]"
+    )
     assert members["roles/compute.admin"] == "serviceAccount:kcc@acme-green.iam.gserviceaccount.com"
     [role] = of(m, "aws:iam/role:Role")
     trust = json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]
-    assert trust["Condition"]["StringEquals"]["oidc.eks.eu-west-1.amazonaws.com/id/ABC:sub"] == \
-        "system:serviceaccount:ack-system:ack-ec2-controller"
+    assert (
+        trust["Condition"]["StringEquals"]["oidc.eks.eu-west-1.amazonaws.com/id/ABC:sub"]
+        == "system:serviceaccount:ack-system:ack-ec2-controller"
+    )
     [policy] = of(m, "aws:iam/policy:Policy")
     actions = json.loads(policy.inputs["policy"])["Statement"][0]["Action"]
     assert "ec2:RunInstances" in actions and "*" not in actions and "ec2:*" not in actions
-
 
 
 def test_secrets_stay_secret():
     m = collect(PROD)
     [creds] = [r for r in of(m, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "mlflow-credentials"]
     # the whole stringData is registered as a secret, since its values are
-    assert set(creds.inputs["stringData"]["value"]) == {"username", "postgres-password", "AWS_ACCESS_KEY_ID",
-                                                        "AWS_SECRET_ACCESS_KEY"}
+    assert set(creds.inputs["stringData"]["value"]) == {
+        "username",
+        "postgres-password",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+    }
     assert SECRET_SIG in creds.inputs["stringData"]
     # MLflow's chart reads the login and the keys from that Secret: its values hold no secret at all
     mlflow = [r for r in of(m, "kubernetes:helm.sh/v3:Release") if r.name == "mlflow-mlflow"][0]
@@ -205,20 +276,27 @@ def test_secrets_stay_secret():
 
 def test_the_scheduler_and_opa_read_the_schedulers_token_from_a_secret():
     m = collect(PROD)
-    tokens = {r.inputs["metadata"]["namespace"]: r for r in of(m, "kubernetes:core/v1:Secret")
-              if r.inputs["metadata"]["name"] == "greenops-scheduler-token"}
+    tokens = {
+        r.inputs["metadata"]["namespace"]: r
+        for r in of(m, "kubernetes:core/v1:Secret")
+        if r.inputs["metadata"]["name"] == "greenops-scheduler-token"
+    }
     assert set(tokens) == {"greenops", "opa"}
     for secret in tokens.values():
         assert SECRET_SIG in secret.inputs["stringData"]  # registered secret: encrypted in state
         assert unwrap(secret.inputs["stringData"])["GREENOPS_SCHEDULER_TOKEN"] == "sched-tok"
-    ref = {"name": "GREENOPS_SCHEDULER_TOKEN",
-           "valueFrom": {"secretKeyRef": {"name": "greenops-scheduler-token", "key": "GREENOPS_SCHEDULER_TOKEN"}}}
+    ref = {
+        "name": "GREENOPS_SCHEDULER_TOKEN",
+        "valueFrom": {"secretKeyRef": {"name": "greenops-scheduler-token", "key": "GREENOPS_SCHEDULER_TOKEN"}},
+    }
     for deploy in ("scheduler-deploy", "opa-opa"):
         [d] = [r for r in of(m, "kubernetes:apps/v1:Deployment") if r.name == deploy]
         assert ref in d.inputs["spec"]["template"]["spec"]["containers"][0]["env"], deploy
     # without the secret: no token Secret and no variable, the scheduler runs open
     bare = collect({**PROD, "mlflow": {"enabled": False}, "kserve": {"enabled": False}}, secrets=False)
-    assert not [r for r in of(bare, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "greenops-scheduler-token"]
+    assert not [
+        r for r in of(bare, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "greenops-scheduler-token"
+    ]
 
 
 def test_scheduler_replicas_share_a_postgresql_whose_url_is_a_secret():
@@ -226,12 +304,17 @@ def test_scheduler_replicas_share_a_postgresql_whose_url_is_a_secret():
     [deploy] = [r for r in of(m, "kubernetes:apps/v1:Deployment") if r.name == "scheduler-deploy"]
     assert deploy.inputs["spec"]["replicas"] == 2
     env = deploy.inputs["spec"]["template"]["spec"]["containers"][0]["env"]
-    assert {"name": "GREENOPS_SCHEDULER_DATABASE", "valueFrom": {"secretKeyRef": {
-        "name": "greenops-scheduler-database", "key": "GREENOPS_SCHEDULER_DATABASE"}}} in env
-    [url] = [r for r in of(m, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "greenops-scheduler-database"]
+    assert {
+        "name": "GREENOPS_SCHEDULER_DATABASE",
+        "valueFrom": {"secretKeyRef": {"name": "greenops-scheduler-database", "key": "GREENOPS_SCHEDULER_DATABASE"}},
+    } in env
+    [url] = [
+        r for r in of(m, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "greenops-scheduler-database"
+    ]
     assert SECRET_SIG in url.inputs["stringData"]
     assert unwrap(url.inputs["stringData"])["GREENOPS_SCHEDULER_DATABASE"] == (
-        "postgresql+psycopg://greenops:sched-db%2Fpa%3Ass@scheduler-postgresql.greenops.svc:5432/greenops")
+        "postgresql+psycopg://greenops:sched-db%2Fpa%3Ass@scheduler-postgresql.greenops.svc:5432/greenops"
+    )
     [pg] = [r for r in of(m, "kubernetes:helm.sh/v3:Release") if r.name == "scheduler-postgresql"]
     assert unwrap(pg.inputs["values"])["auth"]["existingSecret"] == "greenops-scheduler-db"
     assert "greenops-scheduler-db" in {r.inputs["metadata"]["name"] for r in of(m, "kubernetes:core/v1:Secret")}
@@ -244,7 +327,9 @@ def test_an_existing_database_url_deploys_no_postgresql_and_none_at_all_is_refus
     m = run_platform(PROD, without="greenops:schedulerDbPassword", extra={"greenops:schedulerDatabaseUrl": external})
     pulumi.runtime.test(program.run)()
     assert not [r for r in of(m, "kubernetes:helm.sh/v3:Release") if r.name == "scheduler-postgresql"]
-    [url] = [r for r in of(m, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "greenops-scheduler-database"]
+    [url] = [
+        r for r in of(m, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "greenops-scheduler-database"
+    ]
     assert SECRET_SIG in url.inputs["stringData"]
     assert unwrap(url.inputs["stringData"])["GREENOPS_SCHEDULER_DATABASE"] == external
     run_platform(PROD, without="greenops:schedulerDbPassword")
@@ -259,10 +344,15 @@ def test_opa_requires_tokens_and_kube_mgmt_presents_its_own():
     opa, mgmt = pod["containers"]
     assert "--authentication=token" in opa["args"] and "--authorization=basic" in opa["args"]
     # OPA reads both tokens from Secrets; the probes stay on the open GET /health
-    secrets = {r.inputs["metadata"]["name"]: r for r in of(m, "kubernetes:core/v1:Secret")
-               if r.inputs["metadata"]["namespace"] == "opa"}
-    for name, variable, value in (("greenops-opa-query-token", "GREENOPS_OPA_QUERY_TOKEN", "Q7x-query-s3cret"),
-                                  ("greenops-opa-admin-token", "GREENOPS_OPA_ADMIN_TOKEN", "A9z-admin-s3cret")):
+    secrets = {
+        r.inputs["metadata"]["name"]: r
+        for r in of(m, "kubernetes:core/v1:Secret")
+        if r.inputs["metadata"]["namespace"] == "opa"
+    }
+    for name, variable, value in (
+        ("greenops-opa-query-token", "GREENOPS_OPA_QUERY_TOKEN", "Q7x-query-s3cret"),
+        ("greenops-opa-admin-token", "GREENOPS_OPA_ADMIN_TOKEN", "A9z-admin-s3cret"),
+    ):
         assert SECRET_SIG in secrets[name].inputs["stringData"]
         assert unwrap(secrets[name].inputs["stringData"]) == {variable: value}
         assert {"name": variable, "valueFrom": {"secretKeyRef": {"name": name, "key": variable}}} in opa["env"]
@@ -272,10 +362,16 @@ def test_opa_requires_tokens_and_kube_mgmt_presents_its_own():
     # kube-mgmt: the admin token as a file from the same Secret, and nothing else
     assert "--opa-auth-token-file=/var/run/secrets/greenops/opa-admin/token" in mgmt["args"]
     assert not [a for a in mgmt["args"] if a.startswith("--opa-auth-token=")]
-    assert mgmt["volumeMounts"] == [{"name": "opa-admin-token", "mountPath": "/var/run/secrets/greenops/opa-admin",
-                                     "readOnly": True}]
-    assert {"name": "opa-admin-token", "secret": {"secretName": "greenops-opa-admin-token", "items": [
-        {"key": "GREENOPS_OPA_ADMIN_TOKEN", "path": "token"}]}} in pod["volumes"]
+    assert mgmt["volumeMounts"] == [
+        {"name": "opa-admin-token", "mountPath": "/var/run/secrets/greenops/opa-admin", "readOnly": True}
+    ]
+    assert {
+        "name": "opa-admin-token",
+        "secret": {
+            "secretName": "greenops-opa-admin-token",
+            "items": [{"key": "GREENOPS_OPA_ADMIN_TOKEN", "path": "token"}],
+        },
+    } in pod["volumes"]
     assert not [e for e in mgmt.get("env", []) if "TOKEN" in e["name"]]
     assert "opa-admin-token" not in [v["name"] for v in opa["volumeMounts"]]
     # no token anywhere in plaintext: not as a value, not inside a longer string
@@ -292,7 +388,9 @@ def test_opa_without_tokens_runs_as_before_and_half_a_pair_is_refused():
     assert not [a for a in opa["args"] if a.startswith(("--authentication", "--authorization"))]
     assert not [a for a in mgmt["args"] if a.startswith("--opa-auth")] and "volumeMounts" not in mgmt
     assert "startupProbe" not in opa
-    assert not [r for r in of(bare, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"].startswith("greenops-opa-")]
+    assert not [
+        r for r in of(bare, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"].startswith("greenops-opa-")
+    ]
     from greenops import program
 
     for missing in OPA_TOKENS:
@@ -323,9 +421,10 @@ def exposed(value, word, inside_secret=False):
         yield ""
 
 
-
 def tls_inputs(m: Mocks) -> list:
-    return sorted((r.typ, r.name, json.dumps(r.inputs, sort_keys=True)) for r in m.resources if r.typ.startswith("tls:"))
+    return sorted(
+        (r.typ, r.name, json.dumps(r.inputs, sort_keys=True)) for r in m.resources if r.typ.startswith("tls:")
+    )
 
 
 def test_certificates_are_declared_identically_on_every_run():
@@ -334,19 +433,28 @@ def test_certificates_are_declared_identically_on_every_run():
 
 
 def test_disabled_parts_create_nothing():
-    off = {"krateo": {"enabled": False}, "policy": {"enabled": False}, "scheduler": {"enabled": False},
-           "mlflow": {"enabled": False}, "kserve": {"enabled": False}, "certManager": {"enabled": False}}
+    off = {
+        "krateo": {"enabled": False},
+        "policy": {"enabled": False},
+        "scheduler": {"enabled": False},
+        "mlflow": {"enabled": False},
+        "kserve": {"enabled": False},
+        "certManager": {"enabled": False},
+    }
     m = collect(off, secrets=False)
-    assert {r.typ for r in m.resources if r.typ.startswith("greenops:platform:")} == {"greenops:platform:GreenOpsPlatform"}
+    assert {r.typ for r in m.resources if r.typ.startswith("greenops:platform:")} == {
+        "greenops:platform:GreenOpsPlatform"
+    }
     assert not [r for r in m.resources if r.typ.startswith(("kubernetes:helm", "tls:", "azure", "gcp", "aws"))]
-
 
 
 def test_bad_platform_config_names_the_key():
     run_platform({"azure": {"enabled": True, "subscriptionId": "s"}})
     from greenops import program
 
-    with pytest.raises(pulumi.RunError, match=r"greenops:platform\.azure: required when azure is enabled: tenantId, oidcIssuerUrl"):
+    with pytest.raises(
+        pulumi.RunError, match=r"greenops:platform\.azure: required when azure is enabled: tenantId, oidcIssuerUrl"
+    ):
         program.run()
 
 
@@ -355,9 +463,19 @@ def test_kserve_objects_validate_against_the_crds(crd_schemas):
     from components.mlops import forecaster_names
 
     m = collect(PROD)
-    objs = [{"apiVersion": r.inputs["apiVersion"], "kind": r.inputs["kind"], "metadata": r.inputs["metadata"],
-             "spec": r.inputs["spec"]} for r in m.resources if r.typ.startswith("kubernetes:serving.kserve.io")]
-    assert {o["metadata"]["name"] for o in objs if o["kind"] == "InferenceService"} == set(forecaster_names(["DE", "FR"]))
+    objs = [
+        {
+            "apiVersion": r.inputs["apiVersion"],
+            "kind": r.inputs["kind"],
+            "metadata": r.inputs["metadata"],
+            "spec": r.inputs["spec"],
+        }
+        for r in m.resources
+        if r.typ.startswith("kubernetes:serving.kserve.io")
+    ]
+    assert {o["metadata"]["name"] for o in objs if o["kind"] == "InferenceService"} == set(
+        forecaster_names(["DE", "FR"])
+    )
     assert [e for o in objs for e in crd_schemas.errors(o)] == []
 
 
@@ -382,8 +500,10 @@ def test_opa_boots_from_the_bundle_shipped_with_the_release():
     pod = opa_pod(m)
     assert pod["metadata"]["annotations"]["greenops.io/bundle-revision"] == pack()[1]
     [init] = pod["spec"]["initContainers"]
-    assert init["command"][-1] == "mkdir -p /var/opa/bundles/greenops && cp /shipped/bundle.tar.gz " \
-                                  "/var/opa/bundles/greenops/bundle.tar.gz"
+    assert (
+        init["command"][-1] == "mkdir -p /var/opa/bundles/greenops && cp /shipped/bundle.tar.gz "
+        "/var/opa/bundles/greenops/bundle.tar.gz"
+    )
     opa = pod["spec"]["containers"][0]
     assert not [a for a in opa["args"] if a.startswith("--bundle")]
     [config] = [r for r in of(m, "kubernetes:core/v1:ConfigMap") if r.inputs["metadata"]["name"] == "opa-config"]
@@ -393,5 +513,6 @@ def test_opa_boots_from_the_bundle_shipped_with_the_release():
     bare = opa_pod(collect({**PROD, "policy": {"webhookTimeoutSeconds": 10}}))
     assert "initContainers" not in bare["spec"]
     assert "--bundle=/shipped/bundle.tar.gz" in bare["spec"]["containers"][0]["args"]
-    assert {"name": "shipped-bundle", "mountPath": "/shipped", "readOnly": True} in \
-        bare["spec"]["containers"][0]["volumeMounts"]
+    assert {"name": "shipped-bundle", "mountPath": "/shipped", "readOnly": True} in bare["spec"]["containers"][0][
+        "volumeMounts"
+    ]

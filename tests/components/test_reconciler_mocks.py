@@ -1,6 +1,7 @@
 """WorkloadReconciler under Pulumi mocks: the pinned operator chart, the Stack and its RBAC valid
 against the real schemas, the program source and state backend wired to Secrets only, the resync
 interval, and bad configuration refused by key."""
+
 from __future__ import annotations
 
 import json
@@ -8,26 +9,42 @@ import json
 import kubernetes.client
 import pulumi
 import pytest
-from pydantic import ValidationError
 import yaml
+from pydantic import ValidationError
 
 from components.config import VERSIONS_FILE, PlatformConfig
 from tests.components.test_platform_mocks import SECRET_SIG, Mocks, collect, of, run_platform, stack_platform
 
 STACK = "kubernetes:pulumi.com/v1:Stack"
-OFF = {"krateo": {"enabled": False}, "policy": {"enabled": False}, "scheduler": {"enabled": False},
-       "mlflow": {"enabled": False}, "kserve": {"enabled": False}, "certManager": {"enabled": False}}
+OFF = {
+    "krateo": {"enabled": False},
+    "policy": {"enabled": False},
+    "scheduler": {"enabled": False},
+    "mlflow": {"enabled": False},
+    "kserve": {"enabled": False},
+    "certManager": {"enabled": False},
+}
 GIT = {"projectRepo": "https://github.com/example/greenops-platform.git", "branch": "main"}
 S3 = {"s3": {"bucket": "greenops-pulumi-state", "region": "eu-west-1", "endpoint": "https://s3.example.com"}}
 RECONCILER = {"enabled": True, "stack": "prod-workloads", "git": GIT, "backend": S3}
 VARIANTS = {
     "git+s3": RECONCILER,
-    "git-commit+auth": {**RECONCILER, "git": {"projectRepo": "git@github.com:example/greenops-platform.git",
-                                              "commit": "0123456789abcdef0123456789abcdef01234567", "repoDir": "infra",
-                                              "gitAuth": {"secretName": "git-ssh", "type": "ssh"}}},
-    "flux+cloud": {"enabled": True, "stack": "acme/prod-workloads", "fluxSource": {"name": "greenops", "dir": "."},
-                   "backend": {"pulumiCloud": {}},
-                   "secretConfig": {"greenops:kubeconfig": {"name": "workloads-kubeconfig", "key": "kubeconfig"}}},
+    "git-commit+auth": {
+        **RECONCILER,
+        "git": {
+            "projectRepo": "git@github.com:example/greenops-platform.git",
+            "commit": "0123456789abcdef0123456789abcdef01234567",
+            "repoDir": "infra",
+            "gitAuth": {"secretName": "git-ssh", "type": "ssh"},
+        },
+    },
+    "flux+cloud": {
+        "enabled": True,
+        "stack": "acme/prod-workloads",
+        "fluxSource": {"name": "greenops", "dir": "."},
+        "backend": {"pulumiCloud": {}},
+        "secretConfig": {"greenops:kubeconfig": {"name": "workloads-kubeconfig", "key": "kubeconfig"}},
+    },
 }
 
 
@@ -55,9 +72,15 @@ def stack_of(m: Mocks) -> dict:
 
 def manifests(m: Mocks) -> list[dict]:
     """Every Kubernetes object the component declares (its Helm release aside), as applied."""
-    return [{k: v for k, v in r.inputs.items() if k in ("apiVersion", "kind", "metadata", "spec", "rules", "roleRef", "subjects")}
-            for r in m.resources if r.name.startswith("pko-") and r.typ.startswith("kubernetes:")
-            and not r.typ.startswith("kubernetes:helm.sh")]
+    return [
+        {
+            k: v
+            for k, v in r.inputs.items()
+            if k in ("apiVersion", "kind", "metadata", "spec", "rules", "roleRef", "subjects")
+        }
+        for r in m.resources
+        if r.name.startswith("pko-") and r.typ.startswith("kubernetes:") and not r.typ.startswith("kubernetes:helm.sh")
+    ]
 
 
 def core_errors(obj: dict, model: str, path: str = "") -> list[str]:
@@ -76,7 +99,9 @@ def core_errors(obj: dict, model: str, path: str = "") -> list[str]:
         if not hasattr(getattr(kubernetes.client, inner, None), "attribute_map"):
             continue  # a scalar or a free-form map
         items = enumerate(v) if typ.startswith("list[") else [(None, v)]
-        errors += [e for i, item in items for e in core_errors(item, inner, f"{path}{k}.{'' if i is None else f'{i}.'}")]
+        errors += [
+            e for i, item in items for e in core_errors(item, inner, f"{path}{k}.{'' if i is None else f'{i}.'}")
+        ]
     return errors
 
 
@@ -121,9 +146,12 @@ def test_the_strict_checkers_do_catch_mistakes(crd_schemas):
     spec = stack_of(declare(RECONCILER))["spec"]
     bad = {"apiVersion": "pulumi.com/v1", "kind": "Stack", "metadata": {"name": "x"}, "spec": {**spec, "resync": 60}}
     assert any("resync" in e for e in crd_schemas.errors(bad))
-    assert core_errors({"apiVersion": "v1", "kind": "RoleBinding", "metadata": {}, "subjects": [{"kind": "User"}]},
-                       "V1RoleBinding") == ["<root>: Invalid value for `role_ref`, must not be `None`",
-                                            "subjects.0.: Invalid value for `name`, must not be `None`"]
+    assert core_errors(
+        {"apiVersion": "v1", "kind": "RoleBinding", "metadata": {}, "subjects": [{"kind": "User"}]}, "V1RoleBinding"
+    ) == [
+        "<root>: Invalid value for `role_ref`, must not be `None`",
+        "subjects.0.: Invalid value for `name`, must not be `None`",
+    ]
     assert core_errors({"metadata": {"nmae": "x"}}, "V1ServiceAccount") == ["metadata.nmae: unknown field"]
 
 
@@ -138,7 +166,9 @@ def test_resync_follows_the_programs_interval():
 
 
 def test_an_interval_under_the_operators_minimum_is_refused():
-    with pytest.raises(pulumi.RunError, match=r"resync of 30 s would run every 60 s.*greenops:reconcile\.intervalSeconds"):
+    with pytest.raises(
+        pulumi.RunError, match=r"resync of 30 s would run every 60 s.*greenops:reconcile\.intervalSeconds"
+    ):
         declare(RECONCILER, interval=30)
 
 
@@ -149,16 +179,26 @@ def test_git_source():
     spec = stack_of(declare(VARIANTS["git-commit+auth"]))["spec"]
     assert spec["commit"] == "0123456789abcdef0123456789abcdef01234567" and "branch" not in spec
     assert spec["repoDir"] == "infra"
-    assert spec["gitAuth"] == {"sshAuth": {"sshPrivateKey": {
-        "type": "Secret", "secret": {"name": "git-ssh", "key": "sshPrivateKey"}}}}
+    assert spec["gitAuth"] == {
+        "sshAuth": {"sshPrivateKey": {"type": "Secret", "secret": {"name": "git-ssh", "key": "sshPrivateKey"}}}
+    }
 
 
-@pytest.mark.parametrize("auth, expected", [
-    ({"secretName": "git"}, {"accessToken": {"type": "Secret", "secret": {"name": "git", "key": "accessToken"}}}),
-    ({"secretName": "git", "type": "basic"}, {"basicAuth": {
-        "userName": {"type": "Secret", "secret": {"name": "git", "key": "username"}},
-        "password": {"type": "Secret", "secret": {"name": "git", "key": "password"}}}}),
-])
+@pytest.mark.parametrize(
+    "auth, expected",
+    [
+        ({"secretName": "git"}, {"accessToken": {"type": "Secret", "secret": {"name": "git", "key": "accessToken"}}}),
+        (
+            {"secretName": "git", "type": "basic"},
+            {
+                "basicAuth": {
+                    "userName": {"type": "Secret", "secret": {"name": "git", "key": "username"}},
+                    "password": {"type": "Secret", "secret": {"name": "git", "key": "password"}},
+                }
+            },
+        ),
+    ],
+)
 def test_git_auth_uses_the_operators_key_names(auth, expected):
     spec = stack_of(declare({**RECONCILER, "git": {**GIT, "gitAuth": auth}}))["spec"]
     assert spec["gitAuth"] == expected
@@ -166,8 +206,10 @@ def test_git_auth_uses_the_operators_key_names(auth, expected):
 
 def test_flux_source():
     spec = stack_of(declare(VARIANTS["flux+cloud"]))["spec"]
-    assert spec["fluxSource"] == {"sourceRef": {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-                                                "name": "greenops"}, "dir": "."}
+    assert spec["fluxSource"] == {
+        "sourceRef": {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository", "name": "greenops"},
+        "dir": ".",
+    }
     assert not {"projectRepo", "branch", "commit", "repoDir", "gitAuth"} & set(spec)
 
 
@@ -176,9 +218,14 @@ def test_s3_backend():
     assert spec["backend"] == "s3://greenops-pulumi-state?region=eu-west-1&endpoint=https://s3.example.com"
     assert spec["envRefs"] == {
         "AWS_ACCESS_KEY_ID": {"type": "Secret", "secret": {"name": "pulumi-state-s3", "key": "AWS_ACCESS_KEY_ID"}},
-        "AWS_SECRET_ACCESS_KEY": {"type": "Secret", "secret": {"name": "pulumi-state-s3", "key": "AWS_SECRET_ACCESS_KEY"}},
-        "PULUMI_CONFIG_PASSPHRASE": {"type": "Secret", "secret": {"name": "pulumi-config-passphrase",
-                                                                  "key": "PULUMI_CONFIG_PASSPHRASE"}},
+        "AWS_SECRET_ACCESS_KEY": {
+            "type": "Secret",
+            "secret": {"name": "pulumi-state-s3", "key": "AWS_SECRET_ACCESS_KEY"},
+        },
+        "PULUMI_CONFIG_PASSPHRASE": {
+            "type": "Secret",
+            "secret": {"name": "pulumi-config-passphrase", "key": "PULUMI_CONFIG_PASSPHRASE"},
+        },
     }
     bare = {**RECONCILER, "backend": {"s3": {"bucket": "state", "region": "us-east-1"}}}
     assert stack_of(declare(bare))["spec"]["backend"] == "s3://state?region=us-east-1"
@@ -187,10 +234,12 @@ def test_s3_backend():
 def test_pulumi_cloud_backend():
     spec = stack_of(declare(VARIANTS["flux+cloud"]))["spec"]
     assert spec["stack"] == "acme/prod-workloads" and spec["backend"] == "https://api.pulumi.com"
-    assert spec["envRefs"] == {"PULUMI_ACCESS_TOKEN": {"type": "Secret", "secret": {
-        "name": "pulumi-access-token", "key": "accessToken"}}}
-    assert spec["secretsRef"] == {"greenops:kubeconfig": {"type": "Secret", "secret": {
-        "name": "workloads-kubeconfig", "key": "kubeconfig"}}}
+    assert spec["envRefs"] == {
+        "PULUMI_ACCESS_TOKEN": {"type": "Secret", "secret": {"name": "pulumi-access-token", "key": "accessToken"}}
+    }
+    assert spec["secretsRef"] == {
+        "greenops:kubeconfig": {"type": "Secret", "secret": {"name": "workloads-kubeconfig", "key": "kubeconfig"}}
+    }
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -231,7 +280,9 @@ def test_the_workspace_account_is_least_privilege():
 def test_the_workloads_namespace_has_one_owner():
     alone = declare(RECONCILER)
     assert sorted(r.inputs["metadata"]["name"] for r in of(alone, "kubernetes:core/v1:Namespace")) == [
-        "greenops", "greenops-reconciler"]
+        "greenops",
+        "greenops-reconciler",
+    ]
     shared = declare(RECONCILER, scheduler={"enabled": True})
     owners = [r.name for r in of(shared, "kubernetes:core/v1:Namespace") if r.inputs["metadata"]["name"] == "greenops"]
     assert owners == ["scheduler-ns"]
@@ -249,7 +300,9 @@ def test_the_prod_stack_reconciles_its_workloads_stack():
     spec = stack_of(m)["spec"]
     assert spec["stack"] == "prod-workloads"
     assert spec["projectRepo"] == "https://github.com/example/greenops-platform.git" and spec["branch"] == "main"
-    assert spec["backend"].startswith("s3://greenops-pulumi-state?") and spec["resyncFrequencySeconds"] == 240  # the stack's reconcile interval
+    assert (
+        spec["backend"].startswith("s3://greenops-pulumi-state?") and spec["resyncFrequencySeconds"] == 240
+    )  # the stack's reconcile interval
     assert set(spec["envRefs"]) == {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "PULUMI_CONFIG_PASSPHRASE"}
     # after the control plane the workloads stack calls; in mocks, dependencies are not recorded,
     # so check the order of registration instead
@@ -257,23 +310,49 @@ def test_the_prod_stack_reconciles_its_workloads_stack():
     assert names.index("pko-stack") > max(names.index(n) for n in ("opa-opa", "scheduler-deploy", "aso-aso"))
 
 
-@pytest.mark.parametrize("reconciler, message", [
-    ({**RECONCILER, "git": None}, r"greenops:platform\.reconciler: set exactly one of git, fluxSource"),
-    ({**RECONCILER, "fluxSource": {"name": "greenops"}}, r"greenops:platform\.reconciler: set exactly one of git, fluxSource"),
-    ({"enabled": True, "git": GIT}, r"greenops:platform\.reconciler: required when reconciler is enabled: stack, backend"),
-    ({**RECONCILER, "git": {**GIT, "commit": "abc"}}, r"greenops:platform\.reconciler\.git: set exactly one of branch, commit"),
-    ({**RECONCILER, "backend": {**S3, "pulumiCloud": {}}},
-     r"greenops:platform\.reconciler\.backend: set exactly one of s3, pulumiCloud"),
-    ({**RECONCILER, "backend": {"s3": {"bucket": "b"}}}, r"greenops:platform\.reconciler\.backend\.s3\.region: Field required"),
-    ({**RECONCILER, "resyncFrequencySeconds": 300},
-     r"greenops:platform\.reconciler\.resyncFrequencySeconds: Extra inputs are not permitted"),
-    ({**RECONCILER, "secretEnv": {"PULUMI_CONFIG_PASSPHRASE": {"name": "p", "key": "k"}}},
-     r"greenops:platform\.reconciler: secretEnv: PULUMI_CONFIG_PASSPHRASE already set from backend"),
-    ({**RECONCILER, "stackNamespace": "greenops"},
-     r"greenops:platform\.reconciler: stackNamespace: must differ from namespace and workloadsNamespace"),
-    ({**RECONCILER, "passphrase": "hunter2"}, r"greenops:platform\.reconciler\.passphrase: Extra inputs are not permitted"),
-    ({**RECONCILER, "stack": "prod"}, r"greenops:platform\.reconciler\.stack: 'prod' is this stack"),
-])
+@pytest.mark.parametrize(
+    "reconciler, message",
+    [
+        ({**RECONCILER, "git": None}, r"greenops:platform\.reconciler: set exactly one of git, fluxSource"),
+        (
+            {**RECONCILER, "fluxSource": {"name": "greenops"}},
+            r"greenops:platform\.reconciler: set exactly one of git, fluxSource",
+        ),
+        (
+            {"enabled": True, "git": GIT},
+            r"greenops:platform\.reconciler: required when reconciler is enabled: stack, backend",
+        ),
+        (
+            {**RECONCILER, "git": {**GIT, "commit": "abc"}},
+            r"greenops:platform\.reconciler\.git: set exactly one of branch, commit",
+        ),
+        (
+            {**RECONCILER, "backend": {**S3, "pulumiCloud": {}}},
+            r"greenops:platform\.reconciler\.backend: set exactly one of s3, pulumiCloud",
+        ),
+        (
+            {**RECONCILER, "backend": {"s3": {"bucket": "b"}}},
+            r"greenops:platform\.reconciler\.backend\.s3\.region: Field required",
+        ),
+        (
+            {**RECONCILER, "resyncFrequencySeconds": 300},
+            r"greenops:platform\.reconciler\.resyncFrequencySeconds: Extra inputs are not permitted",
+        ),
+        (
+            {**RECONCILER, "secretEnv": {"PULUMI_CONFIG_PASSPHRASE": {"name": "p", "key": "k"}}},
+            r"greenops:platform\.reconciler: secretEnv: PULUMI_CONFIG_PASSPHRASE already set from backend",
+        ),
+        (
+            {**RECONCILER, "stackNamespace": "greenops"},
+            r"greenops:platform\.reconciler: stackNamespace: must differ from namespace and workloadsNamespace",
+        ),
+        (
+            {**RECONCILER, "passphrase": "hunter2"},
+            r"greenops:platform\.reconciler\.passphrase: Extra inputs are not permitted",
+        ),
+        ({**RECONCILER, "stack": "prod"}, r"greenops:platform\.reconciler\.stack: 'prod' is this stack"),
+    ],
+)
 def test_bad_config_is_refused_by_key(reconciler, message):
     run_platform({**OFF, "reconciler": {k: v for k, v in reconciler.items() if v is not None}}, secrets=False)
     from greenops import program
@@ -286,7 +365,8 @@ def test_one_stack_per_shard_each_on_its_shard_stack(crd_schemas):
     m = declare({**RECONCILER, "shards": 3})
     stacks = {r.inputs["metadata"]["name"]: r.inputs for r in of(m, STACK)}
     assert {n: s["spec"]["stack"] for n, s in stacks.items()} == {
-        f"greenops-workloads-shard-{i}": f"prod-workloads-shard-{i}" for i in range(3)}
+        f"greenops-workloads-shard-{i}": f"prod-workloads-shard-{i}" for i in range(3)
+    }
     # the same timer, identity and source for every shard
     specs = [{k: v for k, v in s["spec"].items() if k != "stack"} for s in stacks.values()]
     assert all(spec == specs[0] for spec in specs)

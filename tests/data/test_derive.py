@@ -1,4 +1,5 @@
 """data/ is reproducible from the raw public data, and holds summaries rather than raw series."""
+
 import json
 import subprocess
 import sys
@@ -14,7 +15,9 @@ def test_committed_data_matches_a_fresh_derivation(shared_data, tmp_path):
     out = tmp_path / "data"
     result = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "derive_data.py"), "--source", str(shared_data), "--out", str(out)],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     fresh = sorted(p.relative_to(out) for p in out.rglob("*.json"))

@@ -7,12 +7,12 @@ import yaml
 
 from greenops import automation
 from greenops.local.controlplane import LocalControlPlane
+from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
-from greenops.toolpaths import REPO
 from greenops.local.webhook import install_admission, loopback_tls
 from greenops.policies.bundle import build, default_revision
 from greenops.policies.config import load_policy_config
-from greenops.local.opa import OpaServer
+from greenops.toolpaths import REPO
 from tests.conftest import require_tool
 from tests.engine import iso
 
@@ -30,10 +30,15 @@ def cluster(tmp_path_factory):
         require_tool(tool)
     tls = loopback_tls(tmp_path_factory.mktemp("tls"))
     config = load_policy_config()
-    config = config.model_copy(update={"tenant_vcpu_quota": {**config.tenant_vcpu_quota, "thrifty": THRIFTY_QUOTA_VCPU}})
+    config = config.model_copy(
+        update={"tenant_vcpu_quota": {**config.tenant_vcpu_quota, "thrifty": THRIFTY_QUOTA_VCPU}}
+    )
     bundle = build(tmp_path_factory.mktemp("bundle") / "policy-bundle.tar.gz", default_revision(), config=config)
-    with LocalControlPlane(with_controller_manager=True) as cp, SchedulerServer(capacity_vcpu=4) as sched, \
-            OpaServer(scheduler_url=sched.url, tls_cert=tls.cert_file, tls_key=tls.key_file, bundle=bundle) as opa:
+    with (
+        LocalControlPlane(with_controller_manager=True) as cp,
+        SchedulerServer(capacity_vcpu=4) as sched,
+        OpaServer(scheduler_url=sched.url, tls_cert=tls.cert_file, tls_key=tls.key_file, bundle=bundle) as opa,
+    ):
         install_admission(cp, opa.url, tls.ca_pem, NAMESPACES)
         yield {"cp": cp, "scheduler": sched, "opa": opa, "tls": tls}
 
@@ -45,19 +50,32 @@ def cluster_stack(cluster, tmp_path, name: str, workloads: list[dict], render: d
     project = tmp_path / "project"
     (project / "stacks").mkdir(parents=True)
     shutil.copy2(REPO / "Pulumi.yaml", project / "Pulumi.yaml")
-    (project / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": {
-        "greenops:workloads": workloads,
-        "greenops:endpoints": {"opaUrl": cluster["opa"].url, "schedulerUrl": cluster["scheduler"].url},
-        "greenops:kubernetes": {"mode": "cluster", "installCrdStubs": True},  # readiness: operator (the default)
-        "greenops:render": render,
-    }}))
+    (project / "stacks" / f"Pulumi.{name}.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "config": {
+                    "greenops:workloads": workloads,
+                    "greenops:endpoints": {"opaUrl": cluster["opa"].url, "schedulerUrl": cluster["scheduler"].url},
+                    "greenops:kubernetes": {
+                        "mode": "cluster",
+                        "installCrdStubs": True,
+                    },  # readiness: operator (the default)
+                    "greenops:render": render,
+                }
+            }
+        )
+    )
     (tmp_path / "state").mkdir()
     (tmp_path / "ca.pem").write_bytes(cluster["tls"].ca_pem)
-    env = {"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "SSL_CERT_FILE": str(tmp_path / "ca.pem"),
-           "GREENOPS_NOW": iso(now)}
+    env = {
+        "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+        "SSL_CERT_FILE": str(tmp_path / "ca.pem"),
+        "GREENOPS_NOW": iso(now),
+    }
     st = automation.stack(name, work_dir=project, env=env)
-    st.set_config("greenops:kubeconfig", automation.auto.ConfigValue(cluster["cp"].kubeconfig_path.read_text(),
-                                                                     secret=True))
+    st.set_config(
+        "greenops:kubeconfig", automation.auto.ConfigValue(cluster["cp"].kubeconfig_path.read_text(), secret=True)
+    )
 
     def reconcile(at) -> None:
         st.workspace.env_vars["GREENOPS_NOW"] = iso(at)

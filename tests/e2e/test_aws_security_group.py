@@ -2,10 +2,11 @@
 only, so the first pass applies the VPC, Subnet and SecurityGroup, and the Instance follows, with
 the group attached, once the controller reports the group's id. No ACK controller runs here, so
 the test writes the status it would."""
+
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -37,17 +38,27 @@ def ack_objects(cp) -> dict[str, dict[str, dict]]:
 def act_as_ack(cp, plural: str, name: str, status: dict) -> None:
     """What the ACK controller writes (the stub CRD keeps status in the object)."""
     with cp.client() as k:
-        r = k.patch(f"{API}/{plural}/{name}", json={"status": status},
-                    headers={"Content-Type": "application/merge-patch+json"})
+        r = k.patch(
+            f"{API}/{plural}/{name}", json={"status": status}, headers={"Content-Type": "application/merge-patch+json"}
+        )
         assert r.status_code == 200, r.text
 
 
 def test_the_instance_follows_its_security_group_and_attaches_it(cluster, tmp_path):
     cp = cluster["cp"]
-    now = datetime.now(timezone.utc).replace(microsecond=0)
+    now = datetime.now(UTC).replace(microsecond=0)
     name = "sg-bound"
-    workload = {"name": name, "cpu": 2, "memory": 4, "duration": "2h", "deadline": iso(now + timedelta(hours=3)),
-                "originRegion": "ca-central-1", "eligibleProviders": ["aws"], "region": "ca-central-1", "tenant": "e2e"}
+    workload = {
+        "name": name,
+        "cpu": 2,
+        "memory": 4,
+        "duration": "2h",
+        "deadline": iso(now + timedelta(hours=3)),
+        "originRegion": "ca-central-1",
+        "eligibleProviders": ["aws"],
+        "region": "ca-central-1",
+        "tenant": "e2e",
+    }
     st, up_at = cluster_stack(cluster, tmp_path, "aws", [workload], {"skipAwait": True, "namespace": "greenops"}, now)
 
     def reconcile(at: datetime) -> dict:
@@ -77,8 +88,20 @@ def test_the_instance_follows_its_security_group_and_attaches_it(cluster, tmp_pa
         assert ack_objects(cp)["instances"][name]["spec"]["securityGroupIDs"] == [GROUP_ID]
 
         # The controller reports the Instance synced: Running.
-        act_as_ack(cp, "instances", name, {"conditions": [{"type": "ACK.ResourceSynced", "status": "True",
-                                                           "lastTransitionTime": iso(now + timedelta(minutes=4))}]})
+        act_as_ack(
+            cp,
+            "instances",
+            name,
+            {
+                "conditions": [
+                    {
+                        "type": "ACK.ResourceSynced",
+                        "status": "True",
+                        "lastTransitionTime": iso(now + timedelta(minutes=4)),
+                    }
+                ]
+            },
+        )
         row = reconcile(now + timedelta(minutes=5))
         assert row["phase"] == "Running" and row["runningSince"] == iso(now + timedelta(minutes=4)), row
     finally:

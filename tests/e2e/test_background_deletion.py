@@ -4,23 +4,24 @@ pulumi-kubernetes deletes in the foreground unless an object says otherwise; the
 keeps each object, with a ``foregroundDeletion`` finalizer, until the controller manager's garbage
 collector lifts it. This API server runs without one, so a foreground delete never finishes: the
 retiring pass would hang. GreenWorkload marks its objects for background deletion."""
+
 from __future__ import annotations
 
 import shutil
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import yaml
 
 from greenops import automation
 from greenops.local.controlplane import LocalControlPlane
-from greenops.local.scheduler import SchedulerServer
-from greenops.toolpaths import REPO
-from greenops.local.webhook import namespace_manifest
 from greenops.local.opa import OpaServer
+from greenops.local.scheduler import SchedulerServer
+from greenops.local.webhook import namespace_manifest
+from greenops.toolpaths import REPO
 from tests.conftest import require_tool
-from tests.engine import iso
 from tests.e2e.test_aws_security_group import ack_objects
+from tests.engine import iso
 
 pytestmark = pytest.mark.e2e
 
@@ -29,8 +30,11 @@ pytestmark = pytest.mark.e2e
 def bare_cluster():
     for tool in ("etcd", "kube-apiserver", "opa", "pulumi"):
         require_tool(tool)
-    with LocalControlPlane(with_controller_manager=False) as cp, SchedulerServer(capacity_vcpu=64) as sched, \
-            OpaServer(scheduler_url=sched.url) as opa:
+    with (
+        LocalControlPlane(with_controller_manager=False) as cp,
+        SchedulerServer(capacity_vcpu=64) as sched,
+        OpaServer(scheduler_url=sched.url) as opa,
+    ):
         with cp.client() as k:
             k.post("/api/v1/namespaces", json=namespace_manifest("greenops", None)).raise_for_status()
         yield {"cp": cp, "scheduler": sched, "opa": opa}
@@ -38,22 +42,40 @@ def bare_cluster():
 
 @pytest.mark.timeout(300)
 def test_a_finished_run_is_retired_without_a_garbage_collector(bare_cluster, tmp_path):
-    cp, now = bare_cluster["cp"], datetime.now(timezone.utc).replace(microsecond=0)
-    workload = {"name": "short", "cpu": 2, "memory": 4, "duration": "1h", "deadline": iso(now + timedelta(hours=2)),
-                "originRegion": "ca-central-1", "eligibleProviders": ["aws"], "region": "ca-central-1"}
+    cp, now = bare_cluster["cp"], datetime.now(UTC).replace(microsecond=0)
+    workload = {
+        "name": "short",
+        "cpu": 2,
+        "memory": 4,
+        "duration": "1h",
+        "deadline": iso(now + timedelta(hours=2)),
+        "originRegion": "ca-central-1",
+        "eligibleProviders": ["aws"],
+        "region": "ca-central-1",
+    }
     project = tmp_path / "project"
     (project / "stacks").mkdir(parents=True)
     shutil.copy2(REPO / "Pulumi.yaml", project / "Pulumi.yaml")
-    (project / "stacks" / "Pulumi.bare.yaml").write_text(yaml.safe_dump({"config": {
-        "greenops:workloads": [workload],
-        "greenops:endpoints": {"opaUrl": bare_cluster["opa"].url, "schedulerUrl": bare_cluster["scheduler"].url},
-        # no operator runs: a run counts from when its objects are applied
-        "greenops:kubernetes": {"mode": "cluster", "installCrdStubs": True, "readiness": "applied"},
-        "greenops:render": {"skipAwait": True, "namespace": "greenops"},
-    }}))
+    (project / "stacks" / "Pulumi.bare.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "config": {
+                    "greenops:workloads": [workload],
+                    "greenops:endpoints": {
+                        "opaUrl": bare_cluster["opa"].url,
+                        "schedulerUrl": bare_cluster["scheduler"].url,
+                    },
+                    # no operator runs: a run counts from when its objects are applied
+                    "greenops:kubernetes": {"mode": "cluster", "installCrdStubs": True, "readiness": "applied"},
+                    "greenops:render": {"skipAwait": True, "namespace": "greenops"},
+                }
+            }
+        )
+    )
     (tmp_path / "state").mkdir()
-    st = automation.stack("bare", work_dir=project, env={"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
-                                                         "GREENOPS_NOW": iso(now)})
+    st = automation.stack(
+        "bare", work_dir=project, env={"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "GREENOPS_NOW": iso(now)}
+    )
     st.set_config("greenops:kubeconfig", automation.auto.ConfigValue(cp.kubeconfig_path.read_text(), secret=True))
 
     def row_at(at: datetime) -> dict:
@@ -66,8 +88,11 @@ def test_a_finished_run_is_retired_without_a_garbage_collector(bare_cluster, tmp
     assert row_at(now)["phase"] == "Running"
     applied = ack_objects(cp)
     assert {n for objs in applied.values() for n in objs} == {"short-vpc", "short-subnet", "short-sg"}
-    assert all(o["metadata"]["annotations"]["pulumi.com/deletionPropagationPolicy"] == "background"
-               for objs in applied.values() for o in objs.values())
+    assert all(
+        o["metadata"]["annotations"]["pulumi.com/deletionPropagationPolicy"] == "background"
+        for objs in applied.values()
+        for o in objs.values()
+    )
 
     # Two hours on the run is over: the pass deletes the objects, and returns.
     assert row_at(now + timedelta(hours=2))["phase"] == "Completed"

@@ -14,6 +14,7 @@ value, and nothing in the rendered objects carries schedulingTime. The gate depe
 to the real clock (two hours ahead, one hour ago, three hours ago for a 2 h run), exactly as if the
 clock had moved on by that much.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,19 +22,19 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import yaml
 
+from greenops import clock
 from greenops.catalog import select_size
 from greenops.local.controlplane import LocalControlPlane
-from greenops.toolpaths import REPO
-from greenops.validation.crd import default_crd_dir
 from greenops.models import Decision, Workload
 from greenops.renderers import RenderSettings, render
-from greenops import clock
+from greenops.toolpaths import REPO
+from greenops.validation.crd import default_crd_dir
 from tests.conftest import require_tool
 from tests.references import GROUP_ID, group_reported
 
@@ -58,7 +59,7 @@ DECISIONS = [("azure", "francecentral"), ("gcp", "europe-west1"), ("aws", "eu-we
 
 
 def stamp(offset: timedelta) -> str:
-    return clock.stamp(datetime.now(timezone.utc) + offset)
+    return clock.stamp(datetime.now(UTC) + offset)
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +67,13 @@ def chart_package(tmp_path_factory) -> Path:
     """The chart exactly as it ships: built by ``python -m greenops.charts``."""
     require_tool("helm")
     out = tmp_path_factory.mktemp("dist")
-    result = subprocess.run([sys.executable, "-m", "greenops.charts", "--out", str(out)], cwd=REPO,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "greenops.charts", "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     path = Path(result.stdout.strip().rsplit(" ", 1)[-1])
     assert path.is_file() and path.parent == out and path.name.startswith("vm-template-") and path.suffix == ".tgz"
@@ -96,22 +102,33 @@ def api(tmp_path_factory):
     if not folder.is_dir():
         pytest.skip(f"upstream CRD folder {folder} is absent")
     wanted = {g for groups in GROUPS.values() for g in groups}
-    crds = [yaml.load(f.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-            for f in sorted(folder.glob("*.yaml")) if f.name.split("_", 1)[0] in wanted]
+    crds = [
+        yaml.load(f.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        for f in sorted(folder.glob("*.yaml"))
+        if f.name.split("_", 1)[0] in wanted
+    ]
     assert {c["spec"]["group"] for c in crds} == wanted, "an upstream CRD group is missing from ../shared/crds"
     home = tmp_path_factory.mktemp("helm")
     with LocalControlPlane() as cp:
         for crd in crds:
             cp.create_crd(local_crd(crd))
-        env = dict(os.environ, KUBECONFIG=str(cp.kubeconfig_path), HOME=str(home),
-                   HELM_CACHE_HOME=str(home / "cache"), HELM_CONFIG_HOME=str(home / "config"),
-                   HELM_DATA_HOME=str(home / "data"))
+        env = dict(
+            os.environ,
+            KUBECONFIG=str(cp.kubeconfig_path),
+            HOME=str(home),
+            HELM_CACHE_HOME=str(home / "cache"),
+            HELM_CONFIG_HOME=str(home / "config"),
+            HELM_DATA_HOME=str(home / "data"),
+        )
         kinds = {}  # provider -> {kind: (group, storage version, plural)}
         for crd in crds:
             provider = next(p for p, groups in GROUPS.items() if crd["spec"]["group"] in groups)
             storage = next(v["name"] for v in crd["spec"]["versions"] if v.get("storage"))
             kinds.setdefault(provider, {})[crd["spec"]["names"]["kind"]] = (
-                crd["spec"]["group"], storage, crd["spec"]["names"]["plural"])
+                crd["spec"]["group"],
+                storage,
+                crd["spec"]["names"]["plural"],
+            )
         ready(cp, kinds)
         yield {"cp": cp, "env": env, "kinds": kinds}
 
@@ -128,9 +145,14 @@ def ready(cp: LocalControlPlane, kinds: dict, timeout: float = 120.0) -> None:
 
 
 def helm(api, *args: str, values: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([require_tool("helm"), *args, *(["-f", "-"] if values is not None else [])],
-                          input=json.dumps(values) if values is not None else None,
-                          capture_output=True, text=True, env=api["env"], timeout=300)
+    return subprocess.run(
+        [require_tool("helm"), *args, *(["-f", "-"] if values is not None else [])],
+        input=json.dumps(values) if values is not None else None,
+        capture_output=True,
+        text=True,
+        env=api["env"],
+        timeout=300,
+    )
 
 
 def stored(api, provider: str, namespace: str) -> dict[str, list[dict]]:
@@ -148,48 +170,92 @@ def stored(api, provider: str, namespace: str) -> dict[str, list[dict]]:
 def act_as_ack(api, namespace: str, group: str, status: dict) -> None:
     """What the ACK controller writes once AWS has created the group (the status subresource)."""
     with api["cp"].client() as k:
-        r = k.patch(f"/apis/ec2.services.k8s.aws/v1alpha1/namespaces/{namespace}/securitygroups/{group}/status",
-                    json={"status": status}, headers={"Content-Type": "application/merge-patch+json"})
+        r = k.patch(
+            f"/apis/ec2.services.k8s.aws/v1alpha1/namespaces/{namespace}/securitygroups/{group}/status",
+            json={"status": status},
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
         assert r.status_code == 200, r.text
 
 
 def python_instance(catalog, decided: dict, start: str) -> dict:
-    w = Workload.model_validate({"name": decided["vmName"], "cpu": decided["cpu"], "memory": decided["memory"],
-                                 "duration": decided["duration"], "deadline": decided["deadline"],
-                                 "originRegion": decided["originRegion"], "tenant": decided["tenant"]})
+    w = Workload.model_validate(
+        {
+            "name": decided["vmName"],
+            "cpu": decided["cpu"],
+            "memory": decided["memory"],
+            "duration": decided["duration"],
+            "deadline": decided["deadline"],
+            "originRegion": decided["originRegion"],
+            "tenant": decided["tenant"],
+        }
+    )
     region = decided["schedulingLocation"]
-    d = Decision(provider="aws", region=region, zone=catalog.region("aws", region).zone, scheduling_time=start,
-                 vm_size=decided["vmSize"], image=catalog.image("aws", region))
-    objects = render(w, d, RenderSettings(namespace=decided["namespace"], ssh_public_key=KEY),
-                     observed=group_reported(decided["vmName"]))
+    d = Decision(
+        provider="aws",
+        region=region,
+        zone=catalog.region("aws", region).zone,
+        scheduling_time=start,
+        vm_size=decided["vmSize"],
+        image=catalog.image("aws", region),
+    )
+    objects = render(
+        w,
+        d,
+        RenderSettings(namespace=decided["namespace"], ssh_public_key=KEY),
+        observed=group_reported(decided["vmName"]),
+    )
     return next(o for o in objects if o["kind"] == "Instance")
 
 
 def contained(want, got, path: str = "") -> list[str]:
     """Where ``want`` is not a part of ``got`` (the server may add defaults, never drop a field)."""
     if isinstance(want, dict) and isinstance(got, dict):
-        return [e for key, value in want.items()
-                for e in (contained(value, got[key], f"{path}.{key}") if key in got else [f"{path}.{key}: dropped"])]
+        return [
+            e
+            for key, value in want.items()
+            for e in (contained(value, got[key], f"{path}.{key}") if key in got else [f"{path}.{key}: dropped"])
+        ]
     if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
-        return [e for i, (w, g) in enumerate(zip(want, got)) for e in contained(w, g, f"{path}[{i}]")]
+        return [e for i, (w, g) in enumerate(zip(want, got, strict=False)) for e in contained(w, g, f"{path}[{i}]")]
     return [] if want == got else [f"{path}: rendered {want!r}, stored {got!r}"]
 
 
 @pytest.mark.parametrize("provider,region", DECISIONS, ids=[p for p, _ in DECISIONS])
 def test_helm_installs_the_packaged_chart_through_the_vm_lifecycle(api, chart_package, catalog, provider, region):
     namespace, release = f"vmt-{provider}", f"vm-{provider}"
-    decided = {"vmName": f"train-{provider}", "cpu": 4, "memory": 8, "duration": "2h",
-               "deadline": stamp(timedelta(days=3)), "maxLatency": 2000, "originRegion": "westeurope",
-               "tenant": "team-a", "sshPublicKey": KEY, "namespace": namespace, "gcpProject": "greenops-e2e",
-               "azureResourceGroup": "greenops-workloads", "azureSubscriptionId": "2f3a9c1e-7b4d-4e8a-9c61-0d5b8e7f4a21",
-               "provider": provider, "schedulingLocation": region,
-               "vmSize": select_size(catalog, provider, region, 4, 8).name}
+    decided = {
+        "vmName": f"train-{provider}",
+        "cpu": 4,
+        "memory": 8,
+        "duration": "2h",
+        "deadline": stamp(timedelta(days=3)),
+        "maxLatency": 2000,
+        "originRegion": "westeurope",
+        "tenant": "team-a",
+        "sshPublicKey": KEY,
+        "namespace": namespace,
+        "gcpProject": "greenops-e2e",
+        "azureResourceGroup": "greenops-workloads",
+        "azureSubscriptionId": "2f3a9c1e-7b4d-4e8a-9c61-0d5b8e7f4a21",
+        "provider": provider,
+        "schedulingLocation": region,
+        "vmSize": select_size(catalog, provider, region, 4, 8).name,
+    }
     timings = {}
 
     # 1. Before schedulingTime - lead: the release exists, nothing provider-specific does.
     t = time.perf_counter()
-    before = helm(api, "install", release, str(chart_package), "-n", namespace, "--create-namespace",
-                  values=dict(decided, schedulingTime=stamp(2 * RUN)))
+    before = helm(
+        api,
+        "install",
+        release,
+        str(chart_package),
+        "-n",
+        namespace,
+        "--create-namespace",
+        values=dict(decided, schedulingTime=stamp(2 * RUN)),
+    )
     timings["install (before)"] = time.perf_counter() - t
     assert before.returncode == 0, before.stderr
     assert stored(api, provider, namespace) == {}
@@ -225,8 +291,9 @@ def test_helm_installs_the_packaged_chart_through_the_vm_lifecycle(api, chart_pa
     assert MINIMUM[provider] <= {o["kind"] for o in expected}
     assert "unknown field" not in upgrade.stderr, upgrade.stderr  # the server would have pruned it
     now = stored(api, provider, namespace)
-    assert {(k, o["metadata"]["name"]) for k, objs in now.items() for o in objs} == \
-        {(o["kind"], o["metadata"]["name"]) for o in expected}
+    assert {(k, o["metadata"]["name"]) for k, objs in now.items() for o in objs} == {
+        (o["kind"], o["metadata"]["name"]) for o in expected
+    }
     by_name = {(k, o["metadata"]["name"]): o for k, objs in now.items() for o in objs}
     for obj in expected:
         got = by_name[(obj["kind"], obj["metadata"]["name"])]
@@ -236,8 +303,15 @@ def test_helm_installs_the_packaged_chart_through_the_vm_lifecycle(api, chart_pa
 
     # 3. After schedulingTime + duration: the upgrade renders nothing and helm deletes every object.
     t = time.perf_counter()
-    after = helm(api, "upgrade", release, str(chart_package), "-n", namespace,
-                 values=dict(decided, schedulingTime=stamp(-RUN - timedelta(hours=1))))
+    after = helm(
+        api,
+        "upgrade",
+        release,
+        str(chart_package),
+        "-n",
+        namespace,
+        values=dict(decided, schedulingTime=stamp(-RUN - timedelta(hours=1))),
+    )
     timings["upgrade (after)"] = time.perf_counter() - t
     assert after.returncode == 0, after.stderr
     assert stored(api, provider, namespace) == {}

@@ -4,11 +4,12 @@ VmTemplate's booking stands for the cluster path, and the page must show both pa
 timeline with one bar per row (hover: the decision and the alternatives weighed) and the zones'
 forecasts, with no console error. Served by the scheduler itself (the in-cluster route, behind its
 token) and by `greenops dashboard`'s loopback app (no token in the browser)."""
+
 from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -17,12 +18,12 @@ from greenops import automation, explain
 from greenops.clock import system_clock
 from greenops.dashboard import SchedulerData
 from greenops.dashboard.routes import local_app
-from greenops.local.demo import next_evening
 from greenops.errors import GreenOpsError
 from greenops.httpclient import RetryingClient
 from greenops.local.controlplane import free_port
-from greenops.local.scheduler import SchedulerServer
+from greenops.local.demo import next_evening
 from greenops.local.opa import OpaServer
+from greenops.local.scheduler import SchedulerServer
 from tests.browser import headless_page, require_browser
 from tests.engine import engine_stack, iso, render_mode_config
 
@@ -34,23 +35,63 @@ NAME = "batch<b>vm</b>"
 def workloads(t0: datetime) -> list[dict]:
     due = iso(t0 + timedelta(hours=16))
     return [
-        {"name": "eu-etl", "cpu": 4, "memory": 8, "duration": "2h", "deadline": due, "originRegion": "westeurope",
-         "dataResidency": "eu", "tenant": "data"},
-        {"name": "settle-de", "cpu": 2, "memory": 8, "duration": "2h", "deadline": due,
-         "originRegion": "germanywestcentral", "maxLatency": 8, "eligibleProviders": ["azure"], "tenant": "energy"},
-        {"name": "render-gb", "cpu": 8, "memory": 32, "duration": "3h", "deadline": due, "originRegion": "eu-west-2",
-         "maxLatency": 5, "eligibleProviders": ["aws"], "tenant": "media"},
+        {
+            "name": "eu-etl",
+            "cpu": 4,
+            "memory": 8,
+            "duration": "2h",
+            "deadline": due,
+            "originRegion": "westeurope",
+            "dataResidency": "eu",
+            "tenant": "data",
+        },
+        {
+            "name": "settle-de",
+            "cpu": 2,
+            "memory": 8,
+            "duration": "2h",
+            "deadline": due,
+            "originRegion": "germanywestcentral",
+            "maxLatency": 8,
+            "eligibleProviders": ["azure"],
+            "tenant": "energy",
+        },
+        {
+            "name": "render-gb",
+            "cpu": 8,
+            "memory": 32,
+            "duration": "3h",
+            "deadline": due,
+            "originRegion": "eu-west-2",
+            "maxLatency": 5,
+            "eligibleProviders": ["aws"],
+            "tenant": "media",
+        },
     ]
 
 
 def cluster_booking(client: httpx.Client, t0: datetime) -> str:
     """What OPA's webhook books for an admitted VmTemplate (path cluster, its namespace/name/uid key)."""
     key = "demo/batch-vm/5d7e0c1a-0000-4000-8000-000000000001"
-    body = {"eligible_regions": ["FR", "DE"], "deadline": iso(t0 + timedelta(hours=20)), "duration": 1.0, "cpu": 2.0,
-            "memory": 4.0, "tenant": "demo", "path": "cluster", "earliest_start": iso(t0),
-            "regions": {"FR": "azure/francecentral", "DE": "azure/germanywestcentral"},
-            # a name is the users' text: the page must show it, never render it
-            "workload": {"name": NAME, "cpu": 2, "memory": 4, "durationHours": 1, "deadline": iso(t0 + timedelta(hours=20))}}
+    body = {
+        "eligible_regions": ["FR", "DE"],
+        "deadline": iso(t0 + timedelta(hours=20)),
+        "duration": 1.0,
+        "cpu": 2.0,
+        "memory": 4.0,
+        "tenant": "demo",
+        "path": "cluster",
+        "earliest_start": iso(t0),
+        "regions": {"FR": "azure/francecentral", "DE": "azure/germanywestcentral"},
+        # a name is the users' text: the page must show it, never render it
+        "workload": {
+            "name": NAME,
+            "cpu": 2,
+            "memory": 4,
+            "durationHours": 1,
+            "deadline": iso(t0 + timedelta(hours=20)),
+        },
+    }
     r = client.put(f"/reservations/{key}", json=body)
     assert r.status_code == 200, r.text
     return key
@@ -65,15 +106,22 @@ def check_page(url: str, shot, keys: set[str], token: str | None = None) -> None
         assert shown == keys
         assert NAME in d.find_element(By.ID, "placements").text  # shown as text
         assert not d.find_elements(By.CSS_SELECTOR, "#timeline b, #placements b")  # never as markup
-        paths = {tr.find_elements(By.TAG_NAME, "td")[2].text for tr in d.find_elements(By.CSS_SELECTOR, "#placements tbody tr")}
+        paths = {
+            tr.find_elements(By.TAG_NAME, "td")[2].text
+            for tr in d.find_elements(By.CSS_SELECTOR, "#placements tbody tr")
+        }
         assert paths == {"pulumi", "cluster"}
-        bars = d.execute_script("return document.getElementById('timeline').data.find(t => t.name === 'chosen window');")
+        bars = d.execute_script(
+            "return document.getElementById('timeline').data.find(t => t.name === 'chosen window');"
+        )
         assert len(bars["y"]) == len(keys)
         assert any(label.startswith("batch&lt;b&gt;vm&lt;/b&gt; (") for label in bars["y"])  # escaped for plotly
         hovers = "\n".join(bars["hovertext"])
         assert "also weighed:" in hovers  # eu-etl had several zones to choose from
         assert d.execute_script("return document.querySelectorAll('#timeline .barlayer .point').length") >= len(keys)
-        zones = d.execute_script("return document.getElementById('intensity').data.filter(t => t.name.endsWith(' forecast')).length")
+        zones = d.execute_script(
+            "return document.getElementById('intensity').data.filter(t => t.name.endsWith(' forecast')).length"
+        )
         assert zones >= 2
         assert "gCO2e" in d.find_element(By.ID, "totals").text
     assert page.console_errors() == []
@@ -84,10 +132,14 @@ def test_the_dashboard_in_a_real_browser(tmp_path):
     require_browser()
     from pulumi import automation as auto
 
-    t0 = next_evening(datetime.now(timezone.utc))
+    t0 = next_evening(datetime.now(UTC))
     with SchedulerServer(token=TOKEN) as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
-        st = engine_stack(tmp_path, "board", t0, render_mode_config(opa.url, scheduler.url, tmp_path / "rendered",
-                                                                   workloads=workloads(t0)))
+        st = engine_stack(
+            tmp_path,
+            "board",
+            t0,
+            render_mode_config(opa.url, scheduler.url, tmp_path / "rendered", workloads=workloads(t0)),
+        )
         st.set_config("greenops:schedulerToken", auto.ConfigValue(TOKEN, secret=True))
         automation.run(st, "up", stream=False)
         with httpx.Client(base_url=scheduler.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
@@ -102,10 +154,15 @@ def test_the_dashboard_in_a_real_browser(tmp_path):
         with httpx.Client(base_url=scheduler.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
             energy = client.get("/dashboard/api/placements", params={"tenant": "energy"}).json()["placements"]
         assert [r["workload"] for r in energy] == ["settle-de"] and energy[0]["phase"] == "Scheduled"
-        with headless_page(f"{scheduler.url}/dashboard?tenant=energy", tmp_path / "filtered.png",
-                           wait_for_css="#timeline .main-svg", token=TOKEN) as page:
+        with headless_page(
+            f"{scheduler.url}/dashboard?tenant=energy",
+            tmp_path / "filtered.png",
+            wait_for_css="#timeline .main-svg",
+            token=TOKEN,
+        ) as page:
             rows = page.driver.execute_script(
-                "return [...document.querySelectorAll('#placements tbody tr')].map(tr => tr.dataset.key)")
+                "return [...document.querySelectorAll('#placements tbody tr')].map(tr => tr.dataset.key)"
+            )
         assert rows == [energy[0]["key"]] and page.console_errors() == []
 
         # explain finds each path's reservation by its own key prefix
@@ -120,8 +177,11 @@ def test_the_dashboard_in_a_real_browser(tmp_path):
 
         port = free_port()
         with RetryingClient(scheduler.url, token=TOKEN) as reader:
-            server = uvicorn.Server(uvicorn.Config(local_app(SchedulerData(reader), system_clock), host="127.0.0.1",
-                                                   port=port, log_level="warning"))
+            server = uvicorn.Server(
+                uvicorn.Config(
+                    local_app(SchedulerData(reader), system_clock), host="127.0.0.1", port=port, log_level="warning"
+                )
+            )
             thread = threading.Thread(target=server.run, daemon=True)
             thread.start()
             try:

@@ -1,6 +1,7 @@
 """`greenops demo --once` as a user runs it: the dev stack and tonight's two jobs placed at a
 simulated evening, then a simulated day played forward. What it prints about gates and
 retirements is checked against the reservation record it leaves behind."""
+
 from __future__ import annotations
 
 import json
@@ -8,13 +9,13 @@ import re
 import sqlite3
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from greenops.clock import stamp
 from greenops.local.demo import next_evening
 from greenops.toolpaths import REPO
-from greenops.clock import stamp
 from tests.conftest import require_tool
 from tests.engine import at, require_engine
 
@@ -43,9 +44,14 @@ def test_the_demo_plays_a_simulated_day(tmp_path):
     for tool in ("etcd", "kube-apiserver"):
         require_tool(tool)
     record = tmp_path / "reservations.db"
-    t0 = next_evening(datetime.now(timezone.utc))
-    run = subprocess.run([sys.executable, "-m", "greenops.cli", "demo", "--once", "--record", str(record),
-                          "--start", stamp(t0)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    t0 = next_evening(datetime.now(UTC))
+    run = subprocess.run(
+        [sys.executable, "-m", "greenops.cli", "demo", "--once", "--record", str(record), "--start", stamp(t0)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out = run.stdout + run.stderr
     assert run.returncode == 0, out
 
@@ -55,9 +61,12 @@ def test_the_demo_plays_a_simulated_day(tmp_path):
     assert {"grid-settlement", "overnight-render"} <= waiters, out
 
     with sqlite3.connect(record) as db:
-        rows = {key.split("/")[1]: (phase, reason, start)
-                for key, phase, reason, start in db.execute(
-                    "SELECT key, phase, reason, start_at FROM reservations WHERE path = 'pulumi'")}
+        rows = {
+            key.split("/")[1]: (phase, reason, start)
+            for key, phase, reason, start in db.execute(
+                "SELECT key, phase, reason, start_at FROM reservations WHERE path = 'pulumi'"
+            )
+        }
     days = simulated_day(out)
     assert days and all(t0 < when <= t0 + timedelta(hours=24, seconds=5) for when, _, _ in days), out
     gates = {name: when for when, changes, _ in days for verb, name, _ in changes if verb == "gate"}
@@ -67,7 +76,7 @@ def test_the_demo_plays_a_simulated_day(tmp_path):
     # every waiting workload's gate opened in the played day, shortly before its recorded start, and
     # its VM object appeared in the API server in that very pass (AWS: its security group)
     for name in waiters:
-        start = datetime.fromisoformat(rows[name][2]).replace(tzinfo=timezone.utc)
+        start = datetime.fromisoformat(rows[name][2]).replace(tzinfo=UTC)
         assert name in gates, out
         assert start - timedelta(minutes=10) <= gates[name] <= start, (name, gates[name], start)
         assert any(n.startswith(name) for n, w in created.items() if w == gates[name]), out
@@ -93,6 +102,9 @@ def test_the_demo_plays_a_simulated_day(tmp_path):
         assert "dataResidency" in block and "maxLatency" in block and "-> " in block, block
         answer = json.loads(answers[key])
         chosen = [line.split() for line in block.splitlines() if line.endswith("<- chosen")]
-        assert chosen and chosen[0][:3] == [answer["scheduling_location"], answer["scheduling_time"],
-                                           f"{answer['expected_intensity']:g}"], block
+        assert chosen and chosen[0][:3] == [
+            answer["scheduling_location"],
+            answer["scheduling_time"],
+            f"{answer['expected_intensity']:g}",
+        ], block
         assert f"why: {answer['scheduling_location']}" in block and "mapping: zone" in block, block

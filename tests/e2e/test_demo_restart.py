@@ -1,6 +1,7 @@
 """`greenops demo` as a user runs it, twice on one reservation record: stopped with Ctrl-C, then
 run again with --once. The restarted demo starts from the reservations the first one left (the
 dev stack's, under the same keys), books none of them twice, and leaves nothing behind."""
+
 from __future__ import annotations
 
 import re
@@ -8,13 +9,13 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
+from greenops.clock import stamp
 from greenops.local.demo import cluster_templates, next_evening
 from greenops.toolpaths import REPO
-from greenops.clock import stamp
 from tests.conftest import require_tool
 from tests.engine import require_engine
 
@@ -45,7 +46,7 @@ def test_a_restarted_demo_shows_the_same_reservations(tmp_path):
     record = tmp_path / "reservations.db"
     # placing only (no simulated day, whose retirements would leave nothing active to restart
     # with), at one simulated instant for both runs
-    start = stamp(next_evening(datetime.now(timezone.utc)))
+    start = stamp(next_evening(datetime.now(UTC)))
     demo = [sys.executable, "-m", "greenops.cli", "demo", "--record", str(record), "--hours", "0", "--start", start]
     first = subprocess.Popen(demo, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     out1 = []

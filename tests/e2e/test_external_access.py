@@ -9,20 +9,21 @@ authorization, the scheduler with its token, and GreenVm's own HTTP clients. Wha
 DNS entries for the two host names (pointed at loopback, as /etc/hosts would), and loopback
 addresses for the two Services.
 """
+
 from __future__ import annotations
 
 import socket
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 
+from greenops.clock import stamp
 from greenops.errors import GreenOpsError
+from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import loopback_tls
-from greenops.local.opa import OpaServer
 from greenops.provider.greenvm import GreenVmProvider
-from greenops.clock import stamp
 from tests.components.test_platform_mocks import OPA_TOKENS
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 from tests.declared import STACK_SECRETS, evaluate_stack
@@ -42,20 +43,37 @@ def route(tmp_path_factory):
     declared = evaluate_stack("prod")
     ingresses = [o for o in declared.objects if o["kind"] == "Ingress"]
     assert {i["metadata"]["name"] for i in ingresses} == {"greenops-opa", "greenops-scheduler"}
-    secrets = {(o["metadata"]["namespace"], o["metadata"]["name"]): o["stringData"]
-               for o in declared.objects if o["kind"] == "Secret" and o.get("type") == "kubernetes.io/tls"}
+    secrets = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o["stringData"]
+        for o in declared.objects
+        if o["kind"] == "Secret" and o.get("type") == "kubernetes.io/tls"
+    }
     ca = declared.mocks.outputs[("tls:index/selfSignedCert:SelfSignedCert", "opa-ca")]["certPem"]
     hosts = {i["metadata"]["name"]: i["spec"]["rules"][0]["host"] for i in ingresses}
     backend_tls = loopback_tls(tmp_path_factory.mktemp("opa-tls"))  # OPA's own serving certificate
-    with SchedulerServer(token=SCHEDULER_TOKEN) as scheduler, \
-            OpaServer(scheduler_url=scheduler.url, scheduler_token=SCHEDULER_TOKEN, query_token=QUERY_TOKEN,
-                      admin_token=ADMIN_TOKEN, tls_cert=backend_tls.cert_file, tls_key=backend_tls.key_file) as opa:
-        backends = {("opa", "opa", 443): f"127.0.0.1:{opa.port}",
-                    ("greenops", "greenops-scheduler", 8080): f"127.0.0.1:{scheduler.port}"}
+    with (
+        SchedulerServer(token=SCHEDULER_TOKEN) as scheduler,
+        OpaServer(
+            scheduler_url=scheduler.url,
+            scheduler_token=SCHEDULER_TOKEN,
+            query_token=QUERY_TOKEN,
+            admin_token=ADMIN_TOKEN,
+            tls_cert=backend_tls.cert_file,
+            tls_key=backend_tls.key_file,
+        ) as opa,
+    ):
+        backends = {
+            ("opa", "opa", 443): f"127.0.0.1:{opa.port}",
+            ("greenops", "greenops-scheduler", 8080): f"127.0.0.1:{scheduler.port}",
+        }
         with NginxIngress(ingresses=ingresses, secrets=secrets, backends=backends) as ingress:
-            yield {"opa": f"https://{hosts['greenops-opa']}:{ingress.port}",
-                   "scheduler": f"https://{hosts['greenops-scheduler']}:{ingress.port}",
-                   "hosts": set(hosts.values()), "ca": ca, "port": ingress.port}
+            yield {
+                "opa": f"https://{hosts['greenops-opa']}:{ingress.port}",
+                "scheduler": f"https://{hosts['greenops-scheduler']}:{ingress.port}",
+                "hosts": set(hosts.values()),
+                "ca": ca,
+                "port": ingress.port,
+            }
 
 
 @pytest.fixture(autouse=True)
@@ -70,12 +88,29 @@ def dns(route, monkeypatch):
 
 
 def props(route, **over) -> dict:
-    deadline = stamp(datetime.now(timezone.utc) + timedelta(days=2))
-    return {"workload": {"name": "from-ci", "cpu": 2, "memory": 4, "duration": "2h", "deadline": deadline,
-                         "originRegion": "westeurope", "dataResidency": "eu", "tenant": "data"},
-            "opaUrl": route["opa"], "schedulerUrl": route["scheduler"], "timeoutSeconds": 5, "attempts": 2,
-            "opaToken": QUERY_TOKEN, "schedulerToken": SCHEDULER_TOKEN, "caCertificate": route["ca"], "stack": "ci",
-            "render": {"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": AZURE_SUBSCRIPTION}, **over}
+    deadline = stamp(datetime.now(UTC) + timedelta(days=2))
+    return {
+        "workload": {
+            "name": "from-ci",
+            "cpu": 2,
+            "memory": 4,
+            "duration": "2h",
+            "deadline": deadline,
+            "originRegion": "westeurope",
+            "dataResidency": "eu",
+            "tenant": "data",
+        },
+        "opaUrl": route["opa"],
+        "schedulerUrl": route["scheduler"],
+        "timeoutSeconds": 5,
+        "attempts": 2,
+        "opaToken": QUERY_TOKEN,
+        "schedulerToken": SCHEDULER_TOKEN,
+        "caCertificate": route["ca"],
+        "stack": "ci",
+        "render": {"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": AZURE_SUBSCRIPTION},
+        **over,
+    }
 
 
 def test_greenvm_places_through_the_ingresses_with_verified_tls_and_both_tokens(route):
@@ -94,10 +129,13 @@ def test_without_the_platform_ca_the_certificate_is_refused_by_name(route):
         GreenVmProvider().create(props(route, caCertificate=None))
 
 
-@pytest.mark.parametrize("field, says", [
-    ("opaToken", r"OPA at https://opa\.greenops\.example\.com:\d+ refused the bearer token \(HTTP 401"),
-    ("schedulerToken", r"scheduler refused the request \(HTTP 401\)"),
-])
+@pytest.mark.parametrize(
+    "field, says",
+    [
+        ("opaToken", r"OPA at https://opa\.greenops\.example\.com:\d+ refused the bearer token \(HTTP 401"),
+        ("schedulerToken", r"scheduler refused the request \(HTTP 401\)"),
+    ],
+)
 def test_a_wrong_token_arrives_and_is_refused(route, field, says):
     """The ingress passes the Authorization header through: a wrong token reaches the service and
     is refused there (the Kubernetes API's service proxy would have dropped it)."""

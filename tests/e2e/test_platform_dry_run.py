@@ -22,6 +22,7 @@ Namespaces and CRDs the stack declares (and namespaces a Helm release creates wi
 ``createNamespace``) are applied for real first, since a dry-run namespace or CRD is not there for
 the objects that use it; each stack gets its own API server, so one stack never sees another's.
 """
+
 from __future__ import annotations
 
 import copy
@@ -43,9 +44,13 @@ FIELD_MANAGER = "greenops-test"
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
 # Kinds whose CRD ../shared/crds does not hold and no test can fetch: the API server cannot judge them
 # here, so they are listed by name instead (a real cluster gets the CRD from the operator's bundle).
-UNPUBLISHED = {("core.cnrm.cloud.google.com/v1beta1", "ConfigConnector"):
-               "not judged: its CRD ships only inside Config Connector's release bundle "
-               "(operator-system/configconnector-operator.yaml), which cannot be downloaded here"}
+UNPUBLISHED = {
+    (
+        "core.cnrm.cloud.google.com/v1beta1",
+        "ConfigConnector",
+    ): "not judged: its CRD ships only inside Config Connector's release bundle "
+    "(operator-system/configconnector-operator.yaml), which cannot be downloaded here"
+}
 DRY_RUN = {"dryRun": "All", "fieldManager": FIELD_MANAGER, "force": "true", "fieldValidation": "Strict"}
 REAL = {"fieldManager": FIELD_MANAGER, "force": "true", "fieldValidation": "Strict"}
 # A CRD whose JSON exceeds this goes over etcd's default request limit (1.5 MiB): judged client-side.
@@ -82,7 +87,9 @@ class Judge:
             if (crd["spec"].get("conversion") or {}).get("strategy") == "Webhook":
                 # no operator runs here to convert; a test-only copy converts nothing (see ../shared/crds/README.md)
                 crd["spec"]["conversion"] = {"strategy": "None"}
-            crd["metadata"] = {"name": crd["metadata"]["name"]}  # the cert-manager CA injection annotation does nothing here
+            crd["metadata"] = {
+                "name": crd["metadata"]["name"]
+            }  # the cert-manager CA injection annotation does nothing here
             self.cp.create_crd(crd, timeout=120)
         self._discovery.clear()
 
@@ -91,9 +98,15 @@ class Judge:
             path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
             with self.cp.client() as k:
                 r = k.get(path)
-            self._discovery[api_version] = None if r.status_code == 404 else {
-                res["kind"]: Resource(res["name"], res["namespaced"])
-                for res in r.raise_for_status().json()["resources"] if "/" not in res["name"]}
+            self._discovery[api_version] = (
+                None
+                if r.status_code == 404
+                else {
+                    res["kind"]: Resource(res["name"], res["namespaced"])
+                    for res in r.raise_for_status().json()["resources"]
+                    if "/" not in res["name"]
+                }
+            )
         return (self._discovery[api_version] or {}).get(kind)
 
     def path(self, obj: dict, res: Resource) -> str:
@@ -119,8 +132,9 @@ class Judge:
         if res is None:
             return f"{label}: the API server serves no {kind} in {obj['apiVersion']} (no CRD for it in ../shared/crds)"
         with self.cp.client(timeout=120) as k:
-            r = k.patch(self.path(obj, res), params=DRY_RUN if dry_run else REAL, headers=APPLY,
-                        content=json.dumps(obj))
+            r = k.patch(
+                self.path(obj, res), params=DRY_RUN if dry_run else REAL, headers=APPLY, content=json.dumps(obj)
+            )
         for warning in r.headers.get_list("warning"):
             self.warnings.append(f"{label}: {warning}")
         if r.status_code in (200, 201):
@@ -135,8 +149,12 @@ class Judge:
         """Every rejection of the stack's objects: namespaces and CRDs first (applied for real once
         a dry run accepts them), the upstream CRDs the rest need, then the rest, dry run only."""
         rejections = []
-        first = [o for o in declared.objects if (o["apiVersion"], o["kind"]) in (
-            ("v1", "Namespace"), ("apiextensions.k8s.io/v1", "CustomResourceDefinition"))]
+        first = [
+            o
+            for o in declared.objects
+            if (o["apiVersion"], o["kind"])
+            in (("v1", "Namespace"), ("apiextensions.k8s.io/v1", "CustomResourceDefinition"))
+        ]
         for obj in sorted(first, key=lambda o: o["kind"] != "Namespace"):
             rejection = self.submit(obj) or self.submit(obj, dry_run=False)
             if rejection:
@@ -163,15 +181,18 @@ def judged(crd_schemas):
 
     cache: dict[str, tuple[Declared, list[str], Judge]] = {}
     with ExitStack() as stack:
+
         def get(name: str):
             if name not in cache:
                 declared = evaluate_stack(name)
                 started = time.monotonic()
                 judge = Judge(stack.enter_context(LocalControlPlane()), crd_schemas)
                 rejections = judge.judge(declared)
-                print(f"\n{name}: {len(declared.objects)} objects judged in {time.monotonic() - started:.1f}s; "
-                      f"not judged: {declared.skipped}; client-side: {judge.client_side}; "
-                      f"unjudged: {judge.unjudged}; warnings: {judge.warnings}")
+                print(
+                    f"\n{name}: {len(declared.objects)} objects judged in {time.monotonic() - started:.1f}s; "
+                    f"not judged: {declared.skipped}; client-side: {judge.client_side}; "
+                    f"unjudged: {judge.unjudged}; warnings: {judge.warnings}"
+                )
                 cache[name] = (declared, rejections, judge)
             return cache[name]
 
@@ -186,12 +207,23 @@ def _kinds(declared: Declared) -> set[str]:
 def test_the_api_server_accepts_every_object_the_stack_declares(judged, stack):
     declared, rejections, judge = judged(stack)
     # the harness saw the platform: the objects the components are known to declare
-    assert {"Namespace", "Secret", "Deployment", "Service", "ClusterRole", "ClusterRoleBinding",
-            "MutatingWebhookConfiguration", "CompositionDefinition", "ConfigConnector"} <= _kinds(declared)
+    assert {
+        "Namespace",
+        "Secret",
+        "Deployment",
+        "Service",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "MutatingWebhookConfiguration",
+        "CompositionDefinition",
+        "ConfigConnector",
+    } <= _kinds(declared)
     assert rejections == []
     # exactly the one object whose CRD is not published here, said by name (any other is a rejection)
-    assert judge.unjudged == [f"ConfigConnector configconnector.core.cnrm.cloud.google.com: "
-                              f"{UNPUBLISHED[('core.cnrm.cloud.google.com/v1beta1', 'ConfigConnector')]}"]
+    assert judge.unjudged == [
+        f"ConfigConnector configconnector.core.cnrm.cloud.google.com: "
+        f"{UNPUBLISHED[('core.cnrm.cloud.google.com/v1beta1', 'ConfigConnector')]}"
+    ]
 
 
 # -- the harness catches what it must: each broken on purpose ---------------------------------------
@@ -207,8 +239,9 @@ def test_a_bad_rbac_rule_is_rejected(judged):
     assert judge.submit(role) is None  # unbroken, it is accepted
     no_groups = copy.deepcopy(role)
     del no_groups["rules"][0]["apiGroups"]
-    assert "rules[0].apiGroups: Required value: resource rules must supply at least one api group" in \
-        judge.submit(no_groups)
+    assert "rules[0].apiGroups: Required value: resource rules must supply at least one api group" in judge.submit(
+        no_groups
+    )
     no_verbs = copy.deepcopy(role)
     no_verbs["rules"][1]["verbs"] = []
     assert "rules[1].verbs: Required value: verbs must contain at least one value" in judge.submit(no_verbs)
@@ -224,16 +257,20 @@ def test_a_malformed_webhook_configuration_is_rejected(judged):
     assert judge.submit(hook) is None
     side_effects = copy.deepcopy(hook)
     side_effects["webhooks"][0]["sideEffects"] = "Some"
-    assert 'webhooks[0].sideEffects: Unsupported value: "Some": supported values: "None", "NoneOnDryRun"' in \
-        judge.submit(side_effects)
+    assert (
+        'webhooks[0].sideEffects: Unsupported value: "Some": supported values: "None", "NoneOnDryRun"'
+        in judge.submit(side_effects)
+    )
     no_client = copy.deepcopy(hook)
     del no_client["webhooks"][1]["clientConfig"]
-    assert "webhooks[1].clientConfig: Required value: exactly one of url or service is required" in \
-        judge.submit(no_client)
+    assert "webhooks[1].clientConfig: Required value: exactly one of url or service is required" in judge.submit(
+        no_client
+    )
     misspelt = copy.deepcopy(hook)
     misspelt["webhooks"][0]["failurePolicy"] = "fail"
-    assert 'webhooks[0].failurePolicy: Unsupported value: "fail": supported values: "Fail", "Ignore"' in \
-        judge.submit(misspelt)
+    assert 'webhooks[0].failurePolicy: Unsupported value: "fail": supported values: "Fail", "Ignore"' in judge.submit(
+        misspelt
+    )
 
 
 def test_a_wrong_field_in_a_custom_resource_is_rejected(judged):
@@ -248,8 +285,10 @@ def test_a_wrong_field_in_a_custom_resource_is_rejected(judged):
     assert ".spec.resyncFrequencySeconds: expected numeric (int or float), got string" in judge.submit(wrong_type)
     outside_enum = copy.deepcopy(stack)
     outside_enum["spec"]["workspaceReclaimPolicy"] = "Keep"
-    assert 'spec.workspaceReclaimPolicy: Unsupported value: "Keep": supported values: "Retain", "Delete"' in \
-        judge.submit(outside_enum)
+    assert (
+        'spec.workspaceReclaimPolicy: Unsupported value: "Keep": supported values: "Retain", "Delete"'
+        in judge.submit(outside_enum)
+    )
     definition = _one(declared, "CompositionDefinition")
     assert judge.submit(definition) is None
     definition["spec"]["chart"]["verison"] = definition["spec"]["chart"].pop("version", "1.0.0")
@@ -257,10 +296,27 @@ def test_a_wrong_field_in_a_custom_resource_is_rejected(judged):
 
 
 def test_a_config_groups_literal_objects_are_judged_like_the_rest():
-    text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: apps/v1\nkind: Deployment\n" \
-           "metadata: {name: d, namespace: a}\nspec: {}\n"
-    objs = config_group_objects({"yaml": text, "objs": [{"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}}]}]})
+    text = (
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: apps/v1\nkind: Deployment\n"
+        "metadata: {name: d, namespace: a}\nspec: {}\n"
+    )
+    objs = config_group_objects(
+        {
+            "yaml": text,
+            "objs": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "List",
+                    "items": [
+                        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}}
+                    ],
+                }
+            ],
+        }
+    )
     assert [(_type_of(o), o["metadata"]["name"]) for o in objs] == [
-        ("core/v1:Namespace", "a"), ("apps/v1:Deployment", "d"), ("rbac.authorization.k8s.io/v1:ClusterRole", "r")]
+        ("core/v1:Namespace", "a"),
+        ("apps/v1:Deployment", "d"),
+        ("rbac.authorization.k8s.io/v1:ClusterRole", "r"),
+    ]
     assert config_group_objects({"objs": None}) == []  # a workload's, under mocks

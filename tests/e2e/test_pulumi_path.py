@@ -1,8 +1,9 @@
 """The Pulumi path against the real API server: gated objects, a second up with no changes, the
 clock advanced by `reconcile`, and destroy leaving nothing behind."""
+
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -13,8 +14,11 @@ from tests.engine import iso
 
 pytestmark = pytest.mark.e2e
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
-KINDS = [("compute.azure.com/v1api20220301", "virtualmachines"), ("network.azure.com/v1api20240301", "virtualnetworks"),
-         ("network.azure.com/v1api20240301", "networkinterfaces")]
+KINDS = [
+    ("compute.azure.com/v1api20220301", "virtualmachines"),
+    ("network.azure.com/v1api20240301", "virtualnetworks"),
+    ("network.azure.com/v1api20240301", "networkinterfaces"),
+]
 
 
 def vms_in_cluster(cp) -> dict[str, set[str]]:
@@ -34,9 +38,11 @@ def rows_of(st) -> dict[str, dict]:
 def act_as_operator(cp, name: str, *conditions: dict) -> None:
     """What ASO would write: the VM object's status conditions (the stub CRD keeps status in the object)."""
     with cp.client() as k:
-        r = k.patch(f"/apis/compute.azure.com/v1api20220301/namespaces/greenops/virtualmachines/{name}",
-                    json={"status": {"conditions": list(conditions)}},
-                    headers={"Content-Type": "application/merge-patch+json"})
+        r = k.patch(
+            f"/apis/compute.azure.com/v1api20220301/namespaces/greenops/virtualmachines/{name}",
+            json={"status": {"conditions": list(conditions)}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
         assert r.status_code == 200, r.text
 
 
@@ -46,14 +52,32 @@ def test_up_gate_operator_verdicts_reconcile_destroy(cluster, tmp_path, crd_sche
     # What lands in the cluster is then validated client-side against the real CRD schemas.
     # No operator runs here, so the test writes the conditions ASO would.
     cp = cluster["cp"]
-    now = datetime.now(timezone.utc).replace(microsecond=0)
+    now = datetime.now(UTC).replace(microsecond=0)
     deadline = iso(now + timedelta(hours=10))
     # Both want Quebec (a flat profile) and the scheduler has 4 vCPU per zone-hour: one runs now,
     # the other must wait until the first is done.
-    workloads = [{"name": n, "cpu": 4, "memory": 8, "duration": "2h", "deadline": deadline, "originRegion": "canadaeast",
-                  "eligibleProviders": ["azure"], "region": "canadaeast", "tenant": "e2e"} for n in ("first", "second")]
-    st, up_at = cluster_stack(cluster, tmp_path, "e2e", workloads, {
-        "sshPublicKey": KEY, "skipAwait": True, "namespace": "greenops", "azureSubscriptionId": AZURE_SUBSCRIPTION}, now)
+    workloads = [
+        {
+            "name": n,
+            "cpu": 4,
+            "memory": 8,
+            "duration": "2h",
+            "deadline": deadline,
+            "originRegion": "canadaeast",
+            "eligibleProviders": ["azure"],
+            "region": "canadaeast",
+            "tenant": "e2e",
+        }
+        for n in ("first", "second")
+    ]
+    st, up_at = cluster_stack(
+        cluster,
+        tmp_path,
+        "e2e",
+        workloads,
+        {"sshPublicKey": KEY, "skipAwait": True, "namespace": "greenops", "azureSubscriptionId": AZURE_SUBSCRIPTION},
+        now,
+    )
 
     def reconcile(at: datetime) -> dict[str, dict]:
         up_at(at)
@@ -70,8 +94,12 @@ def test_up_gate_operator_verdicts_reconcile_destroy(cluster, tmp_path, crd_sche
         with cp.client() as k:
             for api, plural in KINDS:
                 for item in k.get(f"/apis/{api}/namespaces/greenops/{plural}").json()["items"]:
-                    obj = {"apiVersion": item["apiVersion"], "kind": item["kind"], "spec": item["spec"],
-                           "metadata": {"name": item["metadata"]["name"]}}
+                    obj = {
+                        "apiVersion": item["apiVersion"],
+                        "kind": item["kind"],
+                        "spec": item["spec"],
+                        "metadata": {"name": item["metadata"]["name"]},
+                    }
                     assert crd_schemas.errors(obj) == []
             vm = k.get(f"/apis/compute.azure.com/v1api20220301/namespaces/greenops/virtualmachines/{first}").json()
         assert vm["spec"]["hardwareProfile"]["vmSize"] == rows[first]["size"]
@@ -81,15 +109,33 @@ def test_up_gate_operator_verdicts_reconcile_destroy(cluster, tmp_path, crd_sche
         assert set(again.change_summary) == {"same"}, again.change_summary
 
         # The operator is still working: Provisioning, with its words as the reason.
-        act_as_operator(cp, first, {"type": "Ready", "status": "False", "severity": "Info", "reason": "Reconciling",
-                                    "message": "The resource is in the process of being reconciled by the operator"})
+        act_as_operator(
+            cp,
+            first,
+            {
+                "type": "Ready",
+                "status": "False",
+                "severity": "Info",
+                "reason": "Reconciling",
+                "message": "The resource is in the process of being reconciled by the operator",
+            },
+        )
         rows = reconcile(now + timedelta(minutes=5))
         assert rows[first]["phase"] == "Provisioning" and "Ready=False (Info, Reconciling)" in rows[first]["reason"]
 
         # Ready=True: Running from the operator's transition time, not from the pass that saw it.
         ready_at = now + timedelta(minutes=7)
-        act_as_operator(cp, first, {"type": "Ready", "status": "True", "severity": "", "reason": "Succeeded",
-                                    "lastTransitionTime": iso(ready_at)})
+        act_as_operator(
+            cp,
+            first,
+            {
+                "type": "Ready",
+                "status": "True",
+                "severity": "",
+                "reason": "Succeeded",
+                "lastTransitionTime": iso(ready_at),
+            },
+        )
         rows = reconcile(now + timedelta(minutes=20))
         assert rows[first]["phase"] == "Running" and rows[first]["runningSince"] == iso(ready_at)
 
@@ -98,15 +144,28 @@ def test_up_gate_operator_verdicts_reconcile_destroy(cluster, tmp_path, crd_sche
         rows = reconcile(s2)
         assert rows[second]["phase"] == "Provisioning"
         assert rows[first]["phase"] == ("Running" if s2 < ready_at + timedelta(hours=2) else "Completed")
-        assert vms_in_cluster(cp)["virtualmachines"] == ({first, second} if rows[first]["phase"] == "Running" else {second})
+        assert vms_in_cluster(cp)["virtualmachines"] == (
+            {first, second} if rows[first]["phase"] == "Running" else {second}
+        )
 
         # A terminal error from the operator: Failed with its message, and the objects are removed.
-        act_as_operator(cp, second, {"type": "Ready", "status": "False", "severity": "Error", "reason": "BadRequest",
-                                     "message": "SkuNotAvailable: Standard_D4as_v4 is not available in canadaeast"})
+        act_as_operator(
+            cp,
+            second,
+            {
+                "type": "Ready",
+                "status": "False",
+                "severity": "Error",
+                "reason": "BadRequest",
+                "message": "SkuNotAvailable: Standard_D4as_v4 is not available in canadaeast",
+            },
+        )
         rows = reconcile(s2 + timedelta(minutes=5))
         assert rows[second]["phase"] == "Failed"
-        assert rows[second]["reason"] == (f"the operator reports a terminal error: VirtualMachine {second}: Ready=False "
-                                          "(Error, BadRequest): SkuNotAvailable: Standard_D4as_v4 is not available in canadaeast")
+        assert rows[second]["reason"] == (
+            f"the operator reports a terminal error: VirtualMachine {second}: Ready=False "
+            "(Error, BadRequest): SkuNotAvailable: Standard_D4as_v4 is not available in canadaeast"
+        )
         assert second not in vms_in_cluster(cp)["virtualmachines"]
 
         # A VM object deleted by hand while Running is reported Failed, never silently recreated.
@@ -116,7 +175,9 @@ def test_up_gate_operator_verdicts_reconcile_destroy(cluster, tmp_path, crd_sche
                 assert r.status_code == 200, r.text
             rows = reconcile(s2 + timedelta(minutes=10))
             assert rows[first]["phase"] == "Failed"
-            assert rows[first]["reason"].startswith(f"deleted outside the platform while Running: VirtualMachine {first}")
+            assert rows[first]["reason"].startswith(
+                f"deleted outside the platform while Running: VirtualMachine {first}"
+            )
             assert vms_in_cluster(cp) == {plural: set() for _, plural in KINDS}
     finally:
         automation.run(st, "destroy", stream=False)

@@ -1,19 +1,20 @@
 """The scheduled CI workflow, run from its own file: every `run:` step, in order, with the job's
 environment, its expressions filled in as GitHub would (secrets -> a local file backend), against
 a real OPA and scheduler on loopback. (`uses:` steps are GitHub's own set-up actions.)"""
+
 from __future__ import annotations
 
 import os
 import re
 import subprocess
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import yaml
 
+from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.toolpaths import REPO
-from greenops.local.opa import OpaServer
 from tests.engine import iso, project_with_stack, render_mode_config, require_engine
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
@@ -45,25 +46,56 @@ def fill(text: str, values: dict[str, str]) -> str:
 def test_every_run_step_reconciles_a_stack(tmp_path):
     require_engine()
     project = tmp_path / "checkout"
-    now = datetime.now(timezone.utc)
-    values = {"matrix.stack": "ci", "github.workspace": str(project),
-              "secrets.PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "secrets.PULUMI_CONFIG_PASSPHRASE": "ci-test",
-              "secrets.PULUMI_ACCESS_TOKEN": "", "secrets.AWS_ACCESS_KEY_ID": "", "secrets.AWS_SECRET_ACCESS_KEY": ""}
+    now = datetime.now(UTC)
+    values = {
+        "matrix.stack": "ci",
+        "github.workspace": str(project),
+        "secrets.PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+        "secrets.PULUMI_CONFIG_PASSPHRASE": "ci-test",
+        "secrets.PULUMI_ACCESS_TOKEN": "",
+        "secrets.AWS_ACCESS_KEY_ID": "",
+        "secrets.AWS_SECRET_ACCESS_KEY": "",
+    }
     (tmp_path / "state").mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "GREENOPS_"))}
     env.update({k: fill(str(v), values) for k, v in job()["env"].items()})
     steps = [s for s in job()["steps"] if "run" in s]
     assert [s["run"] for s in steps] == ["make setup tools", '.venv/bin/greenops reconcile --stack "$STACK"']
     with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
-        project_with_stack(project, "ci", render_mode_config(opa.url, scheduler.url, tmp_path / "rendered", workloads=[
-            {"name": "nightly", "cpu": 2, "memory": 4, "duration": "1h", "deadline": iso(now + timedelta(hours=1, minutes=2)),
-             "originRegion": "westeurope", "tenant": "ci"}]))
+        project_with_stack(
+            project,
+            "ci",
+            render_mode_config(
+                opa.url,
+                scheduler.url,
+                tmp_path / "rendered",
+                workloads=[
+                    {
+                        "name": "nightly",
+                        "cpu": 2,
+                        "memory": 4,
+                        "duration": "1h",
+                        "deadline": iso(now + timedelta(hours=1, minutes=2)),
+                        "originRegion": "westeurope",
+                        "tenant": "ci",
+                    }
+                ],
+            ),
+        )
         outputs = []
         for _ in range(2):  # two scheduled runs: the first places and opens the gate, the second changes nothing
             for step in steps:
-                done = subprocess.run(["bash", "-eo", "pipefail", "-c", fill(step["run"], values)], cwd=REPO, env=env,
-                                      capture_output=True, text=True, timeout=600)
-                assert done.returncode == 0, f"step {step.get('name', step['run'])!r} failed:\n{done.stdout}\n{done.stderr}"
+                done = subprocess.run(
+                    ["bash", "-eo", "pipefail", "-c", fill(step["run"], values)],
+                    cwd=REPO,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=600,
+                )
+                assert done.returncode == 0, (
+                    f"step {step.get('name', step['run'])!r} failed:\n{done.stdout}\n{done.stderr}"
+                )
             outputs.append(done.stdout)
     first, second = outputs
     assert first.startswith("reconcile ci: create ")

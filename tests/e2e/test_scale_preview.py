@@ -2,6 +2,7 @@
 through the `pulumi` CLI. Before greenops:workloadsFrom, the config alone failed both ("Argument list
 too long"); before the pickler fix, the Automation API's preview died with a RecursionError a few
 hundred GreenVms in. Figures for up, reconcile and memory are in benchmarks/scale.py."""
+
 from __future__ import annotations
 
 import subprocess
@@ -15,8 +16,8 @@ import yaml
 from benchmarks.scale import write_workloads
 from greenops import automation
 from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
-from tests.engine import KEY, require_engine
 from tests.conftest import AZURE_SUBSCRIPTION
+from tests.engine import KEY, require_engine
 
 pytestmark = pytest.mark.e2e
 N = 1000
@@ -29,16 +30,33 @@ def project(tmp_path_factory):
     stack file holds settings only, and the workloads are per-tenant files under workloads/."""
     require_engine()
     folder = tmp_path_factory.mktemp("scale")
-    (folder / "Pulumi.yaml").write_text(yaml.safe_dump({
-        "name": "greenops-platform", "main": str(REPO), "stackConfigDir": "stacks",
-        "runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": str(REPO / ".venv")}}}))
+    (folder / "Pulumi.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "greenops-platform",
+                "main": str(REPO),
+                "stackConfigDir": "stacks",
+                "runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": str(REPO / ".venv")}},
+            }
+        )
+    )
     (folder / "stacks").mkdir()
-    (folder / "stacks" / "Pulumi.scale.yaml").write_text(yaml.safe_dump({"config": {
-        "greenops:workloadsFrom": "workloads",
-        "greenops:endpoints": {"opaUrl": "http://127.0.0.1:1", "schedulerUrl": "http://127.0.0.1:2"},
-        "greenops:kubernetes": {"mode": "render", "renderDir": str(folder / "rendered")},
-        "greenops:render": {"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": AZURE_SUBSCRIPTION},
-    }}))
+    (folder / "stacks" / "Pulumi.scale.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "config": {
+                    "greenops:workloadsFrom": "workloads",
+                    "greenops:endpoints": {"opaUrl": "http://127.0.0.1:1", "schedulerUrl": "http://127.0.0.1:2"},
+                    "greenops:kubernetes": {"mode": "render", "renderDir": str(folder / "rendered")},
+                    "greenops:render": {
+                        "sshPublicKey": KEY,
+                        "skipAwait": True,
+                        "azureSubscriptionId": AZURE_SUBSCRIPTION,
+                    },
+                }
+            }
+        )
+    )
     write_workloads(folder / "workloads", N)
     (folder / "state").mkdir()
     return folder
@@ -60,10 +78,23 @@ def test_the_automation_api_previews_1000_workloads_from_files(project):
 def test_the_cli_previews_1000_workloads_from_files_in_bounded_memory(project):
     automation.stack("scale", work_dir=project, env=env_of(project))  # the stack exists
     peak = {"rss": 0}
-    proc = subprocess.Popen([str(TOOLS_BIN / "pulumi"), "preview", "--stack", "scale", "--non-interactive",
-                             "--color", "never", "--cwd", str(project)],
-                            env=pulumi_env({**automation.checkpoint_env(), **env_of(project)}),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            str(TOOLS_BIN / "pulumi"),
+            "preview",
+            "--stack",
+            "scale",
+            "--non-interactive",
+            "--color",
+            "never",
+            "--cwd",
+            str(project),
+        ],
+        env=pulumi_env({**automation.checkpoint_env(), **env_of(project)}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     done = threading.Event()
 
     def sample() -> None:
@@ -80,8 +111,10 @@ def test_the_cli_previews_1000_workloads_from_files_in_bounded_memory(project):
     out, _ = proc.communicate(timeout=600)
     done.set()
     sampler.join()
-    print(f"\npulumi preview (CLI) of {N} workloads: {time.perf_counter() - t:.1f} s, peak CLI RSS "
-          f"{peak['rss'] / 2**20:.0f} MB")
+    print(
+        f"\npulumi preview (CLI) of {N} workloads: {time.perf_counter() - t:.1f} s, peak CLI RSS "
+        f"{peak['rss'] / 2**20:.0f} MB"
+    )
     assert proc.returncode == 0, out[-4000:]
     assert "Argument list too long" not in out
     creates = int(out.split(" to create")[0].rsplit("+", 1)[1].strip())

@@ -2,17 +2,18 @@
 backend, render mode), the real OPA and scheduler on loopback, and `GREENOPS_NOW` stepped from
 one next-change instant to the next, as `greenops reconcile --watch` sleeps, plus plain interval
 ticks. `make simulate` runs it and prints the timeline."""
+
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from greenops import automation, report
+from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.models.duration import parse_duration
-from greenops.local.opa import OpaServer
 from greenops.reconcile import WAKE_MARGIN, reconcile_once
 from tests.engine import at, at_once, engine_stack, iso, render_mode_config, rendered_workloads
 
@@ -27,15 +28,23 @@ DURATIONS = ["1h", "2h", "90m", "3h", "4h", "30m", "6h"]
 def workload(i: int, t0: datetime, name: str | None = None) -> dict:
     region = REGIONS[i % len(REGIONS)]
     slack_h = [4, 10, 20, 30, 44, 60][i % 6]
-    return {"name": name or f"job-{i:02d}", "cpu": 2 + 2 * (i % 3), "memory": 4 + 4 * (i % 2),
-            "duration": DURATIONS[i % len(DURATIONS)], "deadline": iso(t0 + timedelta(hours=slack_h + 6)),
-            "originRegion": region, "eligibleProviders": ["azure"], "region": region, "tenant": f"team-{i % 4}"}
+    return {
+        "name": name or f"job-{i:02d}",
+        "cpu": 2 + 2 * (i % 3),
+        "memory": 4 + 4 * (i % 2),
+        "duration": DURATIONS[i % len(DURATIONS)],
+        "deadline": iso(t0 + timedelta(hours=slack_h + 6)),
+        "originRegion": region,
+        "eligibleProviders": ["azure"],
+        "region": region,
+        "tenant": f"team-{i % 4}",
+    }
 
 
 def test_three_simulated_days(tmp_path):
     from pulumi import automation as auto
 
-    t0 = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    t0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
     end = t0 + timedelta(days=3)
     initial = [workload(i, t0) for i in range(16)]
     # two arrive on day 2, two on day 3 (their deadlines reach into day 4)
@@ -44,9 +53,18 @@ def test_three_simulated_days(tmp_path):
     departure = t0 + timedelta(days=1, hours=12)
     out = tmp_path / "rendered"
     with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
-        st = engine_stack(tmp_path, "days", t0, render_mode_config(
-            opa.url, scheduler.url, out, workloads=initial,
-            reconcile={"intervalSeconds": INTERVAL, "provisioningMarginSeconds": MARGIN}))
+        st = engine_stack(
+            tmp_path,
+            "days",
+            t0,
+            render_mode_config(
+                opa.url,
+                scheduler.url,
+                out,
+                workloads=initial,
+                reconcile={"intervalSeconds": INTERVAL, "provisioningMarginSeconds": MARGIN},
+            ),
+        )
 
         def declare(workloads: list[dict]) -> None:
             st.set_config("greenops:workloads", auto.ConfigValue(json.dumps(workloads)))
@@ -81,7 +99,9 @@ def test_three_simulated_days(tmp_path):
                 if len(passes) == 12:  # two reconciles started at the same moment
                     outcomes = at_once(lambda now=now: reconcile(now))
                     assert not [o for o in outcomes if isinstance(o, Exception)], outcomes
-                    assert all(not isinstance(o, str) or "being updated by another run" in o for o in outcomes), outcomes
+                    assert all(not isinstance(o, str) or "being updated by another run" in o for o in outcomes), (
+                        outcomes
+                    )
                     ran = [o for o in outcomes if not isinstance(o, str)]
                     assert len(ran) <= 1 or ran[0].changes == [] or ran[1].changes == [], "a pass ran twice"
                     # the file backend's lock can turn both away: the loop's next wake-up runs it then
@@ -94,13 +114,21 @@ def test_three_simulated_days(tmp_path):
             st.workspace.remove_stack("days")
 
     print(f"\n{len(passes)} passes over {(passes[-1][0] - t0)} of simulated time")
-    print(f"{'workload':10} {'region':20} {'planned start':20} {'gate opened':20} {'ran from':20} {'retired':20} deadline")
+    print(
+        f"{'workload':10} {'region':20} {'planned start':20} {'gate opened':20} {'ran from':20} {'retired':20} deadline"
+    )
     for name, r in sorted(final.items(), key=lambda kv: kv[1]["start"]):
         spec = next(w for w in initial + added_later if w["name"] == name)
-        print(f"{name:10} {r['region']:20} {r['start']:20} {r['gateOpenedAt'] or '-':20} {r['runningSince'] or '-':20} "
-              f"{r['completedAt'] or '-':20} {spec['deadline']}")
+        print(
+            f"{name:10} {r['region']:20} {r['start']:20} {r['gateOpenedAt'] or '-':20} {r['runningSince'] or '-':20} "
+            f"{r['completedAt'] or '-':20} {spec['deadline']}"
+        )
 
-    assert passes[-1][0] == end and len(removed) == 2 and set(final) == {w["name"] for w in initial + added_later} - set(removed)
+    assert (
+        passes[-1][0] == end
+        and len(removed) == 2
+        and set(final) == {w["name"] for w in initial + added_later} - set(removed)
+    )
     for name, r in final.items():
         spec = next(w for w in initial + added_later if w["name"] == name)
         start, duration = at(r["start"]), parse_duration(spec["duration"])
@@ -118,8 +146,12 @@ def test_three_simulated_days(tmp_path):
         assert rendered == live, now
         for n in live:
             r = rows[n]
-            assert at(r["start"]) - LEAD <= now < at(r["runningSince"]) + parse_duration(
-                next(w for w in initial + added_later if w["name"] == n)["duration"]), (n, now)
+            assert (
+                at(r["start"]) - LEAD
+                <= now
+                < at(r["runningSince"])
+                + parse_duration(next(w for w in initial + added_later if w["name"] == n)["duration"])
+            ), (n, now)
         assert not rendered & set(removed)
     # the report's saving is the sum over the runs
     accounted = report.account(list(final.values()))

@@ -1,20 +1,21 @@
 """`greenops reconcile --watch` as a user runs it: a real process on the real clock, the real
 engine, OPA and scheduler on loopback; SIGTERM in the middle of a pass ends it only after that pass."""
+
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from greenops import automation, placements
 from greenops.httpclient import RetryingClient
+from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.toolpaths import REPO
-from greenops.local.opa import OpaServer
 from tests.engine import iso, project_with_stack, render_mode_config, require_engine
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
@@ -24,16 +25,43 @@ def test_watch_passes_and_stops_between_passes_on_sigterm(tmp_path):
     require_engine()
     project = tmp_path / "project"
     (tmp_path / "state").mkdir()
-    deadline = iso(datetime.now(timezone.utc) + timedelta(days=1))
+    deadline = iso(datetime.now(UTC) + timedelta(days=1))
     with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
-        project_with_stack(project, "watch", render_mode_config(opa.url, scheduler.url, tmp_path / "rendered", workloads=[
-            {"name": "etl", "cpu": 2, "memory": 4, "duration": "1h", "deadline": deadline, "originRegion": "westeurope",
-             "tenant": "ops"}]))
+        project_with_stack(
+            project,
+            "watch",
+            render_mode_config(
+                opa.url,
+                scheduler.url,
+                tmp_path / "rendered",
+                workloads=[
+                    {
+                        "name": "etl",
+                        "cpu": 2,
+                        "memory": 4,
+                        "duration": "1h",
+                        "deadline": deadline,
+                        "originRegion": "westeurope",
+                        "tenant": "ops",
+                    }
+                ],
+            ),
+        )
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "GREENOPS_"))}
-        env.update({"GREENOPS_PROJECT_DIR": str(project), "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
-                    "PULUMI_CONFIG_PASSPHRASE": "watch-test"})
-        proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "greenops"), "reconcile", "--stack", "watch", "--watch",
-                                 "--interval", "2s"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        env.update(
+            {
+                "GREENOPS_PROJECT_DIR": str(project),
+                "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+                "PULUMI_CONFIG_PASSPHRASE": "watch-test",
+            }
+        )
+        proc = subprocess.Popen(
+            [str(REPO / ".venv" / "bin" / "greenops"), "reconcile", "--stack", "watch", "--watch", "--interval", "2s"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         lines: list[str] = []
         try:
             for line in proc.stdout:  # type: ignore[union-attr]
@@ -56,8 +84,11 @@ def test_watch_passes_and_stops_between_passes_on_sigterm(tmp_path):
         # the signal came during the third pass, which still ran to its end
         assert lines.index(next(ln for ln in lines if "SIGTERM received" in ln)) < lines.index(summaries[2]), text
         # the stack was left whole: not locked, nothing pending, a preview changes nothing
-        st = automation.stack("watch", work_dir=project, env={"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
-                                                              "PULUMI_CONFIG_PASSPHRASE": "watch-test"})
+        st = automation.stack(
+            "watch",
+            work_dir=project,
+            env={"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "PULUMI_CONFIG_PASSPHRASE": "watch-test"},
+        )
         assert set(st.preview().change_summary) == {"same"}
         assert not st.export_stack().deployment.get("pending_operations")
         st.destroy()
@@ -69,17 +100,45 @@ def test_a_watch_killed_mid_pass_leaves_a_lock_the_next_run_clears(tmp_path):
     require_engine()
     project, locks = tmp_path / "project", tmp_path / "state" / ".pulumi" / "locks"
     (tmp_path / "state").mkdir()
-    deadline = iso(datetime.now(timezone.utc) + timedelta(hours=1, minutes=2))
+    deadline = iso(datetime.now(UTC) + timedelta(hours=1, minutes=2))
     with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
-        project_with_stack(project, "k9", render_mode_config(opa.url, scheduler.url, tmp_path / "rendered", workloads=[
-            {"name": f"etl-{i}", "cpu": 2, "memory": 4, "duration": "1h", "deadline": deadline,
-             "originRegion": "westeurope", "tenant": "ops"} for i in range(3)]))
+        project_with_stack(
+            project,
+            "k9",
+            render_mode_config(
+                opa.url,
+                scheduler.url,
+                tmp_path / "rendered",
+                workloads=[
+                    {
+                        "name": f"etl-{i}",
+                        "cpu": 2,
+                        "memory": 4,
+                        "duration": "1h",
+                        "deadline": deadline,
+                        "originRegion": "westeurope",
+                        "tenant": "ops",
+                    }
+                    for i in range(3)
+                ],
+            ),
+        )
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "GREENOPS_"))}
-        env.update({"GREENOPS_PROJECT_DIR": str(project), "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
-                    "PULUMI_CONFIG_PASSPHRASE": "k9-test"})
+        env.update(
+            {
+                "GREENOPS_PROJECT_DIR": str(project),
+                "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+                "PULUMI_CONFIG_PASSPHRASE": "k9-test",
+            }
+        )
         greenops = str(REPO / ".venv" / "bin" / "greenops")
-        proc = subprocess.Popen([greenops, "reconcile", "--stack", "k9", "--watch", "--interval", "1s"], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [greenops, "reconcile", "--stack", "k9", "--watch", "--interval", "1s"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             held = []
             for _ in range(600):  # until a pass holds the lock
@@ -92,15 +151,21 @@ def test_a_watch_killed_mid_pass_leaves_a_lock_the_next_run_clears(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         assert list(locks.glob("*/*/k9/*.json")), "the killed run's lock should still be there"
-        again = subprocess.run([greenops, "reconcile", "--stack", "k9"], env=env, capture_output=True, text=True,
-                               timeout=300)
+        again = subprocess.run(
+            [greenops, "reconcile", "--stack", "k9"], env=env, capture_output=True, text=True, timeout=300
+        )
         assert again.returncode == 0, again.stdout + again.stderr
         assert again.stdout.startswith("cleared a stale lock of stack k9: pid "), again.stdout
         assert "and is gone" in again.stdout and not list(locks.glob("*/*/k9/*.json"))
-        st = automation.stack("k9", work_dir=project, env={"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
-                                                           "PULUMI_CONFIG_PASSPHRASE": "k9-test"})
+        st = automation.stack(
+            "k9",
+            work_dir=project,
+            env={"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "PULUMI_CONFIG_PASSPHRASE": "k9-test"},
+        )
         rows = automation.placements(st)
-        assert {r["workload"] for r in rows} == {"etl-0", "etl-1", "etl-2"} and {r["phase"] for r in rows} == {"Running"}
+        assert {r["workload"] for r in rows} == {"etl-0", "etl-1", "etl-2"} and {r["phase"] for r in rows} == {
+            "Running"
+        }
         assert set(st.preview().change_summary) == {"same"}
         # The state is written once per run, so the killed pass may have booked placements its
         # state never recorded: placing again replayed them under the same keys, booking nothing twice.

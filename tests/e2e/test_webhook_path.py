@@ -1,18 +1,19 @@
 """The thesis flow on a real API server: VmTemplate -> webhook -> OPA -> scheduler -> patched."""
+
 from __future__ import annotations
 
 import concurrent.futures as cf
 import json
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 
 from greenops.catalog import select_size
+from greenops.clock import stamp
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import GROUP, VERSION
-from greenops.clock import stamp
 from tests.e2e.conftest import THRIFTY_QUOTA_VCPU
 
 pytestmark = pytest.mark.e2e
@@ -21,11 +22,22 @@ PATH = f"/apis/{GROUP}/{VERSION}/namespaces/e2e/vmtemplates"
 
 def vmtemplate(name: str, **spec) -> dict:
     """A VmTemplate for namespace e2e (tenant e2e); a field given as None is left out."""
-    base = {"vmName": name, "cpu": 2, "memory": 4, "duration": "1h", "maxLatency": 2000, "tenant": "e2e",
-            "deadline": stamp(datetime.now(timezone.utc) + timedelta(days=3))}
+    base = {
+        "vmName": name,
+        "cpu": 2,
+        "memory": 4,
+        "duration": "1h",
+        "maxLatency": 2000,
+        "tenant": "e2e",
+        "deadline": stamp(datetime.now(UTC) + timedelta(days=3)),
+    }
     base.update(spec)
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "VmTemplate", "metadata": {"name": name},
-            "spec": {k: v for k, v in base.items() if v is not None}}
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "VmTemplate",
+        "metadata": {"name": name},
+        "spec": {k: v for k, v in base.items() if v is not None},
+    }
 
 
 def in_namespace(ns: str) -> str:
@@ -58,7 +70,9 @@ def test_conflict_is_rejected_with_a_reason(cluster):
     with cluster["cp"].client() as k:
         r = k.post(PATH, json=vmtemplate("conflict", originRegion="westus", dataResidency="eu", maxLatency=10))
     assert r.status_code == 403
-    assert "no eligible region" in r.json()["message"] and "maxLatency 10 ms from westus leaves 0" in r.json()["message"]
+    assert (
+        "no eligible region" in r.json()["message"] and "maxLatency 10 ms from westus leaves 0" in r.json()["message"]
+    )
 
 
 def test_reapplied_vmtemplate_is_placed_again_not_denied(cluster, catalog):
@@ -70,8 +84,9 @@ def test_reapplied_vmtemplate_is_placed_again_not_denied(cluster, catalog):
         r = k.post(PATH, json=vmtemplate("reapplied", originRegion="italynorth", dataResidency="eu"))
         assert r.status_code == 201, r.text
         placed = k.get(url).json()
-        assert json.loads(placed["metadata"]["annotations"]["greenops.io/decision"]) == \
-            {f: placed["spec"][f] for f in decision_fields}
+        assert json.loads(placed["metadata"]["annotations"]["greenops.io/decision"]) == {
+            f: placed["spec"][f] for f in decision_fields
+        }
 
         placed["spec"]["cpu"] = 4
         r = k.put(url, json=placed)
@@ -79,8 +94,9 @@ def test_reapplied_vmtemplate_is_placed_again_not_denied(cluster, catalog):
         stored = k.get(url).json()
         spec = stored["spec"]
         assert spec["vmSize"] == select_size(catalog, spec["provider"], spec["schedulingLocation"], 4, 4).name
-        assert json.loads(stored["metadata"]["annotations"]["greenops.io/decision"]) == \
-            {f: spec[f] for f in decision_fields}
+        assert json.loads(stored["metadata"]["annotations"]["greenops.io/decision"]) == {
+            f: spec[f] for f in decision_fields
+        }
 
         # Ruling the current provider out used to be denied as "requested provider ... is not allowed".
         others = [p for p in ("azure", "gcp", "aws") if p != spec["provider"]]
@@ -93,13 +109,15 @@ def test_reapplied_vmtemplate_is_placed_again_not_denied(cluster, catalog):
 def test_scheduler_down_fails_closed_then_recovers(tmp_path):
     """A private OPA/scheduler pair on its own API server, so stopping the scheduler is harmless."""
     from greenops.local.controlplane import LocalControlPlane, free_port
-    from greenops.local.webhook import install_admission, loopback_tls
     from greenops.local.opa import OpaServer
+    from greenops.local.webhook import install_admission, loopback_tls
 
     port = free_port()
     tls = loopback_tls(tmp_path)
-    with LocalControlPlane() as cp, OpaServer(scheduler_url=f"http://127.0.0.1:{port}", tls_cert=tls.cert_file,
-                                               tls_key=tls.key_file) as opa:
+    with (
+        LocalControlPlane() as cp,
+        OpaServer(scheduler_url=f"http://127.0.0.1:{port}", tls_cert=tls.cert_file, tls_key=tls.key_file) as opa,
+    ):
         install_admission(cp, opa.url, tls.ca_pem, ("e2e",))
         with cp.client() as k:
             down = k.post(PATH, json=vmtemplate("while-down", originRegion="westeurope"))
@@ -131,11 +149,16 @@ def test_200_concurrent_vmtemplates_none_lost(cluster, record_property):
     assert codes.count(403) == 20 and codes.count(201) == 180
     assert all(b.get("message") for c, _, b in results if c == 403)
     with cp.client() as k:
-        stored = {i["metadata"]["name"] for i in k.get(PATH).json()["items"] if i["metadata"]["name"].startswith("load-")}
-    assert stored == {s["metadata"]["name"] for s, c in zip(specs, codes) if c == 201}  # none lost
+        stored = {
+            i["metadata"]["name"] for i in k.get(PATH).json()["items"] if i["metadata"]["name"].startswith("load-")
+        }
+    assert stored == {s["metadata"]["name"] for s, c in zip(specs, codes, strict=True) if c == 201}  # none lost
     lat = sorted(ms for _, ms, _ in results)
     p50, p99 = lat[len(lat) // 2], lat[int(0.99 * len(lat))]
-    print(f"\n200 concurrent VmTemplates: 180 admitted, 20 denied with a reason; admission p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+    print(
+        f"\n200 concurrent VmTemplates: 180 admitted, 20 denied with a reason; admission p50 {p50:.1f} ms, p99 "
+        f"{p99:.1f} ms"
+    )
     record_property("admission_p50_ms", round(p50, 1))
     record_property("admission_p99_ms", round(p99, 1))
 
@@ -168,7 +191,7 @@ def test_create_books_one_reservation_update_replaces_it_delete_releases_it(clus
         assert (booked["key"], booked["path"], booked["tenant"], booked["revision"]) == (key, "cluster", "acme", 1)
         assert (booked["provider"], booked["region"]) == (spec["provider"], spec["schedulingLocation"])
         # (the record's start is not rounded up to the second as the answer's is)
-        start = datetime.fromisoformat(booked["start"]).replace(tzinfo=timezone.utc)
+        start = datetime.fromisoformat(booked["start"]).replace(tzinfo=UTC)
         assert abs(start - datetime.fromisoformat(spec["schedulingTime"].replace("Z", "+00:00"))) < timedelta(seconds=1)
         assert booked["workload"]["tenant"] == "acme" and booked["workload"]["cpu"] == 2
 
@@ -203,7 +226,8 @@ def test_a_spec_tenant_other_than_the_namespaces_is_denied(cluster):
         assert r.status_code == 403
         assert r.json()["message"].endswith(
             'VmTemplate acme-ml/sneaky: spec.tenant "globex" disagrees with namespace acme-ml\'s label '
-            'greenops.io/tenant "acme": the tenant is the namespace\'s (remove spec.tenant or set it to "acme")')
+            'greenops.io/tenant "acme": the tenant is the namespace\'s (remove spec.tenant or set it to "acme")'
+        )
         # an unlabelled namespace is the default tenant's
         r = k.post(in_namespace("unlabelled"), json=vmtemplate("plain", originRegion="westeurope", tenant=None))
         assert r.status_code == 201, r.text
@@ -222,9 +246,18 @@ def test_quota_counts_both_paths(cluster):
     from greenops.placement.scheduler_client import SchedulerClient
     from greenops.policies.client import OpaClient
 
-    deadline = (datetime.now(timezone.utc) + timedelta(days=3)).replace(microsecond=0)
-    batch = Workload.model_validate({"name": "batch", "cpu": 4, "memory": 8, "duration": "1h", "deadline": deadline,
-                                     "originRegion": "westeurope", "tenant": "thrifty"})
+    deadline = (datetime.now(UTC) + timedelta(days=3)).replace(microsecond=0)
+    batch = Workload.model_validate(
+        {
+            "name": "batch",
+            "cpu": 4,
+            "memory": 8,
+            "duration": "1h",
+            "deadline": deadline,
+            "originRegion": "westeurope",
+            "tenant": "thrifty",
+        }
+    )
     trust = httpx.HTTPTransport(verify=ssl.create_default_context(cadata=cluster["tls"].ca_pem.decode()))
     with OpaClient(cluster["opa"].url, transport=trust) as opa, SchedulerClient(cluster["scheduler"].url) as sched:
         place(batch, opa, sched, key="e2e-stack/batch")
@@ -235,7 +268,8 @@ def test_quota_counts_both_paths(cluster):
         assert over.status_code == 403
         assert over.json()["message"].endswith(
             f"answered HTTP 409: tenant: tenant thrifty would use 8 vCPU, above its quota of {THRIFTY_QUOTA_VCPU} "
-            "(6 in active reservations of either path + 2 requested)")
+            "(6 in active reservations of either path + 2 requested)"
+        )
         assert k.get(f"{path}/over").status_code == 404
         assert sorted(x["path"] for x in reservations(cluster, tenant="thrifty")) == ["cluster", "pulumi"]
 

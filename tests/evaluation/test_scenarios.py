@@ -1,4 +1,5 @@
 """The evaluation harness on a slice of the real traces."""
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,11 @@ def truth(shared_data):
 def test_geo_scenario_orders_the_policies(truth):
     zones = sorted(truth.zones())
     table = summarise(run(geo_arrivals(zones, 80, seed=5), truth, {"ours": SeasonalNaiveSource(truth, DAY)}))
-    assert table["oracle"]["mean_gco2_per_kwh"] <= table["ours"]["mean_gco2_per_kwh"] < table["baseline"]["mean_gco2_per_kwh"]
+    assert (
+        table["oracle"]["mean_gco2_per_kwh"]
+        <= table["ours"]["mean_gco2_per_kwh"]
+        < table["baseline"]["mean_gco2_per_kwh"]
+    )
     assert table["ours"]["oracle_capture_percent"] >= 90
     assert all(z in zones for z in table["ours"]["placements_per_zone"])
     assert sum(table["ours"]["placements_per_zone"].values()) == 80

@@ -1,4 +1,5 @@
 """greenops-forecast on bad input: one line naming the problem, an exit code, no traceback, nothing registered."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,16 +20,33 @@ def test_missing_or_foreign_trace_directory(tmp_path, capsys):
 def test_unknown_zone_and_too_short_holdout(spring_slice, capsys):
     assert cli.main(["train", "--traces", str(spring_slice), "--zones", "DE,XX", "--no-tracking"]) == 2
     assert "no trace for zone(s) XX" in capsys.readouterr().err
-    assert cli.main(["train", "--traces", str(spring_slice), "--zones", "DE", "--holdout-from", "2023-05-01",
-                     "--no-tracking"]) == 2
+    assert (
+        cli.main(
+            ["train", "--traces", str(spring_slice), "--zones", "DE", "--holdout-from", "2023-05-01", "--no-tracking"]
+        )
+        == 2
+    )
     assert "0 held-out forecasts" in capsys.readouterr().err
 
 
 @pytest.mark.shared_data
 def test_unreachable_tracking_server_is_said_at_once(spring_slice, tmp_path, capsys):
     url = f"http://127.0.0.1:{free_port()}"
-    code = cli.main(["--tracking-uri", url, "train", "--traces", str(spring_slice), "--zones", "GB",
-                     "--holdout-from", "2023-03-20", "--out", str(tmp_path)])
+    code = cli.main(
+        [
+            "--tracking-uri",
+            url,
+            "train",
+            "--traces",
+            str(spring_slice),
+            "--zones",
+            "GB",
+            "--holdout-from",
+            "2023-03-20",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert code == 3
     err = capsys.readouterr().err
     assert f"nothing registered: MLflow tracking server at {url} is unreachable" in err
@@ -69,7 +87,9 @@ def test_publish_without_credentials_says_so(tmp_path, monkeypatch):
     model.mkdir()
     (model / "MLmodel").write_text("flavors: {}\n")
     client = publish.s3_client(f"http://127.0.0.1:{free_port()}")
-    with pytest.raises(publish.PublishError, match="cannot publish to s3://mlflow/forecasters: Unable to locate credentials"):
+    with pytest.raises(
+        publish.PublishError, match="cannot publish to s3://mlflow/forecasters: Unable to locate credentials"
+    ):
         publish.publish({"forecaster-de": model}, "s3://mlflow/forecasters", client)
 
 

@@ -1,7 +1,8 @@
 """The forecaster itself, and the pyfunc wrapper MLServer serves."""
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,7 @@ from greenops.forecasting.features import HISTORY_HOURS, windows
 from greenops.forecasting.metrics import mape
 from greenops.forecasting.pyfunc import OipForecaster
 
-START = datetime(2023, 1, 2, tzinfo=timezone.utc).timestamp()
+START = datetime(2023, 1, 2, tzinfo=UTC).timestamp()
 
 
 def synthetic(hours: int, seed: int = 0) -> np.ndarray:
@@ -32,7 +33,7 @@ def fitted():
     values = synthetic(24 * 120)
     _, rows, targets = windows(values, START, horizon=48)
     cut = len(rows) - 24 * 20
-    model = CarbonForecastRegressor().fit(rows[:cut - 48], targets[:cut - 48])
+    model = CarbonForecastRegressor().fit(rows[: cut - 48], targets[: cut - 48])
     return model, rows[cut:], targets[cut:]
 
 

@@ -1,7 +1,8 @@
 """The model input row and the baselines: one definition shared by training, serving and the scheduler."""
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from greenops.forecasting.baselines import persistence, seasonal_naive
 from greenops.forecasting.features import FEATURES, HISTORY_HOURS, HOUR, calendar_columns, feature_row, windows
 from greenops.forecasting.metrics import mae, mape, scores
 
-START = datetime(2023, 3, 1, tzinfo=timezone.utc).timestamp()
+START = datetime(2023, 3, 1, tzinfo=UTC).timestamp()
 
 
 def test_vectorised_calendar_matches_datetime():
@@ -26,8 +27,8 @@ def test_windows_are_rows_of_the_oip_contract():
     assert rows.shape == (400 - HISTORY_HOURS - 24 + 1, FEATURES) and targets.shape == (len(rows), 24)
     i = 10  # the forecast starting at hour 168 + 10
     assert starts[i] == START + (HISTORY_HOURS + i) * HOUR
-    assert rows[i].tolist() == feature_row(values[i:i + HISTORY_HOURS], starts[i])
-    assert targets[i].tolist() == values[HISTORY_HOURS + i:HISTORY_HOURS + i + 24].tolist()
+    assert rows[i].tolist() == feature_row(values[i : i + HISTORY_HOURS], starts[i])
+    assert targets[i].tolist() == values[HISTORY_HOURS + i : HISTORY_HOURS + i + 24].tolist()
 
 
 def test_bad_shapes_are_named():
@@ -44,7 +45,7 @@ def test_seasonal_naive_and_persistence_use_only_the_past():
     # same hour yesterday for the first day, the day before for the second: always observed values
     assert (day[:, :24] == targets[:, :24] - 24).all() and (day[:, 24:] == targets[:, 24:] - 48).all()
     assert (seasonal_naive(rows, 48, 168) == targets - 168).all()
-    assert (persistence(rows, 48) == rows[:, HISTORY_HOURS - 1:HISTORY_HOURS]).all()
+    assert (persistence(rows, 48) == rows[:, HISTORY_HOURS - 1 : HISTORY_HOURS]).all()
     with pytest.raises(ValueError, match="within the 168 h"):
         seasonal_naive(rows, 48, 336)
 

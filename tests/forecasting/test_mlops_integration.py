@@ -2,11 +2,12 @@
 artifact store behind the server's proxy), training and registration through the CLI, MLServer with
 its MLflow runtime serving the registered champions over OIP v2, and the real scheduler service
 deciding on the served forecast."""
+
 from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import httpx
 import mlflow
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
+from greenops.clock import stamp
 from greenops.forecasting import cli, tracking
 from greenops.forecasting.features import HISTORY_HOURS, HOUR, feature_row
 from greenops.local.mlops import MlflowServer, MlserverServer, write_repository
@@ -22,13 +24,12 @@ from greenops.scheduler.algorithm import CapacityLedger, Job, place_batch
 from greenops.scheduler.series import to_epoch
 from greenops.scheduler.sources import ProfileSource, TraceSource
 from greenops.scheduler.sources.oip import OipSource
-from greenops.clock import stamp
 
 from .conftest import require_mlserver
 
 pytestmark = [pytest.mark.integration, pytest.mark.mlops, pytest.mark.shared_data]
-NOW = datetime(2023, 4, 10, 6, 0, tzinfo=timezone.utc)
-DEADLINE = datetime(2023, 4, 12, 6, 0, tzinfo=timezone.utc)
+NOW = datetime(2023, 4, 10, 6, 0, tzinfo=UTC)
+DEADLINE = datetime(2023, 4, 12, 6, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +39,23 @@ def mlops(spring_slice, tmp_path_factory):
     previous = mlflow.get_tracking_uri()
     try:
         with MlflowServer(root=root / "mlflow") as registry:
-            code = cli.main(["--tracking-uri", registry.url, "train", "--traces", str(spring_slice), "--zones", "DE",
-                             "--holdout-from", "2023-03-20", "--out", str(root / "report"), "--plot-zones", "DE"])
+            code = cli.main(
+                [
+                    "--tracking-uri",
+                    registry.url,
+                    "train",
+                    "--traces",
+                    str(spring_slice),
+                    "--zones",
+                    "DE",
+                    "--holdout-from",
+                    "2023-03-20",
+                    "--out",
+                    str(root / "report"),
+                    "--plot-zones",
+                    "DE",
+                ]
+            )
             assert code == 0
             tracking.use_tracking(registry.url)
             exported = tracking.export(root / "models")
@@ -82,10 +98,18 @@ def test_mlserver_serves_the_registered_model_over_oip_v2(mlops, spring_traces):
 
 def test_scheduler_decides_on_the_served_forecast(mlops, spring_slice):
     _, server, _ = mlops
-    body = {"number_of_jobs": 1, "eligible_regions": ["DE", "GB"], "deadline": "2023-04-12T06:00:00Z",
-            "duration": 4, "cpu": 2, "memory": 4, "req_timeout": 20}
-    with SchedulerServer(source=f"oip:{server.url}", history=f"traces:{spring_slice}",
-                         env={"GREENOPS_NOW": "2023-04-10T06:00:00Z"}) as scheduler:
+    body = {
+        "number_of_jobs": 1,
+        "eligible_regions": ["DE", "GB"],
+        "deadline": "2023-04-12T06:00:00Z",
+        "duration": 4,
+        "cpu": 2,
+        "memory": 4,
+        "req_timeout": 20,
+    }
+    with SchedulerServer(
+        source=f"oip:{server.url}", history=f"traces:{spring_slice}", env={"GREENOPS_NOW": "2023-04-10T06:00:00Z"}
+    ) as scheduler:
         r = httpx.post(f"{scheduler.url}/scheduling", json=body, timeout=30)
     assert r.status_code == 200, r.text
     decision = r.json()
@@ -97,7 +121,7 @@ def test_scheduler_decides_on_the_served_forecast(mlops, spring_slice):
     assert source.answers == {"zone": 1, "generic": 1, "fallback": 0}
     expected = place_batch(forecasts, Job(2, 4, 4 * HOUR), 1, now, deadline, CapacityLedger(512), math.inf)[0]
     assert decision["scheduling_location"] == expected.zone
-    assert decision["scheduling_time"] == stamp(datetime.fromtimestamp(expected.start, timezone.utc))
+    assert decision["scheduling_time"] == stamp(datetime.fromtimestamp(expected.start, UTC))
     assert decision["expected_intensity"] == pytest.approx(expected.mean_intensity, abs=0.01)
 
 
@@ -105,8 +129,27 @@ def test_evaluation_harness_runs_on_model_forecasts(mlops, shared_data, tmp_path
     from greenops.evaluation.__main__ import main
 
     _, server, _ = mlops
-    assert main(["--data", str(shared_data), "--out", str(tmp_path), "--oip", server.url, "--jobs", "10",
-                 "--holdout-jobs", "30", "--holdout-from", "2023-03-25", "--burst", "10"]) == 0
+    assert (
+        main(
+            [
+                "--data",
+                str(shared_data),
+                "--out",
+                str(tmp_path),
+                "--oip",
+                server.url,
+                "--jobs",
+                "10",
+                "--holdout-jobs",
+                "30",
+                "--holdout-from",
+                "2023-03-25",
+                "--burst",
+                "10",
+            ]
+        )
+        == 0
+    )
     report = json.loads((tmp_path / "report.json").read_text())
     model = report["geo_temporal_holdout"]["ours (model)"]
     assert model["jobs"] == 30 and model["oracle_capture_percent"] is not None
@@ -117,8 +160,10 @@ def test_evaluation_harness_runs_on_model_forecasts(mlops, shared_data, tmp_path
 
 def test_servers_stop_and_leave_no_process(mlops, tmp_path):
     _, _, exported = mlops
-    with MlflowServer(root=tmp_path / "mlflow") as registry, \
-            MlserverServer(repository=write_repository(exported, tmp_path / "repository")) as server:
+    with (
+        MlflowServer(root=tmp_path / "mlflow") as registry,
+        MlserverServer(repository=write_repository(exported, tmp_path / "repository")) as server,
+    ):
         assert registry.running and server.running
     assert not registry.running and not server.running
     with pytest.raises(httpx.ConnectError):

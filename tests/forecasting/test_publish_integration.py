@@ -8,9 +8,11 @@ Not here: KServe's storage initializer itself (it runs in a cluster's init conta
 objects with boto3 and the Secret's keys is what it does, in the layout it expects (storageUri ->
 /mnt/models), which MLServer's MLflow runtime then loads as tests/forecasting/test_mlops_integration.py
 shows."""
+
 from __future__ import annotations
 
 import json
+
 import boto3
 import mlflow
 import numpy as np
@@ -28,8 +30,14 @@ ACCESS, SECRET = "GREENOPSTESTACCESS01", "greenops-test-secret-key-0123456789abc
 
 
 def s3(url: str, access: str = ACCESS, secret: str = SECRET):
-    return boto3.client("s3", endpoint_url=url, aws_access_key_id=access, aws_secret_access_key=secret,
-                        region_name="us-east-1", config=Config(s3={"addressing_style": "path"}))
+    return boto3.client(
+        "s3",
+        endpoint_url=url,
+        aws_access_key_id=access,
+        aws_secret_access_key=secret,
+        region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"}),
+    )
 
 
 def keys(client, bucket: str, prefix: str = "") -> set[str]:
@@ -53,9 +61,23 @@ def stack(spring_slice, tmp_path_factory):
         env = {access_name: ACCESS, secret_name: SECRET, "MLFLOW_S3_ENDPOINT_URL": store.url}
         try:
             with MlflowServer(root=root / "mlflow", artifacts_destination="s3://mlflow/", env=env) as registry:
-                code = cli.main(["--tracking-uri", registry.url, "train", "--traces", str(spring_slice), "--zones",
-                                 "DE", "--holdout-from", "2023-03-20", "--out", str(root / "report"),
-                                 "--plot-zones", "DE"])
+                code = cli.main(
+                    [
+                        "--tracking-uri",
+                        registry.url,
+                        "train",
+                        "--traces",
+                        str(spring_slice),
+                        "--zones",
+                        "DE",
+                        "--holdout-from",
+                        "2023-03-20",
+                        "--out",
+                        str(root / "report"),
+                        "--plot-zones",
+                        "DE",
+                    ]
+                )
                 assert code == 0, (registry.root / "mlflow.log").read_text()[-3000:]
                 yield store, registry, root
         finally:
@@ -73,8 +95,9 @@ def test_mlflow_keeps_its_artifacts_in_seaweedfs_with_the_platforms_keys(stack):
 
     with pytest.raises(ClientError, match="SignatureDoesNotMatch"):
         s3(store.url, secret="not-the-secret").list_objects_v2(Bucket="mlflow")
-    anonymous = boto3.client("s3", endpoint_url=store.url, region_name="us-east-1",
-                             config=Config(signature_version=UNSIGNED))
+    anonymous = boto3.client(
+        "s3", endpoint_url=store.url, region_name="us-east-1", config=Config(signature_version=UNSIGNED)
+    )
     with pytest.raises(ClientError, match="AccessDenied"):
         anonymous.list_objects_v2(Bucket="mlflow")
 
@@ -88,8 +111,17 @@ def test_publish_puts_the_champions_where_the_inference_services_read_them(stack
     bucket, base = split_s3_uri(DEFAULT_STORAGE_PREFIX)
     stale = f"{base}/forecaster-de/left-by-an-older-version.pkl"
     client.put_object(Bucket=bucket, Key=stale, Body=b"old")
-    argv = ["--tracking-uri", registry.url, "publish", "--storage-prefix", DEFAULT_STORAGE_PREFIX,
-            "--endpoint-url", store.url, "--export-dir", str(root / "published")]
+    argv = [
+        "--tracking-uri",
+        registry.url,
+        "publish",
+        "--storage-prefix",
+        DEFAULT_STORAGE_PREFIX,
+        "--endpoint-url",
+        store.url,
+        "--export-dir",
+        str(root / "published"),
+    ]
     assert cli.main(argv) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     champions = tracking.champions(mlflow.MlflowClient(registry.url))
@@ -100,8 +132,9 @@ def test_publish_puts_the_champions_where_the_inference_services_read_them(stack
         published = keys(client, bucket, f"{prefix}/")
         exported = root / "published" / model
         # exactly the exported MLflow model directory, nothing older beside it
-        assert published == {f"{prefix}/{p.relative_to(exported).as_posix()}" for p in exported.rglob("*")
-                             if p.is_file()}
+        assert published == {
+            f"{prefix}/{p.relative_to(exported).as_posix()}" for p in exported.rglob("*") if p.is_file()
+        }
         assert f"{prefix}/MLmodel" in published and stale not in published
         body = client.get_object(Bucket=bucket, Key=f"{prefix}/registered_model_version.json")["Body"].read()
         assert json.loads(body) == {"name": model, "version": version}
@@ -129,8 +162,19 @@ def test_publish_with_the_wrong_keys_writes_nothing_and_says_why(stack, monkeypa
     access_name, secret_name = S3_KEY_NAMES
     monkeypatch.setenv(access_name, ACCESS)
     monkeypatch.setenv(secret_name, "not-the-secret")
-    code = cli.main(["--tracking-uri", registry.url, "publish", "--storage-prefix", "s3://other-bucket/models",
-                     "--endpoint-url", store.url, "--export-dir", str(root / "refused")])
+    code = cli.main(
+        [
+            "--tracking-uri",
+            registry.url,
+            "publish",
+            "--storage-prefix",
+            "s3://other-bucket/models",
+            "--endpoint-url",
+            store.url,
+            "--export-dir",
+            str(root / "refused"),
+        ]
+    )
     assert code == 2
     err = capsys.readouterr().err
     assert "the object store refused HeadBucket under s3://other-bucket/models: 403" in err
@@ -143,8 +187,17 @@ def test_a_missing_bucket_is_created_and_a_bad_prefix_refused_before_any_downloa
     access_name, secret_name = S3_KEY_NAMES
     monkeypatch.setenv(access_name, ACCESS)
     monkeypatch.setenv(secret_name, SECRET)
-    argv = ["--tracking-uri", registry.url, "publish", "--models", "forecaster-generic", "--endpoint-url", store.url,
-            "--export-dir", str(root / "elsewhere")]
+    argv = [
+        "--tracking-uri",
+        registry.url,
+        "publish",
+        "--models",
+        "forecaster-generic",
+        "--endpoint-url",
+        store.url,
+        "--export-dir",
+        str(root / "elsewhere"),
+    ]
     assert cli.main([*argv, "--storage-prefix", "s3://models-elsewhere/greenops/"]) == 0
     assert keys(s3(store.url), "models-elsewhere") >= {"greenops/forecaster-generic/MLmodel"}
     capsys.readouterr()

@@ -1,9 +1,10 @@
 """MLflow logging and the registry on a local sqlite store (the server path is in test_mlops_integration)."""
+
 from __future__ import annotations
 
 import re
 import tomllib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import mlflow
@@ -38,7 +39,7 @@ def store(tmp_path):
 
 
 def test_logs_registers_with_alias_and_loads_back(store, spring_traces):
-    report = training.train(spring_traces, datetime(2023, 3, 20, tzinfo=timezone.utc), ["DE"], horizon=48)
+    report = training.train(spring_traces, datetime(2023, 3, 20, tzinfo=UTC), ["DE"], horizon=48)
     versions = tracking.log_training(report, [])
     assert versions == {"forecaster-de": "1", "forecaster-generic": "1"}
     client = MlflowClient()
@@ -58,7 +59,7 @@ def test_logs_registers_with_alias_and_loads_back(store, spring_traces):
 
 
 def test_export_writes_the_kserve_layout_with_pinned_requirements(store, spring_traces, tmp_path):
-    report = training.train(spring_traces, datetime(2023, 3, 20, tzinfo=timezone.utc), ["GB"], horizon=48)
+    report = training.train(spring_traces, datetime(2023, 3, 20, tzinfo=UTC), ["GB"], horizon=48)
     tracking.log_training(report, [])
     exported = tracking.export(tmp_path / "models")
     assert sorted(exported) == ["forecaster-gb", "forecaster-generic"]

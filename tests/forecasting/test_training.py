@@ -1,7 +1,8 @@
 """Training and held-out evaluation on real traces (../shared/data)."""
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -9,7 +10,7 @@ from greenops.forecasting import report, training
 from greenops.forecasting.features import HOUR
 
 pytestmark = pytest.mark.shared_data
-HOLDOUT = datetime(2023, 3, 20, tzinfo=timezone.utc)
+HOLDOUT = datetime(2023, 3, 20, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +45,9 @@ def test_reports_table_json_and_plot(trained, tmp_path):
 
 def test_default_holdout_is_midnight_days_before_the_end(spring_traces):
     # the slice ends with the hour 2023-04-14 23:00, i.e. at 2023-04-15 00:00
-    assert training.default_holdout(spring_traces, 10) == datetime(2023, 4, 5, tzinfo=timezone.utc)
+    assert training.default_holdout(spring_traces, 10) == datetime(2023, 4, 5, tzinfo=UTC)
 
 
 def test_a_trace_too_short_for_the_holdout_is_a_named_error(spring_traces):
     with pytest.raises(ValueError, match="zone DE: .* training and 0 held-out forecasts"):
-        training.train(spring_traces, datetime(2023, 4, 30, tzinfo=timezone.utc), ["DE"])
+        training.train(spring_traces, datetime(2023, 4, 30, tzinfo=UTC), ["DE"])

@@ -3,7 +3,6 @@ from __future__ import annotations
 import pytest
 
 from greenops.local.scheduler_standin import SchedulerStandIn
-
 from tests.conftest import require_tool
 
 
@@ -21,8 +20,8 @@ def scheduler():
 
 @pytest.fixture(scope="module")
 def opa(opa_binary, scheduler):
-    from greenops.local.webhook import namespace_manifest, put_namespaces
     from greenops.local.opa import OpaServer
+    from greenops.local.webhook import namespace_manifest, put_namespaces
 
     with OpaServer(scheduler_url=scheduler.url) as server:
         # the reviews' namespace, as kube-mgmt replicates it: tenant t1

@@ -1,4 +1,5 @@
 """OPA run with --authentication=token --authorization=basic and the bundle's system.authz, on loopback."""
+
 from __future__ import annotations
 
 import base64
@@ -7,16 +8,25 @@ import json
 import httpx
 import pytest
 
+from greenops.local.opa import OpaServer
 from greenops.local.webhook import namespace_manifest, put_namespaces
 from greenops.policies.client import OpaClient, PolicyUnauthorized
-from greenops.local.opa import OpaServer
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 
 QUERY, ADMIN = "query-t0ken-for-greenvm", "admin-t0ken-for-kube-mgmt"
 DECISION = "/v1/data/greenops/placement/decision"
-WORKLOAD = {"name": "etl", "cpu": 4, "memory": 8, "duration": "2h", "deadline": "2030-01-01T00:00:00Z",
-            "originRegion": "italynorth", "tenant": "data", "eligibleProviders": ["azure"], "maxLatency": 100}
+WORKLOAD = {
+    "name": "etl",
+    "cpu": 4,
+    "memory": 8,
+    "duration": "2h",
+    "deadline": "2030-01-01T00:00:00Z",
+    "originRegion": "italynorth",
+    "tenant": "data",
+    "eligibleProviders": ["azure"],
+    "maxLatency": 100,
+}
 POLICY = "package scratch\n\nx := 1\n"
 
 
@@ -55,10 +65,12 @@ def test_the_query_token_asks_for_decisions_but_writes_nothing(http):
     assert r.status_code == 200, r.text
     assert r.json()["result"]["allowed"] is True
     assert http.post("/v1/data/greenops/visibility/placed_in_eu", json={}, headers=bearer(QUERY)).status_code == 200
-    writes = [http.put("/v1/policies/x", content=POLICY, headers=bearer(QUERY)),
-              http.put("/v1/data/x", json={"a": 1}, headers=bearer(QUERY)),
-              http.delete("/v1/policies/system.rego", headers=bearer(QUERY)),
-              http.patch("/v1/data/kubernetes", json=[{"op": "add", "path": "/x", "value": 1}], headers=bearer(QUERY))]
+    writes = [
+        http.put("/v1/policies/x", content=POLICY, headers=bearer(QUERY)),
+        http.put("/v1/data/x", json={"a": 1}, headers=bearer(QUERY)),
+        http.delete("/v1/policies/system.rego", headers=bearer(QUERY)),
+        http.patch("/v1/data/kubernetes", json=[{"op": "add", "path": "/x", "value": 1}], headers=bearer(QUERY)),
+    ]
     for w in writes:
         assert w.status_code in (401, 403), (w.request.method, w.request.url, w.text)
         assert "admin token" in w.json()["message"]
@@ -85,18 +97,40 @@ def test_the_admin_token_writes_policies_and_data(http):
 
 
 def test_the_webhook_call_and_the_probes_need_no_token(http):
-    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": "u-1", "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
-        "operation": "CREATE", "namespace": "greenops", "name": "d", "object": {"metadata": {"name": "d"}}}}
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-1",
+            "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+            "operation": "CREATE",
+            "namespace": "greenops",
+            "name": "d",
+            "object": {"metadata": {"name": "d"}},
+        },
+    }
     r = http.post("/", json=review)
     assert r.status_code == 200, r.text
     assert r.json()["response"] == {"uid": "u-1", "allowed": True}  # not a VmTemplate: passes untouched
-    vm = {"apiVersion": "composition.krateo.io/v1-2-0", "kind": "VmTemplate",
-          "metadata": {"name": "vm-1", "namespace": "greenops"},
-          "spec": {"vmName": "vm-1", "cpu": 2, "memory": 4, "duration": "3h", "deadline": "2030-01-01T00:00:00Z",
-                   "maxLatency": 100, "originRegion": "italynorth", "eligibleProviders": ["azure"], "tenant": "t1"}}
-    review["request"].update(kind={"group": "composition.krateo.io", "version": "v1-2-0", "kind": "VmTemplate"},
-                             name="vm-1", object=vm)
+    vm = {
+        "apiVersion": "composition.krateo.io/v1-2-0",
+        "kind": "VmTemplate",
+        "metadata": {"name": "vm-1", "namespace": "greenops"},
+        "spec": {
+            "vmName": "vm-1",
+            "cpu": 2,
+            "memory": 4,
+            "duration": "3h",
+            "deadline": "2030-01-01T00:00:00Z",
+            "maxLatency": 100,
+            "originRegion": "italynorth",
+            "eligibleProviders": ["azure"],
+            "tenant": "t1",
+        },
+    }
+    review["request"].update(
+        kind={"group": "composition.krateo.io", "version": "v1-2-0", "kind": "VmTemplate"}, name="vm-1", object=vm
+    )
     answer = http.post("/", json=review).json()["response"]
     assert answer["allowed"] is True, answer
     ops = json.loads(base64.b64decode(answer["patch"]))
@@ -114,7 +148,10 @@ def test_opa_client_names_a_refused_or_missing_token(opa):
     message = str(info.value)
     assert message.startswith(f"OPA at {opa.url} refused the bearer token (HTTP 401: ")
     assert "greenops:opaToken" in message and "wrong" not in message and "Traceback" not in message
-    with OpaClient(opa.url, backoff=0.01) as c, pytest.raises(PolicyUnauthorized, match="requires a bearer token and none was sent"):
+    with (
+        OpaClient(opa.url, backoff=0.01) as c,
+        pytest.raises(PolicyUnauthorized, match="requires a bearer token and none was sent"),
+    ):
         c.decision(WORKLOAD)
 
 

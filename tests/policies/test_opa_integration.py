@@ -1,4 +1,5 @@
 """The real OPA server with the real bundle, over loopback."""
+
 from __future__ import annotations
 
 import base64
@@ -16,22 +17,52 @@ from greenops.policies.client import OpaClient, PolicyDenied, PolicyUnavailable
 
 pytestmark = pytest.mark.integration
 
-WORKLOAD = {"name": "etl", "cpu": 4, "memory": 8, "duration": "2h", "deadline": "2030-01-01T00:00:00Z",
-            "originRegion": "italynorth", "tenant": "data"}
+WORKLOAD = {
+    "name": "etl",
+    "cpu": 4,
+    "memory": 8,
+    "duration": "2h",
+    "deadline": "2030-01-01T00:00:00Z",
+    "originRegion": "italynorth",
+    "tenant": "data",
+}
 
 
 def vmtemplate(**spec):
-    base = {"vmName": "vm-1", "cpu": 2, "memory": 4, "duration": "3h", "deadline": "2030-01-01T00:00:00Z",
-            "maxLatency": 100, "originRegion": "italynorth", "eligibleProviders": ["azure"], "tenant": "t1"}
+    base = {
+        "vmName": "vm-1",
+        "cpu": 2,
+        "memory": 4,
+        "duration": "3h",
+        "deadline": "2030-01-01T00:00:00Z",
+        "maxLatency": 100,
+        "originRegion": "italynorth",
+        "eligibleProviders": ["azure"],
+        "tenant": "t1",
+    }
     base.update(spec)
-    return {"apiVersion": "composition.krateo.io/v1-2-0", "kind": "VmTemplate",
-            "metadata": {"name": "vm-1", "namespace": "greenops"}, "spec": base}
+    return {
+        "apiVersion": "composition.krateo.io/v1-2-0",
+        "kind": "VmTemplate",
+        "metadata": {"name": "vm-1", "namespace": "greenops"},
+        "spec": base,
+    }
 
 
 def review(op="CREATE", obj=None, old=None, kind="VmTemplate"):
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": "1f1c", "kind": {"group": "composition.krateo.io", "version": "v1-2-0", "kind": kind},
-        "operation": op, "namespace": "greenops", "name": "vm-1", "object": obj, "oldObject": old}}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "1f1c",
+            "kind": {"group": "composition.krateo.io", "version": "v1-2-0", "kind": kind},
+            "operation": op,
+            "namespace": "greenops",
+            "name": "vm-1",
+            "object": obj,
+            "oldObject": old,
+        },
+    }
 
 
 def admit(opa, body) -> dict:
@@ -111,7 +142,10 @@ def test_the_decision_hands_the_tenants_quota_to_the_scheduler(opa):
 
 
 def test_unreachable_opa_is_a_clear_error():
-    with OpaClient("http://127.0.0.1:9", attempts=2, backoff=0.01, timeout=0.5) as c, pytest.raises(PolicyUnavailable) as info:
+    with (
+        OpaClient("http://127.0.0.1:9", attempts=2, backoff=0.01, timeout=0.5) as c,
+        pytest.raises(PolicyUnavailable) as info,
+    ):
         c.decision(WORKLOAD)
     assert "OPA at http://127.0.0.1:9 did not answer the placement query" in str(info.value)
 
@@ -126,8 +160,12 @@ def test_create_is_patched_from_the_schedulers_answer(opa, scheduler, catalog):
     # Zone FR maps back to the Azure region in FR nearest to the origin (France South, 12 ms).
     fr = [r.name for r in catalog.regions_in_zone("FR", "azure")]
     nearest = min(fr, key=lambda r: catalog.latency_ms("azure", "italynorth", r))
-    assert patch == {"provider": "azure", "schedulingLocation": nearest,
-                     "schedulingTime": "2027-01-01T02:00:00Z", "vmSize": select_size(catalog, "azure", nearest, 2, 4).name}
+    assert patch == {
+        "provider": "azure",
+        "schedulingLocation": nearest,
+        "schedulingTime": "2027-01-01T02:00:00Z",
+        "vmSize": select_size(catalog, "azure", nearest, 2, 4).name,
+    }
     assert recorded_by(answer) == patch
     sent = scheduler.requests[-1]
     assert sent["number_of_jobs"] == 1 and sent["duration"] == 3 and sent["cpu"] == 2 and sent["memory"] == 4
@@ -142,11 +180,15 @@ def test_create_is_patched_from_the_schedulers_answer(opa, scheduler, catalog):
 
 def test_patch_respects_eu_residency_and_latency(opa, scheduler, catalog):
     scheduler.mode = "first"
-    answer = admit(opa, review(obj=vmtemplate(eligibleProviders=["azure", "gcp", "aws"], dataResidency="eu", maxLatency=50)))
+    answer = admit(
+        opa, review(obj=vmtemplate(eligibleProviders=["azure", "gcp", "aws"], dataResidency="eu", maxLatency=50))
+    )
     patch = patch_of(answer)
     region = catalog.region(patch["provider"], patch["schedulingLocation"])
     assert region.eu
-    origin = catalog.nearest_region(patch["provider"], *(lambda r: (r.lat, r.lon))(catalog.region("azure", "italynorth")))
+    origin = catalog.nearest_region(
+        patch["provider"], *(lambda r: (r.lat, r.lon))(catalog.region("azure", "italynorth"))
+    )
     assert region.name == origin.name or catalog.latency_ms(patch["provider"], origin.name, region.name) <= 50
 
 
@@ -192,8 +234,10 @@ def test_the_pulumi_path_releases_a_booking_it_cannot_map(opa, scheduler):
             place(workload, o, s, key="dev/etl/abc")
     finally:
         scheduler.mode = "first"
-    assert str(info.value) == ("the scheduler chose zone US-CAL-CISO, which maps to no eligible region; "
-                               "its reservation dev/etl/abc was released")
+    assert str(info.value) == (
+        "the scheduler chose zone US-CAL-CISO, which maps to no eligible region; "
+        "its reservation dev/etl/abc was released"
+    )
     [released] = scheduler.released
     assert released.startswith("/reservations/dev/etl/abc?reason=zone+US-CAL-CISO+maps+to+no+eligible+region")
 
@@ -213,8 +257,10 @@ def test_delete_releases_and_is_allowed(opa, scheduler):
 def test_a_spec_tenant_not_the_namespaces_is_denied(opa, scheduler):
     answer = admit(opa, review(obj=vmtemplate(tenant="media")))
     assert answer["response"]["status"]["message"] == (
-        'VmTemplate greenops/vm-1: spec.tenant "media" disagrees with namespace greenops\'s label greenops.io/tenant "t1": '
-        'the tenant is the namespace\'s (remove spec.tenant or set it to "t1")')
+        'VmTemplate greenops/vm-1: spec.tenant "media" disagrees with namespace greenops\'s label greenops.io/tenant '
+        '"t1": '
+        'the tenant is the namespace\'s (remove spec.tenant or set it to "t1")'
+    )
 
 
 def test_the_tenant_label_is_the_one_python_sets(opa):
@@ -228,8 +274,12 @@ def test_the_tenant_label_is_the_one_python_sets(opa):
 
 
 def test_unchanged_update_keeps_the_decision_without_calling_the_scheduler(opa, scheduler):
-    decision = {"provider": "azure", "schedulingLocation": "italynorth", "schedulingTime": "2029-12-29T00:00:00Z",
-                "vmSize": "Standard_F2s_v2"}
+    decision = {
+        "provider": "azure",
+        "schedulingLocation": "italynorth",
+        "schedulingTime": "2029-12-29T00:00:00Z",
+        "vmSize": "Standard_F2s_v2",
+    }
     decided = vmtemplate(**decision)
     decided["metadata"]["annotations"] = {"greenops.io/decision": json.dumps(decision)}
     before = len(scheduler.requests)
@@ -238,25 +288,37 @@ def test_unchanged_update_keeps_the_decision_without_calling_the_scheduler(opa, 
     assert len(scheduler.requests) == before
 
 
-@pytest.mark.parametrize("body,message", [
-    ({}, "malformed AdmissionReview: request missing"),
-    ([], "malformed AdmissionReview: body must be an object"),
-    ({"request": "x"}, "malformed AdmissionReview: request missing"),
-    ({"request": {"uid": None}}, "malformed AdmissionReview: request.uid must be a string"),
-    ({"request": {"uid": "u", "kind": "VmTemplate", "operation": "CREATE"}}, "malformed AdmissionReview: request.kind.kind must be a string"),
-    ({"request": {"uid": "u", "kind": {"kind": "VmTemplate"}, "operation": ["CREATE"]}}, "malformed AdmissionReview: request.operation must be a string"),
-])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        ({}, "malformed AdmissionReview: request missing"),
+        ([], "malformed AdmissionReview: body must be an object"),
+        ({"request": "x"}, "malformed AdmissionReview: request missing"),
+        ({"request": {"uid": None}}, "malformed AdmissionReview: request.uid must be a string"),
+        (
+            {"request": {"uid": "u", "kind": "VmTemplate", "operation": "CREATE"}},
+            "malformed AdmissionReview: request.kind.kind must be a string",
+        ),
+        (
+            {"request": {"uid": "u", "kind": {"kind": "VmTemplate"}, "operation": ["CREATE"]}},
+            "malformed AdmissionReview: request.operation must be a string",
+        ),
+    ],
+)
 def test_malformed_reviews_get_a_clean_answer(opa, body, message):
     answer = admit(opa, body)
     assert answer["response"]["allowed"] is False and answer["response"]["status"]["message"] == message
 
 
-@pytest.mark.parametrize("spec_patch,fragment", [
-    ({"cpu": "four"}, "cpu: must be a whole number"),
-    ({"deadline": 12}, "deadline: 12 is not an RFC 3339 time"),
-    ({"eligibleProviders": "azure"}, "eligibleProviders: must be a list"),
-    ({"originRegion": None}, "originRegion: unknown region"),
-])
+@pytest.mark.parametrize(
+    "spec_patch,fragment",
+    [
+        ({"cpu": "four"}, "cpu: must be a whole number"),
+        ({"deadline": 12}, "deadline: 12 is not an RFC 3339 time"),
+        ({"eligibleProviders": "azure"}, "eligibleProviders: must be a list"),
+        ({"originRegion": None}, "originRegion: unknown region"),
+    ],
+)
 def test_wrong_types_in_the_spec_are_named(opa, spec_patch, fragment):
     answer = admit(opa, review(obj=vmtemplate(**spec_patch)))
     assert answer["response"]["allowed"] is False and fragment in answer["response"]["status"]["message"]

@@ -1,6 +1,7 @@
 """The policy bundle the platform ships with its release, loaded by the real OPA as the
 PolicyEngine component runs it: with --bundle, and from the persistence directory while the
 bundle service cannot be reached (so OPA never serves an empty policy)."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,8 @@ import pytest
 from components.config import PolicyConfig
 from components.policy_engine import BUNDLE_NAME, opa_config
 from greenops.local.controlplane import free_port
-from greenops.policies.bundle import pack
 from greenops.local.opa import OpaServer
+from greenops.policies.bundle import pack
 from tests.policies.test_opa_integration import review, vmtemplate
 
 pytestmark = pytest.mark.integration
@@ -45,9 +46,21 @@ def test_opa_boots_from_the_persisted_bundle_while_the_service_is_unreachable(op
     config["persistence_directory"] = str(persist)
     (tmp_path / "config.json").write_text(json.dumps(config))
     port = free_port()
-    proc = subprocess.Popen([opa_binary, "run", "--server", "--addr", f"127.0.0.1:{port}", "--log-level", "error",
-                             "--config-file", str(tmp_path / "config.json")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            opa_binary,
+            "run",
+            "--server",
+            "--addr",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "error",
+            "--config-file",
+            str(tmp_path / "config.json"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 20

@@ -1,16 +1,17 @@
 """OPA's visibility queries against the real scheduler's record, on loopback: a Pulumi-path and a
 cluster-path booking both show up, the EU filter and `affected` read the catalog, and a scheduler
 that cannot be asked is reported as an error, never as an empty list."""
+
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 
-from greenops.local.scheduler import SchedulerServer
-from greenops.local.opa import OpaServer
 from greenops.clock import stamp
+from greenops.local.opa import OpaServer
+from greenops.local.scheduler import SchedulerServer
 
 pytestmark = pytest.mark.integration
 
@@ -24,14 +25,34 @@ CLUSTER = ("ml/train/u-1", "ml", "cluster", "aws", "us-east-1")
 def book(scheduler, catalog, booking, token=None) -> dict:
     key, tenant, path, provider, region = booking
     zone = catalog.region(provider, region).zone
-    deadline = stamp(datetime.now(timezone.utc) + timedelta(days=2))
-    r = httpx.post(f"{scheduler.url}/scheduling", timeout=20,
-                   headers={"Authorization": f"Bearer {token}"} if token else {},
-                   json={"eligible_regions": [zone], "deadline": deadline, "duration": 2, "cpu": 2, "memory": 4,
-                         "key": key, "tenant": tenant, "path": path, "regions": {zone: f"{provider}/{region}"}})
+    deadline = stamp(datetime.now(UTC) + timedelta(days=2))
+    r = httpx.post(
+        f"{scheduler.url}/scheduling",
+        timeout=20,
+        headers={"Authorization": f"Bearer {token}"} if token else {},
+        json={
+            "eligible_regions": [zone],
+            "deadline": deadline,
+            "duration": 2,
+            "cpu": 2,
+            "memory": 4,
+            "key": key,
+            "tenant": tenant,
+            "path": path,
+            "regions": {zone: f"{provider}/{region}"},
+        },
+    )
     assert r.status_code == 200, r.text
-    return {"key": key, "tenant": tenant, "path": path, "provider": provider, "region": region, "zone": zone,
-            "schedulingTime": r.json()["scheduling_time"], "eu": catalog.region(provider, region).eu}
+    return {
+        "key": key,
+        "tenant": tenant,
+        "path": path,
+        "provider": provider,
+        "region": region,
+        "zone": zone,
+        "schedulingTime": r.json()["scheduling_time"],
+        "eu": catalog.region(provider, region).eu,
+    }
 
 
 def ask(opa, rule="", region=None) -> dict:
@@ -43,14 +64,23 @@ def ask(opa, rule="", region=None) -> dict:
 
 @pytest.mark.parametrize("token", [None, TOKEN], ids=["open", "with-token"])
 def test_visibility_reads_both_paths_from_the_record_and_reports_a_scheduler_it_cannot_ask(opa_binary, catalog, token):
-    with SchedulerServer(token=token) as scheduler, \
-            OpaServer(scheduler_url=scheduler.url, scheduler_token=token) as opa:
+    with (
+        SchedulerServer(token=token) as scheduler,
+        OpaServer(scheduler_url=scheduler.url, scheduler_token=token) as opa,
+    ):
         assert ask(opa, "/placed") == {"result": []}  # asked, and nothing is placed: not an error
         pulumi, cluster = book(scheduler, catalog, PULUMI, token), book(scheduler, catalog, CLUSTER, token)
         assert pulumi["eu"] and not cluster["eu"]
         # A replicated VmTemplate is not a placement the record knows: visibility has one source.
-        assert httpx.put(f"{opa.url}/v1/data/kubernetes/vmtemplates", json={"ml": {"old": {"spec": {
-            "vmName": "old", "provider": "gcp", "schedulingLocation": "europe-west9"}}}}).status_code == 204
+        assert (
+            httpx.put(
+                f"{opa.url}/v1/data/kubernetes/vmtemplates",
+                json={
+                    "ml": {"old": {"spec": {"vmName": "old", "provider": "gcp", "schedulingLocation": "europe-west9"}}}
+                },
+            ).status_code
+            == 204
+        )
 
         doc = ask(opa, region="us-east-1")["result"]
         assert "error" not in doc
@@ -73,5 +103,9 @@ def test_a_scheduler_refusing_opas_token_is_an_error_naming_the_status(opa_binar
     with SchedulerServer(token=TOKEN) as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
         book(scheduler, catalog, PULUMI, TOKEN)
         assert ask(opa, "/placed") == {}
-        assert ask(opa) == {"result": {"error": f"scheduler at {scheduler.url} answered HTTP 401: "
-                                                "a bearer token is required: send Authorization: Bearer <scheduler token>"}}
+        assert ask(opa) == {
+            "result": {
+                "error": f"scheduler at {scheduler.url} answered HTTP 401: "
+                "a bearer token is required: send Authorization: Bearer <scheduler token>"
+            }
+        }

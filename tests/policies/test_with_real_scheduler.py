@@ -1,21 +1,22 @@
 """OPA's admission path against the real scheduler service: placed, then failing closed, then back."""
+
 from __future__ import annotations
 
 import base64
 import contextlib
 import copy
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 
 from greenops.catalog import select_size
+from greenops.clock import stamp
 from greenops.local.controlplane import free_port
+from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import namespace_manifest, put_namespaces
-from greenops.local.opa import OpaServer
-from greenops.clock import stamp
 
 pytestmark = pytest.mark.integration
 
@@ -29,16 +30,32 @@ def tenant_opa(**kw):
 
 
 def review(deadline: str) -> dict:
-    spec = {"vmName": "train", "cpu": 4, "memory": 8, "duration": "2h", "deadline": deadline,
-            "maxLatency": 100, "originRegion": "westeurope", "dataResidency": "eu", "tenant": "ml"}
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": "u-1", "kind": {"group": "composition.krateo.io", "version": "v1", "kind": "VmTemplate"},
-        "operation": "CREATE", "object": {"metadata": {"name": "train", "namespace": "ml"}, "spec": spec}}}
+    spec = {
+        "vmName": "train",
+        "cpu": 4,
+        "memory": 8,
+        "duration": "2h",
+        "deadline": deadline,
+        "maxLatency": 100,
+        "originRegion": "westeurope",
+        "dataResidency": "eu",
+        "tenant": "ml",
+    }
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-1",
+            "kind": {"group": "composition.krateo.io", "version": "v1", "kind": "VmTemplate"},
+            "operation": "CREATE",
+            "object": {"metadata": {"name": "train", "namespace": "ml"}, "spec": spec},
+        },
+    }
 
 
 def test_place_fail_closed_and_recover(opa_binary, catalog):
     port = free_port()
-    deadline = stamp(datetime.now(timezone.utc) + timedelta(days=2))
+    deadline = stamp(datetime.now(UTC) + timedelta(days=2))
     with tenant_opa(scheduler_url=f"http://127.0.0.1:{port}") as opa:
         with SchedulerServer(port=port):
             answer = httpx.post(f"{opa.url}/", json=review(deadline), timeout=20).json()["response"]
@@ -61,9 +78,19 @@ ANNOTATION = "greenops.io/decision"
 
 
 def admission(op: str, obj: dict, old: dict | None = None) -> dict:
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": "u-2", "kind": {"group": "composition.krateo.io", "version": "v1", "kind": "VmTemplate"},
-        "operation": op, "namespace": "ml", "name": obj["metadata"]["name"], "object": obj, "oldObject": old}}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-2",
+            "kind": {"group": "composition.krateo.io", "version": "v1", "kind": "VmTemplate"},
+            "operation": op,
+            "namespace": "ml",
+            "name": obj["metadata"]["name"],
+            "object": obj,
+            "oldObject": old,
+        },
+    }
 
 
 def apply_patch(obj: dict, answer: dict) -> dict:
@@ -98,9 +125,10 @@ def test_reapplied_placed_vmtemplate_is_placed_again_not_denied(opa_binary, cata
     """`kubectl apply` of a placed VmTemplate sends OPA's own fields and annotation back with the
     user's change: they are OPA's decision, not the user's provider/region requests."""
     port = free_port()
-    deadline = stamp(datetime.now(timezone.utc) + timedelta(days=2))
+    deadline = stamp(datetime.now(UTC) + timedelta(days=2))
     created = review(deadline)["request"]["object"]
     with tenant_opa(scheduler_url=f"http://127.0.0.1:{port}") as opa:
+
         def admit(body):
             return httpx.post(f"{opa.url}/", json=body, timeout=20).json()["response"]
 
@@ -136,7 +164,7 @@ def test_reapplied_placed_vmtemplate_is_placed_again_not_denied(opa_binary, cata
 
 
 def test_opa_presents_the_schedulers_token_and_fails_closed_without_it(opa_binary):
-    deadline = stamp(datetime.now(timezone.utc) + timedelta(days=2))
+    deadline = stamp(datetime.now(UTC) + timedelta(days=2))
     with SchedulerServer(token="t0ken-for-opa") as scheduler:
         with tenant_opa(scheduler_url=scheduler.url, scheduler_token="t0ken-for-opa") as opa:
             assert httpx.post(f"{opa.url}/", json=review(deadline), timeout=20).json()["response"]["allowed"]

@@ -1,4 +1,5 @@
 """Program structure under Pulumi mocks (no engine, no cloud, and no dynamic provider run)."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,8 @@ import pulumi
 import pytest
 import yaml
 
-from greenops.renderers import RenderSettings, render
 from greenops.models import Decision, Workload
+from greenops.renderers import RenderSettings, render
 from tests.conftest import AZURE_SUBSCRIPTION
 
 NOW_SPEC = {"cpu": 2, "memory": 4, "duration": "1h", "deadline": "2030-01-01T00:00:00Z", "originRegion": "westeurope"}
@@ -28,9 +29,16 @@ class Mocks(pulumi.runtime.Mocks):
         outs = dict(args.inputs)
         if args.typ == "pulumi-python:dynamic:Resource":
             w = Workload.model_validate(outs["workload"], context={"check_deadline": False})
-            d = Decision(provider="gcp", region="europe-west9", zone="FR", scheduling_time="2029-01-01T00:00:00Z",
-                         vm_size="e2-standard-2", image="projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts",
-                         expected_intensity=20, baseline_intensity=80)
+            d = Decision(
+                provider="gcp",
+                region="europe-west9",
+                zone="FR",
+                scheduling_time="2029-01-01T00:00:00Z",
+                vm_size="e2-standard-2",
+                image="projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts",
+                expected_intensity=20,
+                baseline_intensity=80,
+            )
             due = w.name.startswith("due")
             outs["decision"] = d.document()
             outs["phase"] = "Running" if due else "Scheduled"
@@ -47,11 +55,16 @@ class Mocks(pulumi.runtime.Mocks):
 def mocks():
     m = Mocks()
     pulumi.runtime.set_mocks(m, project="greenops-platform", stack="test", preview=False)
-    pulumi.runtime.set_all_config({
-        "greenops:workloads": json.dumps(WORKLOADS),
-        "greenops:render": json.dumps({"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": AZURE_SUBSCRIPTION}),
-        "greenops:opaToken": "s3cr3t-token",
-    }, secret_keys=["greenops:opaToken"])
+    pulumi.runtime.set_all_config(
+        {
+            "greenops:workloads": json.dumps(WORKLOADS),
+            "greenops:render": json.dumps(
+                {"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": AZURE_SUBSCRIPTION}
+            ),
+            "greenops:opaToken": "s3cr3t-token",
+        },
+        secret_keys=["greenops:opaToken"],
+    )
     return m
 
 
@@ -68,7 +81,10 @@ def test_each_workload_is_a_component_with_its_vm_and_objects(mocks):
     def check(_):
         names = {r.name for r in by_type(mocks, "greenops:index:GreenWorkload")}
         assert names == {"due-now", "later"}
-        assert {r.name for r in by_type(mocks, "pulumi-python:dynamic:Resource")} == {"due-now-placement", "later-placement"}
+        assert {r.name for r in by_type(mocks, "pulumi-python:dynamic:Resource")} == {
+            "due-now-placement",
+            "later-placement",
+        }
         groups = {r.name: r for r in by_type(mocks, "kubernetes:yaml/v2:ConfigGroup")}
         assert set(groups) == {"due-now-vm", "later-vm"}
         # The time gate: only the due workload hands objects to its ConfigGroup (as one YAML stream).
@@ -90,7 +106,7 @@ def test_children_are_parented_to_their_workload(mocks):
     components = program.run()
 
     def check(urns):
-        for c, urn in zip(components, urns):
+        for urn in urns[: len(components)]:
             # a child's URN carries its parent's type: ...GreenWorkload$pulumi-python:dynamic:Resource::
             assert "greenops:index:GreenWorkload$pulumi-python:dynamic:Resource::" in urn[0]
             assert "greenops:index:GreenWorkload$kubernetes:yaml/v2:ConfigGroup::" in urn[1]

@@ -1,16 +1,17 @@
 """GreenVm through the real Pulumi engine: the dynamic provider is serialised and runs in its own
 process, against the real OPA and scheduler, with the Kubernetes provider rendering to a folder.
 The clock is injected (GREENOPS_NOW) and stepped the way unattended reconciles would see it."""
+
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from greenops import automation, report
-from greenops.local.scheduler import SchedulerServer
 from greenops.local.opa import OpaServer
+from greenops.local.scheduler import SchedulerServer
 from greenops.reconcile import lifecycle_changes
 from tests.engine import at, at_once, engine_stack, iso, render_mode_config, rendered_workloads
 
@@ -18,18 +19,41 @@ pytestmark = [pytest.mark.tools, pytest.mark.integration]
 
 
 def test_up_gate_second_up_clock_and_destroy(tmp_path):
-    now = datetime.now(timezone.utc).replace(microsecond=0)
+    now = datetime.now(UTC).replace(microsecond=0)
     out = tmp_path / "rendered"
     workloads = [
         # must start now: its deadline leaves two minutes of slack
-        {"name": "urgent", "cpu": 2, "memory": 4, "duration": "2h", "deadline": iso(now + timedelta(hours=2, minutes=2)),
-         "originRegion": "westeurope", "dataResidency": "eu", "tenant": "ops"},
-        {"name": "patient", "cpu": 4, "memory": 8, "duration": "1h", "deadline": iso(now + timedelta(days=5)),
-         "originRegion": "italynorth", "eligibleProviders": ["gcp"], "region": "europe-west9", "tenant": "ml"},
+        {
+            "name": "urgent",
+            "cpu": 2,
+            "memory": 4,
+            "duration": "2h",
+            "deadline": iso(now + timedelta(hours=2, minutes=2)),
+            "originRegion": "westeurope",
+            "dataResidency": "eu",
+            "tenant": "ops",
+        },
+        {
+            "name": "patient",
+            "cpu": 4,
+            "memory": 8,
+            "duration": "1h",
+            "deadline": iso(now + timedelta(days=5)),
+            "originRegion": "italynorth",
+            "eligibleProviders": ["gcp"],
+            "region": "europe-west9",
+            "tenant": "ml",
+        },
     ]
     with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
-        stack = engine_stack(tmp_path, "engine", now, render_mode_config(
-            opa.url, scheduler.url, out, workloads=workloads, endpoints={"provisioningLeadSeconds": 300}))
+        stack = engine_stack(
+            tmp_path,
+            "engine",
+            now,
+            render_mode_config(
+                opa.url, scheduler.url, out, workloads=workloads, endpoints={"provisioningLeadSeconds": 300}
+            ),
+        )
         try:
             up = stack.up()
             rows = {r["workload"]: r for r in up.outputs["placements"].value}
@@ -45,7 +69,9 @@ def test_up_gate_second_up_clock_and_destroy(tmp_path):
             patient_start = at(rows["patient"]["start"])
             stack.workspace.env_vars["GREENOPS_NOW"] = iso(patient_start)
             stack.up()
-            stack.workspace.env_vars["GREENOPS_NOW"] = iso(max(patient_start + timedelta(hours=1), now + timedelta(hours=3)))
+            stack.workspace.env_vars["GREENOPS_NOW"] = iso(
+                max(patient_start + timedelta(hours=1), now + timedelta(hours=3))
+            )
             later = stack.up()
             rows = {r["workload"]: r for r in later.outputs["placements"].value}
             assert {r["phase"] for r in rows.values()} == {"Completed"}
@@ -62,16 +88,30 @@ def test_lifecycle_over_simulated_hours(tmp_path):
     deadline) after that. The clock then skips the passes that would have opened `second` and `third`."""
     from pulumi import automation as auto
 
-    t0 = datetime.now(timezone.utc).replace(microsecond=0)
-    quebec = {"cpu": 4, "memory": 8, "originRegion": "canadaeast", "eligibleProviders": ["azure"], "region": "canadaeast",
-              "tenant": "batch"}
-    workloads = [dict(quebec, name="first", duration="2h", deadline=iso(t0 + timedelta(hours=10))),
-                 dict(quebec, name="second", duration="2h", deadline=iso(t0 + timedelta(hours=10))),
-                 dict(quebec, name="third", duration="1h", deadline=iso(t0 + timedelta(hours=6)))]
+    t0 = datetime.now(UTC).replace(microsecond=0)
+    quebec = {
+        "cpu": 4,
+        "memory": 8,
+        "originRegion": "canadaeast",
+        "eligibleProviders": ["azure"],
+        "region": "canadaeast",
+        "tenant": "batch",
+    }
+    workloads = [
+        dict(quebec, name="first", duration="2h", deadline=iso(t0 + timedelta(hours=10))),
+        dict(quebec, name="second", duration="2h", deadline=iso(t0 + timedelta(hours=10))),
+        dict(quebec, name="third", duration="1h", deadline=iso(t0 + timedelta(hours=6))),
+    ]
     out = tmp_path / "rendered"
     with SchedulerServer(capacity_vcpu=4) as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
-        stack = engine_stack(tmp_path, "lifecycle", t0, render_mode_config(
-            opa.url, scheduler.url, out, workloads=workloads[:1], endpoints={"provisioningLeadSeconds": 300}))
+        stack = engine_stack(
+            tmp_path,
+            "lifecycle",
+            t0,
+            render_mode_config(
+                opa.url, scheduler.url, out, workloads=workloads[:1], endpoints={"provisioningLeadSeconds": 300}
+            ),
+        )
         history: list[tuple[datetime, dict]] = []
 
         def reconcile(now: datetime) -> dict[str, dict]:
@@ -102,8 +142,11 @@ def test_lifecycle_over_simulated_hours(tmp_path):
             assert rows["first"]["phase"] == "Completed" and rows["first"]["completedAt"] == iso(late)
             second = rows["second"]
             assert second["replacements"] == 1 and at(second["start"]) >= late
-            assert any(e["reason"].startswith("re-placed: missed its window") and f"no reconcile ran until {iso(late)}"
-                       in e["reason"] for e in second["events"])
+            assert any(
+                e["reason"].startswith("re-placed: missed its window")
+                and f"no reconcile ran until {iso(late)}" in e["reason"]
+                for e in second["events"]
+            )
             assert not second["runningSince"]
 
             # `third` is missed too, and its deadline leaves no room any more: Failed, with the reason.
@@ -129,8 +172,9 @@ def test_lifecycle_over_simulated_hours(tmp_path):
             # Two reconciles at once: the stack lock lets one through, the other is told so.
             stack.workspace.env_vars["GREENOPS_NOW"] = iso(since + timedelta(hours=2))
             outcomes = at_once(lambda: automation.run(stack, "up", stream=False) and "ran")
-            assert all(isinstance(o, str) and (o == "ran" or "being updated by another run" in o)
-                       for o in outcomes), outcomes
+            assert all(isinstance(o, str) and (o == "ran" or "being updated by another run" in o) for o in outcomes), (
+                outcomes
+            )
             if "ran" not in outcomes:  # the file backend's lock can turn both away; the next pass runs it
                 automation.run(stack, "up", stream=False)
             rows = {r["workload"]: r for r in automation.placements(stack)}
@@ -143,8 +187,12 @@ def test_lifecycle_over_simulated_hours(tmp_path):
                 attempts = " ".join(phases).split("Scheduled")[1:]
                 for attempt in attempts[:-1]:
                     assert attempt.split() == [], f"{name}: an earlier attempt did more than wait: {phases}"
-                assert attempts[-1].split() in ([], ["Failed"], ["Provisioning", "Running"],
-                                                ["Provisioning", "Running", "Completed"]), f"{name}: {phases}"
+                assert attempts[-1].split() in (
+                    [],
+                    ["Failed"],
+                    ["Provisioning", "Running"],
+                    ["Provisioning", "Running", "Completed"],
+                ), f"{name}: {phases}"
 
             # The report counts what ran, never the missed run.
             accounted = {r["workload"]: r for r in report.account(list(rows.values()))}

@@ -1,17 +1,18 @@
 """The GreenVm provider class, driven directly against a real OPA (the project's policies) and the
 real scheduler, both on loopback. (Under Pulumi mocks a dynamic provider never runs.)"""
+
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from greenops.clock import stamp
 from greenops.errors import GreenOpsError
 from greenops.local.controlplane import free_port
-from greenops.local.scheduler import SchedulerServer
 from greenops.local.opa import OpaServer
+from greenops.local.scheduler import SchedulerServer
 from greenops.provider.greenvm import GreenVmProvider
-from greenops.clock import stamp
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 from tests.engine import iso
 
@@ -32,17 +33,30 @@ def placements_logged(scheduler) -> int:
 
 def props(servers, **workload):
     opa, scheduler = servers
-    w = {"name": "etl", "cpu": 4, "memory": 8, "duration": "2h",
-         "deadline": stamp(datetime.now(timezone.utc) + timedelta(days=2)),
-         "originRegion": "westeurope", "dataResidency": "eu", "tenant": "data"}
+    w = {
+        "name": "etl",
+        "cpu": 4,
+        "memory": 8,
+        "duration": "2h",
+        "deadline": stamp(datetime.now(UTC) + timedelta(days=2)),
+        "originRegion": "westeurope",
+        "dataResidency": "eu",
+        "tenant": "data",
+    }
     w.update(workload)
-    return {"workload": w, "opaUrl": opa.url, "schedulerUrl": scheduler.url, "timeoutSeconds": 5, "attempts": 2,
-            "render": {"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": AZURE_SUBSCRIPTION}}
+    return {
+        "workload": w,
+        "opaUrl": opa.url,
+        "schedulerUrl": scheduler.url,
+        "timeoutSeconds": 5,
+        "attempts": 2,
+        "render": {"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": AZURE_SUBSCRIPTION},
+    }
 
 
 class Clock:
     def __init__(self):
-        self.now = datetime.now(timezone.utc)
+        self.now = datetime.now(UTC)
 
     def __call__(self):
         return self.now
@@ -71,7 +85,9 @@ def test_create_places_and_gates_on_time(servers, catalog, crd_schemas):
     out = created.outs
     d = out["decision"]
     assert created.id == "greenvm-etl"
-    assert catalog.region(d["provider"], d["region"]).eu and d["zone"] == catalog.region(d["provider"], d["region"]).zone
+    assert (
+        catalog.region(d["provider"], d["region"]).eu and d["zone"] == catalog.region(d["provider"], d["region"]).zone
+    )
     assert d["image"] == catalog.image(d["provider"], d["region"])
     start = datetime.fromisoformat(d["schedulingTime"].replace("Z", "+00:00"))
 
@@ -89,7 +105,9 @@ def test_create_places_and_gates_on_time(servers, catalog, crd_schemas):
     assert running["phase"] == "Running" and running["decision"] == d
     assert running["lifecycle"]["runningSince"] == running["lifecycle"]["gateOpenedAt"] == d["schedulingTime"]
     kinds = [m["kind"] for m in running["manifests"]]
-    assert len(kinds) >= 3 and all(m["metadata"]["labels"]["greenops.io/workload"] == "etl" for m in running["manifests"])
+    assert len(kinds) >= 3 and all(
+        m["metadata"]["labels"]["greenops.io/workload"] == "etl" for m in running["manifests"]
+    )
     assert [e for m in running["manifests"] for e in crd_schemas.errors(m)] == []
 
     # Unchanged and still running: no change, and no scheduler call anywhere in diff/update.
@@ -106,7 +124,9 @@ def test_create_places_and_gates_on_time(servers, catalog, crd_schemas):
     # A clock that steps back (NTP) does not reopen it.
     clock.now = start + timedelta(minutes=30)
     assert not provider.diff(created.id, done, props(servers) | {"workload": out["workload"]}).changes
-    assert provider.update(created.id, done, props(servers) | {"workload": out["workload"]}).outs["phase"] == "Completed"
+    assert (
+        provider.update(created.id, done, props(servers) | {"workload": out["workload"]}).outs["phase"] == "Completed"
+    )
 
 
 def test_a_missed_window_is_re_placed_from_now_and_then_runs_its_full_duration(servers):
@@ -178,14 +198,18 @@ def test_policy_conflict_fails_closed(servers):
 def test_opa_down_is_a_clear_error(servers):
     p = props(servers)
     p["opaUrl"] = f"http://127.0.0.1:{free_port()}"
-    with pytest.raises(GreenOpsError, match=r"workload 'etl' was not placed: OPA at http://127\.0\.0\.1:\d+ did not answer"):
+    with pytest.raises(
+        GreenOpsError, match=r"workload 'etl' was not placed: OPA at http://127\.0\.0\.1:\d+ did not answer"
+    ):
         GreenVmProvider().create(p)
 
 
 def test_scheduler_down_is_a_clear_error(servers):
     p = props(servers)
     p["schedulerUrl"] = f"http://127.0.0.1:{free_port()}"
-    with pytest.raises(GreenOpsError, match=r"workload 'etl' was not placed: scheduler at http://127\.0\.0\.1:\d+ did not answer"):
+    with pytest.raises(
+        GreenOpsError, match=r"workload 'etl' was not placed: scheduler at http://127\.0\.0\.1:\d+ did not answer"
+    ):
         GreenVmProvider().create(p)
 
 
@@ -193,12 +217,16 @@ def test_an_unreachable_cluster_is_a_named_error_and_the_record_is_kept(servers)
     clock = Clock()
     provider = GreenVmProvider(clock)
     port = free_port()
-    kubeconfig = ("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: k, cluster: {server: "
-                  f"'https://127.0.0.1:{port}', insecure-skip-tls-verify: true}}}}]\n"
-                  "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n")
-    p = props(servers, deadline=iso(clock.now + timedelta(hours=2, minutes=1))) | {"watchOperators": True,
-                                                                                    "kubeconfig": kubeconfig,
-                                                                                    "leadSeconds": 300}
+    kubeconfig = (
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: k, cluster: {server: "
+        f"'https://127.0.0.1:{port}', insecure-skip-tls-verify: true}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    p = props(servers, deadline=iso(clock.now + timedelta(hours=2, minutes=1))) | {
+        "watchOperators": True,
+        "kubeconfig": kubeconfig,
+        "leadSeconds": 300,
+    }
     created = provider.create(p).outs
     assert created["phase"] == "Provisioning" and created["manifests"]  # must start now: the gate opened
     p = p | {"workload": created["workload"]}
@@ -213,8 +241,11 @@ def test_a_scheduler_that_requires_a_token_gets_it_from_the_stacks_secret():
     require_tool("opa")
     with SchedulerServer(token="stack-secret-token") as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
         p = props((opa, scheduler))
-        with pytest.raises(GreenOpsError, match=r"workload 'etl' was not placed: scheduler refused the request "
-                                                r"\(HTTP 401\): a bearer token is required"):
+        with pytest.raises(
+            GreenOpsError,
+            match=r"workload 'etl' was not placed: scheduler refused the request "
+            r"\(HTTP 401\): a bearer token is required",
+        ):
             GreenVmProvider().create(p)
         placed = GreenVmProvider().create(p | {"schedulerToken": "stack-secret-token"}).outs
         assert placed["decision"]["zone"] and placed["phase"] in ("Scheduled", "Running")
@@ -222,14 +253,22 @@ def test_a_scheduler_that_requires_a_token_gets_it_from_the_stacks_secret():
 
 def test_an_opa_that_requires_a_token_gets_it_from_the_stacks_secret():
     require_tool("opa")
-    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url, query_token="opa-query-secret",
-                                                   admin_token="opa-admin-secret") as opa:
+    with (
+        SchedulerServer() as scheduler,
+        OpaServer(scheduler_url=scheduler.url, query_token="opa-query-secret", admin_token="opa-admin-secret") as opa,
+    ):
         p = props((opa, scheduler))
-        with pytest.raises(GreenOpsError, match=rf"^workload 'etl' was not placed: OPA at {opa.url} requires a "
-                                                r"bearer token and none was sent \(HTTP 401: "):
+        with pytest.raises(
+            GreenOpsError,
+            match=rf"^workload 'etl' was not placed: OPA at {opa.url} requires a "
+            r"bearer token and none was sent \(HTTP 401: ",
+        ):
             GreenVmProvider().create(p)
-        with pytest.raises(GreenOpsError, match=rf"^workload 'etl' was not placed: OPA at {opa.url} refused the "
-                                                r"bearer token \(HTTP 401: .*\); set greenops:opaToken"):
+        with pytest.raises(
+            GreenOpsError,
+            match=rf"^workload 'etl' was not placed: OPA at {opa.url} refused the "
+            r"bearer token \(HTTP 401: .*\); set greenops:opaToken",
+        ):
             GreenVmProvider().create(p | {"opaToken": "stale"})
         placed = GreenVmProvider().create(p | {"opaToken": "opa-query-secret"}).outs
         assert placed["decision"]["zone"] and placed["phase"] in ("Scheduled", "Running")

@@ -2,6 +2,7 @@
 loopback: a retried create books once, each phase reaches the record, retirement and delete give
 the capacity back, a replacement books its new key before the old one goes, and a report the
 scheduler could not take is made again on the next pass."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -9,8 +10,8 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from greenops.local.scheduler import SchedulerServer
 from greenops.local.opa import OpaServer
+from greenops.local.scheduler import SchedulerServer
 from greenops.provider.greenvm import GreenVmProvider, reservation_key
 from tests.conftest import require_tool
 from tests.provider.test_greenvm_provider import Clock, props
@@ -32,6 +33,7 @@ def record(scheduler, **params) -> dict[str, dict]:
 
 def start_of(outs):
     from datetime import datetime
+
     return datetime.fromisoformat(outs["decision"]["schedulingTime"].replace("Z", "+00:00"))
 
 

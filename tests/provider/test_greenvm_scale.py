@@ -1,5 +1,6 @@
 """Thousands of placements in one program: the dynamic provider pickles small and constant, and the
 SDK's pickler leak (pulumi.dynamic.serialize_provider) is undone after every GreenVm."""
+
 from __future__ import annotations
 
 import pickle
@@ -31,9 +32,19 @@ class Recording(pulumi.runtime.Mocks):
 
 
 def props(i: int) -> dict:
-    return {"workload": {"name": f"w{i:04d}", "cpu": 2, "memory": 4, "duration": "1h",
-                         "deadline": "2030-01-01T00:00:00Z", "originRegion": "westeurope"},
-            "opaUrl": "http://127.0.0.1:8181", "schedulerUrl": "http://127.0.0.1:8080", "stack": "scale"}
+    return {
+        "workload": {
+            "name": f"w{i:04d}",
+            "cpu": 2,
+            "memory": 4,
+            "duration": "1h",
+            "deadline": "2030-01-01T00:00:00Z",
+            "originRegion": "westeurope",
+        },
+        "opaUrl": "http://127.0.0.1:8181",
+        "schedulerUrl": "http://127.0.0.1:8080",
+        "stack": "scale",
+    }
 
 
 def test_2000_placements_in_one_program_pickle_the_same_small_provider():

@@ -1,14 +1,15 @@
 """GreenVm reaches an OPA served over HTTPS by a private CA (the platform's own, as in a cluster)
 when the stack gives that CA as greenops:endpoints.caCertificate, and fails with a named error
 without it. Real OPA and scheduler on loopback; nothing set process-wide."""
+
 from __future__ import annotations
 
 import pytest
 
 from greenops.errors import GreenOpsError
+from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import loopback_tls
-from greenops.local.opa import OpaServer
 from greenops.provider.greenvm import GreenVmProvider
 from tests.conftest import require_tool
 from tests.provider.test_greenvm_provider import Clock, props
@@ -20,13 +21,18 @@ def test_the_platforms_ca_is_trusted_only_when_given(tmp_path, monkeypatch):
     require_tool("opa")
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     tls = loopback_tls(tmp_path / "tls")
-    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url, tls_cert=tls.cert_file,
-                                                   tls_key=tls.key_file) as opa:
+    with (
+        SchedulerServer() as scheduler,
+        OpaServer(scheduler_url=scheduler.url, tls_cert=tls.cert_file, tls_key=tls.key_file) as opa,
+    ):
         servers = (opa, scheduler)
         assert opa.url.startswith("https://")
         p = props(servers) | {"stack": "dev"}
-        with pytest.raises(GreenOpsError, match=r"workload 'etl' was not placed: OPA at https://127\.0\.0\.1:\d+ did "
-                                                r"not answer .*CERTIFICATE_VERIFY_FAILED"):
+        with pytest.raises(
+            GreenOpsError,
+            match=r"workload 'etl' was not placed: OPA at https://127\.0\.0\.1:\d+ did "
+            r"not answer .*CERTIFICATE_VERIFY_FAILED",
+        ):
             GreenVmProvider(Clock()).create(p)
         out = GreenVmProvider(Clock()).create(p | {"caCertificate": tls.ca_pem.decode()}).outs
         assert out["decision"]["provider"] in ("azure", "gcp", "aws")

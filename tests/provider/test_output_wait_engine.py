@@ -1,5 +1,6 @@
 """greenops.outputs under the real engine: a program with hundreds of Outputs and the cheap wait
 finishes with every value, and an error raised in an apply still fails the run, promptly."""
+
 from __future__ import annotations
 
 import time
@@ -9,8 +10,8 @@ import pulumi
 import pytest
 from pulumi import automation as auto
 
-from greenops.toolpaths import TOOLS_BIN, pulumi_env
 from greenops.outputs import gather, sdk_waits_cheaply
+from greenops.toolpaths import TOOLS_BIN, pulumi_env
 from tests.engine import require_engine
 
 PARTS = 200  # each with a few Outputs: far more pending than the cheap wait's few
@@ -41,11 +42,17 @@ def _stack(tmp_path: Path, name: str, fail_in_apply: bool) -> auto.Stack:
     (tmp_path / "state").mkdir(exist_ok=True)
     env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "PULUMI_CONFIG_PASSPHRASE": "test"})
     return auto.create_or_select_stack(
-        stack_name=name, project_name="greenops-wait", program=_program(fail_in_apply),
+        stack_name=name,
+        project_name="greenops-wait",
+        program=_program(fail_in_apply),
         opts=auto.LocalWorkspaceOptions(
-            work_dir=str(tmp_path), pulumi_home=env["PULUMI_HOME"], env_vars=env,
+            work_dir=str(tmp_path),
+            pulumi_home=env["PULUMI_HOME"],
+            env_vars=env,
             pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent)),
-            project_settings=auto.ProjectSettings(name="greenops-wait", runtime="python")))
+            project_settings=auto.ProjectSettings(name="greenops-wait", runtime="python"),
+        ),
+    )
 
 
 def test_every_value_arrives(tmp_path):

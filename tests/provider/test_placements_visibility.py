@@ -1,5 +1,6 @@
 """Visibility from the scheduler's record (``greenops placements``): placements made through the
 Pulumi path listed, filtered to the EU, and re-evaluated against the real OPA without a region."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,8 +20,14 @@ def test_list_filter_and_who_is_affected_without_a_region(servers, monkeypatch, 
     provider = GreenVmProvider(Clock())
     pinned = props(servers, name="pinned", provider="azure", region="swedencentral") | {"stack": "dev"}
     eu = props(servers, name="eu-any") | {"stack": "dev"}
-    anywhere = props(servers, name="anywhere", dataResidency="none", tenant="web", eligibleProviders=["gcp"],
-                     originRegion="us-central1") | {"stack": "dev"}
+    anywhere = props(
+        servers,
+        name="anywhere",
+        dataResidency="none",
+        tenant="web",
+        eligibleProviders=["gcp"],
+        originRegion="us-central1",
+    ) | {"stack": "dev"}
     for p in (pinned, eu, anywhere):
         provider.create(p)
     with RetryingClient(scheduler.url) as client:
@@ -28,8 +35,11 @@ def test_list_filter_and_who_is_affected_without_a_region(servers, monkeypatch, 
         assert {r["workload"]["name"] for r in rows} == {"pinned", "eu-any", "anywhere"}
         assert {r["workload"]["name"] for r in placements.active(client, eu=True)} >= {"pinned", "eu-any"}
         assert [r["workload"]["name"] for r in placements.active(client, tenant="web")] == ["anywhere"]
-        assert [r["workload"]["name"] for r in placements.active(client, region="swedencentral")
-                if r["workload"]["name"] == "pinned"] == ["pinned"]
+        assert [
+            r["workload"]["name"]
+            for r in placements.active(client, region="swedencentral")
+            if r["workload"]["name"] == "pinned"
+        ] == ["pinned"]
     with OpaClient(opa.url) as client:
         impacts = {i.key.split("/")[1]: i for i in placements.affected(rows, "swedencentral", client)}
     assert impacts["pinned"].verdict == "loses eligibility" and impacts["pinned"].remaining == []

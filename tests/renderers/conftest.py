@@ -1,4 +1,4 @@
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -17,12 +17,17 @@ def settings():
 
 @pytest.fixture
 def decide(catalog):
-    def make(workload, provider, region, at=datetime(2026, 11, 25, 2, tzinfo=timezone.utc)):
+    def make(workload, provider, region, at=datetime(2026, 11, 25, 2, tzinfo=UTC)):
         r = catalog.region(provider, region)
         return Decision(
-            provider=provider, region=region, zone=r.zone, scheduling_time=at,
+            provider=provider,
+            region=region,
+            zone=r.zone,
+            scheduling_time=at,
             vm_size=select_size(catalog, provider, region, workload.cpu, workload.memory).name,
-            image=catalog.image(provider, region), expected_intensity=50, baseline_intensity=200,
+            image=catalog.image(provider, region),
+            expected_intensity=50,
+            baseline_intensity=200,
         )
 
     return make

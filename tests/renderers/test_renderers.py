@@ -1,4 +1,7 @@
 """Every provider's minimum set (thesis §3.4) renders and validates against the real CRDs."""
+
+from datetime import UTC
+
 import pytest
 
 from greenops.errors import RenderError
@@ -80,7 +83,11 @@ def test_names_labels_and_references_are_consistent(make_workload, decide, setti
 def collect_refs(node, out):
     if isinstance(node, dict):
         for key, value in node.items():
-            if key in ("owner", "reference", "networkRef", "subnetworkRef") and isinstance(value, dict) and "name" in value:
+            if (
+                key in ("owner", "reference", "networkRef", "subnetworkRef")
+                and isinstance(value, dict)
+                and "name" in value
+            ):
                 out.add(value["name"])
             elif key in ("vpcRef", "subnetRef"):
                 out.add(value["from"]["name"])
@@ -94,13 +101,18 @@ def collect_refs(node, out):
 def test_azure_objects_are_owned_by_the_configured_resource_group(make_workload, decide):
     """By ARM id: the group is made by pulumi-azure-native, never an ASO object in the namespace."""
     w = make_workload()
-    s = RenderSettings(ssh_public_key="ssh-ed25519 AAAA k", azure_resource_group="rg-ml",
-                       azure_subscription_id=AZURE_SUBSCRIPTION)
+    s = RenderSettings(
+        ssh_public_key="ssh-ed25519 AAAA k", azure_resource_group="rg-ml", azure_subscription_id=AZURE_SUBSCRIPTION
+    )
     objects = render(w, decide(w, "azure", "westeurope"), s)
     group = f"/subscriptions/{AZURE_SUBSCRIPTION}/resourceGroups/rg-ml"
     owners = {o["kind"]: o["spec"]["owner"] for o in objects}
-    assert owners == {"VirtualNetwork": {"armId": group}, "VirtualNetworksSubnet": {"name": "train-1-vnet"},
-                      "NetworkInterface": {"armId": group}, "VirtualMachine": {"armId": group}}
+    assert owners == {
+        "VirtualNetwork": {"armId": group},
+        "VirtualNetworksSubnet": {"name": "train-1-vnet"},
+        "NetworkInterface": {"armId": group},
+        "VirtualMachine": {"armId": group},
+    }
     assert owner_problems(objects) == []
 
 
@@ -112,7 +124,8 @@ def test_a_dangling_in_namespace_owner_is_caught(make_workload, decide, settings
     objects[0]["spec"]["owner"] = {"name": "greenops-workloads"}
     assert owner_problems(objects) == [
         "VirtualNetwork/train-1-vnet: spec.owner.name: 'greenops-workloads' is not an object of this set, "
-        "and nothing else creates it in namespace 'greenops'"]
+        "and nothing else creates it in namespace 'greenops'"
+    ]
 
 
 @pytest.mark.parametrize("region", REGIONS["aws"])
@@ -130,12 +143,18 @@ def test_the_aws_instance_is_held_until_its_group_reports_an_id(make_workload, d
     w = make_workload()
     rendered = render_set(w, decide(w, "aws", "eu-west-3"), settings)
     assert [o["kind"] for o in rendered.objects] == ["VPC", "Subnet", "SecurityGroup"]
-    assert rendered.held == ["Instance train-1 is held until SecurityGroup train-1-sg reports its id (status.id), which "
-                             "the Instance attaches by id (ACK's Instance has no reference to a group)"]
+    assert rendered.held == [
+        "Instance train-1 is held until SecurityGroup train-1-sg reports its id (status.id), which "
+        "the Instance attaches by id (ACK's Instance has no reference to a group)"
+    ]
     assert rendered.used == {}
     # A status without the id (the controller has not created the group yet) holds it too.
-    assert render_set(w, decide(w, "aws", "eu-west-3"), settings,
-                      observed={"SecurityGroup/train-1-sg": {"conditions": []}}).held == rendered.held
+    assert (
+        render_set(
+            w, decide(w, "aws", "eu-west-3"), settings, observed={"SecurityGroup/train-1-sg": {"conditions": []}}
+        ).held
+        == rendered.held
+    )
 
 
 def test_an_instance_without_the_group_is_caught(make_workload, decide, settings):
@@ -145,21 +164,32 @@ def test_an_instance_without_the_group_is_caught(make_workload, decide, settings
     objects = render(w, decide(w, "aws", "eu-west-3"), settings, observed=reported)
     del objects[-1]["spec"]["securityGroupIDs"]
     assert security_group_problems(objects, reported) == [
-        "Instance/train-1: spec.securityGroupIDs [] does not attach SecurityGroup train-1-sg (reported id sg-0a1b2c3d4e5f60718)"]
+        "Instance/train-1: spec.securityGroupIDs [] does not attach SecurityGroup train-1-sg (reported id "
+        "sg-0a1b2c3d4e5f60718)"
+    ]
 
 
 def test_azure_without_a_subscription_fails_closed(make_workload, decide):
     w = make_workload()
-    with pytest.raises(RenderError, match="workload 'train-1': Azure objects are owned by resource group "
-                                          "'greenops-workloads' through its ARM id, which needs its subscription; "
-                                          "set azureSubscriptionId"):
+    with pytest.raises(
+        RenderError,
+        match="workload 'train-1': Azure objects are owned by resource group "
+        "'greenops-workloads' through its ARM id, which needs its subscription; "
+        "set azureSubscriptionId",
+    ):
         render(w, decide(w, "azure", "westeurope"), RenderSettings(ssh_public_key="ssh-ed25519 AAAA k"))
 
 
-@pytest.mark.parametrize("field,value", [("azureSubscriptionId", "my-subscription"),
-                                         ("azureSubscriptionId", "11111111-2222-3333-4444-55555555555/"),
-                                         ("azureResourceGroup", "rg/ml"), ("azureResourceGroup", "rg-ml."),
-                                         ("azureResourceGroup", "")])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("azureSubscriptionId", "my-subscription"),
+        ("azureSubscriptionId", "11111111-2222-3333-4444-55555555555/"),
+        ("azureResourceGroup", "rg/ml"),
+        ("azureResourceGroup", "rg-ml."),
+        ("azureResourceGroup", ""),
+    ],
+)
 def test_settings_that_cannot_form_the_owner_arm_id_are_refused(field, value):
     with pytest.raises(ValueError, match=field):
         RenderSettings.model_validate({field: value})
@@ -176,7 +206,9 @@ def test_skip_await_and_project_annotations(make_workload, decide):
     s = RenderSettings(skip_await=True, gcp_project="acme-green")
     for o in render(w, decide(w, "gcp", "europe-west9"), s):
         assert o["metadata"]["annotations"] == {
-            "cnrm.cloud.google.com/project-id": "acme-green", "pulumi.com/skipAwait": "true"}
+            "cnrm.cloud.google.com/project-id": "acme-green",
+            "pulumi.com/skipAwait": "true",
+        }
 
 
 def test_azure_without_ssh_key_fails_closed(make_workload, decide):
@@ -186,13 +218,19 @@ def test_azure_without_ssh_key_fails_closed(make_workload, decide):
 
 
 def test_gcp_region_without_compute_zones_is_refused(make_workload, catalog, settings):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from greenops.models import Decision
+
     w = make_workload()
-    d = Decision(provider="gcp", region="europe-north2", zone="SE-SE3", vm_size="e2-standard-4",
-                 image=catalog.image("gcp", "europe-north2"),
-                 scheduling_time=datetime(2026, 11, 25, tzinfo=timezone.utc))
+    d = Decision(
+        provider="gcp",
+        region="europe-north2",
+        zone="SE-SE3",
+        vm_size="e2-standard-4",
+        image=catalog.image("gcp", "europe-north2"),
+        scheduling_time=datetime(2026, 11, 25, tzinfo=UTC),
+    )
     with pytest.raises(RenderError, match="no compute zone is known for GCP region 'europe-north2'"):
         render(w, d, settings)
 

@@ -1,4 +1,5 @@
 """Property-based fuzzing of the live service from its own OpenAPI schema: no request gets a 5xx."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,13 +20,18 @@ def test_no_request_gets_a_server_error():
         for op in operations:
 
             @given(case=op.as_strategy())
-            @settings(max_examples=150 if op.path == "/scheduling" else 5, deadline=None,
-                      suppress_health_check=list(HealthCheck), database=None)
+            @settings(
+                max_examples=150 if op.path == "/scheduling" else 5,
+                deadline=None,
+                suppress_health_check=list(HealthCheck),
+                database=None,
+            )
             def call(case):
                 response = case.call(timeout=15)
                 seen[response.status_code] = seen.get(response.status_code, 0) + 1
                 assert response.status_code < 500, (
-                    f"{case.method} {case.path} {case.body!r} -> {response.status_code} {response.text}")
+                    f"{case.method} {case.path} {case.body!r} -> {response.status_code} {response.text}"
+                )
 
             call()
         # the fuzzer reached both the happy path and the validation errors

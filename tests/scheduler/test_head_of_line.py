@@ -1,6 +1,7 @@
 """No head-of-line blocking: while a 1000-job batch is placed (searched with no lock held, then
 committed in one short transaction), one-job requests to the same real scheduler process, on its
 SQLite record, keep a p99 under 100 ms."""
+
 from __future__ import annotations
 
 import threading
@@ -21,9 +22,21 @@ def test_one_job_requests_stay_fast_while_a_large_batch_is_placed(tmp_path):
 
         def place_batch() -> None:
             started = time.monotonic()
-            r = httpx.post(f"{s.url}/scheduling", timeout=200, json={
-                "key": "batch", "number_of_jobs": 1000, "eligible_regions": ZONES, "deadline": "2027-01-17T03:00:00Z",
-                "duration": 2, "cpu": 1, "memory": 2, "req_timeout": 120, "tenant": "batch"})
+            r = httpx.post(
+                f"{s.url}/scheduling",
+                timeout=200,
+                json={
+                    "key": "batch",
+                    "number_of_jobs": 1000,
+                    "eligible_regions": ZONES,
+                    "deadline": "2027-01-17T03:00:00Z",
+                    "duration": 2,
+                    "cpu": 1,
+                    "memory": 2,
+                    "req_timeout": 120,
+                    "tenant": "batch",
+                },
+            )
             batch.update(seconds=time.monotonic() - started, status=r.status_code)
 
         runner = threading.Thread(target=place_batch)
@@ -33,16 +46,27 @@ def test_one_job_requests_stay_fast_while_a_large_batch_is_placed(tmp_path):
             runner.start()
             while runner.is_alive():
                 started = time.monotonic()
-                r = client.post("/scheduling", json={"key": f"one/{len(latencies)}", "eligible_regions": ZONES[:3],
-                                                     "deadline": "2027-01-17T03:00:00Z", "duration": 2, "cpu": 1,
-                                                     "memory": 2, "tenant": "small"})
+                r = client.post(
+                    "/scheduling",
+                    json={
+                        "key": f"one/{len(latencies)}",
+                        "eligible_regions": ZONES[:3],
+                        "deadline": "2027-01-17T03:00:00Z",
+                        "duration": 2,
+                        "cpu": 1,
+                        "memory": 2,
+                        "tenant": "small",
+                    },
+                )
                 latencies.append((time.monotonic() - started) * 1000)
                 assert r.status_code == 200, r.text
         runner.join()
         latencies.sort()
         p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
-        print(f"\nbatch of 1000 jobs: {batch}; {len(latencies)} one-job requests meanwhile: "
-              f"p50 {latencies[len(latencies) // 2]:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1]:.1f} ms")
+        print(
+            f"\nbatch of 1000 jobs: {batch}; {len(latencies)} one-job requests meanwhile: "
+            f"p50 {latencies[len(latencies) // 2]:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1]:.1f} ms"
+        )
         assert batch["status"] == 200
         assert len(latencies) >= 20, "the batch finished too soon to measure anything"
         assert p99 < 100

@@ -5,6 +5,7 @@ Clients behave as GreenVm's and OPA's do: each request carries its key, and a co
 a 503 is retried with the same key. Afterwards the record must hold exactly the answers the
 clients got, and no zone-hour may be over capacity.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,16 @@ CAPACITY = 16
 def request(i: int) -> dict:
     # 2-hour jobs of 4 vCPU within 12 h over 4 zones: room for about a third of a 300-request burst,
     # so answers mix 200 and 409 and the calendar is full at the end.
-    return {"key": f"burst/{i}", "eligible_regions": ZONES, "deadline": "2027-01-10T15:00:00Z", "duration": 2,
-            "cpu": 4, "memory": 8, "tenant": f"t{i % 3}", "path": "cluster" if i % 2 else "pulumi"}
+    return {
+        "key": f"burst/{i}",
+        "eligible_regions": ZONES,
+        "deadline": "2027-01-10T15:00:00Z",
+        "duration": 2,
+        "cpu": 4,
+        "memory": 8,
+        "tenant": f"t{i % 3}",
+        "path": "cluster" if i % 2 else "pulumi",
+    }
 
 
 def send_until_answered(urls: list[str], body: dict, give_up: float) -> httpx.Response:
@@ -118,13 +127,16 @@ def test_kill_9_mid_burst_on_sqlite_loses_and_doubles_nothing(tmp_path):
             os.killpg(first._proc.pid, signal.SIGKILL)
             first._proc.wait()
             killed_at = len(answered)
-            second = SchedulerServer(capacity_vcpu=CAPACITY, database=database, env=env, port=first.port,
-                                     log=tmp_path / "second.log")
+            second = SchedulerServer(
+                capacity_vcpu=CAPACITY, database=database, env=env, port=first.port, log=tmp_path / "second.log"
+            )
             with second:
                 got = pending.result()
-                print(f"\nkill -9 after {killed_at} of 300 answers; "
-                      f"{sum(r[-1].status_code == 200 for r in got.values())} placed, "
-                      f"{sum(r[-1].status_code == 409 for r in got.values())} refused")
+                print(
+                    f"\nkill -9 after {killed_at} of 300 answers; "
+                    f"{sum(r[-1].status_code == 200 for r in got.values())} placed, "
+                    f"{sum(r[-1].status_code == 409 for r in got.values())} refused"
+                )
                 assert len(got) == 300
                 assert_record_matches(database, got)
                 retry_each([second.url], got)
@@ -136,8 +148,10 @@ def test_kill_9_mid_burst_on_sqlite_loses_and_doubles_nothing(tmp_path):
 def test_two_replicas_on_one_real_postgresql_never_overbook(tmp_path):
     with PostgresServer() as pg:
         env = {"GREENOPS_NOW": NOW}
-        with SchedulerServer(capacity_vcpu=CAPACITY, database=pg.url, env=env, log=tmp_path / "a.log") as a, \
-                SchedulerServer(capacity_vcpu=CAPACITY, database=pg.url, env=env, log=tmp_path / "b.log") as b:
+        with (
+            SchedulerServer(capacity_vcpu=CAPACITY, database=pg.url, env=env, log=tmp_path / "a.log") as a,
+            SchedulerServer(capacity_vcpu=CAPACITY, database=pg.url, env=env, log=tmp_path / "b.log") as b,
+        ):
             urls = [a.url, b.url]
             got = burst(urls, 500, 48)
             placed = sum(r[-1].status_code == 200 for r in got.values())

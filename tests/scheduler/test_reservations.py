@@ -1,19 +1,20 @@
 """The reservation record behind the scheduler: idempotent keys, replacement, release, dry runs,
 quota across keys, and the listing. In-process (TestClient) with an injected clock, on a real
 SQLite file."""
+
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
 
+from greenops.clock import stamp
 from greenops.reservations import ReservationStore
 from greenops.scheduler.api import create_app
 from greenops.scheduler.sources import ProfileSource
-from greenops.clock import stamp
 
-NOW = datetime(2027, 1, 10, 3, 0, tzinfo=timezone.utc)
+NOW = datetime(2027, 1, 10, 3, 0, tzinfo=UTC)
 
 
 def body(**over) -> dict:
@@ -88,14 +89,21 @@ def test_a_dry_run_books_nothing(client, store):
 
 
 def test_quota_counts_every_active_reservation_of_the_tenant(client):
-    wide = dict(eligible_regions=["FR", "DE", "PL"], deadline="2027-01-11T03:00:00Z", cpu=4, tenant="team-a",
-                tenant_quota_vcpu=8)
+    wide = dict(
+        eligible_regions=["FR", "DE", "PL"],
+        deadline="2027-01-11T03:00:00Z",
+        cpu=4,
+        tenant="team-a",
+        tenant_quota_vcpu=8,
+    )
     assert client.post("/scheduling", json=body(key="a", path="pulumi", **wide)).status_code == 200
     assert client.post("/scheduling", json=body(key="b", path="cluster", **wide)).status_code == 200
     refused = client.post("/scheduling", json=body(key="c", path="cluster", **wide))
     assert refused.status_code == 409
-    assert refused.json()["detail"] == ("tenant: tenant team-a would use 12 vCPU, above its quota of 8 (8 in active "
-                                        "reservations of either path + 4 requested)")
+    assert refused.json()["detail"] == (
+        "tenant: tenant team-a would use 12 vCPU, above its quota of 8 (8 in active "
+        "reservations of either path + 4 requested)"
+    )
     assert client.post("/scheduling", json=body(key="b", path="cluster", **wide)).status_code == 200  # a retry
     assert client.post("/scheduling", json=body(key="c", **{**wide, "tenant": "team-b"})).status_code == 200
     done = client.patch("/reservations/a", json={"phase": "Completed", "reason": "ran 2h"})
@@ -106,14 +114,21 @@ def test_quota_counts_every_active_reservation_of_the_tenant(client):
 
 
 def test_the_listing_filters_by_tenant_zone_and_region(client):
-    wide = dict(eligible_regions=["FR", "DE"], deadline="2027-01-11T03:00:00Z", cpu=1,
-                regions={"FR": "azure/francecentral", "DE": "gcp/europe-west3"})
+    wide = dict(
+        eligible_regions=["FR", "DE"],
+        deadline="2027-01-11T03:00:00Z",
+        cpu=1,
+        regions={"FR": "azure/francecentral", "DE": "gcp/europe-west3"},
+    )
     for key, tenant in (("x", "team-a"), ("y", "team-b")):
-        assert client.post("/scheduling", json=body(key=key, tenant=tenant, workload={"name": key}, **wide)).status_code == 200
+        assert (
+            client.post("/scheduling", json=body(key=key, tenant=tenant, workload={"name": key}, **wide)).status_code
+            == 200
+        )
     listed = client.get("/reservations").json()["reservations"]
     assert {r["key"] for r in listed} == {"x", "y"}
     x = next(r for r in listed if r["key"] == "x")
-    assert f'{x["provider"]}/{x["region"]}' == wide["regions"][x["zone"]] and x["workload"] == {"name": "x"}
+    assert f"{x['provider']}/{x['region']}" == wide["regions"][x["zone"]] and x["workload"] == {"name": "x"}
     assert [r["key"] for r in client.get("/reservations", params={"tenant": "team-b"}).json()["reservations"]] == ["y"]
     by_region = client.get("/reservations", params={"region": x["region"]}).json()["reservations"]
     assert "x" in {r["key"] for r in by_region} and all(r["region"] == x["region"] for r in by_region)
@@ -160,8 +175,9 @@ def test_a_retry_with_a_later_clock_keeps_its_booking_until_the_clock_passes_its
 
 
 def test_the_listing_reads_the_start_as_the_answer_does(client):
-    answer = client.post("/scheduling", json=body(key="k", eligible_regions=["FR", "DE"],
-                                                  deadline="2027-01-11T03:00:00Z", cpu=1)).json()
+    answer = client.post(
+        "/scheduling", json=body(key="k", eligible_regions=["FR", "DE"], deadline="2027-01-11T03:00:00Z", cpu=1)
+    ).json()
     [row] = client.get("/reservations").json()["reservations"]
     assert row["start"].replace("+00:00", "Z") == answer["scheduling_time"]
     assert row["updated_at"].endswith(("Z", "+00:00"))

@@ -1,15 +1,21 @@
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
 
 from greenops.scheduler.algorithm import (
-    SLOT, CapacityLedger, Job, NoFeasibleWindow, best_placement, candidate_starts, place_batch,
+    SLOT,
+    CapacityLedger,
+    Job,
+    NoFeasibleWindow,
+    best_placement,
+    candidate_starts,
+    place_batch,
 )
 from greenops.scheduler.series import Series
 
 H = 3600.0
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc).timestamp()
+T0 = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
 
 
 def hourly(values, start=T0):
@@ -39,6 +45,7 @@ def test_series_rejects_missing_values():
 
 def test_from_pandas_infers_step_and_fills_gaps():
     import pandas as pd
+
     idx = pd.to_datetime(["2026-01-01T00:00Z", "2026-01-01T00:30Z", "2026-01-01T01:30Z"])
     s = Series.from_pandas(pd.Series([1.0, 2.0, 4.0], index=idx))
     assert s.step == 1800 and list(s.values) == [1, 2, 2, 4]
@@ -102,7 +109,7 @@ def test_capacity_spreads_a_burst():
     zones = {z: sum(p.zone == z for p in placements) for z in forecasts}
     # 64 vCPU per slot hold 16 jobs; three 2h windows before the deadline: 48 per zone, cleanest first
     assert zones == {"CLEAN": 48, "OK": 48, "DIRTY": 4}
-    for zone, row in ledger._used.items():
+    for row in ledger._used.values():
         assert max(row.values()) <= 64
 
 

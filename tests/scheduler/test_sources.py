@@ -1,23 +1,24 @@
 """Carbon sources: profiles, traces, seasonal-naive, OIP and Electricity Maps clients."""
+
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
 
+from greenops.forecasting.features import feature_row
 from greenops.scheduler.series import Series
 from greenops.scheduler.sources import ProfileSource, SeasonalNaiveSource, SourceUnavailable, TraceSource, UnknownZone
 from greenops.scheduler.sources.electricitymaps import ElectricityMapsSource
-from greenops.forecasting.features import feature_row
 from greenops.scheduler.sources.oip import OipSource
 
 H = 3600.0
 FIXTURES = Path(__file__).parent / "fixtures"
-NOW = datetime(2026, 11, 21, 12, 30, tzinfo=timezone.utc).timestamp()
+NOW = datetime(2026, 11, 21, 12, 30, tzinfo=UTC).timestamp()
 
 
 def test_profiles_follow_month_and_hour(catalog):
@@ -49,7 +50,7 @@ def test_seasonal_naive_never_looks_ahead():
 def test_traces_from_an_electricitymaps_folder(shared_data):
     src = TraceSource.from_directory(shared_data / "greendcc_ci_2023")
     assert len(src.zones()) == 16 and {"DE", "GB", "US-CAL-CISO"} <= src.zones()
-    t0 = datetime(2023, 6, 1, tzinfo=timezone.utc).timestamp()
+    t0 = datetime(2023, 6, 1, tzinfo=UTC).timestamp()
     s = src.series("GB", t0, t0 + 24 * H, t0)
     assert s.step == H and len(s.values) == 24 and 0 < s.values.mean() < 500
     with pytest.raises(UnknownZone, match="does not cover"):
@@ -80,8 +81,13 @@ class FakeOip:
         row = body["inputs"][0]["data"]
         assert body["inputs"][0]["shape"] == [1, 171] and len(row) == 171
         level = self.served[model]
-        return httpx.Response(200, json={"model_name": model, "outputs": [
-            {"name": "predictions", "shape": [1, 72], "datatype": "FP64", "data": [level] * 72}]})
+        return httpx.Response(
+            200,
+            json={
+                "model_name": model,
+                "outputs": [{"name": "predictions", "shape": [1, 72], "datatype": "FP64", "data": [level] * 72}],
+            },
+        )
 
 
 def test_oip_zone_model_then_generic_then_fallback():
@@ -89,7 +95,7 @@ def test_oip_zone_model_then_generic_then_fallback():
     fake = FakeOip({"forecaster-fr": 42.0, "forecaster-generic": 99.0})
     src = OipSource("http://oip", fallback=profiles, transport=httpx.MockTransport(fake))
     s = src.series("FR", NOW, NOW + 100 * H, NOW)
-    assert s.values[:72].tolist() == [42.0] * 72          # the zone's model for its horizon
+    assert s.values[:72].tolist() == [42.0] * 72  # the zone's model for its horizon
     assert s.values[72:].tolist() == profiles.series("FR", s.start + 72 * H, NOW + 100 * H, NOW).values.tolist()
     assert src.series("DE", NOW, NOW + 10 * H, NOW).values[0] == 99.0  # no forecaster-de: the generic one
     # cached per zone and hour: no new request
@@ -109,8 +115,9 @@ def test_oip_per_model_hosts_as_kserve_names_them():
             raise httpx.ConnectError("name does not resolve")  # no InferenceService for this zone
         return fake(request)
 
-    src = OipSource("http://{model}-predictor.forecasting.svc", fallback=ProfileSource(),
-                    transport=httpx.MockTransport(by_host))
+    src = OipSource(
+        "http://{model}-predictor.forecasting.svc", fallback=ProfileSource(), transport=httpx.MockTransport(by_host)
+    )
     assert src.series("FR", NOW, NOW + 2 * H, NOW).values[0] == 77.0
     assert hosts == ["forecaster-fr-predictor.forecasting.svc", "forecaster-generic-predictor.forecasting.svc"]
     assert src.answers == {"zone": 0, "generic": 1, "fallback": 0}
@@ -131,12 +138,17 @@ def test_oip_down_falls_back_to_profiles_and_without_fallback_is_unavailable():
 
     profiles = ProfileSource()
     with_fallback = OipSource("http://oip", fallback=profiles, transport=httpx.MockTransport(down))
-    assert with_fallback.series("FR", NOW, NOW + 5 * H, NOW).values.tolist() == profiles.series("FR", NOW, NOW + 5 * H, NOW).values.tolist()
+    assert (
+        with_fallback.series("FR", NOW, NOW + 5 * H, NOW).values.tolist()
+        == profiles.series("FR", NOW, NOW + 5 * H, NOW).values.tolist()
+    )
     assert with_fallback.answers["fallback"] == 1
     bare = OipSource("http://oip", history=profiles, transport=httpx.MockTransport(down))
     with pytest.raises(SourceUnavailable, match="unreachable"):
         bare.series("FR", NOW, NOW + 5 * H, NOW)
-    broken = OipSource("http://oip", history=profiles, transport=httpx.MockTransport(FakeOip({"forecaster-fr": 1}, status=500)))
+    broken = OipSource(
+        "http://oip", history=profiles, transport=httpx.MockTransport(FakeOip({"forecaster-fr": 1}, status=500))
+    )
     with pytest.raises(SourceUnavailable, match="HTTP 500"):
         broken.series("FR", NOW, NOW + 5 * H, NOW)
 
@@ -155,7 +167,9 @@ def recorded(name: str, status: int = 200):
 
 def test_electricitymaps_forecast_then_fallback_beyond_the_horizon():
     profiles = ProfileSource()
-    src = ElectricityMapsSource("secret-token", fallback=profiles, transport=recorded("electricitymaps_forecast_DE.json"))
+    src = ElectricityMapsSource(
+        "secret-token", fallback=profiles, transport=recorded("electricitymaps_forecast_DE.json")
+    )
     s = src.series("DE", NOW, NOW + 48 * H, NOW)
     assert s.step == H and s.covers(NOW, NOW + 48 * H)
     assert s.value_at(np.array([NOW]))[0] == 302  # current partial hour takes the first forecast value
@@ -164,11 +178,14 @@ def test_electricitymaps_forecast_then_fallback_beyond_the_horizon():
     assert s.value_at(np.array([beyond]))[0] == profiles.series("DE", beyond, beyond + H, NOW).values[0]
 
 
-@pytest.mark.parametrize("fixture,status,error", [
-    ("electricitymaps_unauthorized.json", 401, "refused the token"),
-    ("electricitymaps_unknown_zone.json", 404, "no forecast for zone"),
-    ("electricitymaps_forecast_DE.json", 503, "HTTP 503"),
-])
+@pytest.mark.parametrize(
+    "fixture,status,error",
+    [
+        ("electricitymaps_unauthorized.json", 401, "refused the token"),
+        ("electricitymaps_unknown_zone.json", 404, "no forecast for zone"),
+        ("electricitymaps_forecast_DE.json", 503, "HTTP 503"),
+    ],
+)
 def test_electricitymaps_errors_are_named(fixture, status, error):
     src = ElectricityMapsSource("secret-token", zones=frozenset({"DE"}), transport=recorded(fixture, status))
     with pytest.raises((SourceUnavailable, UnknownZone), match=error):

@@ -1,11 +1,14 @@
 """A tiny dynamic provider, importable by the provider process (``python -m pulumi.dynamic``)."""
+
 import pulumi
 from pulumi.dynamic import CreateResult, Resource, ResourceProvider
 
 
 class EchoProvider(ResourceProvider):
     def create(self, props):
-        return CreateResult(id_="echo-" + props["value"], outs={"value": props["value"], "echoed": props["value"].upper()})
+        return CreateResult(
+            id_="echo-" + props["value"], outs={"value": props["value"], "echoed": props["value"].upper()}
+        )
 
 
 class Echo(Resource):

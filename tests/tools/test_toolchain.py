@@ -1,4 +1,5 @@
 """Smoke tests of the pinned toolchain: real binaries, real engine, real control plane."""
+
 from __future__ import annotations
 
 import json
@@ -44,7 +45,9 @@ def test_helm_reports_a_current_kubernetes(tools, tmp_path):
     (chart / "templates").mkdir(parents=True)
     (chart / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 0.1.0\n")
     (chart / "templates" / "cm.yaml").write_text(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kv}\ndata: {minor: {{ .Capabilities.KubeVersion.Minor | quote }}}\n")
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kv}\ndata: "
+        "{minor: {{ .Capabilities.KubeVersion.Minor | quote }}}\n"
+    )
     out = run([tools["helm"], "template", str(chart)])
     minor = int(yaml.safe_load(out)["data"]["minor"])
     assert minor >= 30, out  # an unset version makes helm assume Kubernetes 1.20
@@ -65,19 +68,29 @@ def test_pulumi_engine_runs_a_dynamic_resource_and_renders_kubernetes_yaml(tools
 
         echo = Echo("echo", value="green")
         renderer = k8s.Provider("render", render_yaml_to_directory=str(rendered))
-        k8s.core.v1.ConfigMap("cm", metadata={"name": "smoke", "namespace": "default"},
-                              data={"echoed": echo.echoed}, opts=pulumi.ResourceOptions(provider=renderer))
+        k8s.core.v1.ConfigMap(
+            "cm",
+            metadata={"name": "smoke", "namespace": "default"},
+            data={"echoed": echo.echoed},
+            opts=pulumi.ResourceOptions(provider=renderer),
+        )
         pulumi.export("echoed", echo.echoed)
 
-    env = pulumi_env({
-        "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
-        "PYTHONPATH": str(REPO),  # the provider process imports tests.tools.echo_provider
-    })
+    env = pulumi_env(
+        {
+            "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+            "PYTHONPATH": str(REPO),  # the provider process imports tests.tools.echo_provider
+        }
+    )
     (tmp_path / "state").mkdir()
     stack = auto.create_or_select_stack(
-        stack_name="smoke", project_name="greenops-smoke", program=program,
+        stack_name="smoke",
+        project_name="greenops-smoke",
+        program=program,
         opts=auto.LocalWorkspaceOptions(
-            work_dir=str(tmp_path), pulumi_home=env["PULUMI_HOME"], env_vars=env,
+            work_dir=str(tmp_path),
+            pulumi_home=env["PULUMI_HOME"],
+            env_vars=env,
             pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent)),
             project_settings=auto.ProjectSettings(name="greenops-smoke", runtime="python"),
         ),
@@ -98,13 +111,26 @@ def test_pulumi_engine_runs_a_dynamic_resource_and_renders_kubernetes_yaml(tools
 
 def test_local_control_plane_accepts_a_crd_and_a_custom_object_and_tears_down(tools):
     crd = {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.smoke.greenops.io"},
         "spec": {
-            "group": "smoke.greenops.io", "scope": "Namespaced",
+            "group": "smoke.greenops.io",
+            "scope": "Namespaced",
             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                "type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}],
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}},
+                        }
+                    },
+                }
+            ],
         },
     }
     tools["etcd"], tools["kube-apiserver"]
@@ -113,7 +139,12 @@ def test_local_control_plane_accepts_a_crd_and_a_custom_object_and_tears_down(to
         with cp.client() as k:
             assert k.get("/readyz").text == "ok"
             cp.create_crd(crd)
-            obj = {"apiVersion": "smoke.greenops.io/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"size": 3}}
+            obj = {
+                "apiVersion": "smoke.greenops.io/v1",
+                "kind": "Widget",
+                "metadata": {"name": "w1"},
+                "spec": {"size": 3},
+            }
             r = k.post("/apis/smoke.greenops.io/v1/namespaces/default/widgets", json=obj)
             assert r.status_code == 201, r.text
             assert k.get("/apis/smoke.greenops.io/v1/namespaces/default/widgets/w1").json()["spec"] == {"size": 3}
@@ -130,8 +161,8 @@ def test_pulumi_cli_previews_a_python_project_through_the_language_host(tools, t
     project = tmp_path / "proj"
     project.mkdir()
     (project / "Pulumi.yaml").write_text(
-        "name: greenops-cli-smoke\n"
-        f"runtime:\n  name: python\n  options:\n    virtualenv: {REPO / '.venv'}\n")
+        f"name: greenops-cli-smoke\nruntime:\n  name: python\n  options:\n    virtualenv: {REPO / '.venv'}\n"
+    )
     (project / "__main__.py").write_text(
         "import pulumi, pulumi_kubernetes as k8s\n"
         "from tests.tools.echo_provider import Echo\n"
@@ -139,13 +170,19 @@ def test_pulumi_cli_previews_a_python_project_through_the_language_host(tools, t
         f"renderer = k8s.Provider('render', render_yaml_to_directory={str(tmp_path / 'out')!r})\n"
         "k8s.core.v1.ConfigMap('cm', metadata={'name': 'cli', 'namespace': 'default'}, data={'w': echo.echoed},\n"
         "                      opts=pulumi.ResourceOptions(provider=renderer))\n"
-        "pulumi.export('echoed', echo.echoed)\n")
+        "pulumi.export('echoed', echo.echoed)\n"
+    )
     (tmp_path / "state").mkdir()
     env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "PYTHONPATH": str(REPO)})
 
     def pulumi(*args):
-        return subprocess.run([tools["pulumi"], *args, "--non-interactive", "--cwd", str(project)],
-                              capture_output=True, text=True, env=env, timeout=300)
+        return subprocess.run(
+            [tools["pulumi"], *args, "--non-interactive", "--cwd", str(project)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
 
     assert pulumi("stack", "init", "dev").returncode == 0
     assert pulumi("config", "set", "word", "cli").returncode == 0

@@ -17,17 +17,20 @@ def test_region_names_are_unique_across_providers(catalog):
     assert len(names) == len(set(names))
 
 
-@pytest.mark.parametrize("provider,region,country,eu,zone", [
-    ("azure", "italynorth", "IT", True, "IT-NO"),
-    ("azure", "swedencentral", "SE", True, "SE-SE3"),
-    ("azure", "uksouth", "GB", False, "GB"),
-    ("azure", "switzerlandnorth", "CH", False, "CH"),
-    ("gcp", "europe-west9", "FR", True, "FR"),
-    ("gcp", "us-central1", "US", False, "US-CENT-SWPP"),
-    ("aws", "eu-central-1", "DE", True, "DE"),
-    ("aws", "eu-west-2", "GB", False, "GB"),
-    ("aws", "ca-central-1", "CA", False, "CA-QC"),
-])
+@pytest.mark.parametrize(
+    "provider,region,country,eu,zone",
+    [
+        ("azure", "italynorth", "IT", True, "IT-NO"),
+        ("azure", "swedencentral", "SE", True, "SE-SE3"),
+        ("azure", "uksouth", "GB", False, "GB"),
+        ("azure", "switzerlandnorth", "CH", False, "CH"),
+        ("gcp", "europe-west9", "FR", True, "FR"),
+        ("gcp", "us-central1", "US", False, "US-CENT-SWPP"),
+        ("aws", "eu-central-1", "DE", True, "DE"),
+        ("aws", "eu-west-2", "GB", False, "GB"),
+        ("aws", "ca-central-1", "CA", False, "CA-QC"),
+    ],
+)
 def test_region_facts(catalog, provider, region, country, eu, zone):
     r = catalog.region(provider, region)
     assert (r.country, r.eu, r.zone) == (country, eu, zone)
@@ -48,7 +51,10 @@ def test_unknown_region_is_a_clear_error(catalog):
 def test_zone_mapping_round_trips(catalog):
     regions = catalog.regions_in_zone("FR")
     assert {(r.provider, r.name) for r in regions} >= {
-        ("azure", "francecentral"), ("gcp", "europe-west9"), ("aws", "eu-west-3")}
+        ("azure", "francecentral"),
+        ("gcp", "europe-west9"),
+        ("aws", "eu-west-3"),
+    }
 
 
 def test_latency_matrices(catalog):
@@ -100,9 +106,15 @@ def test_thesis_sizing_example(catalog):
     assert select_size(catalog, "azure", "westeurope", 2, 16).name == "Standard_E2as_v4"
 
 
-@pytest.mark.parametrize("provider,region", [
-    ("azure", "francecentral"), ("gcp", "europe-west9"), ("gcp", "us-central1"), ("aws", "eu-west-3"),
-])
+@pytest.mark.parametrize(
+    "provider,region",
+    [
+        ("azure", "francecentral"),
+        ("gcp", "europe-west9"),
+        ("gcp", "us-central1"),
+        ("aws", "eu-west-3"),
+    ],
+)
 @pytest.mark.parametrize("cpu,mem", [(1, 1), (2, 16), (4, 8), (8, 64), (16, 32)])
 def test_selected_size_fits_and_is_cheapest_or_smallest(catalog, provider, region, cpu, mem):
     chosen = select_size(catalog, provider, region, cpu, mem)
@@ -129,6 +141,7 @@ def test_nothing_fits_is_a_clear_error(catalog):
 
 def test_catalog_rejects_wrong_schema_version(tmp_path, catalog):
     import shutil
+
     shutil.copytree(catalog.root, tmp_path / "data")
     path = tmp_path / "data" / "images.json"
     payload = json.loads(path.read_text())

@@ -1,5 +1,7 @@
 """The CRD validator must catch what the API server would silently prune or reject."""
+
 import copy
+from datetime import UTC
 
 import pytest
 
@@ -11,12 +13,19 @@ pytestmark = pytest.mark.crds
 
 @pytest.fixture
 def instance(make_workload, catalog):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from greenops.models import Decision
+
     w = make_workload()
-    d = Decision(provider="aws", region="eu-west-3", zone="FR", vm_size="c6a.xlarge",
-                 image=catalog.image("aws", "eu-west-3"), scheduling_time=datetime(2026, 11, 25, tzinfo=timezone.utc))
+    d = Decision(
+        provider="aws",
+        region="eu-west-3",
+        zone="FR",
+        vm_size="c6a.xlarge",
+        image=catalog.image("aws", "eu-west-3"),
+        scheduling_time=datetime(2026, 11, 25, tzinfo=UTC),
+    )
     return [o for o in render(w, d, observed=group_reported(w.name)) if o["kind"] == "Instance"][0]
 
 

@@ -1,10 +1,11 @@
 """The demo's claim that one of its two far-apart VmTemplates always waits: for every month and
 every 5 minutes of the day (and across each month's end), at least one of them has a best window
 that starts later than at once, on the profiles the demo's scheduler uses."""
+
 from __future__ import annotations
 
 import calendar
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from greenops.catalog import load_catalog
 from greenops.local.demo import APART, cluster_templates
@@ -19,14 +20,14 @@ def test_one_of_the_far_apart_templates_waits_at_any_instant_of_the_year():
     zones = {name: catalog.region("azure", spec["originRegion"]).zone for name, spec in specs.items()}
     assert len(set(zones.values())) == 2  # maxLatency 8 leaves each template its own region's zone
     some = next(iter(specs.values()))
-    due_in = datetime.fromisoformat(some["deadline"]) - datetime.now(timezone.utc)
+    due_in = datetime.fromisoformat(some["deadline"]) - datetime.now(UTC)
     assert timedelta(hours=15) < due_in <= timedelta(hours=16)
     job = Job(2, 4, parse_duration(some["duration"]).total_seconds())
     instants = []
     for month in range(1, 13):
         last = calendar.monthrange(2027, month)[1]
         for day in (15, last):
-            start = datetime(2027, month, day, tzinfo=timezone.utc)
+            start = datetime(2027, month, day, tzinfo=UTC)
             instants += [start + timedelta(minutes=5 * i) for i in range(288)]
     for now in instants:
         t0, t1 = now.timestamp(), (now + timedelta(hours=16)).timestamp()

@@ -5,11 +5,19 @@ import pytest
 from greenops.models import format_duration, parse_duration
 
 
-@pytest.mark.parametrize("raw,expected", [
-    (6, timedelta(hours=6)), (1.5, timedelta(minutes=90)), ("6", timedelta(hours=6)),
-    ("6h", timedelta(hours=6)), ("90m", timedelta(minutes=90)), ("1h30m", timedelta(minutes=90)),
-    (" 2H ", timedelta(hours=2)), ("0.5h", timedelta(minutes=30)),
-])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        (6, timedelta(hours=6)),
+        (1.5, timedelta(minutes=90)),
+        ("6", timedelta(hours=6)),
+        ("6h", timedelta(hours=6)),
+        ("90m", timedelta(minutes=90)),
+        ("1h30m", timedelta(minutes=90)),
+        (" 2H ", timedelta(hours=2)),
+        ("0.5h", timedelta(minutes=30)),
+    ],
+)
 def test_accepted_forms(raw, expected):
     assert parse_duration(raw) == expected
 
@@ -26,7 +34,9 @@ def test_non_positive_durations_are_rejected(raw):
         parse_duration(raw)
 
 
-@pytest.mark.parametrize("text,canonical", [("6h", "6h"), ("90m", "1h30m"), ("1h30m", "1h30m"), ("45m", "45m"), (24, "24h")])
+@pytest.mark.parametrize(
+    "text,canonical", [("6h", "6h"), ("90m", "1h30m"), ("1h30m", "1h30m"), ("45m", "45m"), (24, "24h")]
+)
 def test_format_is_canonical_and_round_trips(text, canonical):
     assert format_duration(parse_duration(text)) == canonical
     assert parse_duration(canonical) == parse_duration(text)

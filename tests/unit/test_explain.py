@@ -1,5 +1,6 @@
 """`greenops explain` from a recorded row: the reason it gives follows the windows the scheduler
 recorded as weighed."""
+
 from __future__ import annotations
 
 from greenops import explain
@@ -8,29 +9,71 @@ CHAIN = [{"constraint": "providers azure", "remaining": 57}, {"constraint": "dat
 
 
 def row(chosen: str, considered: list[tuple[str, str, float, float]] | None) -> dict:
-    return {"key": "dev/etl/abc", "path": "pulumi", "phase": "Scheduled", "tenant": "t",
-            "created_at": "2026-11-22T17:00:00.123Z",
-            "workload": {"cpu": 2, "memory": 4, "duration": "2h", "deadline": "2026-11-23T09:00:00Z",
-                         "originRegion": "westeurope"},
-            "answer": {"scheduling_location": chosen, "scheduling_time": "2026-11-23T02:00:00Z",
-                       "expected_intensity": 40.0, "baseline": "run now in NL", "baseline_intensity": 300.0,
-                       "saving_percent": 86.67, "source": "profiles",
-                       "considered": None if considered is None else [
-                           {"scheduling_location": z, "scheduling_time": t, "expected_intensity": e,
-                            "run_now_intensity": n} for z, t, e, n in considered]},
-            "explanation": {"constraintChain": CHAIN, "zones": {
-                "FR": {"provider": "azure", "region": "francecentral", "zone": "FR", "vmSize": "Standard_F2s_v2",
-                       "latencyMs": 12, "hourlyUsd": 0.1, "image": "Canonical:ubuntu"},
-                "DE": {"provider": "azure", "region": "germanywestcentral", "zone": "DE",
-                       "vmSize": "Standard_F2s_v2", "latencyMs": 9, "hourlyUsd": None, "image": "Canonical:ubuntu"}}}}
+    return {
+        "key": "dev/etl/abc",
+        "path": "pulumi",
+        "phase": "Scheduled",
+        "tenant": "t",
+        "created_at": "2026-11-22T17:00:00.123Z",
+        "workload": {
+            "cpu": 2,
+            "memory": 4,
+            "duration": "2h",
+            "deadline": "2026-11-23T09:00:00Z",
+            "originRegion": "westeurope",
+        },
+        "answer": {
+            "scheduling_location": chosen,
+            "scheduling_time": "2026-11-23T02:00:00Z",
+            "expected_intensity": 40.0,
+            "baseline": "run now in NL",
+            "baseline_intensity": 300.0,
+            "saving_percent": 86.67,
+            "source": "profiles",
+            "considered": None
+            if considered is None
+            else [
+                {"scheduling_location": z, "scheduling_time": t, "expected_intensity": e, "run_now_intensity": n}
+                for z, t, e, n in considered
+            ],
+        },
+        "explanation": {
+            "constraintChain": CHAIN,
+            "zones": {
+                "FR": {
+                    "provider": "azure",
+                    "region": "francecentral",
+                    "zone": "FR",
+                    "vmSize": "Standard_F2s_v2",
+                    "latencyMs": 12,
+                    "hourlyUsd": 0.1,
+                    "image": "Canonical:ubuntu",
+                },
+                "DE": {
+                    "provider": "azure",
+                    "region": "germanywestcentral",
+                    "zone": "DE",
+                    "vmSize": "Standard_F2s_v2",
+                    "latencyMs": 9,
+                    "hourlyUsd": None,
+                    "image": "Canonical:ubuntu",
+                },
+            },
+        },
+    }
 
 
 def test_the_cleanest_window_wins_and_the_runner_up_is_named():
-    out = explain.text(explain.account(row("FR", [("FR", "2026-11-23T02:00:00Z", 40.0, 45.0),
-                                                  ("DE", "2026-11-23T03:00:00Z", 350.0, 400.0)])))
+    out = explain.text(
+        explain.account(
+            row("FR", [("FR", "2026-11-23T02:00:00Z", 40.0, 45.0), ("DE", "2026-11-23T03:00:00Z", 350.0, 400.0)])
+        )
+    )
     assert "providers azure" in out and "dataResidency eu" in out and "-> 2 zones: DE, FR" in out
     assert "why: FR had the lowest mean intensity over the run (40 g/kWh), ahead of DE (350)" in out
-    assert "FR -> azure/francecentral" in out and "size Standard_F2s_v2, $0.1/h" in out and "image Canonical:ubuntu" in out
+    assert (
+        "FR -> azure/francecentral" in out and "size Standard_F2s_v2, $0.1/h" in out and "image Canonical:ubuntu" in out
+    )
     chosen = [line for line in out.splitlines() if line.endswith("<- chosen")]
     assert len(chosen) == 1 and chosen[0].split()[:2] == ["FR", "2026-11-23T02:00:00Z"]
 

@@ -1,13 +1,14 @@
 """The recorded lifecycle: every transition, missed windows, operator verdicts, clocks that jump."""
+
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from greenops.placement.lifecycle import Lifecycle, Observation, Phase, Window, advance, from_outputs
 
-T0 = datetime(2027, 1, 10, 3, 0, tzinfo=timezone.utc)
+T0 = datetime(2027, 1, 10, 3, 0, tzinfo=UTC)
 W = Window(start=T0, duration=timedelta(hours=2), lead=timedelta(minutes=5), deadline=T0 + timedelta(hours=10))
 H, M = timedelta(hours=1), timedelta(minutes=1)
 
@@ -49,10 +50,17 @@ def test_render_mode_runs_from_the_apply_and_retires_after_the_full_duration():
 def test_cluster_mode_waits_for_ready_and_takes_the_operators_transition_time():
     opened = advance(placed(), W, W.gate + M, observer(Observation(ready=False))).lifecycle
     assert opened.phase is Phase.PROVISIONING and opened.running_since is None
-    waiting = advance(opened, W, T0 + M, observer(Observation(ready=False, detail="VirtualMachine x: Ready=False (Info, Reconciling)")))
+    waiting = advance(
+        opened,
+        W,
+        T0 + M,
+        observer(Observation(ready=False, detail="VirtualMachine x: Ready=False (Info, Reconciling)")),
+    )
     assert waiting.lifecycle.phase is Phase.PROVISIONING and "Reconciling" in waiting.lifecycle.reason
     ready_at = T0 + 3 * M
-    running = advance(waiting.lifecycle, W, T0 + 20 * M, observer(Observation(ready=True, ready_since=ready_at))).lifecycle
+    running = advance(
+        waiting.lifecycle, W, T0 + 20 * M, observer(Observation(ready=True, ready_since=ready_at))
+    ).lifecycle
     assert running.phase is Phase.RUNNING and running.running_since == ready_at
     # a transition time outside [gate opened, now] is not believed: the pass's own time is used
     odd = advance(opened, W, T0 + 20 * M, observer(Observation(ready=True, ready_since=T0 - 5 * H))).lifecycle
@@ -64,16 +72,27 @@ def test_cluster_mode_waits_for_ready_and_takes_the_operators_transition_time():
 
 def test_a_terminal_condition_fails_with_the_operators_message():
     opened = advance(placed(), W, W.gate, observer(Observation(ready=False))).lifecycle
-    failed = advance(opened, W, T0, observer(Observation(ready=False, failure="VirtualMachine x: Ready=False (Error, "
-                                                                            "SkuNotAvailable): no capacity"))).lifecycle
+    failed = advance(
+        opened,
+        W,
+        T0,
+        observer(
+            Observation(ready=False, failure="VirtualMachine x: Ready=False (Error, SkuNotAvailable): no capacity")
+        ),
+    ).lifecycle
     assert failed.phase is Phase.FAILED and failed.failed_at == T0
-    assert failed.reason == ("the operator reports a terminal error: VirtualMachine x: Ready=False (Error, "
-                             "SkuNotAvailable): no capacity")
+    assert failed.reason == (
+        "the operator reports a terminal error: VirtualMachine x: Ready=False (Error, SkuNotAvailable): no capacity"
+    )
 
 
 def test_objects_deleted_by_hand_while_running_fail_and_are_not_recreated():
-    running = advance(advance(placed(), W, W.gate, observer(Observation(ready=False))).lifecycle, W, T0,
-                      observer(Observation(ready=True, ready_since=T0))).lifecycle
+    running = advance(
+        advance(placed(), W, W.gate, observer(Observation(ready=False))).lifecycle,
+        W,
+        T0,
+        observer(Observation(ready=True, ready_since=T0)),
+    ).lifecycle
     gone = advance(running, W, T0 + H, observer(Observation(ready=False, missing=("VirtualMachine x",)))).lifecycle
     assert gone.phase is Phase.FAILED and "deleted outside the platform while Running: VirtualMachine x" in gone.reason
 
@@ -82,16 +101,22 @@ def test_never_ready_in_time_for_the_deadline_fails():
     opened = advance(placed(), W, W.gate, observer(Observation(ready=False))).lifecycle
     still = advance(opened, W, W.latest_start, observer(Observation(ready=False, detail="d"))).lifecycle
     assert still.phase is Phase.PROVISIONING
-    late = advance(opened, W, W.latest_start + M, observer(Observation(ready=False, detail="Ready=False (Warning)"))).lifecycle
+    late = advance(
+        opened, W, W.latest_start + M, observer(Observation(ready=False, detail="Ready=False (Warning)"))
+    ).lifecycle
     assert late.phase is Phase.FAILED
-    assert late.reason.startswith("not ready by 2027-01-10T11:00:00Z, the last start that meets its deadline 2027-01-10T13:00:00Z")
+    assert late.reason.startswith(
+        "not ready by 2027-01-10T11:00:00Z, the last start that meets its deadline 2027-01-10T13:00:00Z"
+    )
 
 
 def test_a_missed_window_with_room_asks_for_a_new_placement():
     step = advance(placed(), W, T0 + 3 * H)
     assert step.lifecycle == placed()  # nothing recorded yet: the provider places again, then records it
-    assert step.replace == ("missed its window: the gate was due at 2027-01-10T02:55:00Z for the start "
-                            "2027-01-10T03:00:00Z, and no reconcile ran until 2027-01-10T06:00:00Z")
+    assert step.replace == (
+        "missed its window: the gate was due at 2027-01-10T02:55:00Z for the start "
+        "2027-01-10T03:00:00Z, and no reconcile ran until 2027-01-10T06:00:00Z"
+    )
 
 
 def test_a_missed_window_past_its_deadline_fails_with_the_deadline_named():

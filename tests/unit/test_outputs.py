@@ -1,5 +1,6 @@
 """greenops.outputs: Output.all's result without an Output per nested value, and the SDK's end-of-program wait
 without a cost that grows with the square of the Outputs."""
+
 from __future__ import annotations
 
 import asyncio
@@ -77,6 +78,7 @@ def test_gather_does_not_walk_nested_values(monkeypatch):
 
 # -- the SDK's end-of-program wait ------------------------------------------------------------------
 
+
 class _CountingFuture(asyncio.Future):
     hooks = 0
 
@@ -88,6 +90,7 @@ class _CountingFuture(asyncio.Future):
 def _sdk_like_loop(wait, n: int) -> int:
     """The SDK's loop (pulumi.runtime.stack.wait_for_rpcs) over n Outputs that finish one by one;
     returns how many times a task was hooked."""
+
     async def run() -> int:
         pending = {_CountingFuture() for _ in range(n)}
 

@@ -1,6 +1,7 @@
 """Product code (``greenops/`` outside ``greenops/local/``, and ``components/``) never imports the
 local stand-ins: loopback servers, the local control plane and the demo live in ``greenops/local``
 and only tests, benchmarks and the local commands use them."""
+
 from __future__ import annotations
 
 import ast
@@ -10,14 +11,18 @@ from greenops.toolpaths import REPO
 
 # The entry points of the embedded local default: the CLI commands that start the loopback
 # servers. Their imports are inside the command functions, so nothing else loads the stand-ins.
-LOCAL_COMMANDS = {("greenops/cli.py", "cmd_demo"), ("greenops/cli.py", "cmd_serve"),
-                  ("greenops/forecasting/cli.py", "cmd_serve")}
+LOCAL_COMMANDS = {
+    ("greenops/cli.py", "cmd_demo"),
+    ("greenops/cli.py", "cmd_serve"),
+    ("greenops/forecasting/cli.py", "cmd_serve"),
+}
 
 
 def product_modules() -> list[Path]:
     local = REPO / "greenops" / "local"
-    return [f for f in (REPO / "greenops").rglob("*.py") if not f.is_relative_to(local)] + \
-        list((REPO / "components").rglob("*.py"))
+    return [f for f in (REPO / "greenops").rglob("*.py") if not f.is_relative_to(local)] + list(
+        (REPO / "components").rglob("*.py")
+    )
 
 
 def stand_in_imports(path: Path) -> list[tuple[str, int, str]]:
@@ -45,15 +50,23 @@ def test_product_code_does_not_import_the_stand_ins():
     offenders = []
     for path in product_modules():
         rel = path.relative_to(REPO).as_posix()
-        offenders += [f"{rel}:{line} ({where}) imports {module}" for where, line, module in stand_in_imports(path)
-                      if (rel, where) not in LOCAL_COMMANDS]
+        offenders += [
+            f"{rel}:{line} ({where}) imports {module}"
+            for where, line, module in stand_in_imports(path)
+            if (rel, where) not in LOCAL_COMMANDS
+        ]
     assert offenders == []
 
 
 def test_the_scan_sees_an_import_of_the_stand_ins(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("import os\n\ndef f():\n    from greenops.local.controlplane import free_port\n"
-                     "from greenops import local\nimport greenops.local.opa\n")
-    assert stand_in_imports(probe) == [("f", 4, "greenops.local.controlplane"), ("<module>", 5, "greenops.local"),
-                                       ("<module>", 6, "greenops.local.opa")]
+    probe.write_text(
+        "import os\n\ndef f():\n    from greenops.local.controlplane import free_port\n"
+        "from greenops import local\nimport greenops.local.opa\n"
+    )
+    assert stand_in_imports(probe) == [
+        ("f", 4, "greenops.local.controlplane"),
+        ("<module>", 5, "greenops.local"),
+        ("<module>", 6, "greenops.local.opa"),
+    ]
     assert len(product_modules()) > 50

@@ -1,9 +1,10 @@
 """The unattended loop's control flow: when it wakes, what it skips, how it stops. (The passes
 themselves run the real engine in tests/provider and tests/e2e.)"""
+
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -12,7 +13,7 @@ from greenops.errors import GreenOpsError
 from greenops.reconcile import Pass, parse_interval, sleep_for, upcoming, watch
 from greenops.stack_config import StackConfigError, parse_stack_config
 
-NOW = datetime(2027, 1, 10, 3, 0, tzinfo=timezone.utc)
+NOW = datetime(2027, 1, 10, 3, 0, tzinfo=UTC)
 
 
 @pytest.mark.parametrize("text, seconds", [("5m", 300), ("30s", 30), ("1h30m", 5400), ("2h", 7200)])
@@ -31,9 +32,14 @@ def rows(*items):
 
 
 def test_the_next_change_is_the_earliest_with_what_happens():
-    got = upcoming(rows(("a", "Running", "2027-01-10T05:00:00Z"), ("b", "Scheduled", "2027-01-10T04:55:00Z"),
-                        ("c", "Completed", None)))
-    assert got == (datetime(2027, 1, 10, 4, 55, tzinfo=timezone.utc), "b: gate opens")
+    got = upcoming(
+        rows(
+            ("a", "Running", "2027-01-10T05:00:00Z"),
+            ("b", "Scheduled", "2027-01-10T04:55:00Z"),
+            ("c", "Completed", None),
+        )
+    )
+    assert got == (datetime(2027, 1, 10, 4, 55, tzinfo=UTC), "b: gate opens")
     assert upcoming(rows(("c", "Failed", None))) is None
 
 
@@ -48,8 +54,11 @@ def test_it_wakes_at_the_next_change_when_that_comes_before_the_beat():
 
 def test_a_held_lock_or_a_failed_pass_is_logged_and_the_loop_goes_on_until_stopped():
     stop, log = threading.Event(), []
-    outcomes = [automation.StackLocked("stack s is being updated by another run (its lock is held)"),
-                GreenOpsError("OPA at http://x did not answer"), Pass("same 2", ["started   a: running"], None)]
+    outcomes = [
+        automation.StackLocked("stack s is being updated by another run (its lock is held)"),
+        GreenOpsError("OPA at http://x did not answer"),
+        Pass("same 2", ["started   a: running"], None),
+    ]
 
     def run_pass():
         out = outcomes.pop(0)
@@ -67,12 +76,17 @@ def test_a_held_lock_or_a_failed_pass_is_logged_and_the_loop_goes_on_until_stopp
 
 def test_a_lead_shorter_than_interval_plus_margin_is_refused_naming_both():
     with pytest.raises(StackConfigError) as info:
-        parse_stack_config({"endpoints": {"provisioningLeadSeconds": 300},
-                            "reconcile": {"intervalSeconds": 600, "provisioningMarginSeconds": 120}})
+        parse_stack_config(
+            {
+                "endpoints": {"provisioningLeadSeconds": 300},
+                "reconcile": {"intervalSeconds": 600, "provisioningMarginSeconds": 120},
+            }
+        )
     assert str(info.value) == (
         "greenops:endpoints.provisioningLeadSeconds: 300 s is shorter than greenops:reconcile.intervalSeconds (600 s) "
         "plus provisioningMarginSeconds (120 s): a gate could open after its start; set it to at least 720 or "
-        "reconcile more often")
+        "reconcile more often"
+    )
     assert parse_stack_config({"reconcile": {"intervalSeconds": 600}}).lead_seconds == 660  # derived when unset
     assert parse_stack_config({}).lead_seconds == 300
 
@@ -80,8 +94,10 @@ def test_a_lead_shorter_than_interval_plus_margin_is_refused_naming_both():
 def test_the_file_backends_lock_listing_race_is_a_held_lock_not_a_failure():
     from greenops.automation import _lock_race
 
-    seen_in_ci = ("code: 1\n stderr: error: could not list bucket: blob (code=NotFound): lstat /tmp/x/state/.pulumi/"
-                  "locks/organization/greenops-platform/days/8cc7e20d.json.18ea4c522240dd93.tmp: no such file or directory")
+    seen_in_ci = (
+        "code: 1\n stderr: error: could not list bucket: blob (code=NotFound): lstat /tmp/x/state/.pulumi/"
+        "locks/organization/greenops-platform/days/8cc7e20d.json.18ea4c522240dd93.tmp: no such file or directory"
+    )
     assert _lock_race(seen_in_ci)
     assert not _lock_race("error: could not list bucket: permission denied on /srv/state/.pulumi/stacks")
     assert not _lock_race("error: update failed: workload 'etl' was not placed")

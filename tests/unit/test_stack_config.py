@@ -29,10 +29,26 @@ def test_dev_stack_samples_cover_the_issue_cases():
 
 
 def test_bad_workload_is_named_with_field_and_reason():
-    raw = {"workloads": [
-        {"name": "ok-one", "cpu": 1, "memory": 1, "duration": 1, "deadline": "2027-01-01T00:00:00Z", "originRegion": "westeurope"},
-        {"name": "broken", "cpu": 0, "memory": 1, "duration": "1x", "deadline": "2027-01-01T00:00:00Z", "originRegion": "westeurope"},
-    ]}
+    raw = {
+        "workloads": [
+            {
+                "name": "ok-one",
+                "cpu": 1,
+                "memory": 1,
+                "duration": 1,
+                "deadline": "2027-01-01T00:00:00Z",
+                "originRegion": "westeurope",
+            },
+            {
+                "name": "broken",
+                "cpu": 0,
+                "memory": 1,
+                "duration": "1x",
+                "deadline": "2027-01-01T00:00:00Z",
+                "originRegion": "westeurope",
+            },
+        ]
+    }
     with pytest.raises(StackConfigError) as info:
         parse_stack_config(raw, now=NOW)
     msg = str(info.value)
@@ -42,9 +58,19 @@ def test_bad_workload_is_named_with_field_and_reason():
 
 
 def test_duplicate_names_are_refused():
-    w = {"name": "twin", "cpu": 1, "memory": 1, "duration": 1, "deadline": "2027-01-01T00:00:00Z", "originRegion": "westeurope"}
-    with pytest.raises(StackConfigError, match=r"duplicate workload names: 'twin' in greenops:workloads\[0\], "
-                                                r"greenops:workloads\[1\]$"):
+    w = {
+        "name": "twin",
+        "cpu": 1,
+        "memory": 1,
+        "duration": 1,
+        "deadline": "2027-01-01T00:00:00Z",
+        "originRegion": "westeurope",
+    }
+    with pytest.raises(
+        StackConfigError,
+        match=r"duplicate workload names: 'twin' in greenops:workloads\[0\], "
+        r"greenops:workloads\[1\]$",
+    ):
         parse_stack_config({"workloads": [w, dict(w)]}, now=NOW)
 
 

@@ -1,4 +1,5 @@
 """Which stack locks are stale: only a dead process's on this host, only on a file backend."""
+
 from __future__ import annotations
 
 import json

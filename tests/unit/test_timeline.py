@@ -1,8 +1,10 @@
 """The placements timeline: one readable row per workload at 6 and at 60, the clock it draws as now
 is GREENOPS_NOW, and deadlines far beyond the runs are written rather than stretching the axis."""
+
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 
 import matplotlib.dates as mdates
 import pytest
@@ -10,7 +12,7 @@ import pytest
 from greenops import timeline
 from tests.engine import iso
 
-T0 = datetime(2026, 11, 22, 17, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 22, 17, tzinfo=UTC)
 ZONES = ["DE", "GB", "FR", "CA-QC", "SE-SE3", "US-CAL-CISO"]
 
 
@@ -18,14 +20,22 @@ def rows(n: int) -> list[dict]:
     out = []
     for i in range(n):
         wait, hours = (0, 3, 9, 14)[i % 4], (1, 2, 3, 6)[i % 4]
-        out.append({"workload": f"workload-{i:02d}-nightly-etl", "zone": ZONES[i % len(ZONES)], "hours": hours,
-                    "start": iso(T0 + timedelta(hours=wait)), "decidedAt": iso(T0), "phase": "Scheduled",
-                    "deadline": iso(T0 + timedelta(hours=wait + hours + (4 if i % 2 else 24 * 200)))})
+        out.append(
+            {
+                "workload": f"workload-{i:02d}-nightly-etl",
+                "zone": ZONES[i % len(ZONES)],
+                "hours": hours,
+                "start": iso(T0 + timedelta(hours=wait)),
+                "decidedAt": iso(T0),
+                "phase": "Scheduled",
+                "deadline": iso(T0 + timedelta(hours=wait + hours + (4 if i % 2 else 24 * 200))),
+            }
+        )
     return out
 
 
 def overlaps(boxes) -> list[tuple[int, int]]:
-    return [(i, i + 1) for i, (a, b) in enumerate(zip(boxes, boxes[1:])) if a.overlaps(b)]
+    return [(i, i + 1) for i, (a, b) in enumerate(pairwise(boxes)) if a.overlaps(b)]
 
 
 @pytest.mark.parametrize("n", [6, 60])
@@ -48,7 +58,7 @@ def test_now_is_the_platform_clock(monkeypatch):
     assert len(nows) == 1
     x = nows[0].get_xdata()[0]
     when = mdates.num2date(x) if isinstance(x, float) else x
-    assert when == datetime(2026, 11, 23, 4, 30, tzinfo=timezone.utc)
+    assert when == datetime(2026, 11, 23, 4, 30, tzinfo=UTC)
 
 
 def test_far_deadlines_are_written_not_drawn():
@@ -57,5 +67,6 @@ def test_far_deadlines_are_written_not_drawn():
     right = mdates.num2date(ax.get_xlim()[1])
     assert right < T0 + timedelta(days=2)  # the 200-day deadlines do not stretch the axis
     written = [t.get_text() for t in ax.texts if t.get_text().startswith("deadline ")]
-    assert written == [f"deadline {(T0 + timedelta(hours=w + h + 24 * 200)):%Y-%m-%d}"
-                       for w, h in ((0, 1), (9, 3), (0, 1))]
+    assert written == [
+        f"deadline {(T0 + timedelta(hours=w + h + 24 * 200)):%Y-%m-%d}" for w, h in ((0, 1), (9, 3), (0, 1))
+    ]

@@ -1,4 +1,4 @@
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from pydantic import ValidationError
@@ -16,12 +16,12 @@ def test_thesis_tuple_and_defaults(make_workload):
     assert (w.cpu, w.memory, w.duration_hours, w.max_latency) == (4, 8.0, 6.0, 2000)
     assert w.eligible_providers == ("azure", "gcp", "aws")
     assert w.data_residency is DataResidency.NONE
-    assert w.deadline == datetime(2026, 11, 30, tzinfo=timezone.utc)
+    assert w.deadline == datetime(2026, 11, 30, tzinfo=UTC)
 
 
 def test_deadline_with_offset_is_normalised_to_utc(make_workload):
     w = make_workload(deadline="2026-11-30T02:00:00+02:00")
-    assert w.deadline == datetime(2026, 11, 30, tzinfo=timezone.utc)
+    assert w.deadline == datetime(2026, 11, 30, tzinfo=UTC)
     assert w.spec()["deadline"] == "2026-11-30T00:00:00Z"
 
 
@@ -32,24 +32,27 @@ def test_spec_is_camel_case_and_round_trips(make_workload):
     assert Workload.model_validate(spec, context={"now": NOW}) == w
 
 
-@pytest.mark.parametrize("field,value,fragment", [
-    ("cpu", 0, "greater than 0"),
-    ("cpu", -2, "greater than 0"),
-    ("cpu", 2.5, "integer"),
-    ("memory", 0, "greater than 0"),
-    ("memory", -1, "greater than 0"),
-    ("duration", "6 hours", "malformed duration"),
-    ("duration", "0h", "positive"),
-    ("originRegion", "atlantis-1", "unknown origin region"),
-    ("eligibleProviders", ["azure", "oracle"], "unknown provider(s) oracle"),
-    ("deadline", "2026-12-01T00:00:00", "timezone"),
-    ("deadline", "next friday", "datetime"),
-    ("maxLatency", 0, "greater than 0"),
-    ("name", "Train_1", "not a valid workload name"),
-    ("tenant", "a b", "not a valid tenant"),
-    ("dataResidency", "mars", "'eu' or 'none'"),
-    ("provider", "ibm", "unknown provider"),
-])
+@pytest.mark.parametrize(
+    "field,value,fragment",
+    [
+        ("cpu", 0, "greater than 0"),
+        ("cpu", -2, "greater than 0"),
+        ("cpu", 2.5, "integer"),
+        ("memory", 0, "greater than 0"),
+        ("memory", -1, "greater than 0"),
+        ("duration", "6 hours", "malformed duration"),
+        ("duration", "0h", "positive"),
+        ("originRegion", "atlantis-1", "unknown origin region"),
+        ("eligibleProviders", ["azure", "oracle"], "unknown provider(s) oracle"),
+        ("deadline", "2026-12-01T00:00:00", "timezone"),
+        ("deadline", "next friday", "datetime"),
+        ("maxLatency", 0, "greater than 0"),
+        ("name", "Train_1", "not a valid workload name"),
+        ("tenant", "a b", "not a valid tenant"),
+        ("dataResidency", "mars", "'eu' or 'none'"),
+        ("provider", "ibm", "unknown provider"),
+    ],
+)
 def test_invalid_field_is_named_with_reason(make_workload, field, value, fragment):
     with pytest.raises(ValidationError) as info:
         make_workload(**{field: value})
@@ -92,16 +95,29 @@ def test_providers_deduplicated_and_lowercased(make_workload):
 
 
 def test_decision_saving_and_utc():
-    d = Decision(provider="gcp", region="europe-west9", zone="FR",
-                 scheduling_time="2026-11-22T03:00:00+01:00", vm_size="e2-standard-4",
-                 image="projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts",
-                 expected_intensity=30, baseline_intensity=120)
-    assert d.scheduling_time == datetime(2026, 11, 22, 2, tzinfo=timezone.utc)
+    d = Decision(
+        provider="gcp",
+        region="europe-west9",
+        zone="FR",
+        scheduling_time="2026-11-22T03:00:00+01:00",
+        vm_size="e2-standard-4",
+        image="projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts",
+        expected_intensity=30,
+        baseline_intensity=120,
+    )
+    assert d.scheduling_time == datetime(2026, 11, 22, 2, tzinfo=UTC)
     assert d.saving_percent == pytest.approx(75.0)
     assert d.model_dump(mode="json", by_alias=True)["schedulingTime"] == "2026-11-22T02:00:00Z"
 
 
 def test_decision_rejects_negative_intensity():
     with pytest.raises(ValidationError, match="greater than or equal to 0"):
-        Decision(provider="gcp", region="r", zone="FR", scheduling_time="2026-11-22T00:00:00Z",
-                 vm_size="x", image="y", expected_intensity=-1)
+        Decision(
+            provider="gcp",
+            region="r",
+            zone="FR",
+            scheduling_time="2026-11-22T00:00:00Z",
+            vm_size="x",
+            image="y",
+            expected_intensity=-1,
+        )

@@ -1,20 +1,28 @@
 """greenops:workloadsFrom: workloads from YAML files, validated with the same model and named errors
 as greenops:workloads, each error pointing at its file and position."""
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 import yaml
 
 from greenops.stack_config import StackConfigError, parse_stack_config
 
-NOW = datetime(2026, 11, 22, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 22, tzinfo=UTC)
 
 
 def workload(name: str, **over) -> dict:
-    return {"name": name, "cpu": 2, "memory": 4, "duration": "1h", "deadline": "2027-01-01T00:00:00Z",
-            "originRegion": "westeurope", **over}
+    return {
+        "name": name,
+        "cpu": 2,
+        "memory": 4,
+        "duration": "1h",
+        "deadline": "2027-01-01T00:00:00Z",
+        "originRegion": "westeurope",
+        **over,
+    }
 
 
 def write(path, doc) -> None:
@@ -23,12 +31,21 @@ def write(path, doc) -> None:
 
 
 def test_a_folder_of_files_per_tenant_one_workload_and_a_list(tmp_path):
-    write(tmp_path / "workloads" / "media.yaml", {"tenant": "media", "workloads": [workload("a"), workload("b", tenant="x")]})
+    write(
+        tmp_path / "workloads" / "media.yaml",
+        {"tenant": "media", "workloads": [workload("a"), workload("b", tenant="x")]},
+    )
     write(tmp_path / "workloads" / "single.yaml", workload("c"))
     write(tmp_path / "workloads" / "nested" / "more.yml", [workload("d"), workload("e")])
     config = parse_stack_config({"workloadsFrom": "workloads", "workloads": [workload("f")]}, now=NOW, root=tmp_path)
     assert [(w.name, w.tenant) for w in config.workloads] == [
-        ("f", "default"), ("a", "media"), ("b", "x"), ("d", "default"), ("e", "default"), ("c", "default")]
+        ("f", "default"),
+        ("a", "media"),
+        ("b", "x"),
+        ("d", "default"),
+        ("e", "default"),
+        ("c", "default"),
+    ]
 
 
 def test_errors_name_the_file_the_position_and_the_field(tmp_path):
@@ -40,18 +57,27 @@ def test_errors_name_the_file_the_position_and_the_field(tmp_path):
 
 def test_a_name_declared_twice_names_both_places(tmp_path):
     write(tmp_path / "w" / "one.yaml", [workload("twin")])
-    with pytest.raises(StackConfigError, match=r"^duplicate workload names: 'twin' in greenops:workloads\[0\], w/one.yaml\[0\]$"):
+    with pytest.raises(
+        StackConfigError, match=r"^duplicate workload names: 'twin' in greenops:workloads\[0\], w/one.yaml\[0\]$"
+    ):
         parse_stack_config({"workloadsFrom": "w", "workloads": [workload("twin")]}, now=NOW, root=tmp_path)
 
 
-@pytest.mark.parametrize("setup, source, message", [
-    (None, "missing", r"^greenops:workloadsFrom: missing: no such file or folder under "),
-    ("empty-folder", "empty", r"^greenops:workloadsFrom: empty: no \*\.yaml file in this folder$"),
-    ("broken", "broken.yaml", r"^broken\.yaml: not readable as YAML: .*line 1"),
-    ("scalar", "scalar.yaml", r"^scalar\.yaml: expected a workload, a list of workloads or \{tenant, workloads\}, got int$"),
-    ("extra", "extra.yaml", r"^extra\.yaml: unknown key\(s\) \['owner'\] beside workloads"),
-    (None, 7, r"^greenops:workloadsFrom: must be a path or a list of paths"),
-])
+@pytest.mark.parametrize(
+    "setup, source, message",
+    [
+        (None, "missing", r"^greenops:workloadsFrom: missing: no such file or folder under "),
+        ("empty-folder", "empty", r"^greenops:workloadsFrom: empty: no \*\.yaml file in this folder$"),
+        ("broken", "broken.yaml", r"^broken\.yaml: not readable as YAML: .*line 1"),
+        (
+            "scalar",
+            "scalar.yaml",
+            r"^scalar\.yaml: expected a workload, a list of workloads or \{tenant, workloads\}, got int$",
+        ),
+        ("extra", "extra.yaml", r"^extra\.yaml: unknown key\(s\) \['owner'\] beside workloads"),
+        (None, 7, r"^greenops:workloadsFrom: must be a path or a list of paths"),
+    ],
+)
 def test_unreadable_sources_are_refused_by_name(tmp_path, setup, source, message):
     if setup == "empty-folder":
         (tmp_path / "empty").mkdir()

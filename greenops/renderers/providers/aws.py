@@ -1,4 +1,5 @@
 """ACK EC2 controller: VPC, Subnet, SecurityGroup and Instance (thesis §3.4.3)."""
+
 from __future__ import annotations
 
 from greenops.renderers.base import ObjectState, RenderContext, condition, describe, readiness
@@ -26,8 +27,12 @@ def state(obj: dict) -> ObjectState:
     return readiness(condition(obj, "ACK.ResourceSynced"))
 
 
-@renderer("aws", kinds=[(API, "VPC"), (API, "Subnet"), (API, "SecurityGroup"), (API, "Instance")],
-          vm_kind="Instance", state=state)
+@renderer(
+    "aws",
+    kinds=[(API, "VPC"), (API, "Subnet"), (API, "SecurityGroup"), (API, "Instance")],
+    vm_kind="Instance",
+    state=state,
+)
 def render(ctx: RenderContext) -> list[dict]:
     d = ctx.decision
     region_note = {REGION_ANNOTATION: d.region}  # [1] ACK picks the region per object
@@ -72,8 +77,12 @@ def render(ctx: RenderContext) -> list[dict]:
     # Helm's lookup.
     group_id = ctx.reported("SecurityGroup", sg, "id")
     if group_id is None:
-        ctx.hold("Instance", instance, f"SecurityGroup {sg} reports its id (status.id), which the Instance "
-                                       "attaches by id (ACK's Instance has no reference to a group)")
+        ctx.hold(
+            "Instance",
+            instance,
+            f"SecurityGroup {sg} reports its id (status.id), which the Instance "
+            "attaches by id (ACK's Instance has no reference to a group)",
+        )
         return objects
     return objects + [
         {

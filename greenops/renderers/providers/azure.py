@@ -5,11 +5,19 @@ does): the group is created by pulumi-azure-native (components/azure_operator.py
 ``resources.azure.com`` ResourceGroup object in the namespace for an ``owner.name`` to point at. The
 subnet's owner is our own VirtualNetwork, so it stays a reference by name.
 """
+
 from __future__ import annotations
 
 from greenops.errors import RenderError
-from greenops.renderers.base import (AZURE_RESOURCE_GROUP_PATTERN, AZURE_SUBSCRIPTION_ID_PATTERN, ObjectState,
-                                     RenderContext, condition, describe, readiness)
+from greenops.renderers.base import (
+    AZURE_RESOURCE_GROUP_PATTERN,
+    AZURE_SUBSCRIPTION_ID_PATTERN,
+    ObjectState,
+    RenderContext,
+    condition,
+    describe,
+    readiness,
+)
 from greenops.renderers.registry import renderer
 
 NETWORK_API = "network.azure.com/v1api20240301"
@@ -19,9 +27,15 @@ SUBNET_CIDR = "10.0.0.0/24"
 RESOURCE_GROUP_ID = "/subscriptions/%s/resourceGroups/%s"  # printf-style: the chart formats it too
 
 # The chart (components/charts/vm-template) reads these through its generated catalog.
-CHART_CONSTANTS = {"networkApi": NETWORK_API, "computeApi": COMPUTE_API, "vnetCidr": VNET_CIDR, "subnetCidr": SUBNET_CIDR,
-                   "resourceGroupId": RESOURCE_GROUP_ID, "subscriptionIdPattern": AZURE_SUBSCRIPTION_ID_PATTERN,
-                   "resourceGroupPattern": AZURE_RESOURCE_GROUP_PATTERN}
+CHART_CONSTANTS = {
+    "networkApi": NETWORK_API,
+    "computeApi": COMPUTE_API,
+    "vnetCidr": VNET_CIDR,
+    "subnetCidr": SUBNET_CIDR,
+    "resourceGroupId": RESOURCE_GROUP_ID,
+    "subscriptionIdPattern": AZURE_SUBSCRIPTION_ID_PATTERN,
+    "resourceGroupPattern": AZURE_RESOURCE_GROUP_PATTERN,
+}
 
 
 def _image_reference(urn: str, workload: str) -> dict:
@@ -41,14 +55,23 @@ def state(obj: dict) -> ObjectState:
     return readiness(ready)
 
 
-@renderer("azure", kinds=[(NETWORK_API, "VirtualNetwork"), (NETWORK_API, "VirtualNetworksSubnet"),
-                          (NETWORK_API, "NetworkInterface"), (COMPUTE_API, "VirtualMachine")],
-          vm_kind="VirtualMachine", state=state)
+@renderer(
+    "azure",
+    kinds=[
+        (NETWORK_API, "VirtualNetwork"),
+        (NETWORK_API, "VirtualNetworksSubnet"),
+        (NETWORK_API, "NetworkInterface"),
+        (COMPUTE_API, "VirtualMachine"),
+    ],
+    vm_kind="VirtualMachine",
+    state=state,
+)
 def render(ctx: RenderContext) -> list[dict]:
     d, s = ctx.decision, ctx.settings
     if not s.ssh_public_key:
         raise RenderError(
-            f"workload {ctx.workload.name!r}: Azure Linux VMs need an SSH public key; set sshPublicKey in the render settings"
+            f"workload {ctx.workload.name!r}: Azure Linux VMs need an SSH public key; set sshPublicKey in the render "
+            "settings"
         )
     if not s.azure_subscription_id:
         raise RenderError(
@@ -82,11 +105,15 @@ def render(ctx: RenderContext) -> list[dict]:
             "spec": {
                 "owner": owner,
                 "location": d.region,
-                "ipConfigurations": [{
-                    "name": "primary",
-                    "privateIPAllocationMethod": "Dynamic",
-                    "subnet": {"reference": {"group": "network.azure.com", "kind": "VirtualNetworksSubnet", "name": subnet}},
-                }],
+                "ipConfigurations": [
+                    {
+                        "name": "primary",
+                        "privateIPAllocationMethod": "Dynamic",
+                        "subnet": {
+                            "reference": {"group": "network.azure.com", "kind": "VirtualNetworksSubnet", "name": subnet}
+                        },
+                    }
+                ],
                 "tags": ctx.tags(),
             },
         },
@@ -104,15 +131,23 @@ def render(ctx: RenderContext) -> list[dict]:
                     "adminUsername": s.admin_username,
                     "linuxConfiguration": {
                         "disablePasswordAuthentication": True,
-                        "ssh": {"publicKeys": [{
-                            "path": f"/home/{s.admin_username}/.ssh/authorized_keys",
-                            "keyData": s.ssh_public_key,
-                        }]},
+                        "ssh": {
+                            "publicKeys": [
+                                {
+                                    "path": f"/home/{s.admin_username}/.ssh/authorized_keys",
+                                    "keyData": s.ssh_public_key,
+                                }
+                            ]
+                        },
                     },
                 },
-                "networkProfile": {"networkInterfaces": [{
-                    "reference": {"group": "network.azure.com", "kind": "NetworkInterface", "name": nic},
-                }]},
+                "networkProfile": {
+                    "networkInterfaces": [
+                        {
+                            "reference": {"group": "network.azure.com", "kind": "NetworkInterface", "name": nic},
+                        }
+                    ]
+                },
                 "tags": ctx.tags(),
             },
         },

@@ -1,4 +1,5 @@
 """GCP Config Connector: ComputeNetwork, ComputeSubnetwork and ComputeInstance (thesis §3.4.2)."""
+
 from __future__ import annotations
 
 from greenops.errors import RenderError
@@ -33,8 +34,12 @@ def state(obj: dict) -> ObjectState:
     return readiness(condition(obj, "Ready"))
 
 
-@renderer("gcp", kinds=[(API, "ComputeNetwork"), (API, "ComputeSubnetwork"), (API, "ComputeInstance")],
-          vm_kind="ComputeInstance", state=state)
+@renderer(
+    "gcp",
+    kinds=[(API, "ComputeNetwork"), (API, "ComputeSubnetwork"), (API, "ComputeInstance")],
+    vm_kind="ComputeInstance",
+    state=state,
+)
 def render(ctx: RenderContext) -> list[dict]:
     d = ctx.decision
     zones = ctx.catalog.region("gcp", d.region).availabilityZones

@@ -1,4 +1,5 @@
 """Alembic environment: migrations run on the connection the store hands over (no alembic.ini)."""
+
 from alembic import context
 
 from greenops.reservations.tables import metadata

@@ -1,4 +1,5 @@
 """Carbon-intensity sources behind one interface (see base.CarbonSource)."""
+
 from .base import CarbonSource, SourceUnavailable, UnknownZone
 from .naive import SeasonalNaiveSource
 from .profiles import ProfileSource

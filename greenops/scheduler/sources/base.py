@@ -1,4 +1,5 @@
 """The interface every carbon-intensity source implements."""
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod

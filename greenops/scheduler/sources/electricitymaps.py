@@ -5,6 +5,7 @@ GET {base}/carbon-intensity/forecast?zone=Z with header ``auth-token``:
    "updatedAt": "..."}
 Beyond the forecast horizon the fallback source fills in; with no fallback, an error is a 503.
 """
+
 from __future__ import annotations
 
 import time
@@ -23,14 +24,22 @@ log = structlog.get_logger("greenops.scheduler.electricitymaps")
 
 
 class ElectricityMapsSource(CarbonSource):
-    def __init__(self, token: str, fallback: CarbonSource | None = None, base_url: str = DEFAULT_BASE,
-                 timeout: float = 3.0, cache_ttl: float = 900.0, zones: frozenset[str] | None = None,
-                 transport: httpx.BaseTransport | None = None):
+    def __init__(
+        self,
+        token: str,
+        fallback: CarbonSource | None = None,
+        base_url: str = DEFAULT_BASE,
+        timeout: float = 3.0,
+        cache_ttl: float = 900.0,
+        zones: frozenset[str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ):
         self.fallback = fallback
         self._zones = zones
         self.name = "electricitymaps" + (f"+{fallback.name}" if fallback else "")
-        self._client = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout, transport=transport,
-                                    headers={"auth-token": token})
+        self._client = httpx.Client(
+            base_url=base_url.rstrip("/"), timeout=timeout, transport=transport, headers={"auth-token": token}
+        )
         self._cache: dict[str, tuple[float, Series]] = {}
         self.cache_ttl = cache_ttl
 
@@ -56,8 +65,10 @@ class ElectricityMapsSource(CarbonSource):
         points = [p for p in r.json().get("forecast") or [] if p.get("carbonIntensity") is not None]
         if len(points) < 2:
             raise SourceUnavailable(f"Electricity Maps returned no usable forecast for zone {zone}")
-        s = pd.Series([float(p["carbonIntensity"]) for p in points],
-                      index=pd.to_datetime([p["datetime"] for p in points], utc=True))
+        s = pd.Series(
+            [float(p["carbonIntensity"]) for p in points],
+            index=pd.to_datetime([p["datetime"] for p in points], utc=True),
+        )
         series = Series.from_pandas(s)
         self._cache[zone] = (time.monotonic(), series)
         return series
@@ -72,10 +83,16 @@ class ElectricityMapsSource(CarbonSource):
             return self.fallback.series(zone, t0, t1, now)
         if predicted.start > t0:
             # the forecast starts at the next full hour: the current partial hour takes its first value
-            predicted = Series(predicted.start - predicted.step * np.ceil((predicted.start - t0) / predicted.step),
-                               predicted.step,
-                               np.concatenate((np.full(int(np.ceil((predicted.start - t0) / predicted.step)), predicted.values[0]),
-                                               predicted.values)))
+            predicted = Series(
+                predicted.start - predicted.step * np.ceil((predicted.start - t0) / predicted.step),
+                predicted.step,
+                np.concatenate(
+                    (
+                        np.full(int(np.ceil((predicted.start - t0) / predicted.step)), predicted.values[0]),
+                        predicted.values,
+                    )
+                ),
+            )
         if self.fallback is not None:
             predicted = extend_with(predicted, self.fallback.series(zone, predicted.start, t1, now), t1)
         if not predicted.covers(t0, t1):

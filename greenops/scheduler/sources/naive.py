@@ -1,4 +1,5 @@
 """Seasonal-naive forecasts from a trace, with no look-ahead: the future repeats the last period."""
+
 from __future__ import annotations
 
 import numpy as np

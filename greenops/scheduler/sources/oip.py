@@ -13,6 +13,7 @@ KServe gives every InferenceService its own host; a URL with ``{model}`` in it, 
 ``http://{model}-predictor.forecasting.svc``, is expanded per model, and a zone model whose host
 does not answer counts as absent, so the generic model is asked next.
 """
+
 from __future__ import annotations
 
 import time
@@ -31,8 +32,15 @@ log = structlog.get_logger("greenops.scheduler.oip")
 
 
 class OipSource(CarbonSource):
-    def __init__(self, url: str, history: CarbonSource | None = None, fallback: CarbonSource | None = None,
-                 timeout: float = 2.0, cache_ttl: float = 900.0, transport: httpx.BaseTransport | None = None):
+    def __init__(
+        self,
+        url: str,
+        history: CarbonSource | None = None,
+        fallback: CarbonSource | None = None,
+        timeout: float = 2.0,
+        cache_ttl: float = 900.0,
+        transport: httpx.BaseTransport | None = None,
+    ):
         self.url = url.rstrip("/")
         self.fallback = fallback
         self.history = history or fallback

@@ -1,4 +1,5 @@
 """The embedded default: month x hour-of-day profiles from the catalog (data/carbon/profiles.json)."""
+
 from __future__ import annotations
 
 import numpy as np

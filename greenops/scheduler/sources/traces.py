@@ -5,6 +5,7 @@ Electricity Maps format: ``Datetime (UTC)``, ``Zone Id`` and ``Carbon Intensity 
 Let's Wait Awhile format: ``Time``, ``Carbon Intensity``; the zone is given when loading.
 A trace source answers with what actually happened: it is the oracle's perfect knowledge.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -45,7 +46,7 @@ class TraceSource(CarbonSource):
         self._series = dict(series)
 
     @classmethod
-    def from_directory(cls, folder: Path) -> "TraceSource":
+    def from_directory(cls, folder: Path) -> TraceSource:
         """Every ``*.csv`` in Electricity Maps format below ``folder``, joined per zone."""
         parts: dict[str, list[pd.Series]] = {}
         for path in sorted(Path(folder).rglob("*.csv")):
@@ -56,7 +57,7 @@ class TraceSource(CarbonSource):
         return cls({z: Series.from_pandas(pd.concat(p).sort_index()) for z, p in parts.items()})
 
     @classmethod
-    def from_lwa(cls, files: dict[str, Path]) -> "TraceSource":
+    def from_lwa(cls, files: dict[str, Path]) -> TraceSource:
         return cls({zone: Series.from_pandas(read_lwa_csv(path)) for zone, path in files.items()})
 
     def zones(self) -> frozenset[str]:

@@ -1,0 +1,28 @@
+"""Ruff's lint and format check over the repository, as configured in pyproject.toml: part of the
+test suite, so `make test` (and CI) fails on a lint error or an unformatted file."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from greenops.toolpaths import REPO
+
+
+def ruff() -> str:
+    found = Path(sys.executable).with_name("ruff")
+    if found.exists():
+        return str(found)
+    if shutil.which("ruff"):
+        return "ruff"
+    pytest.skip("ruff is not installed: make setup (it is pinned in pyproject.toml's dev extra)")
+
+
+@pytest.mark.parametrize("command", [["check"], ["format", "--check"]], ids=["lint", "format"])
+def test_ruff(command):
+    result = subprocess.run([ruff(), *command, "."], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
