@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the pinned Go tools (Pulumi CLI, the Kubernetes provider plugin, OPA, helm, etcd,
+# Build the pinned Go tools (Pulumi CLI, the Kubernetes provider plugin, OPA, Regal, helm, etcd,
 # kube-apiserver, kube-controller-manager) from the Go module proxy into .tools/bin.
 #
 #   tools/install.sh            build what is missing (or stale), reuse the rest
@@ -114,6 +114,11 @@ build_opa() {
         github.com/open-policy-agent/opa
 }
 
+build_regal() {
+    go build -trimpath -o "$1/regal" -ldflags "-s -w -X github.com/open-policy-agent/regal/pkg/version.Version=$2" \
+        github.com/open-policy-agent/regal
+}
+
 build_helm() {
     local v=$2 k8s major minor
     k8s=$(pinned helm k8s.io/client-go)   # helm reports the Kubernetes version it was built against
@@ -146,11 +151,12 @@ declare -A LABEL=(
     [pulumi]="$(pinned pulumi github.com/pulumi/pulumi/pkg/v3)"
     [pulumi-kubernetes]="$(sed -n 's/^PULUMI_KUBERNETES_VERSION=//p' "$WRAPPERS/pulumi-kubernetes/VERSION")"
     [opa]="$(pinned opa github.com/open-policy-agent/opa)"
+    [regal]="$(pinned regal github.com/open-policy-agent/regal)"
     [helm]="$(pinned helm helm.sh/helm/v3)"
     [etcd]="$(pinned etcd go.etcd.io/etcd/server/v3)"
     [kubernetes]="$(pinned kubernetes k8s.io/kubernetes)"
 )
-ORDER=(opa helm etcd pulumi pulumi-kubernetes kubernetes)
+ORDER=(opa regal helm etcd pulumi pulumi-kubernetes kubernetes)
 [ $# -gt 0 ] && ORDER=("$@")
 
 for name in "${ORDER[@]}"; do
