@@ -364,3 +364,11 @@ def test_rego_is_formatted_and_strictly_checked(opa_binary):
     assert fmt.returncode == 0, f"not opa-fmt formatted: {fmt.stdout or fmt.stderr}"
     check = subprocess.run([opa_binary, "check", "--strict", str(rego)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
+    long = [
+        f"{f.name}:{i}"
+        for f in sorted(rego.glob("*.rego"))
+        if not f.name.endswith("_test.rego")
+        for i, line in enumerate(f.read_text().splitlines(), 1)
+        if len(line.expandtabs(4)) > 120
+    ]
+    assert long == [], "policy lines over 120 columns (tests excepted, for now)"

@@ -40,7 +40,9 @@ else := _deleted if request.operation == "DELETE"
 
 else := {"allowed": true} if _terminating
 
-else := _deny(sprintf("%v: spec must be an object", [_subject])) if not is_object(_field(_field(request, "object"), "spec"))
+else := _deny(sprintf("%v: spec must be an object", [_subject])) if {
+	not is_object(_field(_field(request, "object"), "spec"))
+}
 
 else := _patch(_existing_decision, object.get(_old, "tenant", null)) if _keep_existing
 
@@ -50,7 +52,12 @@ else := _deny(sprintf("%v: %v", [_subject, concat("; ", _decision.errors)])) if 
 
 else := _deny(sprintf("%v: not placed, failing closed: %v", [_subject, _schedule.error])) if not _schedule.ok
 
-else := _deny(sprintf("%v: not placed, failing closed: the scheduler chose zone %v, which is not among the eligible zones %v; %v", [_subject, _schedule.answer.scheduling_location, _decision.zones, _given_back])) if not _selection
+else := _deny(sprintf(
+	"%v: not placed, failing closed: the scheduler chose zone %v, which is not among the eligible zones %v; %v",
+	[_subject, _schedule.answer.scheduling_location, _decision.zones, _given_back],
+)) if {
+	not _selection
+}
 
 else := _patch(
 	{
@@ -73,7 +80,10 @@ _patch(d, tenant) := {
 				some k in decision_fields
 				d[k] != null
 			],
-			[{"op": "add", "path": "/spec/tenant", "value": tenant} | tenant != null; not is_string(_field(_spec, "tenant"))],
+			[{"op": "add", "path": "/spec/tenant", "value": tenant} |
+				tenant != null
+				not is_string(_field(_spec, "tenant"))
+			],
 		),
 		_annotation_ops(object.union({decision_annotation: json.marshal(_own_choices(d))}, _reservation_record)),
 	))),
@@ -81,8 +91,9 @@ _patch(d, tenant) := {
 
 # JSONPatch "add" on a missing parent fails, and replacing the whole map would drop the user's
 # other annotations: add each key when the map exists, else the map, else the metadata.
-_annotation_ops(values) := [{"op": "add", "path": sprintf("/metadata/annotations/%v", [_pointer_escape(k)]), "value": v} |
+_annotation_ops(values) := [op |
 	some k, v in values
+	op := {"op": "add", "path": sprintf("/metadata/annotations/%v", [_pointer_escape(k)]), "value": v}
 ] if {
 	is_object(_field(_metadata, "annotations"))
 } else := [{"op": "add", "path": "/metadata/annotations", "value": values}] if {
@@ -142,13 +153,19 @@ _terminating if {
 # The workload as the placement policy reads it: the user's intent (the spec without the
 # webhook's own values, see below) under the namespace's tenant; vmName (or the object's name)
 # names it.
-_workload := object.union({"name": object.get(_intent, "vmName", object.get(_metadata, "name", "")), "tenant": _tenant}, _intent)
+_workload := object.union(
+	{"name": object.get(_intent, "vmName", object.get(_metadata, "name", "")), "tenant": _tenant},
+	_intent,
+)
 
 _decision := d if {
 	d := placement.decision with input as {"workload": _workload}
 }
 
-_schedule := scheduler.call(object.union(scheduler.request_body(workload.normalize(_workload), _decision.zones), _booking))
+_schedule := scheduler.call(object.union(
+	scheduler.request_body(workload.normalize(_workload), _decision.zones),
+	_booking,
+))
 
 _selection := s if {
 	s := placement.selection with input as {"workload": _workload, "zone": _schedule.answer.scheduling_location}
@@ -178,11 +195,13 @@ _tenant_problem := e if {
 # README, "The cluster path's reservations and tenants".
 reservation_annotation := "greenops.io/reservation"
 
+_old_name := object.get(_old_metadata, "name", object.get(request, "name", ""))
+
 reservation_key := sprintf("%v/%v/%v", [_namespace, _created_name, request.uid]) if {
 	request.operation == "CREATE"
 } else := recorded_reservation(_field(request, "oldObject")) if {
 	recorded_reservation(_field(request, "oldObject"))
-} else := sprintf("%v/%v/%v", [_namespace, object.get(_old_metadata, "name", object.get(request, "name", "")), uid]) if {
+} else := sprintf("%v/%v/%v", [_namespace, _old_name, uid]) if {
 	uid := _field(_old_metadata, "uid")
 	is_string(uid)
 	uid != ""
@@ -241,7 +260,10 @@ else := "the booking has no key to release it by" if not reservation_key
 
 else := sprintf("its reservation %v was released", [reservation_key]) if _release_denied.ok
 
-else := sprintf("releasing its reservation %v failed too (%v); it ends with its window", [reservation_key, _release_denied.error])
+else := sprintf(
+	"releasing its reservation %v failed too (%v); it ends with its window",
+	[reservation_key, _release_denied.error],
+)
 
 _release_denied := scheduler.release(reservation_key, "admission denied: the scheduler's zone is not eligible")
 
@@ -254,7 +276,10 @@ else := {"allowed": true} if not reservation_key
 
 else := {"allowed": true} if _release_deleted.ok
 
-else := {"allowed": true, "warnings": [sprintf("%v deleted, but its reservation %v was not released: %v", [_subject, reservation_key, _release_deleted.error])]}
+else := {"allowed": true, "warnings": [sprintf(
+	"%v deleted, but its reservation %v was not released: %v",
+	[_subject, reservation_key, _release_deleted.error],
+)]}
 
 _release_deleted := scheduler.release(reservation_key, sprintf("%v deleted", [_subject]))
 

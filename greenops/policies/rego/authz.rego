@@ -90,6 +90,9 @@ _reason := "OPA is misconfigured: the query and admin tokens are the same, so ne
 	not input.identity
 } else := sprintf("%v: the bearer token was refused", [_request]) if {
 	not caller
-} else := sprintf("%v: the query token may only read greenops decisions; writes need kube-mgmt's admin token", [_request]) if {
+} else := sprintf(
+	"%v: the query token may only read greenops decisions; writes need kube-mgmt's admin token",
+	[_request],
+) if {
 	caller == "query"
 } else := sprintf("%v is not allowed", [_request])

@@ -46,7 +46,9 @@ _residency(p) := object.keys(catalog.eu[p]) if spec.dataResidency == "eu"
 else := object.keys(catalog.regions[p])
 
 # Regions whose size table has a fitting size.
-sized := {p: rs | some p in providers; rs := union({object.keys(catalog.ladder_regions[p][id]) | some [q, id], _ in size_by_ladder; q == p})}
+sized := {p: rs | some p in providers; rs := union(_sized_sets(p))}
+
+_sized_sets(p) := {object.keys(catalog.ladder_regions[p][id]) | some [q, id], _ in size_by_ladder; q == p}
 
 # Regions within maxLatency of the origin (all regions without a constraint), narrowed to an
 # explicitly requested region or provider.

@@ -98,9 +98,12 @@ release(key, reason) := {"ok": true} if {
 
 _released(resp) if resp.status_code in {200, 404}
 
+# A key's segments, each URL-encoded, joined by "/" again (the route takes the key as a path).
+_path_of(key) := concat("/", [urlquery.encode(s) | some s in split(key, "/")])
+
 _delete(key, reason, attempt) := http.send({
 	"method": "DELETE",
-	"url": sprintf("%v/reservations/%v?reason=%v", [url, concat("/", [urlquery.encode(s) | some s in split(key, "/")]), urlquery.encode(reason)]),
+	"url": sprintf("%v/reservations/%v?reason=%v", [url, _path_of(key), urlquery.encode(reason)]),
 	"headers": object.union({"X-GreenOps-Attempt": sprintf("%v", [attempt])}, _auth(opa.runtime().env)),
 	"timeout": sprintf("%vs", [settings.timeout_seconds]),
 	"raise_error": false,
@@ -133,7 +136,9 @@ _query(filters) := "" if count(filters) == 0
 
 else := sprintf("?%v", [urlquery.encode_object(filters)])
 
-_list_failure(r) := sprintf("scheduler at %v answered HTTP 200 without a reservations list", [url]) if r.status_code == 200
+_list_failure(r) := sprintf("scheduler at %v answered HTTP 200 without a reservations list", [url]) if {
+	r.status_code == 200
+}
 
 else := _failure(r)
 

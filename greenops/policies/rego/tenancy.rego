@@ -23,13 +23,34 @@ of_namespace(ns) := {"tenant": t} if {
 	t := data.kubernetes.namespaces[ns].metadata.labels[label]
 	is_string(t)
 	t != ""
-} else := {"error": sprintf("namespace %v: its label %v is empty; set it to the tenant's name or remove it", [ns, label])} if {
+} else := {"error": sprintf(
+	"namespace %v: its label %v is empty; set it to the tenant's name or remove it",
+	[ns, label],
+)} if {
 	data.kubernetes.namespaces[ns].metadata.labels[label] == ""
 } else := {"tenant": unlabelled} if {
 	is_object(data.kubernetes.namespaces[ns])
-} else := {"error": sprintf("namespace %v is not known to OPA (kube-mgmt replicates namespaces into data.kubernetes.namespaces), so its tenant cannot be told; retry once it is replicated", [ns])}
+} else := {"error": sprintf(
+	concat("", [
+		"namespace %v is not known to OPA (kube-mgmt replicates namespaces into data.kubernetes.namespaces), ",
+		"so its tenant cannot be told; retry once it is replicated",
+	]),
+	[ns],
+)}
 
 # mismatch(ns, spec_tenant, tenant): why a spec's tenant that differs from its namespace's is refused.
-mismatch(ns, spec_tenant, tenant) := sprintf("spec.tenant %q disagrees with namespace %v's label %v %q: the tenant is the namespace's (remove spec.tenant or set it to %q)", [spec_tenant, ns, label, tenant, tenant]) if {
+mismatch(ns, spec_tenant, tenant) := sprintf(
+	concat("", [
+		"spec.tenant %q disagrees with namespace %v's label %v %q: the tenant is the namespace's ",
+		"(remove spec.tenant or set it to %q)",
+	]),
+	[spec_tenant, ns, label, tenant, tenant],
+) if {
 	data.kubernetes.namespaces[ns].metadata.labels[label] == tenant
-} else := sprintf("spec.tenant %q disagrees with namespace %v, which has no label %v and so belongs to tenant %q (remove spec.tenant, or label the namespace)", [spec_tenant, ns, label, tenant])
+} else := sprintf(
+	concat("", [
+		"spec.tenant %q disagrees with namespace %v, which has no label %v and so belongs to tenant %q ",
+		"(remove spec.tenant, or label the namespace)",
+	]),
+	[spec_tenant, ns, label, tenant],
+)

@@ -79,7 +79,7 @@ else := "memory: must be a number of GB greater than 0" if {
 
 problem(spec, "duration") := "duration: missing" if not "duration" in object.keys(spec)
 
-else := sprintf("duration: malformed %v: use hours (6, \"6h\") or minutes (\"90m\"), e.g. \"1h30m\"", [spec.duration]) if {
+else := sprintf(`duration: malformed %v: use hours (6, "6h") or minutes ("90m"), e.g. "1h30m"`, [spec.duration]) if {
 	not duration_hours(spec.duration)
 }
 
