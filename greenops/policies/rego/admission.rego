@@ -10,6 +10,11 @@
 # denied with a reason (fail closed). A dry run books nothing. DELETE releases the reservation and
 # is always allowed. Any other kind or operation passes unchanged. Served as system.main (see
 # system.rego).
+# METADATA
+# title: VmTemplate admission
+# description: >-
+#   The mutating webhook's decision for VmTemplate CREATE, UPDATE and DELETE: place, book,
+#   patch or deny.
 package greenops.admission
 
 import rego.v1

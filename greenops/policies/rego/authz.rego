@@ -19,6 +19,11 @@
 # The tokens are never in the bundle: OPA reads them from its environment, GREENOPS_OPA_QUERY_TOKEN
 # and GREENOPS_OPA_ADMIN_TOKEN (Kubernetes Secrets through secretKeyRef in a cluster). An unset or
 # empty variable matches no caller, and the two tokens being equal grants neither.
+# METADATA
+# title: OPA's own API authorization
+# description: >-
+#   Who may query and who may write: the query token reads greenops decisions, kube-mgmt's
+#   admin token writes.
 package system.authz
 
 import rego.v1

@@ -6,6 +6,11 @@
 #         `errors` (empty when allowed), when `zone` is given the `selection` that zone maps back
 #         to, each zone's provider/region and the tenant's vCPU quota (the scheduler enforces it).
 #         /v1/data/greenops/placement/candidates ranks every eligible region.
+# METADATA
+# title: Placement policy
+# description: >-
+#   Where a workload may run: eligible regions and zones, the zone's mapping back to a region
+#   and size, and why.
 package greenops.placement
 
 import rego.v1
@@ -294,6 +299,8 @@ default tenant_quota := null
 tenant_quota := quota.cap(spec.tenant)
 
 # --- The document -----------------------------------------------------------------------------
+# METADATA
+# entrypoint: true
 decision := {
 	"workload": object.get({"name": workload.name_of(input.workload)}, "name", null),
 	"allowed": count(errors) == 0,

@@ -4,6 +4,10 @@
 # when the scheduler requires one, from GREENOPS_SCHEDULER_TOKEN (a Secret in a cluster). Calls never
 # raise: a failed or malformed answer becomes `error`; the admission policy fails closed on it and the
 # visibility queries report it.
+# METADATA
+# title: The scheduler as an external data source
+# description: >-
+#   Calls to the carbon-aware scheduler: book, release and list reservations, never raising.
 package greenops.scheduler
 
 import rego.v1

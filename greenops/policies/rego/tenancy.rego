@@ -4,6 +4,10 @@
 # The tenant is the Namespace's label greenops.io/tenant, read from the copy kube-mgmt replicates
 # (--replicate-cluster=v1/namespaces) into data.kubernetes.namespaces[name]. Only cluster admins
 # label namespaces, so a tenant cannot name itself into someone else's quota.
+# METADATA
+# title: Tenancy
+# description: >-
+#   Whose workload it is on the cluster path: the namespace's greenops.io/tenant label.
 package greenops.tenancy
 
 import rego.v1

@@ -17,6 +17,10 @@
 # an empty list) and `error` says why, naming the scheduler's URL and the status. Ask the package
 # document to get either the lists or {"error": "..."} in one answer. An empty list means the
 # scheduler answered and nothing (matching) is placed.
+# METADATA
+# title: Visibility queries
+# description: >-
+#   What runs where, and who is affected if a region goes, from the scheduler's record.
 package greenops.visibility
 
 import rego.v1

@@ -2,6 +2,10 @@
 #
 # Accepts the Pulumi path's workload spec (`name`, `region`) and the VmTemplate spec (`vmName`,
 # `schedulingLocation`), and applies the same defaults as the Python model.
+# METADATA
+# title: Workload normal form
+# description: >-
+#   Validation and normalisation of a generic workload, shared by both paths.
 package greenops.workload
 
 import rego.v1
