@@ -43,10 +43,12 @@ def placement_rows(reservations: list[dict]) -> list[dict]:
                 "start": r["start"],
                 "end": r["end"],
                 "deadline": w.get("deadline"),
-                "decidedAt": r.get("searched_from"),
-                "hours": (end - start).total_seconds() / 3600,
+                # answers recorded before searched_from was kept: the booking's own instant
+                "decidedAt": r.get("searched_from") or r.get("created_at"),
+                # one job's run; the first start to the last end spans a whole batch
+                "hours": r.get("duration_hours") or (end - start).total_seconds() / 3600,
                 "cpu": r["cpu"] * r["jobs"],
-                "memory": w.get("memory"),
+                "memory": None if w.get("memory") is None else w["memory"] * r["jobs"],  # like cpu, every job's
                 "expected": a.get("expected_intensity"),
                 "baseline": a.get("baseline_intensity"),
                 "saving%": a.get("saving_percent"),
@@ -54,10 +56,6 @@ def placement_rows(reservations: list[dict]) -> list[dict]:
             }
         )
     return report.account(rows)
-
-
-def filtered(rows: list[dict], chosen: dict[str, str]) -> list[dict]:
-    return [r for r in rows if all(not v or r.get(k) == v for k, v in chosen.items())]
 
 
 def options(rows: list[dict]) -> dict[str, list[str]]:

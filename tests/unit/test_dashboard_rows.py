@@ -1,0 +1,43 @@
+"""The dashboard's rows from the record's listing: energy counts one job's run per job (not the
+span of a whole batch), and the baseline starts where the search began, or at the booking for
+answers recorded before that was kept."""
+
+from __future__ import annotations
+
+from greenops.dashboard import views
+
+
+def reservation(**over) -> dict:
+    r = {
+        "key": "api/x",
+        "tenant": "t",
+        "path": "api",
+        "phase": "Scheduled",
+        "reason": None,
+        "zone": "FR",
+        "provider": "azure",
+        "region": "francecentral",
+        "start": "2027-01-10T02:00:00Z",
+        "end": "2027-01-10T05:00:00Z",
+        "cpu": 2.0,
+        "jobs": 2,
+        "workload": {"name": "batch", "memory": 4},
+        "created_at": "2027-01-09T17:00:00Z",
+        "searched_from": "2027-01-09T18:00:00Z",
+        "duration_hours": 2.0,
+        "answer": {"expected_intensity": 30.0, "baseline_intensity": 60.0, "saving_percent": 50.0},
+    }
+    return {**r, **over}
+
+
+def test_a_batch_counts_one_jobs_run_per_job():
+    (batch,) = views.placement_rows([reservation()])  # two 2 h jobs, the second starting an hour later
+    (single,) = views.placement_rows([reservation(jobs=1, end="2027-01-10T04:00:00Z")])
+    assert batch["hours"] == 2.0 and batch["cpu"] == 4.0
+    assert batch["energy_kwh"] == 2 * single["energy_kwh"]
+
+
+def test_the_baseline_starts_where_the_search_began_else_at_the_booking():
+    assert views.placement_rows([reservation()])[0]["decidedAt"] == "2027-01-09T18:00:00Z"
+    (older,) = views.placement_rows([reservation(searched_from=None, duration_hours=None)])
+    assert older["decidedAt"] == "2027-01-09T17:00:00Z" and older["hours"] == 3.0
