@@ -150,11 +150,13 @@ def place_batch(
     deadline: float,
     ledger: CapacityLedger,
     give_up_at: float | None = None,
+    weighed: list[Placement] | None = None,
 ) -> list[Placement]:
-    """``n`` identical jobs, greedily: each takes the best window left by the ones before it."""
+    """``n`` identical jobs, greedily: each takes the best window left by the ones before it.
+    ``weighed`` receives what the first job weighed (see best_placement)."""
     out = []
-    for _ in range(n):
-        p = best_placement(forecasts, job, now, deadline, ledger, give_up_at)
+    for i in range(n):
+        p = best_placement(forecasts, job, now, deadline, ledger, give_up_at, weighed if i == 0 else None)
         ledger.reserve(p.zone, p.start, job.duration, job.cpu)
         out.append(p)
     return out
@@ -172,10 +174,8 @@ def search(
     """``place_batch``, and what its first job weighed: each zone's best window with room, best
     first (recorded with the answer, so a decision can be explained without recomputing it)."""
     weighed: list[Placement] = []
-    first = best_placement(forecasts, job, now, deadline, ledger, give_up_at, weighed)
-    ledger.reserve(first.zone, first.start, job.duration, job.cpu)
-    rest = place_batch(forecasts, job, n - 1, now, deadline, ledger, give_up_at) if n > 1 else []
-    return [first, *rest], sorted(weighed, key=lambda p: (p.mean_intensity, p.start, p.zone))
+    placements = place_batch(forecasts, job, n, now, deadline, ledger, give_up_at, weighed)
+    return placements, sorted(weighed, key=lambda p: (p.mean_intensity, p.start, p.zone))
 
 
 def run_now_mean(series: Series, now: float, duration: float) -> float:
