@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
+from urllib.parse import quote
 
 from greenops.clock import parse_time
 from greenops.errors import GreenOpsError
@@ -28,6 +29,9 @@ class DashboardData(Protocol):
         """The reservations matching ``filters`` (tenant, provider, region, phase) that are active
         or ended after ``ended_after``, with their decision-time detail (the listing's shape)."""
 
+    def reservation(self, key: str) -> dict | None:
+        """One reservation with its decision-time detail, None for an unknown key."""
+
     def forecast(self, zone: str, start: datetime, end: datetime) -> Forecast:
         """The carbon source's series for ``zone`` over [start, end)."""
 
@@ -43,6 +47,12 @@ class RecordData:
 
         rows = self._store.list(active_only=False, ended_after=ended_after, **filters)
         return [out(r, detail=True).model_dump(mode="json") for r in rows]
+
+    def reservation(self, key: str) -> dict | None:
+        from greenops.scheduler.reservations_api import out
+
+        row = self._store.get(key)
+        return out(row, detail=True).model_dump(mode="json") if row else None
 
     def forecast(self, zone: str, start: datetime, end: datetime) -> Forecast:
         s = self._source.series(zone, start.timestamp(), end.timestamp(), self._clock().timestamp())
@@ -65,6 +75,15 @@ class SchedulerData:
     def reservations(self, filters: dict[str, str], ended_after: datetime) -> list[dict]:
         params = {"all": "true", "detail": "true", "ended_after": ended_after.isoformat(), **filters}
         return self._get("/reservations", params)["reservations"]
+
+    def reservation(self, key: str) -> dict | None:
+        r = self._client.request("GET", f"/reservations/{quote(key, safe='/')}")
+        if r is not None and r.status_code == 404:
+            return None
+        if r is None or r.status_code != 200:
+            why = detail(r) if r is not None else self._client.last_error
+            raise GreenOpsError(f"the scheduler at {self._client.url} did not answer GET /reservations/{key} ({why})")
+        return r.json()
 
     def forecast(self, zone: str, start: datetime, end: datetime) -> Forecast:
         f = self._get(f"/forecast/{zone}", {"start": start.isoformat(), "end": end.isoformat()})

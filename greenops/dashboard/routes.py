@@ -10,6 +10,7 @@ from pathlib import Path
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse
 
+from greenops import explain
 from greenops.clock import stamp
 from greenops.dashboard import views
 from greenops.dashboard.data import DashboardData
@@ -68,6 +69,15 @@ def dashboard_router(data: DashboardData, clock: Callable[[], datetime]) -> APIR
     def placements(request: Request) -> dict:
         rows = rows_for(request, clock())
         return {"placements": rows, "totals": views.totals(rows)}
+
+    @router.get("/explain/{key:path}", response_class=HTMLResponse, summary="why one placement is what it is")
+    def explain_page(request: Request, key: str):
+        row = data.reservation(key)
+        if row is None or not row.get("answer"):
+            return PlainTextResponse(f"reservation {key}: not in the record", status_code=404)
+        return templates.TemplateResponse(
+            request, "explain.html", {"key": key, "text": explain.text(explain.account(row))}
+        )
 
     @router.get("/static/plotly.min.js", include_in_schema=False)
     def plotly_js():

@@ -124,6 +124,11 @@ def check_page(url: str, shot, keys: set[str], token: str | None = None) -> None
         )
         assert zones >= 2
         assert "gCO2e" in d.find_element(By.ID, "totals").text
+        # each workload links to why it runs where and when: explain's account, in the page
+        d.find_element(By.LINK_TEXT, "eu-etl").click()
+        explained = d.find_element(By.ID, "explanation").text
+        assert "(pulumi path" in explained and "dataResidency eu" in explained  # the constraint chain
+        assert "<- chosen" in explained and "why: " in explained and "mapping: zone " in explained
     assert page.console_errors() == []
     assert shot.stat().st_size > 20_000
 
@@ -149,6 +154,11 @@ def test_the_dashboard_in_a_real_browser(tmp_path):
 
         # the scheduler's own route carries the scheduler's authentication
         assert httpx.get(f"{scheduler.url}/dashboard").status_code == 401
+        assert httpx.get(f"{scheduler.url}/dashboard/explain/{cluster_key}").status_code == 401
+        unknown = httpx.get(
+            f"{scheduler.url}/dashboard/explain/no/such/key", headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        assert unknown.status_code == 404 and "no/such/key" in unknown.text
         check_page(f"{scheduler.url}/dashboard", tmp_path / "scheduler-dashboard.png", keys, token=TOKEN)
         # filtered by tenant: only that tenant's rows (the timeline follows the filter)
         with httpx.Client(base_url=scheduler.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
