@@ -41,3 +41,21 @@ def test_the_baseline_starts_where_the_search_began_else_at_the_booking():
     assert views.placement_rows([reservation()])[0]["decidedAt"] == "2027-01-09T18:00:00Z"
     (older,) = views.placement_rows([reservation(searched_from=None, duration_hours=None)])
     assert older["decidedAt"] == "2027-01-09T17:00:00Z" and older["hours"] == 3.0
+
+
+def test_the_loopback_app_names_a_scheduler_that_is_down_and_refuses_other_hosts():
+    from fastapi.testclient import TestClient
+
+    from greenops.clock import system_clock
+    from greenops.dashboard import SchedulerData
+    from greenops.dashboard.routes import local_app
+    from greenops.httpclient import RetryingClient
+    from greenops.local.controlplane import free_port
+
+    down = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    with RetryingClient(down, timeout=1, attempts=1) as scheduler:
+        app = local_app(SchedulerData(scheduler), system_clock)
+        page = TestClient(app, base_url="http://127.0.0.1").get("/dashboard")
+        assert page.status_code == 502 and down in page.text
+        assert TestClient(app, base_url="http://127.0.0.1").get("/dashboard/explain/a/b").status_code == 502
+        assert TestClient(app, base_url="http://evil.example").get("/dashboard").status_code == 400
