@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from greenops import automation, report
+from greenops.local.demo import next_evening
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.models.duration import parse_duration
@@ -44,7 +45,10 @@ def workload(i: int, t0: datetime, name: str | None = None) -> dict:
 def test_three_simulated_days(tmp_path):
     from pulumi import automation as auto
 
-    t0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    # The hour of day decides which workloads wait (hourly profiles), so the simulated days start at a
+    # fixed hour, the demo's evening, rather than at the next hour: a run starting at 17:xx UTC found
+    # no two still waiting after the second day's noon, and failed.
+    t0 = next_evening(datetime.now(UTC))
     end = t0 + timedelta(days=3)
     initial = [workload(i, t0) for i in range(16)]
     # two arrive on day 2, two on day 3 (their deadlines reach into day 4)
