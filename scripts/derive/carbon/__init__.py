@@ -1,0 +1,1 @@
+"""``data/carbon/``: grid carbon-intensity facts per Electricity Maps zone."""

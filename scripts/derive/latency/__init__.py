@@ -1,0 +1,2 @@
+"""``data/latency/<provider>.json``: inter-region round-trip latency, one module per provider
+because each cloud publishes its own statistic in its own format."""
