@@ -3,7 +3,7 @@
 
     .venv/bin/python benchmarks/pulumi_up.py [--workloads 5 100]
 
-Real engine, real OPA and scheduler on loopback, the GreenVm dynamic provider in its own process.
+Real engine, real OPA and scheduler on loopback, the Placement dynamic provider in its own process.
 """
 
 from __future__ import annotations

@@ -282,7 +282,7 @@ class ReconcilerConfig(_Section):
         default_factory=dict, description="secret stack config, e.g. greenops:opaToken"
     )
     secret_env: dict[str, SecretKeyRef] = Field(default_factory=dict, description="more workspace variables")
-    # `greenops reconcile` is a plain `up`, and GreenVm reads the operators' verdict itself during it
+    # `greenops reconcile` is a plain `up`, and Placement reads the operators' verdict itself during it
     refresh: bool = False
     workspace_cpu: str = "500m"
     workspace_memory: str = Field(default="2Gi", description="the workspace pip-installs the project's requirements")

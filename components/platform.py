@@ -27,8 +27,8 @@ class PlatformSecrets:
     mlflow_db_password: pulumi.Input[str] | None = None
     s3_access_key: pulumi.Input[str] | None = None
     s3_secret_key: pulumi.Input[str] | None = None
-    scheduler_token: pulumi.Input[str] | None = None  # greenops:schedulerToken, also GreenVm's
-    opa_token: pulumi.Input[str] | None = None  # greenops:opaToken: OPA's query token, also GreenVm's
+    scheduler_token: pulumi.Input[str] | None = None  # greenops:schedulerToken, also Placement's
+    opa_token: pulumi.Input[str] | None = None  # greenops:opaToken: OPA's query token, also Placement's
     opa_admin_token: pulumi.Input[str] | None = None  # greenops:opaAdminToken: kube-mgmt's, for writes
     scheduler_database_url: pulumi.Input[str] | None = None  # greenops:schedulerDatabaseUrl: an existing PostgreSQL
     scheduler_db_password: pulumi.Input[str] | None = None  # greenops:schedulerDbPassword: or the platform's own

@@ -39,7 +39,7 @@ class PolicyEngineArgs:
     bundle_init_image: str = "docker.io/library/busybox:1.37.0"
     vmtemplate_version: str = VMTEMPLATE_VERSION
     scheduler_token: pulumi.Input[str] | None = None  # presented on every call to the scheduler
-    # OPA's own API (system.authz): greenops:opaToken for decision queries (GreenVm's), and
+    # OPA's own API (system.authz): greenops:opaToken for decision queries (Placement's), and
     # greenops:opaAdminToken for kube-mgmt's writes. Both or neither.
     query_token: pulumi.Input[str] | None = None
     admin_token: pulumi.Input[str] | None = None

@@ -1,4 +1,4 @@
-"""GreenWorkload: one generic workload, placed by GreenVm, provisioned by a ConfigGroup when due."""
+"""GreenWorkload: one generic workload, placed by Placement, provisioned by a ConfigGroup when due."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pulumi_kubernetes as k8s
 
 from greenops import endpoints
 from greenops.models import Workload
-from greenops.provider.greenvm import GreenVm
+from greenops.provider.placement import Placement
 from greenops.renderers import RenderSettings
 
 # pulumi-kubernetes deletes in the foreground unless told otherwise: a retired object is then gone
@@ -43,7 +43,7 @@ class Endpoints:
     opa_token: pulumi.Input[str] | None = None
     scheduler_token: pulumi.Input[str] | None = None
     lead_seconds: float = 300.0  # open the time gate this long before the start (provisioning time)
-    # GreenVm reads back the operators' verdict on the VM (cluster mode with readiness "operator",
+    # Placement reads back the operators' verdict on the VM (cluster mode with readiness "operator",
     # with this kubeconfig or the ambient one); otherwise a run counts from when it is applied.
     watch_operators: bool = False
     kubeconfig: pulumi.Input[str] | None = None
@@ -59,7 +59,7 @@ class GreenWorkloadArgs:
 
 
 class GreenWorkload(pulumi.ComponentResource):
-    """The GreenVm decision plus the provider-specific objects (ASO, Config Connector or ACK).
+    """The Placement decision plus the provider-specific objects (ASO, Config Connector or ACK).
 
     The objects exist only while the workload's recorded lifecycle is Provisioning or Running:
     they appear when the time gate opens and are deleted when the run has completed, has failed,
@@ -90,7 +90,7 @@ class GreenWorkload(pulumi.ComponentResource):
             "caCertificate": e.ca_certificate,
             "stack": pulumi.get_stack(),  # the reservation's key is stack/workload/spec
         }
-        self.vm = GreenVm(f"{name}-placement", props, pulumi.ResourceOptions(parent=self))
+        self.vm = Placement(f"{name}-placement", props, pulumi.ResourceOptions(parent=self))
         self.objects = k8s.yaml.v2.ConfigGroup(
             f"{name}-vm",
             yaml=self.vm.manifests.apply(yaml_documents),

@@ -1,5 +1,5 @@
 """Where OPA and the scheduler answer, and how patiently they are asked: written once, read by the
-stack config, the GreenWorkload component, GreenVm, the platform's components and the CLI."""
+stack config, the GreenWorkload component, Placement, the platform's components and the CLI."""
 
 from __future__ import annotations
 

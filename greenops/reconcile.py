@@ -1,7 +1,7 @@
 """Reconciliation: one pass (``greenops reconcile``) and the loop that repeats it unattended
 (``greenops reconcile --watch``).
 
-A pass is a ``pulumi up`` of the stack: GreenVm advances each workload's recorded lifecycle, the
+A pass is a ``pulumi up`` of the stack: Placement advances each workload's recorded lifecycle, the
 ConfigGroups apply or delete the VM objects. It reports what changed and the next instant at
 which the clock alone changes something (a gate opens, a run ends), so the loop can wake up then
 rather than only on its fixed beat.

@@ -181,7 +181,7 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
     project folder that ``greenops:workloadsFrom`` paths are relative to (default: the current one)."""
     declared = _declared_workloads(raw, root or Path.cwd())
     # Structure only: whether a deadline still leaves time is checked when a workload is placed
-    # (GreenVm.check), so a placed workload whose deadline has passed stays a valid declaration.
+    # (Placement.check), so a placed workload whose deadline has passed stays a valid declaration.
     ctx = {"check_deadline": False, **({"now": now} if now else {})}
     workloads = []
     errors = []

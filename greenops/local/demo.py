@@ -2,7 +2,7 @@
 
 On loopback: etcd + kube-apiserver, the scheduler, OPA (HTTPS, with the policy bundle) as the
 mutating webhook for VmTemplate. Then both paths of the design:
-- Pulumi: the dev stack's sample workloads, two of them due the next morning, placed by GreenVm;
+- Pulumi: the dev stack's sample workloads, two of them due the next morning, placed by Placement;
   the clock is then played forward over a simulated day (reconcile passes at each next-change
   instant, as ``greenops reconcile --watch`` wakes), so each gate
   opening, run start (ASO / Config Connector / ACK objects appearing in the API server) and
@@ -79,7 +79,7 @@ def demo_project(
     shutil.copy2(REPO / "Pulumi.yaml", folder / "Pulumi.yaml")
     (folder / "stacks").mkdir(exist_ok=True)
     config = yaml.safe_load((REPO / "stacks" / "Pulumi.dev.yaml").read_text())["config"]
-    # GreenVm trusts the local OPA's throw-away CA as a prod stack trusts the platform's (caCertificate)
+    # Placement trusts the local OPA's throw-away CA as a prod stack trusts the platform's (caCertificate)
     config["greenops:endpoints"] = {
         "opaUrl": opa_url,
         "schedulerUrl": scheduler_url,

@@ -55,7 +55,7 @@ class Event(_Model):
 
 
 class Lifecycle(_Model):
-    """The recorded life of one placement, kept in GreenVm's state."""
+    """The recorded life of one placement, kept in Placement's state."""
 
     phase: Phase = Phase.SCHEDULED
     reason: str = ""

@@ -1,6 +1,6 @@
 """Read a workload's objects back from the cluster and say what their operator reports.
 
-GreenVm asks this while the objects exist (Provisioning, Running): the VM object's readiness
+Placement asks this while the objects exist (Provisioning, Running): the VM object's readiness
 moves the lifecycle to Running, a terminal condition on any object or an object deleted by hand
 ends it as Failed. The per-provider condition rules live with the renderers
 (``greenops/renderers/providers``), beside the objects they describe.
@@ -66,7 +66,7 @@ class ClusterObserver:
             ) from None
 
     def observe(self, workload: str, provider: str, manifests: list[dict]) -> Observation:
-        """The operator's verdict on ``manifests`` (what GreenVm applied for ``workload``)."""
+        """The operator's verdict on ``manifests`` (what Placement applied for ``workload``)."""
         try:
             live = [(m, self._get(m)) for m in manifests]
         except ClusterUnavailable as exc:

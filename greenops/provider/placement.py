@@ -1,4 +1,9 @@
-"""GreenVm: a Pulumi dynamic provider that turns one generic workload into a provider-specific VM.
+"""Placement: a Pulumi dynamic provider that decides where and when one generic workload runs, and
+renders the provider-specific VM objects while it is due (the objects are applied by the workload's
+ConfigGroup, named ``<name>-vm``).
+
+This was once ``GreenVm``; ``greenops.provider.greenvm`` still resolves the old
+names, because each stack's state records the provider by import path (see that module).
 
 create:  OPA's decision -> the scheduler -> zone mapped back to region and size -> image; the
          lifecycle starts as Scheduled and the manifests stay empty until the time gate opens.
@@ -92,7 +97,7 @@ def _name(props: dict) -> str:
     return str(w.get("name", "?")) if isinstance(w, dict) else "?"
 
 
-class GreenVmProvider(ResourceProvider):
+class PlacementProvider(ResourceProvider):
     # The pickled provider holds no secret (it is a reference to this class, ~100 bytes), so it need
     # not be stored encrypted: with the SDK's default every resource's copy is a secret, which
     # every checkpoint of the state encrypts again.
@@ -136,6 +141,7 @@ class GreenVmProvider(ResourceProvider):
         step, reported = self._advance(props, workload, decision, lifecycle, now, manifests=[], just_placed=True)
         recorded = self._report(props, step.lifecycle, Phase.SCHEDULED.value)
         return CreateResult(
+            # the id prefix predates the rename to Placement; kept so new and existing ids look alike
             id_=f"greenvm-{workload.name}",
             outs=self._outputs(props, workload, decision, step.lifecycle, recorded, reported),
         )
@@ -360,8 +366,8 @@ def _stamp(decision: Decision) -> str:
     return decision.document()["schedulingTime"]
 
 
-class GreenVm(Resource):
-    """A generic workload placed by policy and the scheduler (see GreenVmProvider)."""
+class Placement(Resource):
+    """A generic workload placed by policy and the scheduler (see PlacementProvider)."""
 
     decision: pulumi.Output[dict]
     phase: pulumi.Output[str]
@@ -376,7 +382,7 @@ class GreenVm(Resource):
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=SECRET_INPUTS))
         with _pickler_restored():
             super().__init__(
-                GreenVmProvider(),
+                PlacementProvider(),
                 name,
                 {
                     **props,

@@ -1,11 +1,11 @@
-"""The prod Pulumi path from outside the cluster, as CI runs it: GreenVm reaches OPA and the
+"""The prod Pulumi path from outside the cluster, as CI runs it: Placement reaches OPA and the
 scheduler through the Ingresses the prod stack declares (greenops:platform.externalAccess), over
 TLS it verifies against the CA the stack exports (opaCaCertificate), with both tokens.
 
 What is real: the prod stack's own declarations (evaluated under mocks, with the tls provider's
 certificates made for real from their inputs), nginx as the ingress data plane configured from the
 declared Ingresses and TLS Secrets (tests/ingress.py), OPA with the policy bundle and token
-authorization, the scheduler with its token, and GreenVm's own HTTP clients. What stands in: the
+authorization, the scheduler with its token, and Placement's own HTTP clients. What stands in: the
 DNS entries for the two host names (pointed at loopback, as /etc/hosts would), and loopback
 addresses for the two Services.
 """
@@ -23,7 +23,7 @@ from greenops.errors import GreenOpsError
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import loopback_tls
-from greenops.provider.greenvm import GreenVmProvider
+from greenops.provider.placement import PlacementProvider
 from tests.components.test_platform_mocks import OPA_TOKENS
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 from tests.declared import STACK_SECRETS, evaluate_stack
@@ -113,8 +113,8 @@ def props(route, **over) -> dict:
     }
 
 
-def test_greenvm_places_through_the_ingresses_with_verified_tls_and_both_tokens(route):
-    provider = GreenVmProvider()
+def test_placement_places_through_the_ingresses_with_verified_tls_and_both_tokens(route):
+    provider = PlacementProvider()
     out = provider.create(props(route)).outs
     assert out["decision"]["zone"] and out["reservation"]["phase"] in ("Scheduled", "Running")
     # The booking is in the scheduler's record, read back through the same route.
@@ -126,7 +126,7 @@ def test_greenvm_places_through_the_ingresses_with_verified_tls_and_both_tokens(
 
 def test_without_the_platform_ca_the_certificate_is_refused_by_name(route):
     with pytest.raises(GreenOpsError, match=r"certificate verify failed"):
-        GreenVmProvider().create(props(route, caCertificate=None))
+        PlacementProvider().create(props(route, caCertificate=None))
 
 
 @pytest.mark.parametrize(
@@ -140,7 +140,7 @@ def test_a_wrong_token_arrives_and_is_refused(route, field, says):
     """The ingress passes the Authorization header through: a wrong token reaches the service and
     is refused there (the Kubernetes API's service proxy would have dropped it)."""
     with pytest.raises(GreenOpsError, match=says):
-        GreenVmProvider().create(props(route, **{field: "not-the-token"}))
+        PlacementProvider().create(props(route, **{field: "not-the-token"}))
 
 
 def test_an_unknown_host_name_is_refused_at_the_handshake(route):

@@ -12,7 +12,7 @@ Not judged here, and why:
   and under mocks the provider is the mock, so their children never appear. This harness expands
   what the program hands over literally (a ConfigGroup's ``yaml`` text or ``objs`` list, e.g. Config
   Connector's operator manifest from the pinned bundle), never files or URLs. A workload's
-  ConfigGroup gets its objects from the GreenVm dynamic provider, whose outputs are mocked too (and
+  ConfigGroup gets its objects from the Placement dynamic provider, whose outputs are mocked too (and
   exist only once the time gate opens): the renderer tests and the helm install test judge those.
 - Config Connector's operator manifest when its pinned archive is not in the bundle cache (no network
   here): the program then gets an empty manifest and the report says so; the ConfigConnector object

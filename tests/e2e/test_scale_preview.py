@@ -1,7 +1,7 @@
 """1000 workloads, declared in files, previewed by the real engine through the Automation API and
 through the `pulumi` CLI. Before greenops:workloadsFrom, the config alone failed both ("Argument list
 too long"); before the pickler fix, the Automation API's preview died with a RecursionError a few
-hundred GreenVms in. Figures for up, reconcile and memory are in benchmarks/scale.py."""
+hundred Placements in. Figures for up, reconcile and memory are in benchmarks/scale.py."""
 
 from __future__ import annotations
 

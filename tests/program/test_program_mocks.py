@@ -19,7 +19,7 @@ KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-tes
 
 
 class Mocks(pulumi.runtime.Mocks):
-    """Stands in for GreenVm: 'due-*' workloads are running (manifests rendered), others scheduled."""
+    """Stands in for Placement: 'due-*' workloads are running (manifests rendered), others scheduled."""
 
     def __init__(self):
         self.resources: list[pulumi.runtime.MockResourceArgs] = []

@@ -1,4 +1,4 @@
-"""GreenVm through the real Pulumi engine: the dynamic provider is serialised and runs in its own
+"""Placement through the real Pulumi engine: the dynamic provider is serialised and runs in its own
 process, against the real OPA and scheduler, with the Kubernetes provider rendering to a folder.
 The clock is injected (GREENOPS_NOW) and stepped the way unattended reconciles would see it."""
 

@@ -1,4 +1,4 @@
-"""The GreenVm provider class, driven directly against a real OPA (the project's policies) and the
+"""The Placement provider class, driven directly against a real OPA (the project's policies) and the
 real scheduler, both on loopback. (Under Pulumi mocks a dynamic provider never runs.)"""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from greenops.errors import GreenOpsError
 from greenops.local.controlplane import free_port
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
-from greenops.provider.greenvm import GreenVmProvider
+from greenops.provider.placement import PlacementProvider
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 from tests.engine import iso
 
@@ -65,7 +65,7 @@ class Clock:
 def test_check_names_the_workload_and_field(servers):
     p = props(servers, cpu=0, duration="6 hours")
     p["schedulerUrl"] = "localhost:8080"
-    failures = {f.property: f.reason for f in GreenVmProvider().check({}, p).failures}
+    failures = {f.property: f.reason for f in PlacementProvider().check({}, p).failures}
     assert failures["workload.cpu"] == "workload 'etl': Input should be greater than 0"
     assert failures["workload.duration"].startswith("workload 'etl': malformed duration '6 hours'")
     assert failures["schedulerUrl"] == "workload 'etl': schedulerUrl must be an http(s) URL"
@@ -73,14 +73,14 @@ def test_check_names_the_workload_and_field(servers):
 
 def test_check_refuses_a_new_workload_past_its_deadline_but_not_a_placed_one(servers):
     p = props(servers, deadline="2025-01-01T00:00:00Z")
-    new = GreenVmProvider().check({}, p).failures
+    new = PlacementProvider().check({}, p).failures
     assert new and "cannot finish in time" in new[0].reason
-    assert GreenVmProvider().check(p, p).failures == []
+    assert PlacementProvider().check(p, p).failures == []
 
 
 def test_create_places_and_gates_on_time(servers, catalog, crd_schemas):
     clock = Clock()
-    provider = GreenVmProvider(clock)
+    provider = PlacementProvider(clock)
     created = provider.create(props(servers))
     out = created.outs
     d = out["decision"]
@@ -131,7 +131,7 @@ def test_create_places_and_gates_on_time(servers, catalog, crd_schemas):
 
 def test_a_missed_window_is_re_placed_from_now_and_then_runs_its_full_duration(servers):
     clock = Clock()
-    provider = GreenVmProvider(clock)
+    provider = PlacementProvider(clock)
     # far deadline and a wide choice: the scheduler will usually wait for a cleaner hour
     p = props(servers, deadline=iso(clock.now + timedelta(days=3)), dataResidency="none")
     created = provider.create(p).outs
@@ -164,7 +164,7 @@ def test_a_missed_window_is_re_placed_from_now_and_then_runs_its_full_duration(s
 
 def test_a_missed_window_past_the_deadline_fails_with_the_reason_and_calls_nothing(servers):
     clock = Clock()
-    provider = GreenVmProvider(clock)
+    provider = PlacementProvider(clock)
     p = props(servers, deadline=iso(clock.now + timedelta(hours=6)))
     created = provider.create(p).outs
     p = p | {"workload": created["workload"]}
@@ -179,7 +179,7 @@ def test_a_missed_window_past_the_deadline_fails_with_the_reason_and_calls_nothi
 def test_spec_change_replaces(servers):
     # A frozen clock: with the wall clock a start due within the second would move the phase
     # between create and diff, which is a change, just not the one this test is about.
-    provider = GreenVmProvider(Clock())
+    provider = PlacementProvider(Clock())
     out = provider.create(props(servers)).outs
     changed = props(servers) | {"workload": dict(out["workload"], cpu=8)}
     diff = provider.diff("greenvm-etl", out, changed)
@@ -190,7 +190,7 @@ def test_spec_change_replaces(servers):
 
 def test_policy_conflict_fails_closed(servers):
     with pytest.raises(GreenOpsError) as info:
-        GreenVmProvider().create(props(servers, originRegion="westus", maxLatency=10))
+        PlacementProvider().create(props(servers, originRegion="westus", maxLatency=10))
     assert "workload 'etl' was not placed: policy refused it" in str(info.value)
     assert "maxLatency 10 ms from westus leaves 0" in str(info.value)
 
@@ -201,7 +201,7 @@ def test_opa_down_is_a_clear_error(servers):
     with pytest.raises(
         GreenOpsError, match=r"workload 'etl' was not placed: OPA at http://127\.0\.0\.1:\d+ did not answer"
     ):
-        GreenVmProvider().create(p)
+        PlacementProvider().create(p)
 
 
 def test_scheduler_down_is_a_clear_error(servers):
@@ -210,12 +210,12 @@ def test_scheduler_down_is_a_clear_error(servers):
     with pytest.raises(
         GreenOpsError, match=r"workload 'etl' was not placed: scheduler at http://127\.0\.0\.1:\d+ did not answer"
     ):
-        GreenVmProvider().create(p)
+        PlacementProvider().create(p)
 
 
 def test_an_unreachable_cluster_is_a_named_error_and_the_record_is_kept(servers):
     clock = Clock()
-    provider = GreenVmProvider(clock)
+    provider = PlacementProvider(clock)
     port = free_port()
     kubeconfig = (
         "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: k, cluster: {server: "
@@ -246,8 +246,8 @@ def test_a_scheduler_that_requires_a_token_gets_it_from_the_stacks_secret():
             match=r"workload 'etl' was not placed: scheduler refused the request "
             r"\(HTTP 401\): a bearer token is required",
         ):
-            GreenVmProvider().create(p)
-        placed = GreenVmProvider().create(p | {"schedulerToken": "stack-secret-token"}).outs
+            PlacementProvider().create(p)
+        placed = PlacementProvider().create(p | {"schedulerToken": "stack-secret-token"}).outs
         assert placed["decision"]["zone"] and placed["phase"] in ("Scheduled", "Running")
 
 
@@ -263,12 +263,12 @@ def test_an_opa_that_requires_a_token_gets_it_from_the_stacks_secret():
             match=rf"^workload 'etl' was not placed: OPA at {opa.url} requires a "
             r"bearer token and none was sent \(HTTP 401: ",
         ):
-            GreenVmProvider().create(p)
+            PlacementProvider().create(p)
         with pytest.raises(
             GreenOpsError,
             match=rf"^workload 'etl' was not placed: OPA at {opa.url} refused the "
             r"bearer token \(HTTP 401: .*\); set greenops:opaToken",
         ):
-            GreenVmProvider().create(p | {"opaToken": "stale"})
-        placed = GreenVmProvider().create(p | {"opaToken": "opa-query-secret"}).outs
+            PlacementProvider().create(p | {"opaToken": "stale"})
+        placed = PlacementProvider().create(p | {"opaToken": "opa-query-secret"}).outs
         assert placed["decision"]["zone"] and placed["phase"] in ("Scheduled", "Running")

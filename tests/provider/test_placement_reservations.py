@@ -1,4 +1,4 @@
-"""GreenVm and the scheduler's record of placements, against a real OPA and a real scheduler on
+"""Placement and the scheduler's record of placements, against a real OPA and a real scheduler on
 loopback: a retried create books once, each phase reaches the record, retirement and delete give
 the capacity back, a replacement books its new key before the old one goes, and a report the
 scheduler could not take is made again on the next pass."""
@@ -12,9 +12,9 @@ import pytest
 
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
-from greenops.provider.greenvm import GreenVmProvider, reservation_key
+from greenops.provider.placement import PlacementProvider, reservation_key
 from tests.conftest import require_tool
-from tests.provider.test_greenvm_provider import Clock, props
+from tests.provider.test_placement_provider import Clock, props
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +40,7 @@ def start_of(outs):
 def test_the_record_follows_the_lifecycle_and_delete_releases(servers):
     opa, scheduler = servers
     clock = Clock()
-    provider = GreenVmProvider(clock)
+    provider = PlacementProvider(clock)
     p = props(servers) | {"stack": "dev"}
     key = reservation_key(p)
     assert key.startswith("dev/etl/")
@@ -70,7 +70,7 @@ def test_the_record_follows_the_lifecycle_and_delete_releases(servers):
 
 def test_delete_of_a_scheduled_workload_releases_it_and_a_retried_delete_is_harmless(servers):
     _, scheduler = servers
-    provider = GreenVmProvider(Clock())
+    provider = PlacementProvider(Clock())
     p = props(servers) | {"stack": "dev"}
     out = provider.create(p).outs
     provider.delete("greenvm-etl", out)
@@ -81,7 +81,7 @@ def test_delete_of_a_scheduled_workload_releases_it_and_a_retried_delete_is_harm
 
 def test_a_replacement_books_its_new_key_before_the_old_is_released(servers):
     _, scheduler = servers
-    provider = GreenVmProvider(Clock())
+    provider = PlacementProvider(Clock())
     old = props(servers) | {"stack": "dev"}
     new = {**old, "workload": {**old["workload"], "cpu": 2}}
     old_out = provider.create(old).outs
@@ -94,7 +94,7 @@ def test_a_replacement_books_its_new_key_before_the_old_is_released(servers):
 def test_a_report_the_scheduler_missed_is_made_on_the_next_pass(servers, tmp_path):
     opa, scheduler = servers
     clock = Clock()
-    provider = GreenVmProvider(clock)
+    provider = PlacementProvider(clock)
     p = props(servers) | {"stack": "dev"}
     out = provider.create(p).outs
     scheduler.stop()  # down when the run starts

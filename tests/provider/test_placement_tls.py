@@ -1,4 +1,4 @@
-"""GreenVm reaches an OPA served over HTTPS by a private CA (the platform's own, as in a cluster)
+"""Placement reaches an OPA served over HTTPS by a private CA (the platform's own, as in a cluster)
 when the stack gives that CA as greenops:endpoints.caCertificate, and fails with a named error
 without it. Real OPA and scheduler on loopback; nothing set process-wide."""
 
@@ -10,9 +10,9 @@ from greenops.errors import GreenOpsError
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import loopback_tls
-from greenops.provider.greenvm import GreenVmProvider
+from greenops.provider.placement import PlacementProvider
 from tests.conftest import require_tool
-from tests.provider.test_greenvm_provider import Clock, props
+from tests.provider.test_placement_provider import Clock, props
 
 pytestmark = pytest.mark.integration
 
@@ -33,6 +33,6 @@ def test_the_platforms_ca_is_trusted_only_when_given(tmp_path, monkeypatch):
             match=r"workload 'etl' was not placed: OPA at https://127\.0\.0\.1:\d+ did "
             r"not answer .*CERTIFICATE_VERIFY_FAILED",
         ):
-            GreenVmProvider(Clock()).create(p)
-        out = GreenVmProvider(Clock()).create(p | {"caCertificate": tls.ca_pem.decode()}).outs
+            PlacementProvider(Clock()).create(p)
+        out = PlacementProvider(Clock()).create(p | {"caCertificate": tls.ca_pem.decode()}).outs
         assert out["decision"]["provider"] in ("azure", "gcp", "aws")

@@ -8,16 +8,16 @@ import pytest
 from greenops import cli, placements
 from greenops.httpclient import RetryingClient
 from greenops.policies.client import OpaClient
-from greenops.provider.greenvm import GreenVmProvider
-from tests.provider.test_greenvm_provider import Clock, props
-from tests.provider.test_greenvm_reservations import servers  # noqa: F401 - the fixture
+from greenops.provider.placement import PlacementProvider
+from tests.provider.test_placement_provider import Clock, props
+from tests.provider.test_placement_reservations import servers  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.integration
 
 
 def test_list_filter_and_who_is_affected_without_a_region(servers, monkeypatch, capsys):  # noqa: F811
     opa, scheduler = servers
-    provider = GreenVmProvider(Clock())
+    provider = PlacementProvider(Clock())
     pinned = props(servers, name="pinned", provider="azure", region="swedencentral") | {"stack": "dev"}
     eu = props(servers, name="eu-any") | {"stack": "dev"}
     anywhere = props(
