@@ -18,12 +18,11 @@ from pathlib import Path
 
 from pulumi import automation as auto
 
-from greenops import program
+from greenops import automation, program
 from greenops.catalog import load_catalog
 from greenops.clock import stamp
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
-from greenops.toolpaths import TOOLS_BIN, pulumi_env
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBenchmarkKeyOnly greenops-bench"
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"  # rendered into owner ARM ids, never used against Azure
@@ -72,18 +71,8 @@ def main() -> None:
         for n in args.workloads:
             tmp = Path(tempfile.mkdtemp(prefix="greenops-bench-"))
             (tmp / "state").mkdir()
-            env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp / 'state'}"})
-            stack = auto.create_or_select_stack(
-                stack_name=f"bench{n}",
-                project_name="greenops-platform",
-                program=program.run,
-                opts=auto.LocalWorkspaceOptions(
-                    work_dir=str(tmp),
-                    pulumi_home=env["PULUMI_HOME"],
-                    env_vars=env,
-                    pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent)),
-                    project_settings=auto.ProjectSettings(name="greenops-platform", runtime="python"),
-                ),
+            stack = automation.inline_stack(
+                f"bench{n}", program.run, tmp, {"PULUMI_BACKEND_URL": f"file://{tmp / 'state'}"}
             )
             stack.set_all_config(
                 {

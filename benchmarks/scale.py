@@ -34,14 +34,17 @@ from pulumi import automation as auto
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.pulumi_up import KEY, SUBSCRIPTION, workloads  # noqa: E402
-from greenops import program  # noqa: E402
+from greenops import (
+    automation,  # noqa: E402
+    program,  # noqa: E402
+)
 from greenops.automation import checkpoint_env  # noqa: E402
 from greenops.clock import stamp
 from greenops.local.controlplane import LocalControlPlane  # noqa: E402
 from greenops.local.opa import OpaServer  # noqa: E402
 from greenops.local.scheduler import SchedulerServer  # noqa: E402
 from greenops.local.webhook import namespace_manifest  # noqa: E402
-from greenops.toolpaths import TOOLS_BIN, pulumi_env  # noqa: E402
+from greenops.toolpaths import pulumi_env  # noqa: E402
 
 PROJECT = "greenops-platform"
 
@@ -134,27 +137,14 @@ def run(
     tmp = Path(tempfile.mkdtemp(prefix="greenops-scale-"))
     (tmp / "state").mkdir()
     write_workloads(tmp / "workloads", n)
-    env = pulumi_env(
-        {
-            "PULUMI_BACKEND_URL": f"file://{tmp / 'state'}",
-            "PULUMI_CONFIG_PASSPHRASE": "bench",
-            **(checkpoint_env() if skip_checkpoints else {}),
-        }
-    )
+    env = {
+        "PULUMI_BACKEND_URL": f"file://{tmp / 'state'}",
+        "PULUMI_CONFIG_PASSPHRASE": "bench",
+        **(checkpoint_env() if skip_checkpoints else {}),
+    }
     if not pulumi_logs:
-        env["PULUMI_HOME"] = str(home_without_logs(tmp, Path(env["PULUMI_HOME"])))
-    stack = auto.create_or_select_stack(
-        stack_name=f"scale{n}",
-        project_name=PROJECT,
-        program=lambda: program.run(root=tmp),
-        opts=auto.LocalWorkspaceOptions(
-            work_dir=str(tmp),
-            pulumi_home=env["PULUMI_HOME"],
-            env_vars=env,
-            pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent)),
-            project_settings=auto.ProjectSettings(name=PROJECT, runtime="python"),
-        ),
-    )
+        env["PULUMI_HOME"] = str(home_without_logs(tmp, Path(pulumi_env()["PULUMI_HOME"])))
+    stack = automation.inline_stack(f"scale{n}", lambda: program.run(root=tmp), tmp, env)
     stack.set_all_config(
         {
             "greenops:workloadsFrom": auto.ConfigValue("workloads"),

@@ -1,4 +1,4 @@
-"""GreenWorkload: one generic workload, placed by Placement, provisioned by a ConfigGroup when due."""
+"""GreenWorkload: one generic workload, placed by its Placement, provisioned by a ConfigGroup when due."""
 
 from __future__ import annotations
 

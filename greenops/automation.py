@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from pulumi import automation as auto  # noqa: F401 - re-exported for callers
+from pulumi import automation as auto
 
 from greenops.errors import GreenOpsError
 from greenops.stale_lock import clear_stale_locks
@@ -40,23 +41,38 @@ def checkpoint_env() -> dict[str, str]:
     return {"PULUMI_SKIP_CHECKPOINTS": "true"}
 
 
-def stack(name: str, work_dir: Path | None = None, env: dict[str, str] | None = None) -> auto.Stack:
-    """``name`` of the project in ``work_dir`` (default: project_dir()), run in-process."""
-    from greenops import program
-
-    work_dir = work_dir or project_dir()
-    envs = pulumi_env({**checkpoint_env(), **(env or {})})
+def inline_stack(
+    name: str,
+    program: Callable[[], None],
+    work_dir: Path,
+    env: dict[str, str] | None = None,
+    project: str = PROJECT,
+) -> auto.Stack:
+    """Stack ``name`` running ``program`` in-process with the pinned CLI, in ``work_dir`` and with
+    ``env`` on top of the tools' environment. A ``work_dir`` without a Pulumi.yaml (tests,
+    benchmarks) is given one naming ``project``; one with it keeps its own."""
+    envs = pulumi_env(env)
+    settings = None if (work_dir / "Pulumi.yaml").exists() else auto.ProjectSettings(name=project, runtime="python")
     return auto.create_or_select_stack(
         stack_name=name,
-        project_name=PROJECT,
-        program=lambda: program.run(root=work_dir),
+        project_name=project,
+        program=program,
         opts=auto.LocalWorkspaceOptions(
             work_dir=str(work_dir),
             pulumi_home=envs["PULUMI_HOME"],
             env_vars=envs,
             pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent)),
+            project_settings=settings,
         ),
     )
+
+
+def stack(name: str, work_dir: Path | None = None, env: dict[str, str] | None = None) -> auto.Stack:
+    """``name`` of the project in ``work_dir`` (default: project_dir()), run in-process."""
+    from greenops import program
+
+    work_dir = work_dir or project_dir()
+    return inline_stack(name, lambda: program.run(root=work_dir), work_dir, {**checkpoint_env(), **(env or {})})
 
 
 def run(st: auto.Stack, op: str, stream: bool = True) -> object:

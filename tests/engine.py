@@ -13,7 +13,7 @@ import yaml
 
 from greenops import automation
 from greenops.clock import stamp
-from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
+from greenops.toolpaths import REPO
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
@@ -52,19 +52,8 @@ def engine_stack(tmp_path: Path, name: str, now: datetime, config: dict):
     from greenops import program
 
     (tmp_path / "state").mkdir()
-    env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "GREENOPS_NOW": iso(now)})
-    stack = auto.create_or_select_stack(
-        stack_name=name,
-        project_name="greenops-platform",
-        program=program.run,
-        opts=auto.LocalWorkspaceOptions(
-            work_dir=str(tmp_path),
-            pulumi_home=env["PULUMI_HOME"],
-            env_vars=env,
-            pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent)),
-            project_settings=auto.ProjectSettings(name="greenops-platform", runtime="python"),
-        ),
-    )
+    env = {"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "GREENOPS_NOW": iso(now)}
+    stack = automation.inline_stack(name, program.run, tmp_path, env)
     stack.set_all_config({f"greenops:{k}": auto.ConfigValue(json.dumps(v)) for k, v in config.items()})
     return stack
 

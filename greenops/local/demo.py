@@ -2,7 +2,7 @@
 
 On loopback: etcd + kube-apiserver, the scheduler, OPA (HTTPS, with the policy bundle) as the
 mutating webhook for VmTemplate. Then both paths of the design:
-- Pulumi: the dev stack's sample workloads, two of them due the next morning, placed by Placement;
+- Pulumi: the dev stack's sample workloads, two of them due the next morning, placed by their Placements;
   the clock is then played forward over a simulated day (reconcile passes at each next-change
   instant, as ``greenops reconcile --watch`` wakes), so each gate
   opening, run start (ASO / Config Connector / ACK objects appearing in the API server) and

@@ -10,8 +10,8 @@ import pulumi
 import pytest
 from pulumi import automation as auto
 
+from greenops import automation
 from greenops.outputs import gather, sdk_waits_cheaply
-from greenops.toolpaths import TOOLS_BIN, pulumi_env
 from tests.engine import require_engine
 
 PARTS = 200  # each with a few Outputs: far more pending than the cheap wait's few
@@ -40,19 +40,8 @@ def _refuse(urn: str) -> None:
 def _stack(tmp_path: Path, name: str, fail_in_apply: bool) -> auto.Stack:
     require_engine()
     (tmp_path / "state").mkdir(exist_ok=True)
-    env = pulumi_env({"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "PULUMI_CONFIG_PASSPHRASE": "test"})
-    return auto.create_or_select_stack(
-        stack_name=name,
-        project_name="greenops-wait",
-        program=_program(fail_in_apply),
-        opts=auto.LocalWorkspaceOptions(
-            work_dir=str(tmp_path),
-            pulumi_home=env["PULUMI_HOME"],
-            env_vars=env,
-            pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent)),
-            project_settings=auto.ProjectSettings(name="greenops-wait", runtime="python"),
-        ),
-    )
+    env = {"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "PULUMI_CONFIG_PASSPHRASE": "test"}
+    return automation.inline_stack(name, _program(fail_in_apply), tmp_path, env, project="greenops-wait")
 
 
 def test_every_value_arrives(tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from greenops import automation
 from greenops.local.controlplane import LocalControlPlane
 from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
 
@@ -55,7 +56,6 @@ def test_helm_reports_a_current_kubernetes(tools, tmp_path):
 
 def test_pulumi_engine_runs_a_dynamic_resource_and_renders_kubernetes_yaml(tools, tmp_path):
     """Real CLI + the python dynamic-provider shim + the Kubernetes plugin in render mode."""
-    from pulumi import automation as auto
 
     tools["pulumi"], tools["pulumi-resource-kubernetes"], tools["pulumi-resource-pulumi-python"]
     rendered = tmp_path / "rendered"
@@ -76,25 +76,12 @@ def test_pulumi_engine_runs_a_dynamic_resource_and_renders_kubernetes_yaml(tools
         )
         pulumi.export("echoed", echo.echoed)
 
-    env = pulumi_env(
-        {
-            "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
-            "PYTHONPATH": str(REPO),  # the provider process imports tests.tools.echo_provider
-        }
-    )
+    env = {
+        "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+        "PYTHONPATH": str(REPO),  # the provider process imports tests.tools.echo_provider
+    }
     (tmp_path / "state").mkdir()
-    stack = auto.create_or_select_stack(
-        stack_name="smoke",
-        project_name="greenops-smoke",
-        program=program,
-        opts=auto.LocalWorkspaceOptions(
-            work_dir=str(tmp_path),
-            pulumi_home=env["PULUMI_HOME"],
-            env_vars=env,
-            pulumi_command=auto.PulumiCommand(root=str(TOOLS_BIN.parent)),
-            project_settings=auto.ProjectSettings(name="greenops-smoke", runtime="python"),
-        ),
-    )
+    stack = automation.inline_stack("smoke", program, tmp_path, env, project="greenops-smoke")
     try:
         preview = stack.preview()
         assert preview.change_summary.get("create") == 4  # stack, echo, provider, configmap
