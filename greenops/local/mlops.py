@@ -115,7 +115,9 @@ class SeaweedFsServer(ProcessService):
                 "-s3.port.iceberg=0",
                 "-s3.port.lance=0",  # no other listener on loopback
                 "-master.volumeSizeLimitMB=64",
-                "-volume.max=8",
+                # each collection (bucket) grows 7 volumes at its first write, and the filer's own
+                # default collection takes more: 8 left a bucket created on demand with none
+                "-volume.max=32",
             ],
             self.root / "weed.log",
         )

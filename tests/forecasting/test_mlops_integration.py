@@ -16,7 +16,7 @@ import pytest
 from mlflow import MlflowClient
 
 from greenops.clock import stamp
-from greenops.forecasting import cli, tracking
+from greenops.forecasting import tracking
 from greenops.forecasting.features import HISTORY_HOURS, HOUR, feature_row
 from greenops.local.mlops import MlflowServer, MlserverServer, write_repository
 from greenops.local.scheduler import SchedulerServer
@@ -25,7 +25,7 @@ from greenops.scheduler.series import to_epoch
 from greenops.scheduler.sources import ProfileSource, TraceSource
 from greenops.scheduler.sources.oip import OipSource
 
-from .conftest import require_mlserver
+from .conftest import require_mlserver, train_germany
 
 pytestmark = [pytest.mark.integration, pytest.mark.mlops, pytest.mark.shared_data]
 NOW = datetime(2023, 4, 10, 6, 0, tzinfo=UTC)
@@ -39,23 +39,7 @@ def mlops(spring_slice, tmp_path_factory):
     previous = mlflow.get_tracking_uri()
     try:
         with MlflowServer(root=root / "mlflow") as registry:
-            code = cli.main(
-                [
-                    "--tracking-uri",
-                    registry.url,
-                    "train",
-                    "--traces",
-                    str(spring_slice),
-                    "--zones",
-                    "DE",
-                    "--holdout-from",
-                    "2023-03-20",
-                    "--out",
-                    str(root / "report"),
-                    "--plot-zones",
-                    "DE",
-                ]
-            )
+            code = train_germany(registry.url, spring_slice, root / "report")
             assert code == 0
             tracking.use_tracking(registry.url)
             exported = tracking.export(root / "models")

@@ -24,6 +24,7 @@ from greenops.forecasting import cli, tracking
 from greenops.forecasting.features import FEATURES, INPUT_NAME
 from greenops.forecasting.names import DEFAULT_STORAGE_PREFIX, served_models, split_s3_uri, storage_uri
 from greenops.local.mlops import MlflowServer, SeaweedFsServer
+from tests.forecasting.conftest import train_germany
 
 pytestmark = [pytest.mark.integration, pytest.mark.shared_data]
 ACCESS, SECRET = "GREENOPSTESTACCESS01", "greenops-test-secret-key-0123456789abcdef"
@@ -61,23 +62,7 @@ def stack(spring_slice, tmp_path_factory):
         env = {access_name: ACCESS, secret_name: SECRET, "MLFLOW_S3_ENDPOINT_URL": store.url}
         try:
             with MlflowServer(root=root / "mlflow", artifacts_destination="s3://mlflow/", env=env) as registry:
-                code = cli.main(
-                    [
-                        "--tracking-uri",
-                        registry.url,
-                        "train",
-                        "--traces",
-                        str(spring_slice),
-                        "--zones",
-                        "DE",
-                        "--holdout-from",
-                        "2023-03-20",
-                        "--out",
-                        str(root / "report"),
-                        "--plot-zones",
-                        "DE",
-                    ]
-                )
+                code = train_germany(registry.url, spring_slice, root / "report")
                 assert code == 0, (registry.root / "mlflow.log").read_text()[-3000:]
                 yield store, registry, root
         finally:
