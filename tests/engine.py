@@ -44,6 +44,20 @@ def render_mode_config(opa_url: str, scheduler_url: str, render_dir: Path, **sec
     }
 
 
+def small_job(name: str, deadline: str, tenant: str = "ops", **fields) -> dict:
+    """A declared workload of 2 vCPU and 4 GiB for 1 h from West Europe; ``fields`` add or change any."""
+    return {
+        "name": name,
+        "cpu": 2,
+        "memory": 4,
+        "duration": "1h",
+        "deadline": deadline,
+        "originRegion": "westeurope",
+        "tenant": tenant,
+        **fields,
+    }
+
+
 def engine_stack(tmp_path: Path, name: str, now: datetime, config: dict):
     """An inline-program stack on a file backend in ``tmp_path``, its clock at ``now``."""
     require_engine()

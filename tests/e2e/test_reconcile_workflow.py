@@ -15,7 +15,7 @@ import yaml
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.toolpaths import REPO
-from tests.engine import iso, project_with_stack, render_mode_config, require_engine
+from tests.engine import iso, project_with_stack, render_mode_config, require_engine, small_job
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 WORKFLOW = REPO / ".github" / "workflows" / "reconcile.yml"
@@ -69,17 +69,7 @@ def test_every_run_step_reconciles_a_stack(tmp_path):
                 opa.url,
                 scheduler.url,
                 tmp_path / "rendered",
-                workloads=[
-                    {
-                        "name": "nightly",
-                        "cpu": 2,
-                        "memory": 4,
-                        "duration": "1h",
-                        "deadline": iso(now + timedelta(hours=1, minutes=2)),
-                        "originRegion": "westeurope",
-                        "tenant": "ci",
-                    }
-                ],
+                workloads=[small_job("nightly", iso(now + timedelta(hours=1, minutes=2)), tenant="ci")],
             ),
         )
         outputs = []

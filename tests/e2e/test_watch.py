@@ -16,7 +16,7 @@ from greenops.httpclient import RetryingClient
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.toolpaths import REPO
-from tests.engine import iso, project_with_stack, render_mode_config, require_engine
+from tests.engine import iso, project_with_stack, render_mode_config, require_engine, small_job
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 
@@ -34,17 +34,7 @@ def test_watch_passes_and_stops_between_passes_on_sigterm(tmp_path):
                 opa.url,
                 scheduler.url,
                 tmp_path / "rendered",
-                workloads=[
-                    {
-                        "name": "etl",
-                        "cpu": 2,
-                        "memory": 4,
-                        "duration": "1h",
-                        "deadline": deadline,
-                        "originRegion": "westeurope",
-                        "tenant": "ops",
-                    }
-                ],
+                workloads=[small_job("etl", deadline)],
             ),
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "GREENOPS_"))}
@@ -109,18 +99,7 @@ def test_a_watch_killed_mid_pass_leaves_a_lock_the_next_run_clears(tmp_path):
                 opa.url,
                 scheduler.url,
                 tmp_path / "rendered",
-                workloads=[
-                    {
-                        "name": f"etl-{i}",
-                        "cpu": 2,
-                        "memory": 4,
-                        "duration": "1h",
-                        "deadline": deadline,
-                        "originRegion": "westeurope",
-                        "tenant": "ops",
-                    }
-                    for i in range(3)
-                ],
+                workloads=[small_job(f"etl-{i}", deadline) for i in range(3)],
             ),
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "GREENOPS_"))}

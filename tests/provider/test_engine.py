@@ -13,7 +13,7 @@ from greenops import automation, report
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.reconcile import lifecycle_changes
-from tests.engine import at, at_once, engine_stack, iso, render_mode_config, rendered_workloads
+from tests.engine import at, at_once, engine_stack, iso, render_mode_config, rendered_workloads, small_job
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 
@@ -23,16 +23,7 @@ def test_up_gate_second_up_clock_and_destroy(tmp_path):
     out = tmp_path / "rendered"
     workloads = [
         # must start now: its deadline leaves two minutes of slack
-        {
-            "name": "urgent",
-            "cpu": 2,
-            "memory": 4,
-            "duration": "2h",
-            "deadline": iso(now + timedelta(hours=2, minutes=2)),
-            "originRegion": "westeurope",
-            "dataResidency": "eu",
-            "tenant": "ops",
-        },
+        small_job("urgent", iso(now + timedelta(hours=2, minutes=2)), duration="2h", dataResidency="eu"),
         {
             "name": "patient",
             "cpu": 4,

@@ -17,7 +17,7 @@ import pytest
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.provider.placement import PlacementProvider
-from tests.engine import engine_stack, iso, render_mode_config
+from tests.engine import engine_stack, iso, render_mode_config, small_job
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 
@@ -49,16 +49,7 @@ def _with_recorded_provider(deployment: dict) -> int:
 def test_stack_from_before_the_rename_is_not_replaced(tmp_path):
     now = datetime.now(UTC).replace(microsecond=0)
     out = tmp_path / "rendered"
-    workload = {
-        "name": "nightly",
-        "cpu": 2,
-        "memory": 4,
-        "duration": "1h",
-        "deadline": iso(now + timedelta(hours=1, minutes=2)),  # no slack: runs now
-        "originRegion": "westeurope",
-        "dataResidency": "eu",
-        "tenant": "ops",
-    }
+    workload = small_job("nightly", iso(now + timedelta(hours=1, minutes=2)), dataResidency="eu")  # no slack: runs now
     with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
         config = render_mode_config(
             opa.url, scheduler.url, out, workloads=[workload], endpoints={"provisioningLeadSeconds": 300}
