@@ -9,35 +9,35 @@ window is never reported as a saving. Completed runs are what was achieved; the 
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 
 from greenops.catalog import data_dir
+from greenops.catalog.schema import PowerFile
 
 # A Failed workload never ran (or never finished); a Released one was given back (its VmTemplate
 # deleted, or replaced by a new spec) and is counted, if at all, under the booking that replaced it.
 NOT_COUNTED = {"Failed", "Released"}
 
 
-def power_model() -> dict:
-    return json.loads((data_dir() / "power.json").read_text())
+def power_model() -> PowerFile:
+    return PowerFile.model_validate_json((data_dir() / "power.json").read_text())
 
 
 def account(rows: list[dict]) -> list[dict]:
     model = power_model()
-    u = model["utilisation"]
+    u = model.utilisation
     out = []
     for r in rows:
-        p = model["providers"].get(r.get("provider") or "", None)
+        p = model.providers.get(r.get("provider") or "")
         if p is None or r.get("expected") is None or r.get("memory") is None or r.get("phase") in NOT_COUNTED:
             out.append({**r, "energy_kwh": None, "expected_g": None, "baseline_g": None, "saving_g": None})
             continue
         watts = (
-            r["cpu"] * (p["minWattsPerVcpu"] + u * (p["maxWattsPerVcpu"] - p["minWattsPerVcpu"]))
-            + r["memory"] * p["memoryWattsPerGb"]
+            r["cpu"] * (p.minWattsPerVcpu + u * (p.maxWattsPerVcpu - p.minWattsPerVcpu))
+            + r["memory"] * p.memoryWattsPerGb
         )
-        kwh = r["hours"] * watts * p["pue"] / 1000
+        kwh = r["hours"] * watts * p.pue / 1000
         expected, baseline = (
             kwh * r["expected"],
             kwh * (r["baseline"] if r.get("baseline") is not None else r["expected"]),

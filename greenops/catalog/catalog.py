@@ -115,7 +115,7 @@ class Catalog:
 
     @cached_property
     def aws_ami_lookup(self) -> AwsAmiLookup:
-        return AwsAmiLookup.model_validate(self._images.aws["lookup"])
+        return self._images.aws.lookup
 
     def image(self, provider: str, region: str) -> str:
         """The Ubuntu 22.04 image for a region, as the string its provider's API takes."""
@@ -125,7 +125,7 @@ class Catalog:
         if provider == "gcp":
             return self._images.gcp["sourceImage"]
         if provider == "aws":
-            ami = self._images.aws["amis"].get(region)
+            ami = self._images.aws.amis.get(region)
             if ami is None:
                 lookup = self.aws_ami_lookup
                 raise CatalogError(
@@ -158,7 +158,7 @@ class Catalog:
             gaps.append("no Electricity Maps zone")
         elif self.profile(r.zone) is None:
             gaps.append(f"no carbon data for zone {r.zone}")
-        if provider == "aws" and region not in self._images.aws["amis"]:
+        if provider == "aws" and region not in self._images.aws.amis:
             gaps.append("no known AMI")
         if provider == "gcp" and not r.availabilityZones:
             gaps.append("no known compute zones")

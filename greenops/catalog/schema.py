@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SCHEMA_VERSION = 1
 
 
 class _Fact(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _File(_Fact):
+    """A whole data file: written by ``make data`` for exactly this version of the shapes below."""
+
+    schemaVersion: int
+
+    @field_validator("schemaVersion")
+    @classmethod
+    def _current(cls, v: int) -> int:
+        if v != SCHEMA_VERSION:
+            raise ValueError(f"is {v}, but this code reads version {SCHEMA_VERSION}: run make data")
+        return v
 
 
 class Region(_Fact):
@@ -28,13 +41,11 @@ class Region(_Fact):
         return f"{self.provider}/{self.name}"
 
 
-class RegionsFile(_Fact):
-    schemaVersion: int
+class RegionsFile(_File):
     regions: list[Region]
 
 
-class LatencyFile(_Fact):
-    schemaVersion: int
+class LatencyFile(_File):
     provider: str
     unit: str
     statistic: str
@@ -60,8 +71,7 @@ class VmSize(_Fact):
         return self.hourlyUsd.get(region, self.referenceHourlyUsd)
 
 
-class SizesFile(_Fact):
-    schemaVersion: int
+class SizesFile(_File):
     provider: str
     families: list[str]
     priceNote: str
@@ -86,12 +96,18 @@ class AwsAmiLookup(_Fact):
     ssmParameter: str
 
 
-class ImagesFile(_Fact):
-    schemaVersion: int
+class AwsImages(_Fact):
+    arch: str
+    amis: dict[str, str] = Field(description="region -> AMI id, where a published one exists")
+    amiSource: str
+    lookup: AwsAmiLookup = Field(description="how a region without one finds its AMI")
+
+
+class ImagesFile(_File):
     os: str
     azure: dict[str, AzureImage]
     gcp: dict[str, str]
-    aws: dict[str, object]
+    aws: AwsImages
 
 
 class CarbonProfile(_Fact):
@@ -109,8 +125,7 @@ class CarbonProfile(_Fact):
         return self.monthHour[month - 1][hour]
 
 
-class ProfilesFile(_Fact):
-    schemaVersion: int
+class ProfilesFile(_File):
     unit: str
     resolution: str
     zones: dict[str, CarbonProfile]
@@ -127,6 +142,20 @@ class CrdKind(_Fact):
     storage: str
 
 
-class CrdsFile(_Fact):
-    schemaVersion: int
+class CrdsFile(_File):
     kinds: list[CrdKind]
+
+
+class ProviderPower(_Fact):
+    """Cloud Carbon Footprint's power model for one provider."""
+
+    minWattsPerVcpu: float = Field(gt=0)
+    maxWattsPerVcpu: float = Field(gt=0)
+    memoryWattsPerGb: float = Field(gt=0)
+    pue: float = Field(ge=1)
+
+
+class PowerFile(_File):
+    source: str
+    utilisation: float = Field(ge=0, le=1, description="the CPU load assumed for every run")
+    providers: dict[str, ProviderPower]

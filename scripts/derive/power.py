@@ -6,30 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+
+from greenops.catalog.schema import PowerFile
 
 from .common import PROVIDERS, SCHEMA_VERSION, DataFile, round_
-
-
-# greenops.catalog.schema has no model for power.json (greenops/report.py reads it as a plain
-# dict), so this stand-in checks the fields report.py uses. It belongs in the schema module.
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ProviderPower(_Strict):
-    minWattsPerVcpu: float = Field(gt=0)
-    maxWattsPerVcpu: float = Field(gt=0)
-    memoryWattsPerGb: float = Field(gt=0)
-    pue: float = Field(ge=1)
-
-
-class PowerFile(_Strict):
-    schemaVersion: int
-    source: str
-    utilisation: float = Field(ge=0, le=1)
-    providers: dict[str, ProviderPower]
-
 
 FILE = DataFile("power.json", PowerFile)
 
