@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from greenops.catalog import load_catalog
-from greenops.models import Workload
+from greenops.catalog import load_catalog, select_size
+from greenops.models import Decision, Workload
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -26,6 +26,16 @@ def now():
     return NOW
 
 
+# where a hand-built Decision places a run, for tests about the run rather than the placement
+IN_PARIS = {
+    "provider": "gcp",
+    "region": "europe-west9",
+    "zone": "FR",
+    "vm_size": "e2-standard-4",
+    "image": "projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts",
+}
+
+
 @pytest.fixture
 def make_workload():
     def make(**overrides) -> Workload:
@@ -40,6 +50,26 @@ def make_workload():
         }
         data.update(overrides)
         return Workload.model_validate(data, context={"now": NOW})
+
+    return make
+
+
+@pytest.fixture
+def decide(catalog):
+    """A Decision for ``workload`` in a catalog region, sized by the catalog, with fixed intensities."""
+
+    def make(workload, provider, region, at=datetime(2026, 11, 25, 2, tzinfo=UTC)):
+        r = catalog.region(provider, region)
+        return Decision(
+            provider=provider,
+            region=region,
+            zone=r.zone,
+            scheduling_time=at,
+            vm_size=select_size(catalog, provider, region, workload.cpu, workload.memory).name,
+            image=catalog.image(provider, region),
+            expected_intensity=50,
+            baseline_intensity=200,
+        )
 
     return make
 

@@ -10,7 +10,7 @@ import yaml
 
 from greenops.models import Decision, Workload
 from greenops.renderers import RenderSettings, render
-from tests.conftest import AZURE_SUBSCRIPTION
+from tests.conftest import AZURE_SUBSCRIPTION, IN_PARIS
 
 NOW_SPEC = {"cpu": 2, "memory": 4, "duration": "1h", "deadline": "2030-01-01T00:00:00Z", "originRegion": "westeurope"}
 WORKLOADS = [dict(NOW_SPEC, name="due-now", tenant="finance"), dict(NOW_SPEC, name="later", tenant="ml")]
@@ -30,12 +30,8 @@ class Mocks(pulumi.runtime.Mocks):
         if args.typ == "pulumi-python:dynamic:Resource":
             w = Workload.model_validate(outs["workload"], context={"check_deadline": False})
             d = Decision(
-                provider="gcp",
-                region="europe-west9",
-                zone="FR",
+                **{**IN_PARIS, "vm_size": "e2-standard-2"},
                 scheduling_time="2029-01-01T00:00:00Z",
-                vm_size="e2-standard-2",
-                image="projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts",
                 expected_intensity=20,
                 baseline_intensity=80,
             )

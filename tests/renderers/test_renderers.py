@@ -1,7 +1,5 @@
 """Every provider's minimum set (thesis §3.4) renders and validates against the real CRDs."""
 
-from datetime import UTC
-
 import pytest
 
 from greenops.errors import RenderError
@@ -217,20 +215,9 @@ def test_azure_without_ssh_key_fails_closed(make_workload, decide):
         render(w, decide(w, "azure", "westeurope"), RenderSettings(azure_subscription_id=AZURE_SUBSCRIPTION))
 
 
-def test_gcp_region_without_compute_zones_is_refused(make_workload, catalog, settings):
-    from datetime import datetime
-
-    from greenops.models import Decision
-
+def test_gcp_region_without_compute_zones_is_refused(make_workload, decide, settings):
     w = make_workload()
-    d = Decision(
-        provider="gcp",
-        region="europe-north2",
-        zone="SE-SE3",
-        vm_size="e2-standard-4",
-        image=catalog.image("gcp", "europe-north2"),
-        scheduling_time=datetime(2026, 11, 25, tzinfo=UTC),
-    )
+    d = decide(w, "gcp", "europe-north2")
     with pytest.raises(RenderError, match="no compute zone is known for GCP region 'europe-north2'"):
         render(w, d, settings)
 

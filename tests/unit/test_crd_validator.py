@@ -1,7 +1,6 @@
 """The CRD validator must catch what the API server would silently prune or reject."""
 
 import copy
-from datetime import UTC
 
 import pytest
 
@@ -12,20 +11,9 @@ pytestmark = pytest.mark.crds
 
 
 @pytest.fixture
-def instance(make_workload, catalog):
-    from datetime import datetime
-
-    from greenops.models import Decision
-
+def instance(make_workload, decide):
     w = make_workload()
-    d = Decision(
-        provider="aws",
-        region="eu-west-3",
-        zone="FR",
-        vm_size="c6a.xlarge",
-        image=catalog.image("aws", "eu-west-3"),
-        scheduling_time=datetime(2026, 11, 25, tzinfo=UTC),
-    )
+    d = decide(w, "aws", "eu-west-3")
     return [o for o in render(w, d, observed=group_reported(w.name)) if o["kind"] == "Instance"][0]
 
 

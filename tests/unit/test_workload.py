@@ -4,7 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from greenops.models import DataResidency, Decision, Workload
-from tests.conftest import NOW
+from tests.conftest import IN_PARIS, NOW
 
 
 def errors_of(exc: ValidationError) -> dict[str, str]:
@@ -95,16 +95,7 @@ def test_providers_deduplicated_and_lowercased(make_workload):
 
 
 def test_decision_saving_and_utc():
-    d = Decision(
-        provider="gcp",
-        region="europe-west9",
-        zone="FR",
-        scheduling_time="2026-11-22T03:00:00+01:00",
-        vm_size="e2-standard-4",
-        image="projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts",
-        expected_intensity=30,
-        baseline_intensity=120,
-    )
+    d = Decision(**IN_PARIS, scheduling_time="2026-11-22T03:00:00+01:00", expected_intensity=30, baseline_intensity=120)
     assert d.scheduling_time == datetime(2026, 11, 22, 2, tzinfo=UTC)
     assert d.saving_percent == pytest.approx(75.0)
     assert d.model_dump(mode="json", by_alias=True)["schedulingTime"] == "2026-11-22T02:00:00Z"
@@ -112,12 +103,4 @@ def test_decision_saving_and_utc():
 
 def test_decision_rejects_negative_intensity():
     with pytest.raises(ValidationError, match="greater than or equal to 0"):
-        Decision(
-            provider="gcp",
-            region="r",
-            zone="FR",
-            scheduling_time="2026-11-22T00:00:00Z",
-            vm_size="x",
-            image="y",
-            expected_intensity=-1,
-        )
+        Decision(**IN_PARIS, scheduling_time="2026-11-22T00:00:00Z", expected_intensity=-1)
