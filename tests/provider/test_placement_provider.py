@@ -195,20 +195,12 @@ def test_policy_conflict_fails_closed(servers):
     assert "maxLatency 10 ms from westus leaves 0" in str(info.value)
 
 
-def test_opa_down_is_a_clear_error(servers):
+@pytest.mark.parametrize(("setting", "named"), [("opaUrl", "OPA"), ("schedulerUrl", "scheduler")])
+def test_a_dependency_down_is_a_clear_error(servers, setting, named):
     p = props(servers)
-    p["opaUrl"] = f"http://127.0.0.1:{free_port()}"
+    p[setting] = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(
-        GreenOpsError, match=r"workload 'etl' was not placed: OPA at http://127\.0\.0\.1:\d+ did not answer"
-    ):
-        PlacementProvider().create(p)
-
-
-def test_scheduler_down_is_a_clear_error(servers):
-    p = props(servers)
-    p["schedulerUrl"] = f"http://127.0.0.1:{free_port()}"
-    with pytest.raises(
-        GreenOpsError, match=r"workload 'etl' was not placed: scheduler at http://127\.0\.0\.1:\d+ did not answer"
+        GreenOpsError, match=rf"workload 'etl' was not placed: {named} at http://127\.0\.0\.1:\d+ did not answer"
     ):
         PlacementProvider().create(p)
 
