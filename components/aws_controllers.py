@@ -10,6 +10,7 @@ import pulumi_aws as aws
 
 from components.config import AwsConfig
 from components.helm import release
+from components.pins import ChartPin
 
 NAMESPACE = "ack-system"
 SERVICE_ACCOUNT = "ack-ec2-controller"
@@ -63,7 +64,7 @@ def trust_policy(provider_arn: str, issuer: str) -> str:
 @dataclass
 class AwsControllersArgs:
     config: AwsConfig
-    chart: dict
+    chart: ChartPin
 
 
 class AwsControllers(pulumi.ComponentResource):

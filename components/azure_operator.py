@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 
 from components.config import AzureConfig
 from components.helm import release
+from components.pins import ChartPin
 
 NAMESPACE = "azureserviceoperator-system"
 SERVICE_ACCOUNT = "azureserviceoperator-default"
@@ -21,7 +22,7 @@ CONTRIBUTOR = "b24988ac-6180-42a0-ab88-20f7382dd24c"  # built-in Azure role defi
 @dataclass
 class AzureServiceOperatorArgs:
     config: AzureConfig
-    chart: dict
+    chart: ChartPin
     # what the release waits for: cert-manager (the chart's Issuer and Certificate for its webhooks)
     after: list[pulumi.Resource] = field(default_factory=list)
 
@@ -55,10 +56,12 @@ class AzureServiceOperator(pulumi.ComponentResource):
             scope=self.resource_group.id,
             opts=child,
         )
-        self.namespace = k8s.core.v1.Namespace(f"{name}-ns", metadata={"name": NAMESPACE}, opts=child)
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-ns", metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE), opts=child
+        )
         self.settings = k8s.core.v1.Secret(
             f"{name}-settings",
-            metadata={"name": "aso-controller-settings", "namespace": NAMESPACE},
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="aso-controller-settings", namespace=NAMESPACE),
             string_data={
                 "AZURE_SUBSCRIPTION_ID": c.subscription_id,
                 "AZURE_TENANT_ID": c.tenant_id,

@@ -11,6 +11,7 @@ import pulumi
 
 from components.config import CertManagerConfig
 from components.helm import release
+from components.pins import ChartPin
 
 
 def chart_values(c: CertManagerConfig) -> dict:
@@ -29,7 +30,7 @@ def chart_values(c: CertManagerConfig) -> dict:
 @dataclass
 class CertManagerArgs:
     config: CertManagerConfig
-    chart: dict  # pinned chart (components/versions.yaml cert_manager)
+    chart: ChartPin  # components/versions.yaml cert_manager
 
 
 class CertManager(pulumi.ComponentResource):
@@ -37,4 +38,4 @@ class CertManager(pulumi.ComponentResource):
         super().__init__("greenops:platform:CertManager", name, None, opts)
         c = args.config
         self.release = release(name, args.chart, c.namespace, chart_values(c), self)
-        self.register_outputs({"version": args.chart["version"], "namespace": c.namespace})
+        self.register_outputs({"version": args.chart.version, "namespace": c.namespace})

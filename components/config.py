@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 from urllib.parse import urlencode
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from components.pins import VERSIONS_FILE as VERSIONS_FILE  # re-exported: tests name the file from here
+from components.pins import PinnedVersions, pinned_versions
 from greenops import endpoints
 from greenops.forecasting.names import DEFAULT_STORAGE_PREFIX
-
-VERSIONS_FILE = Path(__file__).resolve().parent / "versions.yaml"
 
 
 class _Section(BaseModel):
@@ -318,7 +317,10 @@ class PlatformConfig(_Section):
     cert_manager: CertManagerConfig = Field(default_factory=CertManagerConfig)
     reconciler: ReconcilerConfig = Field(default_factory=lambda: ReconcilerConfig(enabled=False))
     external_access: ExternalAccessConfig = Field(default_factory=ExternalAccessConfig)
-    versions: dict[str, dict | str] = Field(default_factory=dict, description="overrides of components/versions.yaml")
+    versions: PinnedVersions = Field(
+        default_factory=pinned_versions,
+        description="components/versions.yaml; a stack overrides an entry, or fields of one, under versions.<entry>",
+    )
 
     @field_validator("cert_manager")
     @classmethod
@@ -347,7 +349,13 @@ class PlatformConfig(_Section):
             )
         return v
 
-    def version(self, key: str) -> dict | str:
-        pinned = yaml.safe_load(VERSIONS_FILE.read_text())
-        value = self.versions.get(key, pinned[key])
-        return {**pinned[key], **value} if isinstance(pinned[key], dict) and isinstance(value, dict) else value
+    @field_validator("versions", mode="before")
+    @classmethod
+    def _over_the_pinned_file(cls, overrides: Any) -> Any:
+        """A stack's overrides laid over the pinned entries, then validated as the file is, so a bad
+        override is refused here, by entry and field, before anything is declared."""
+        if isinstance(overrides, PinnedVersions):
+            return overrides
+        if not isinstance(overrides, Mapping):
+            raise ValueError("expected a mapping of components/versions.yaml entries to override")
+        return pinned_versions().overridden(overrides)

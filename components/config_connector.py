@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 
 from components.config import GcpConfig
 from components.operator_bundle import operator_manifest
+from components.pins import OperatorBundlePin
 
 KSA = "cnrm-system/cnrm-controller-manager"
 
@@ -17,7 +18,7 @@ KSA = "cnrm-system/cnrm-controller-manager"
 @dataclass
 class ConfigConnectorArgs:
     config: GcpConfig
-    pin: dict
+    bundle: OperatorBundlePin  # components/versions.yaml config_connector
 
 
 class ConfigConnector(pulumi.ComponentResource):
@@ -52,13 +53,13 @@ class ConfigConnector(pulumi.ComponentResource):
         # fetches the pinned archive, verifies its pinned sha256, and applies the one manifest in it
         # that upstream's manual install applies (operator-system/configconnector-operator.yaml).
         self.operator = k8s.yaml.v2.ConfigGroup(
-            f"{name}-operator", yaml=operator_manifest(args.pin), opts=pulumi.ResourceOptions(parent=self)
+            f"{name}-operator", yaml=operator_manifest(args.bundle), opts=pulumi.ResourceOptions(parent=self)
         )
         self.context = k8s.apiextensions.CustomResource(
             f"{name}-config",
             api_version="core.cnrm.cloud.google.com/v1beta1",
             kind="ConfigConnector",
-            metadata={"name": "configconnector.core.cnrm.cloud.google.com"},
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="configconnector.core.cnrm.cloud.google.com"),
             spec={"mode": "cluster", "googleServiceAccount": self.account.email},
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.operator, self.workload_identity]),
         )

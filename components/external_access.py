@@ -100,36 +100,34 @@ class ExternalAccess(pulumi.ComponentResource):
         # An Ingress reads its TLS Secret from its own namespace, so each backend's gets a copy.
         secret = k8s.core.v1.Secret(
             f"{name}-{part}-tls",
-            metadata={"name": TLS_SECRET, "namespace": backend.namespace},
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=TLS_SECRET, namespace=backend.namespace),
             type="kubernetes.io/tls",
             string_data={"tls.crt": cert_pem, "tls.key": key_pem},
             opts=pulumi.ResourceOptions(parent=self),
         )
-        spec: dict = {
-            "tls": [{"hosts": [host], "secretName": TLS_SECRET}],
-            "rules": [
-                {
-                    "host": host,
-                    "http": {
-                        "paths": [
-                            {
-                                "path": "/",
-                                "pathType": "Prefix",
-                                "backend": {"service": {"name": backend.service, "port": {"number": backend.port}}},
-                            }
-                        ]
-                    },
-                }
-            ],
-        }
-        if c.ingress_class_name:
-            spec["ingressClassName"] = c.ingress_class_name
-        metadata: dict = {"name": f"greenops-{part}", "namespace": backend.namespace}
-        if annotations:
-            metadata["annotations"] = annotations
+        route = k8s.networking.v1.HTTPIngressPathArgs(
+            path="/",
+            path_type="Prefix",
+            backend=k8s.networking.v1.IngressBackendArgs(
+                service=k8s.networking.v1.IngressServiceBackendArgs(
+                    name=backend.service, port=k8s.networking.v1.ServiceBackendPortArgs(number=backend.port)
+                )
+            ),
+        )
         return k8s.networking.v1.Ingress(
             f"{name}-{part}",
-            metadata=metadata,
-            spec=spec,
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=f"greenops-{part}", namespace=backend.namespace, annotations=annotations or None
+            ),
+            spec=k8s.networking.v1.IngressSpecArgs(
+                # unset: the cluster's default IngressClass
+                ingress_class_name=c.ingress_class_name or None,
+                tls=[k8s.networking.v1.IngressTLSArgs(hosts=[host], secret_name=TLS_SECRET)],
+                rules=[
+                    k8s.networking.v1.IngressRuleArgs(
+                        host=host, http=k8s.networking.v1.HTTPIngressRuleValueArgs(paths=[route])
+                    )
+                ],
+            ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[secret]),
         )

@@ -1,8 +1,8 @@
 """A pinned Helm release, the way every component installs an upstream chart.
 
-A pin (components/versions.yaml) may carry ``values``: overrides that belong to the pinned version
-itself, whoever installs it (e.g. an image moved to another repository). They are merged under the
-component's own values, which win on a conflict.
+A pin (components/versions.yaml, a ``ChartPin``) may carry ``values``: overrides that belong to the
+pinned version itself, whoever installs it (e.g. an image moved to another repository). They are
+merged under the component's own values, which win on a conflict.
 
 The Helm release is named exactly as the Pulumi resource (no random suffix), so the Services a chart
 derives from the release name (``<name>-postgresql``...) have names other components can address.
@@ -10,8 +10,12 @@ derives from the release name (``<name>-postgresql``...) have names other compon
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pulumi
 import pulumi_kubernetes as k8s
+
+from components.pins import ChartPin
 
 
 def merged(base: dict, over: dict) -> dict:
@@ -24,23 +28,21 @@ def merged(base: dict, over: dict) -> dict:
 
 def release(
     name: str,
-    pin: dict,
+    pin: ChartPin,
     namespace: str,
     values: dict,
     parent: pulumi.Resource,
-    depends_on: list[pulumi.Resource] | None = None,
+    depends_on: Sequence[pulumi.Resource] | None = None,
 ) -> k8s.helm.v3.Release:
-    repo = pin["repo"]
-    oci = repo.startswith("oci://")
     return k8s.helm.v3.Release(
         name,
         name=name,
-        chart=f"{repo}/{pin['chart']}" if oci else pin["chart"],
-        version=pin["version"],
-        repository_opts=None if oci else k8s.helm.v3.RepositoryOptsArgs(repo=repo),
+        chart=f"{pin.repo}/{pin.chart}" if pin.oci else pin.chart,
+        version=pin.version,
+        repository_opts=None if pin.oci else k8s.helm.v3.RepositoryOptsArgs(repo=pin.repo),
         namespace=namespace,
         create_namespace=True,
-        values=merged(pin.get("values") or {}, values),
+        values=merged(pin.values, values),
         atomic=True,
         opts=pulumi.ResourceOptions(parent=parent, depends_on=depends_on or []),
     )

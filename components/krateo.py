@@ -9,12 +9,13 @@ import pulumi_kubernetes as k8s
 
 from components.config import KrateoConfig
 from components.helm import release
+from components.pins import ChartPin
 
 
 @dataclass
 class KrateoArgs:
     config: KrateoConfig
-    core_provider: dict  # pinned chart
+    core_provider: ChartPin
 
 
 class KrateoPlatform(pulumi.ComponentResource):
@@ -28,8 +29,8 @@ class KrateoPlatform(pulumi.ComponentResource):
             f"{name}-vmtemplate",
             api_version="core.krateo.io/v1alpha1",
             kind="CompositionDefinition",
-            metadata={"name": "vmtemplate", "namespace": c.composition_namespace},
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="vmtemplate", namespace=c.composition_namespace),
             spec={"chart": {"url": f"{c.vm_template_chart_url}/vm-template", "version": c.vm_template_chart_version}},
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.core_provider]),
         )
-        self.register_outputs({"coreProviderVersion": args.core_provider["version"]})
+        self.register_outputs({"coreProviderVersion": args.core_provider.version})

@@ -24,6 +24,7 @@ import pulumi_kubernetes as k8s
 
 from components.config import KserveConfig, MlflowConfig
 from components.helm import release
+from components.pins import ChartPin
 from greenops.forecasting.names import served_models, storage_uri
 
 # The variable names boto3 reads, MLflow's chart sets from its existingSecret, and KServe's storage
@@ -65,9 +66,9 @@ def kserve_s3_annotations(endpoint: str | None) -> dict[str, str]:
 @dataclass
 class ModelTrackingArgs:
     config: MlflowConfig
-    mlflow_chart: dict
-    postgresql_chart: dict
-    seaweedfs_chart: dict
+    mlflow_chart: ChartPin
+    postgresql_chart: ChartPin
+    seaweedfs_chart: ChartPin
     db_password: pulumi.Input[str]
     s3_access_key: pulumi.Input[str]
     s3_secret_key: pulumi.Input[str]
@@ -81,12 +82,14 @@ class ModelTracking(pulumi.ComponentResource):
         super().__init__("greenops:platform:ModelTracking", name, None, opts)
         c = args.config
         ns = c.namespace
-        namespace = k8s.core.v1.Namespace(f"{name}-ns", metadata={"name": ns}, opts=pulumi.ResourceOptions(parent=self))
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-ns", metadata=k8s.meta.v1.ObjectMetaArgs(name=ns), opts=pulumi.ResourceOptions(parent=self)
+        )
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[namespace])
         access_key, secret_key = S3_KEY_NAMES
         self.credentials = k8s.core.v1.Secret(
             f"{name}-credentials",
-            metadata={"name": CREDENTIALS, "namespace": ns},
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=CREDENTIALS, namespace=ns),
             string_data=pulumi.Output.secret(
                 {
                     "username": DB_USER,
@@ -121,7 +124,7 @@ class ModelTracking(pulumi.ComponentResource):
             # chart's post-install hook creates MLflow's bucket (it does so only for filer.s3).
             self.s3_config = k8s.core.v1.Secret(
                 f"{name}-seaweedfs-s3-config",
-                metadata={"name": SEAWEEDFS_CONFIG_SECRET, "namespace": ns},
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=SEAWEEDFS_CONFIG_SECRET, namespace=ns),
                 string_data={
                     SEAWEEDFS_CONFIG_KEY: pulumi.Output.secret(
                         pulumi.Output.all(args.s3_access_key, args.s3_secret_key).apply(
@@ -196,8 +199,8 @@ class ModelTracking(pulumi.ComponentResource):
 @dataclass
 class ModelServingArgs:
     config: KserveConfig
-    crd_chart: dict
-    chart: dict
+    crd_chart: ChartPin
+    chart: ChartPin
     mlserver_image: str
     # Where storageUri s3://... points: the tracking store's endpoint (ModelTracking.endpoint), or None
     # for AWS S3; read with the platform's object-store keys.
@@ -233,7 +236,9 @@ class ModelServing(pulumi.ComponentResource):
             depends_on=[self.crds, *args.after],
         )
         models_ns = k8s.core.v1.Namespace(
-            f"{name}-models-ns", metadata={"name": c.models_namespace}, opts=pulumi.ResourceOptions(parent=self)
+            f"{name}-models-ns",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=c.models_namespace),
+            opts=pulumi.ResourceOptions(parent=self),
         )
         after = pulumi.ResourceOptions(parent=self, depends_on=[self.controller, models_ns])
         self.service_account = self._storage_credentials(name, args, models_ns)
@@ -241,7 +246,7 @@ class ModelServing(pulumi.ComponentResource):
             f"{name}-mlserver",
             api_version="serving.kserve.io/v1alpha1",
             kind="ServingRuntime",
-            metadata={"name": "greenops-mlserver", "namespace": c.models_namespace},
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="greenops-mlserver", namespace=c.models_namespace),
             spec={
                 "supportedModelFormats": [{"name": "mlflow", "version": "2", "autoSelect": True}],
                 "protocolVersions": ["v2"],
@@ -266,11 +271,11 @@ class ModelServing(pulumi.ComponentResource):
                 f"{name}-{model}",
                 api_version="serving.kserve.io/v1beta1",
                 kind="InferenceService",
-                metadata={
-                    "name": model,
-                    "namespace": c.models_namespace,
-                    "annotations": {"serving.kserve.io/deploymentMode": c.deployment_mode},
-                },
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=model,
+                    namespace=c.models_namespace,
+                    annotations={"serving.kserve.io/deploymentMode": c.deployment_mode},
+                ),
                 spec={
                     "predictor": {
                         "serviceAccountName": MODELS_SERVICE_ACCOUNT,
@@ -293,7 +298,7 @@ class ModelServing(pulumi.ComponentResource):
         Secret KServe's storage initializer reads the keys and the endpoint from."""
         c = args.config
         opts = pulumi.ResourceOptions(parent=self, depends_on=[models_ns])
-        secrets = []
+        secrets: list[k8s.core.v1.ObjectReferenceArgs] = []
         if c.storage_prefix.startswith("s3://"):
             if args.s3_access_key is None or args.s3_secret_key is None:
                 raise ValueError(
@@ -303,19 +308,19 @@ class ModelServing(pulumi.ComponentResource):
             access_key, secret_key = S3_KEY_NAMES
             self.storage_secret = k8s.core.v1.Secret(
                 f"{name}-models-s3",
-                metadata={
-                    "name": MODELS_S3_SECRET,
-                    "namespace": c.models_namespace,
-                    "annotations": kserve_s3_annotations(args.s3_endpoint),
-                },
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=MODELS_S3_SECRET,
+                    namespace=c.models_namespace,
+                    annotations=kserve_s3_annotations(args.s3_endpoint),
+                ),
                 string_data=pulumi.Output.secret({access_key: args.s3_access_key, secret_key: args.s3_secret_key}),
                 opts=opts,
             )
-            secrets = [{"name": MODELS_S3_SECRET}]
+            secrets = [k8s.core.v1.ObjectReferenceArgs(name=MODELS_S3_SECRET)]
             opts = pulumi.ResourceOptions(parent=self, depends_on=[models_ns, self.storage_secret])
         return k8s.core.v1.ServiceAccount(
             f"{name}-models-sa",
-            metadata={"name": MODELS_SERVICE_ACCOUNT, "namespace": c.models_namespace},
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=MODELS_SERVICE_ACCOUNT, namespace=c.models_namespace),
             secrets=secrets or None,
             opts=opts,
         )

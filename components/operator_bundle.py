@@ -13,16 +13,16 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import re
 import tarfile
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
 import pulumi
 import yaml
 
-SHA256 = re.compile(r"^[0-9a-f]{64}$")
+from components.pins import SHA256, OperatorBundle
 
 
 class OperatorBundleError(pulumi.RunError):
@@ -116,8 +116,17 @@ def extract_manifest(archive: bytes, member: str, source: str) -> str:
     return raw.decode("utf-8")
 
 
-def operator_manifest(pin: dict, *, cache: Path | None = None, transport: httpx.BaseTransport | None = None) -> str:
-    """The operator's YAML named by a pin ``{operator_bundle: <archive URL>, sha256, operator_manifest: <path>}``."""
-    url = pin["operator_bundle"]
-    archive = fetch(url, pin.get("sha256", ""), cache=cache, transport=transport)
-    return extract_manifest(archive, pin["operator_manifest"], url)
+def operator_manifest(
+    bundle: OperatorBundle | Mapping[str, str],
+    *,
+    cache: Path | None = None,
+    transport: httpx.BaseTransport | None = None,
+) -> str:
+    """The operator's YAML a pin names: the member ``operator_manifest`` of the archive at
+    ``operator_bundle``, once the archive matches ``sha256``. A mapping with those keys (a pin written
+    out by hand, e.g. the Autopilot variant tried before it is committed) is validated as one first;
+    other keys in it, such as ``version``, are not needed here."""
+    if not isinstance(bundle, OperatorBundle):
+        bundle = OperatorBundle.model_validate(bundle, extra="ignore")
+    archive = fetch(bundle.operator_bundle, bundle.sha256, cache=cache, transport=transport)
+    return extract_manifest(archive, bundle.operator_manifest, bundle.operator_bundle)

@@ -46,29 +46,29 @@ class GreenOpsPlatformArgs:
 class GreenOpsPlatform(pulumi.ComponentResource):
     def __init__(self, name: str, args: GreenOpsPlatformArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("greenops:platform:GreenOpsPlatform", name, None, opts)
-        c, v = args.config, args.config.version
+        c, pins = args.config, args.config.versions
         child = pulumi.ResourceOptions(parent=self)
         self.parts: dict[str, pulumi.ComponentResource] = {}
         if c.krateo.enabled:
-            self.parts["krateo"] = KrateoPlatform("krateo", KrateoArgs(c.krateo, v("krateo_core_provider")), child)
+            self.parts["krateo"] = KrateoPlatform("krateo", KrateoArgs(c.krateo, pins.krateo_core_provider), child)
         # cert-manager first: ASO's and KServe's releases declare Certificates and need its webhook up.
         # With certManager.existing they rely on the cluster's own; with neither, the config is refused.
         webhook_certs: list[pulumi.Resource] = []
         if c.cert_manager.enabled:
             self.parts["certManager"] = CertManager(
-                "cert-manager", CertManagerArgs(c.cert_manager, v("cert_manager")), child
+                "cert-manager", CertManagerArgs(c.cert_manager, pins.cert_manager), child
             )
             webhook_certs.append(self.parts["certManager"].release)
         if c.azure.enabled:
             self.parts["azure"] = AzureServiceOperator(
-                "aso", AzureServiceOperatorArgs(c.azure, v("azure_service_operator"), after=webhook_certs), child
+                "aso", AzureServiceOperatorArgs(c.azure, pins.azure_service_operator, after=webhook_certs), child
             )
         if c.gcp.enabled:
-            self.parts["gcp"] = ConfigConnector("kcc", ConfigConnectorArgs(c.gcp, v("config_connector")), child)
+            self.parts["gcp"] = ConfigConnector("kcc", ConfigConnectorArgs(c.gcp, pins.config_connector), child)
         if c.aws.enabled:
-            self.parts["aws"] = AwsControllers("ack", AwsControllersArgs(c.aws, v("ack_ec2")), child)
+            self.parts["aws"] = AwsControllers("ack", AwsControllersArgs(c.aws, pins.ack_ec2), child)
         if c.scheduler.enabled:
-            image = c.scheduler.image or v("scheduler_image")
+            image = c.scheduler.image or pins.scheduler_image
             s = args.secrets
             self.parts["scheduler"] = GreenOpsScheduler(
                 "scheduler",
@@ -78,7 +78,7 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                     s.scheduler_token,
                     database_url=s.scheduler_database_url,
                     db_password=s.scheduler_db_password,
-                    postgresql_chart=v("postgresql"),
+                    postgresql_chart=pins.postgresql,
                 ),
                 child,
             )
@@ -87,9 +87,9 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                 "opa",
                 PolicyEngineArgs(
                     c.policy,
-                    v("opa_image"),
-                    v("kube_mgmt_image"),
-                    bundle_init_image=v("bundle_init_image"),
+                    pins.opa_image,
+                    pins.kube_mgmt_image,
+                    bundle_init_image=pins.bundle_init_image,
                     scheduler_token=args.secrets.scheduler_token,
                     query_token=args.secrets.opa_token,
                     admin_token=args.secrets.opa_admin_token,
@@ -102,9 +102,9 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                 "mlflow",
                 ModelTrackingArgs(
                     c.mlflow,
-                    v("mlflow"),
-                    v("postgresql"),
-                    v("seaweedfs"),
+                    pins.mlflow,
+                    pins.postgresql,
+                    pins.seaweedfs,
                     s.mlflow_db_password,
                     s.s3_access_key,
                     s.s3_secret_key,
@@ -117,9 +117,9 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                 "kserve",
                 ModelServingArgs(
                     c.kserve,
-                    v("kserve_crd"),
-                    v("kserve"),
-                    v("mlserver_image"),
+                    pins.kserve_crd,
+                    pins.kserve,
+                    pins.mlserver_image,
                     after=webhook_certs,
                     # the models are read from the tracking store's object store, with the same keys
                     s3_endpoint=tracking.endpoint if tracking else c.mlflow.artifact_endpoint,
@@ -137,8 +137,8 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                 "pko",
                 WorkloadReconcilerArgs(
                     r,
-                    v("pulumi_kubernetes_operator"),
-                    v("pulumi_workspace"),
+                    pins.pulumi_kubernetes_operator,
+                    pins.pulumi_workspace,
                     args.reconcile_interval_seconds,
                     shared_ns,
                     after=list(self.parts.values()),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -29,6 +29,8 @@ SHIPPED_DIR = "/shipped"  # the release's bundle, from the opa-bundle ConfigMap
 PERSIST_DIR = "/var/opa"  # OPA's persistence directory: bundles/<name>/bundle.tar.gz is loaded at boot
 BUNDLE_NAME = "greenops"
 ADMIN_TOKEN_DIR = "/var/run/secrets/greenops/opa-admin"  # kube-mgmt's --opa-auth-token-file lives here
+ADMIN_TOKEN_VOLUME = "opa-admin-token"
+LABELS = {"app.kubernetes.io/name": "opa", "app.kubernetes.io/part-of": "greenops"}
 
 
 @dataclass
@@ -66,15 +68,204 @@ def opa_config(c: PolicyConfig) -> dict:
     }
 
 
+@dataclass
+class ApiTokens:
+    """What OPA's API tokens add to the pod: OPA's flags and variables, and kube-mgmt's token file.
+    Empty when the stack sets no tokens, and OPA's API is open to every pod that reaches it."""
+
+    secrets: list[k8s.core.v1.Secret] = field(default_factory=list)
+    env: list[k8s.core.v1.EnvVarArgs] = field(default_factory=list)
+    opa_args: list[str] = field(default_factory=list)
+    mgmt_args: list[str] = field(default_factory=list)
+    mgmt_mounts: list[k8s.core.v1.VolumeMountArgs] = field(default_factory=list)
+    volumes: list[k8s.core.v1.VolumeArgs] = field(default_factory=list)
+
+
+@dataclass
+class BundleSource:
+    """How OPA gets the policy bundle shipped with the release: from its persistence directory,
+    filled by an init container, when a bundle service sends newer ones; else straight from the
+    ConfigMap with --bundle."""
+
+    opa_arg: str
+    opa_mount: k8s.core.v1.VolumeMountArgs
+    volumes: list[k8s.core.v1.VolumeArgs]
+    init: list[k8s.core.v1.ContainerArgs]
+
+
+def _mount(name: str, path: str, read_only: bool | None = None) -> k8s.core.v1.VolumeMountArgs:
+    return k8s.core.v1.VolumeMountArgs(name=name, mount_path=path, read_only=read_only)
+
+
+def _restricted(run_as_user: int | None = None) -> k8s.core.v1.SecurityContextArgs:
+    return k8s.core.v1.SecurityContextArgs(
+        run_as_non_root=True,
+        run_as_user=run_as_user,
+        read_only_root_filesystem=True,
+        allow_privilege_escalation=False,
+    )
+
+
+def _health(
+    path: str, period_seconds: int | None = None, failure_threshold: int | None = None
+) -> k8s.core.v1.ProbeArgs:
+    return k8s.core.v1.ProbeArgs(
+        http_get=k8s.core.v1.HTTPGetActionArgs(path=path, port=OPA_PORT, scheme="HTTPS"),
+        period_seconds=period_seconds,
+        failure_threshold=failure_threshold,
+    )
+
+
+def bundle_source(c: PolicyConfig, init_image: str) -> BundleSource:
+    shipped = k8s.core.v1.VolumeArgs(
+        name="shipped-bundle", config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name="opa-bundle")
+    )
+    if not c.bundle_service_url:
+        return BundleSource(
+            opa_arg=f"--bundle={SHIPPED_DIR}/bundle.tar.gz",
+            opa_mount=_mount("shipped-bundle", SHIPPED_DIR, read_only=True),
+            volumes=[shipped],
+            init=[],
+        )
+    target = f"{PERSIST_DIR}/bundles/{BUNDLE_NAME}"
+    copy = k8s.core.v1.ContainerArgs(
+        name="shipped-bundle",
+        image=init_image,
+        command=["sh", "-c", f"mkdir -p {target} && cp {SHIPPED_DIR}/bundle.tar.gz {target}/bundle.tar.gz"],
+        volume_mounts=[_mount("shipped-bundle", SHIPPED_DIR, read_only=True), _mount("persist", PERSIST_DIR)],
+        security_context=_restricted(run_as_user=65534),
+    )
+    return BundleSource(
+        opa_arg="--config-file=/config/config.json",
+        opa_mount=_mount("persist", PERSIST_DIR),
+        volumes=[shipped, k8s.core.v1.VolumeArgs(name="persist", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs())],
+        init=[copy],
+    )
+
+
+def opa_container(
+    args: PolicyEngineArgs, tokens: ApiTokens, bundle: BundleSource, scheduler_env: list[k8s.core.v1.EnvVarArgs]
+) -> k8s.core.v1.ContainerArgs:
+    return k8s.core.v1.ContainerArgs(
+        name="opa",
+        image=args.opa_image,
+        args=[
+            "run",
+            "--server",
+            f"--addr=0.0.0.0:{OPA_PORT}",
+            "--tls-cert-file=/certs/tls.crt",
+            "--tls-private-key-file=/certs/tls.key",
+            "--optimize-store-for-read-speed",
+            "--log-format=json",
+            *tokens.opa_args,
+            bundle.opa_arg,
+        ],
+        env=[
+            k8s.core.v1.EnvVarArgs(name="SCHEDULER_URL", value=args.config.scheduler_url),
+            k8s.core.v1.EnvVarArgs(name="GOGC", value="400"),
+            *scheduler_env,
+            *tokens.env,
+        ],
+        ports=[k8s.core.v1.ContainerPortArgs(name="https", container_port=OPA_PORT)],
+        readiness_probe=_health("/health?bundles"),
+        liveness_probe=_health("/health"),
+        # With authorization on, even /health answers 500 until the bundle brings system.authz:
+        # liveness waits for that (up to 5 minutes) instead of restarting.
+        startup_probe=_health("/health", period_seconds=5, failure_threshold=60) if tokens.opa_args else None,
+        security_context=_restricted(),
+        volume_mounts=[
+            _mount("certs", "/certs", read_only=True),
+            _mount("config", "/config", read_only=True),
+            bundle.opa_mount,
+        ],
+    )
+
+
+def kube_mgmt_container(args: PolicyEngineArgs, tokens: ApiTokens) -> k8s.core.v1.ContainerArgs:
+    return k8s.core.v1.ContainerArgs(
+        name="kube-mgmt",
+        image=args.kube_mgmt_image,
+        # Same pod: the sidecar talks to OPA over loopback, through OPA's serving cert.
+        args=[
+            f"--opa-url=https://127.0.0.1:{OPA_PORT}/v1",
+            "--opa-allow-insecure",
+            "--enable-policies=false",
+            "--enable-data=false",
+            *tokens.mgmt_args,
+            f"--replicate={VMTEMPLATE_GROUP}/{args.vmtemplate_version}/{VMTEMPLATE_RESOURCE}",
+            "--replicate-cluster=v1/namespaces",
+        ],
+        volume_mounts=tokens.mgmt_mounts or None,
+        security_context=_restricted(),
+    )
+
+
 class PolicyEngine(pulumi.ComponentResource):
     def __init__(self, name: str, args: PolicyEngineArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("greenops:platform:PolicyEngine", name, None, opts)
         c = args.config
         ns = c.namespace
         child = pulumi.ResourceOptions(parent=self)
-        host = f"opa.{ns}.svc"
+        self._certificates(name, host=f"opa.{ns}.svc", child=child)
 
-        # A CA and a serving certificate kept in state: stable across `up` runs, secret in state.
+        self.namespace = k8s.core.v1.Namespace(f"{name}-ns", metadata=k8s.meta.v1.ObjectMetaArgs(name=ns), opts=child)
+        in_ns = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
+        self.tls_secret = k8s.core.v1.Secret(
+            f"{name}-tls",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="opa-server-tls", namespace=ns),
+            type="kubernetes.io/tls",
+            string_data={"tls.crt": self.cert.cert_pem, "tls.key": self.key.private_key_pem},
+            opts=in_ns,
+        )
+        self.config_map = k8s.core.v1.ConfigMap(
+            f"{name}-config",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="opa-config", namespace=ns),
+            data={"config.json": json.dumps(opa_config(c))},
+            opts=in_ns,
+        )
+        bundle, self.bundle_revision = pack()
+        self.bundle_map = k8s.core.v1.ConfigMap(
+            f"{name}-bundle",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="opa-bundle", namespace=ns),
+            binary_data={"bundle.tar.gz": base64.b64encode(bundle).decode()},
+            opts=in_ns,
+        )
+
+        scheduler_env: list[k8s.core.v1.EnvVarArgs] = []
+        if args.scheduler_token is not None:
+            self.scheduler_token, env = secret_env(
+                f"{name}-scheduler-token", "greenops-scheduler-token", ns, TOKEN_VARIABLE, args.scheduler_token, in_ns
+            )
+            scheduler_env.append(env)
+        tokens = self._api_tokens(name, args, in_ns)
+        self._replication_rbac(name, ns, child)
+        self.deployment = k8s.apps.v1.Deployment(
+            f"{name}-opa",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="opa", namespace=ns, labels=LABELS),
+            spec=k8s.apps.v1.DeploymentSpecArgs(
+                replicas=2,
+                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=LABELS),
+                template=self._pod(args, tokens, bundle_source(c, args.bundle_init_image), scheduler_env),
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[self.tls_secret, self.config_map, self.bundle_map, self.binding, *tokens.secrets],
+            ),
+        )
+        self.service = k8s.core.v1.Service(
+            f"{name}-svc",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="opa", namespace=ns, labels=LABELS),
+            spec=k8s.core.v1.ServiceSpecArgs(
+                selector=LABELS,
+                ports=[k8s.core.v1.ServicePortArgs(name="https", port=SERVICE_PORT, target_port=OPA_PORT)],
+            ),
+            opts=in_ns,
+        )
+        self.webhook = self._webhook(name, c)
+        self.register_outputs({"caCert": self.ca.cert_pem, "webhook": self.webhook.metadata["name"]})
+
+    def _certificates(self, name: str, host: str, child: pulumi.ResourceOptions) -> None:
+        """A CA and a serving certificate kept in state: stable across `up` runs, secret in state."""
         self.ca_key = tls.PrivateKey(f"{name}-ca-key", algorithm="ECDSA", ecdsa_curve="P256", opts=child)
         self.ca = tls.SelfSignedCert(
             f"{name}-ca",
@@ -105,249 +296,121 @@ class PolicyEngine(pulumi.ComponentResource):
             opts=child,
         )
 
-        self.namespace = k8s.core.v1.Namespace(f"{name}-ns", metadata={"name": ns}, opts=child)
-        in_ns = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
-        self.tls_secret = k8s.core.v1.Secret(
-            f"{name}-tls",
-            metadata={"name": "opa-server-tls", "namespace": ns},
-            type="kubernetes.io/tls",
-            string_data={"tls.crt": self.cert.cert_pem, "tls.key": self.key.private_key_pem},
-            opts=in_ns,
-        )
-        self.config_map = k8s.core.v1.ConfigMap(
-            f"{name}-config",
-            metadata={"name": "opa-config", "namespace": ns},
-            data={"config.json": json.dumps(opa_config(c))},
-            opts=in_ns,
-        )
-        bundle, self.bundle_revision = pack()
-        self.bundle_map = k8s.core.v1.ConfigMap(
-            f"{name}-bundle",
-            metadata={"name": "opa-bundle", "namespace": ns},
-            binary_data={"bundle.tar.gz": base64.b64encode(bundle).decode()},
-            opts=in_ns,
-        )
-
-        # Least privilege: kube-mgmt only reads VmTemplates and Namespaces (to replicate them into
-        # OPA; a namespace's label greenops.io/tenant is its VmTemplates' tenant).
-        token_env = []
-        if args.scheduler_token is not None:
-            self.scheduler_token, env = secret_env(
-                f"{name}-scheduler-token", "greenops-scheduler-token", ns, TOKEN_VARIABLE, args.scheduler_token, in_ns
-            )
-            token_env.append(env)
-        # OPA's API: --authentication=token --authorization=basic with the bundle's system.authz.
-        # GET /health and the webhook's POST / stay open; the tokens reach OPA as variables from
-        # Secrets, and kube-mgmt reads the admin token from the same Secret mounted as a file.
-        auth_args, mgmt_auth_args, mgmt_mounts, token_volumes, token_secrets = [], [], [], [], []
+    def _api_tokens(self, name: str, args: PolicyEngineArgs, in_ns: pulumi.ResourceOptions) -> ApiTokens:
+        """OPA's API: --authentication=token --authorization=basic with the bundle's system.authz.
+        GET /health and the webhook's POST / stay open; the tokens reach OPA as variables from
+        Secrets, and kube-mgmt reads the admin token from the same Secret mounted as a file."""
         if (args.query_token is None) != (args.admin_token is None):
             missing = "greenops:opaAdminToken" if args.admin_token is None else "greenops:opaToken"
             raise pulumi.RunError(
                 f"{missing} is required too: OPA's API needs both its query token "
                 "(greenops:opaToken) and kube-mgmt's admin token (greenops:opaAdminToken)"
             )
-        if args.query_token is not None:
-            self.query_token, query_env = secret_env(
-                f"{name}-query-token", "greenops-opa-query-token", ns, QUERY_TOKEN_VARIABLE, args.query_token, in_ns
-            )
-            self.admin_token, admin_env = secret_env(
-                f"{name}-admin-token", "greenops-opa-admin-token", ns, ADMIN_TOKEN_VARIABLE, args.admin_token, in_ns
-            )
-            token_env += [query_env, admin_env]
-            token_secrets = [self.query_token, self.admin_token]
-            auth_args = ["--authentication=token", "--authorization=basic"]
-            mgmt_auth_args = [f"--opa-auth-token-file={ADMIN_TOKEN_DIR}/token"]
-            mgmt_mounts = [{"name": "opa-admin-token", "mountPath": ADMIN_TOKEN_DIR, "readOnly": True}]
-            token_volumes = [
-                {
-                    "name": "opa-admin-token",
-                    "secret": {
-                        "secretName": "greenops-opa-admin-token",
-                        "items": [{"key": ADMIN_TOKEN_VARIABLE, "path": "token"}],
-                    },
-                }
-            ]
-        else:
+        if args.query_token is None or args.admin_token is None:  # both None, by the check above
             pulumi.log.warn(
                 "OPA's API is open to every pod that reaches it: set greenops:opaToken and "
                 "greenops:opaAdminToken (pulumi config set --secret) to require bearer tokens",
                 self,
             )
-        self.account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata={"name": "opa", "namespace": ns}, opts=in_ns)
+            return ApiTokens()
+        ns = args.config.namespace
+        self.query_token, query_env = secret_env(
+            f"{name}-query-token", "greenops-opa-query-token", ns, QUERY_TOKEN_VARIABLE, args.query_token, in_ns
+        )
+        self.admin_token, admin_env = secret_env(
+            f"{name}-admin-token", "greenops-opa-admin-token", ns, ADMIN_TOKEN_VARIABLE, args.admin_token, in_ns
+        )
+        return ApiTokens(
+            secrets=[self.query_token, self.admin_token],
+            env=[query_env, admin_env],
+            opa_args=["--authentication=token", "--authorization=basic"],
+            mgmt_args=[f"--opa-auth-token-file={ADMIN_TOKEN_DIR}/token"],
+            mgmt_mounts=[_mount(ADMIN_TOKEN_VOLUME, ADMIN_TOKEN_DIR, read_only=True)],
+            volumes=[
+                k8s.core.v1.VolumeArgs(
+                    name=ADMIN_TOKEN_VOLUME,
+                    secret=k8s.core.v1.SecretVolumeSourceArgs(
+                        secret_name="greenops-opa-admin-token",
+                        items=[k8s.core.v1.KeyToPathArgs(key=ADMIN_TOKEN_VARIABLE, path="token")],
+                    ),
+                )
+            ],
+        )
+
+    def _replication_rbac(self, name: str, ns: str, child: pulumi.ResourceOptions) -> None:
+        """Least privilege: kube-mgmt only reads VmTemplates and Namespaces (to replicate them into
+        OPA; a namespace's label greenops.io/tenant is its VmTemplates' tenant)."""
+        self.account = k8s.core.v1.ServiceAccount(
+            f"{name}-sa",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="opa", namespace=ns),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace]),
+        )
+        read = ["get", "list", "watch"]
         self.role = k8s.rbac.v1.ClusterRole(
             f"{name}-replicate",
-            metadata={"name": "greenops-opa-replicate"},
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="greenops-opa-replicate"),
             rules=[
-                {
-                    "apiGroups": [VMTEMPLATE_GROUP],
-                    "resources": [VMTEMPLATE_RESOURCE],
-                    "verbs": ["get", "list", "watch"],
-                },
-                {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
+                k8s.rbac.v1.PolicyRuleArgs(api_groups=[VMTEMPLATE_GROUP], resources=[VMTEMPLATE_RESOURCE], verbs=read),
+                k8s.rbac.v1.PolicyRuleArgs(api_groups=[""], resources=["namespaces"], verbs=read),
             ],
             opts=child,
         )
         self.binding = k8s.rbac.v1.ClusterRoleBinding(
             f"{name}-replicate",
-            metadata={"name": "greenops-opa-replicate"},
-            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "greenops-opa-replicate"},
-            subjects=[{"kind": "ServiceAccount", "name": "opa", "namespace": ns}],
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="greenops-opa-replicate"),
+            role_ref=k8s.rbac.v1.RoleRefArgs(
+                api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="greenops-opa-replicate"
+            ),
+            subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name="opa", namespace=ns)],
             opts=child,
         )
 
-        labels = {"app.kubernetes.io/name": "opa", "app.kubernetes.io/part-of": "greenops"}
-        opa_args = [
-            "run",
-            "--server",
-            f"--addr=0.0.0.0:{OPA_PORT}",
-            "--tls-cert-file=/certs/tls.crt",
-            "--tls-private-key-file=/certs/tls.key",
-            "--optimize-store-for-read-speed",
-            "--log-format=json",
-            *auth_args,
-        ]
-        opa_mounts = [
-            {"name": "certs", "mountPath": "/certs", "readOnly": True},
-            {"name": "config", "mountPath": "/config", "readOnly": True},
-        ]
-        bundle_volumes = [{"name": "shipped-bundle", "configMap": {"name": "opa-bundle"}}]
-        init = []
-        if c.bundle_service_url:
-            opa_args.append("--config-file=/config/config.json")
-            target = f"{PERSIST_DIR}/bundles/{BUNDLE_NAME}"
-            init = [
-                {
-                    "name": "shipped-bundle",
-                    "image": args.bundle_init_image,
-                    "command": [
-                        "sh",
-                        "-c",
-                        f"mkdir -p {target} && cp {SHIPPED_DIR}/bundle.tar.gz {target}/bundle.tar.gz",
-                    ],
-                    "volumeMounts": [
-                        {"name": "shipped-bundle", "mountPath": SHIPPED_DIR, "readOnly": True},
-                        {"name": "persist", "mountPath": PERSIST_DIR},
-                    ],
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": 65534,
-                        "readOnlyRootFilesystem": True,
-                        "allowPrivilegeEscalation": False,
-                    },
-                }
-            ]
-            opa_mounts.append({"name": "persist", "mountPath": PERSIST_DIR})
-            bundle_volumes.append({"name": "persist", "emptyDir": {}})
-        else:
-            opa_args.append(f"--bundle={SHIPPED_DIR}/bundle.tar.gz")
-            opa_mounts.append({"name": "shipped-bundle", "mountPath": SHIPPED_DIR, "readOnly": True})
-        self.deployment = k8s.apps.v1.Deployment(
-            f"{name}-opa",
-            metadata={"name": "opa", "namespace": ns, "labels": labels},
-            spec={
-                "replicas": 2,
-                "selector": {"matchLabels": labels},
-                # a new policy in the release rolls the pods (OPA does not watch the mounted file)
-                "template": {
-                    "metadata": {
-                        "labels": labels,
-                        "annotations": {"greenops.io/bundle-revision": self.bundle_revision},
-                    },
-                    "spec": {
-                        "serviceAccountName": "opa",
-                        **({"initContainers": init} if init else {}),
-                        "containers": [
-                            {
-                                "name": "opa",
-                                "image": args.opa_image,
-                                "args": opa_args,
-                                "env": [
-                                    {"name": "SCHEDULER_URL", "value": c.scheduler_url},
-                                    {"name": "GOGC", "value": "400"},
-                                    *token_env,
-                                ],
-                                "ports": [{"name": "https", "containerPort": OPA_PORT}],
-                                "readinessProbe": {
-                                    "httpGet": {"path": "/health?bundles", "port": OPA_PORT, "scheme": "HTTPS"}
-                                },
-                                "livenessProbe": {"httpGet": {"path": "/health", "port": OPA_PORT, "scheme": "HTTPS"}},
-                                # With authorization on, even /health answers 500 until the bundle brings
-                                # system.authz: liveness waits for that (up to 5 minutes) instead of restarting.
-                                **(
-                                    {
-                                        "startupProbe": {
-                                            "httpGet": {"path": "/health", "port": OPA_PORT, "scheme": "HTTPS"},
-                                            "periodSeconds": 5,
-                                            "failureThreshold": 60,
-                                        }
-                                    }
-                                    if auth_args
-                                    else {}
-                                ),
-                                "securityContext": {
-                                    "runAsNonRoot": True,
-                                    "readOnlyRootFilesystem": True,
-                                    "allowPrivilegeEscalation": False,
-                                },
-                                "volumeMounts": opa_mounts,
-                            },
-                            {
-                                "name": "kube-mgmt",
-                                "image": args.kube_mgmt_image,
-                                # Same pod: the sidecar talks to OPA over loopback, through OPA's serving cert.
-                                "args": [
-                                    f"--opa-url=https://127.0.0.1:{OPA_PORT}/v1",
-                                    "--opa-allow-insecure",
-                                    "--enable-policies=false",
-                                    "--enable-data=false",
-                                    *mgmt_auth_args,
-                                    f"--replicate={VMTEMPLATE_GROUP}/{args.vmtemplate_version}/{VMTEMPLATE_RESOURCE}",
-                                    "--replicate-cluster=v1/namespaces",
-                                ],
-                                **({"volumeMounts": mgmt_mounts} if mgmt_mounts else {}),
-                                "securityContext": {
-                                    "runAsNonRoot": True,
-                                    "readOnlyRootFilesystem": True,
-                                    "allowPrivilegeEscalation": False,
-                                },
-                            },
-                        ],
-                        "volumes": [
-                            {"name": "certs", "secret": {"secretName": "opa-server-tls"}},
-                            {"name": "config", "configMap": {"name": "opa-config"}},
-                            *bundle_volumes,
-                            *token_volumes,
-                        ],
-                    },
-                },
-            },
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                depends_on=[self.tls_secret, self.config_map, self.bundle_map, self.binding, *token_secrets],
+    def _pod(
+        self,
+        args: PolicyEngineArgs,
+        tokens: ApiTokens,
+        bundle: BundleSource,
+        scheduler_env: list[k8s.core.v1.EnvVarArgs],
+    ) -> k8s.core.v1.PodTemplateSpecArgs:
+        return k8s.core.v1.PodTemplateSpecArgs(
+            # a new policy in the release rolls the pods (OPA does not watch the mounted file)
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                labels=LABELS, annotations={"greenops.io/bundle-revision": self.bundle_revision}
+            ),
+            spec=k8s.core.v1.PodSpecArgs(
+                service_account_name="opa",
+                init_containers=bundle.init or None,
+                containers=[opa_container(args, tokens, bundle, scheduler_env), kube_mgmt_container(args, tokens)],
+                volumes=[
+                    k8s.core.v1.VolumeArgs(
+                        name="certs", secret=k8s.core.v1.SecretVolumeSourceArgs(secret_name="opa-server-tls")
+                    ),
+                    k8s.core.v1.VolumeArgs(
+                        name="config", config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name="opa-config")
+                    ),
+                    *bundle.volumes,
+                    *tokens.volumes,
+                ],
             ),
         )
-        self.service = k8s.core.v1.Service(
-            f"{name}-svc",
-            metadata={"name": "opa", "namespace": ns, "labels": labels},
-            spec={"selector": labels, "ports": [{"name": "https", "port": SERVICE_PORT, "targetPort": OPA_PORT}]},
-            opts=in_ns,
-        )
 
+    def _webhook(self, name: str, c: PolicyConfig) -> k8s.admissionregistration.v1.MutatingWebhookConfiguration:
+        # One definition shared with the local control plane (greenops/policies/webhook.py), as plain
+        # Kubernetes JSON: passed through as it is written there.
         client_config: dict = (
             {"url": c.webhook_url}
             if c.webhook_url
-            else {"service": {"name": "opa", "namespace": ns, "path": "/", "port": SERVICE_PORT}}
+            else {"service": {"name": "opa", "namespace": c.namespace, "path": "/", "port": SERVICE_PORT}}
         )
         hook = webhook_configuration(
             client_config,
             self.ca.cert_pem.apply(lambda pem: base64.b64encode(pem.encode()).decode()),
             c.webhook_timeout_seconds,
-            exclude_namespaces=["kube-system", ns],
+            exclude_namespaces=["kube-system", c.namespace],
         )
-        self.webhook = k8s.admissionregistration.v1.MutatingWebhookConfiguration(
+        return k8s.admissionregistration.v1.MutatingWebhookConfiguration(
             f"{name}-webhook",
             metadata=hook["metadata"],
             webhooks=hook["webhooks"],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.service]),
         )
-        self.register_outputs({"caCert": self.ca.cert_pem, "webhook": self.webhook.metadata["name"]})

@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 
 from components.config import GitAuthConfig, ReconcilerConfig, SecretKeyRef
 from components.helm import release
+from components.pins import ChartPin, WorkspacePin
 from greenops.catalog import load_catalog
 from greenops.renderers import rendered_kinds
 from greenops.shards import shard_stack
@@ -28,8 +29,8 @@ APPLY_VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 @dataclass
 class WorkloadReconcilerArgs:
     config: ReconcilerConfig
-    chart: dict
-    workspace: dict  # {image, python}: what the workspace pod runs the program with
+    chart: ChartPin
+    workspace: WorkspacePin  # what the workspace pod runs the program with
     resync_frequency_seconds: int
     # The workloads namespace when another part declares it (the scheduler); otherwise declared here.
     workloads_namespace: k8s.core.v1.Namespace | None = None
@@ -69,17 +70,22 @@ def program_source(c: ReconcilerConfig) -> dict:
     return spec
 
 
-def workload_rules() -> list[dict]:
+def workload_rules() -> list[k8s.rbac.v1.PolicyRuleArgs]:
     """Exactly the kinds the renderers emit (ASO, Config Connector, ACK), one rule per API group."""
     kinds = load_catalog().crd_kinds
     plurals: dict[str, set[str]] = {}
     for api_version, kind in rendered_kinds():
         group = api_version.split("/")[0]
         plurals.setdefault(group, set()).add(kinds[(group, kind)].plural)
-    return [{"apiGroups": [g], "resources": sorted(r), "verbs": APPLY_VERBS} for g, r in sorted(plurals.items())]
+    return [
+        k8s.rbac.v1.PolicyRuleArgs(api_groups=[g], resources=sorted(r), verbs=APPLY_VERBS)
+        for g, r in sorted(plurals.items())
+    ]
 
 
-def stack_spec(c: ReconcilerConfig, resync_frequency_seconds: int, workspace: dict, stack: str | None = None) -> dict:
+def stack_spec(
+    c: ReconcilerConfig, resync_frequency_seconds: int, workspace: WorkspacePin, stack: str | None = None
+) -> dict:
     return {
         "stack": stack or c.stack,
         "serviceAccountName": ACCOUNT,
@@ -97,8 +103,8 @@ def stack_spec(c: ReconcilerConfig, resync_frequency_seconds: int, workspace: di
         "workspaceReclaimPolicy": "Retain",
         "workspaceTemplate": {
             "spec": {
-                "image": workspace["image"],
-                "env": [{"name": "PYENV_VERSION", "value": workspace["python"]}],
+                "image": workspace.image,
+                "env": [{"name": "PYENV_VERSION", "value": workspace.python}],
                 "resources": {
                     "requests": {"cpu": c.workspace_cpu, "memory": c.workspace_memory},
                     "limits": {"memory": c.workspace_memory},
@@ -129,22 +135,26 @@ class WorkloadReconciler(pulumi.ComponentResource):
         self.operator = release(
             f"{name}-operator", args.chart, c.namespace, {"controller": {"logFormat": "json"}}, self
         )
-        self.namespace = k8s.core.v1.Namespace(f"{name}-ns", metadata={"name": c.stack_namespace}, opts=child)
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-ns", metadata=k8s.meta.v1.ObjectMetaArgs(name=c.stack_namespace), opts=child
+        )
         workloads_ns = args.workloads_namespace or k8s.core.v1.Namespace(
-            f"{name}-workloads-ns", metadata={"name": c.workloads_namespace}, opts=child
+            f"{name}-workloads-ns", metadata=k8s.meta.v1.ObjectMetaArgs(name=c.workloads_namespace), opts=child
         )
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
         in_workloads_ns = pulumi.ResourceOptions(parent=self, depends_on=[workloads_ns])
-        subject = [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": c.stack_namespace}]
+        subject = [k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=ACCOUNT, namespace=c.stack_namespace)]
 
         self.account = k8s.core.v1.ServiceAccount(
-            f"{name}-sa", metadata={"name": ACCOUNT, "namespace": c.stack_namespace}, opts=in_ns
+            f"{name}-sa", metadata=k8s.meta.v1.ObjectMetaArgs(name=ACCOUNT, namespace=c.stack_namespace), opts=in_ns
         )
         # The workspace's agent authenticates the operator's calls with TokenReview/SubjectAccessReview.
         self.auth_delegator = k8s.rbac.v1.ClusterRoleBinding(
             f"{name}-auth-delegator",
-            metadata={"name": f"{ACCOUNT}:system:auth-delegator"},
-            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{ACCOUNT}:system:auth-delegator"),
+            role_ref=k8s.rbac.v1.RoleRefArgs(
+                api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="system:auth-delegator"
+            ),
             subjects=subject,
             opts=child,
         )
@@ -152,14 +162,16 @@ class WorkloadReconciler(pulumi.ComponentResource):
         # namespace. Its Secrets reach the pod through the kubelet, so the account reads none.
         self.role = k8s.rbac.v1.Role(
             f"{name}-apply",
-            metadata={"name": f"{ACCOUNT}-apply", "namespace": c.workloads_namespace},
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{ACCOUNT}-apply", namespace=c.workloads_namespace),
             rules=workload_rules(),
             opts=in_workloads_ns,
         )
         self.role_binding = k8s.rbac.v1.RoleBinding(
             f"{name}-apply",
-            metadata={"name": f"{ACCOUNT}-apply", "namespace": c.workloads_namespace},
-            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{ACCOUNT}-apply"},
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{ACCOUNT}-apply", namespace=c.workloads_namespace),
+            role_ref=k8s.rbac.v1.RoleRefArgs(
+                api_group="rbac.authorization.k8s.io", kind="Role", name=f"{ACCOUNT}-apply"
+            ),
             subjects=subject,
             opts=in_workloads_ns,
         )
@@ -177,7 +189,7 @@ class WorkloadReconciler(pulumi.ComponentResource):
                 resource_name,
                 api_version="pulumi.com/v1",
                 kind="Stack",
-                metadata={"name": object_name, "namespace": c.stack_namespace},
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=object_name, namespace=c.stack_namespace),
                 spec=stack_spec(c, args.resync_frequency_seconds, args.workspace, stack),
                 opts=pulumi.ResourceOptions(
                     parent=self,

@@ -34,7 +34,10 @@ class RenderModeCrds(pulumi.ComponentResource):
             self.crds.append(
                 k8s.apiextensions.v1.CustomResourceDefinition(
                     fact.name,
-                    metadata={"name": fact.name, "labels": {"greenops.io/render-stub": "true"}},
+                    metadata=k8s.meta.v1.ObjectMetaArgs(name=fact.name, labels={"greenops.io/render-stub": "true"}),
+                    # A mapping, not CustomResourceDefinitionSpecArgs: the typed JSONSchemaPropsArgs
+                    # (pulumi-kubernetes 4.25) sends x_kubernetes_preserve_unknown_fields under its
+                    # Python name, not as x-kubernetes-preserve-unknown-fields; a mapping is sent as written.
                     spec={
                         "group": group,
                         "scope": fact.scope,

@@ -12,6 +12,7 @@ import pulumi_kubernetes as k8s
 
 from components.config import SchedulerConfig
 from components.helm import release
+from components.pins import ChartPin
 from components.secret_env import secret_env
 from greenops import endpoints
 
@@ -19,6 +20,7 @@ PORT = endpoints.SCHEDULER_PORT
 TOKEN_VARIABLE = "GREENOPS_SCHEDULER_TOKEN"  # read by the scheduler and by OPA's http.send (scheduler.rego)
 DATABASE_VARIABLE = "GREENOPS_SCHEDULER_DATABASE"  # the reservation record's SQLAlchemy URL
 DATABASE, DB_USER = "greenops", "greenops"
+LABELS = {"app.kubernetes.io/name": "greenops-scheduler", "app.kubernetes.io/part-of": "greenops"}
 
 
 @dataclass
@@ -30,25 +32,53 @@ class GreenOpsSchedulerArgs:
     # release of postgresql_chart with the password greenops:schedulerDbPassword.
     database_url: pulumi.Input[str] | None = None
     db_password: pulumi.Input[str] | None = None
-    postgresql_chart: dict | None = None
+    postgresql_chart: ChartPin | None = None
+
+
+def _probe(path: str) -> k8s.core.v1.ProbeArgs:
+    return k8s.core.v1.ProbeArgs(http_get=k8s.core.v1.HTTPGetActionArgs(path=path, port=PORT), period_seconds=10)
+
+
+def scheduler_container(c: SchedulerConfig, image: str, env: list[k8s.core.v1.EnvVarArgs]) -> k8s.core.v1.ContainerArgs:
+    return k8s.core.v1.ContainerArgs(
+        name="scheduler",
+        image=image,
+        args=["--host", "0.0.0.0", "--port", str(PORT), "--source", c.source, "--capacity-vcpu", str(c.capacity_vcpu)],
+        ports=[k8s.core.v1.ContainerPortArgs(name="http", container_port=PORT)],
+        env=env,
+        readiness_probe=_probe("/readyz"),
+        liveness_probe=_probe("/healthz"),
+        resources=k8s.core.v1.ResourceRequirementsArgs(
+            requests={"cpu": c.cpu, "memory": c.memory}, limits={"memory": c.memory}
+        ),
+        security_context=k8s.core.v1.SecurityContextArgs(
+            run_as_non_root=True, read_only_root_filesystem=True, allow_privilege_escalation=False
+        ),
+    )
+
+
+def _metadata(c: SchedulerConfig) -> k8s.meta.v1.ObjectMetaArgs:
+    # the Deployment and the Service share the name other components address the scheduler by
+    return k8s.meta.v1.ObjectMetaArgs(name=endpoints.SCHEDULER_SERVICE, namespace=c.namespace, labels=LABELS)
 
 
 class GreenOpsScheduler(pulumi.ComponentResource):
     def __init__(self, name: str, args: GreenOpsSchedulerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("greenops:platform:GreenOpsScheduler", name, None, opts)
         c = args.config
-        labels = {"app.kubernetes.io/name": "greenops-scheduler", "app.kubernetes.io/part-of": "greenops"}
         self.namespace = k8s.core.v1.Namespace(
-            f"{name}-ns", metadata={"name": c.namespace}, opts=pulumi.ResourceOptions(parent=self)
+            f"{name}-ns",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=c.namespace),
+            opts=pulumi.ResourceOptions(parent=self),
         )
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
-        env = []
+        env: list[k8s.core.v1.EnvVarArgs] = []
         if args.token is not None:
             self.token_secret, token_env = secret_env(
                 f"{name}-token", "greenops-scheduler-token", c.namespace, TOKEN_VARIABLE, args.token, in_ns
             )
             env.append(token_env)
-        after = [self.namespace]
+        after: list[pulumi.Resource] = [self.namespace]
         if args.database_url is not None:
             url = args.database_url
         else:
@@ -62,54 +92,25 @@ class GreenOpsScheduler(pulumi.ComponentResource):
             f"{name}-database", "greenops-scheduler-database", c.namespace, DATABASE_VARIABLE, url, in_ns
         )
         env.append(database_env)
-        probe = lambda path: {"httpGet": {"path": path, "port": PORT}, "periodSeconds": 10}  # noqa: E731
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deploy",
-            metadata={"name": endpoints.SCHEDULER_SERVICE, "namespace": c.namespace, "labels": labels},
-            spec={
-                "replicas": c.replicas,
-                "selector": {"matchLabels": labels},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {
-                        "containers": [
-                            {
-                                "name": "scheduler",
-                                "image": args.image,
-                                "args": [
-                                    "--host",
-                                    "0.0.0.0",
-                                    "--port",
-                                    str(PORT),
-                                    "--source",
-                                    c.source,
-                                    "--capacity-vcpu",
-                                    str(c.capacity_vcpu),
-                                ],
-                                "ports": [{"name": "http", "containerPort": PORT}],
-                                "env": env,
-                                "readinessProbe": probe("/readyz"),
-                                "livenessProbe": probe("/healthz"),
-                                "resources": {
-                                    "requests": {"cpu": c.cpu, "memory": c.memory},
-                                    "limits": {"memory": c.memory},
-                                },
-                                "securityContext": {
-                                    "runAsNonRoot": True,
-                                    "readOnlyRootFilesystem": True,
-                                    "allowPrivilegeEscalation": False,
-                                },
-                            }
-                        ]
-                    },
-                },
-            },
+            metadata=_metadata(c),
+            spec=k8s.apps.v1.DeploymentSpecArgs(
+                replicas=c.replicas,
+                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=LABELS),
+                template=k8s.core.v1.PodTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=LABELS),
+                    spec=k8s.core.v1.PodSpecArgs(containers=[scheduler_container(c, args.image, env)]),
+                ),
+            ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=after),
         )
         self.service = k8s.core.v1.Service(
             f"{name}-svc",
-            metadata={"name": endpoints.SCHEDULER_SERVICE, "namespace": c.namespace, "labels": labels},
-            spec={"selector": labels, "ports": [{"name": "http", "port": PORT, "targetPort": PORT}]},
+            metadata=_metadata(c),
+            spec=k8s.core.v1.ServiceSpecArgs(
+                selector=LABELS, ports=[k8s.core.v1.ServicePortArgs(name="http", port=PORT, target_port=PORT)]
+            ),
             opts=in_ns,
         )
         self.url = endpoints.in_cluster_scheduler_url(c.namespace)
@@ -124,7 +125,7 @@ class GreenOpsScheduler(pulumi.ComponentResource):
         ns = args.config.namespace
         credentials = k8s.core.v1.Secret(
             f"{name}-db-credentials",
-            metadata={"name": "greenops-scheduler-db", "namespace": ns},
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="greenops-scheduler-db", namespace=ns),
             string_data={"password": pulumi.Output.secret(args.db_password)},
             opts=opts,
         )

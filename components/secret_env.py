@@ -18,13 +18,18 @@ def secret_env(
     variable: str,
     value: pulumi.Input[str],
     opts: pulumi.ResourceOptions,
-) -> tuple[k8s.core.v1.Secret, dict]:
+) -> tuple[k8s.core.v1.Secret, k8s.core.v1.EnvVarArgs]:
     """The Secret holding ``value`` under key ``variable``, and the container env entry reading it."""
     secret = k8s.core.v1.Secret(
         resource_name,
-        metadata={"name": secret_name, "namespace": namespace},
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=secret_name, namespace=namespace),
         string_data={variable: pulumi.Output.secret(value)},
         opts=opts,
     )
-    env = {"name": variable, "valueFrom": {"secretKeyRef": {"name": secret_name, "key": variable}}}
+    env = k8s.core.v1.EnvVarArgs(
+        name=variable,
+        value_from=k8s.core.v1.EnvVarSourceArgs(
+            secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(name=secret_name, key=variable)
+        ),
+    )
     return secret, env
