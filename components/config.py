@@ -70,7 +70,7 @@ class AwsConfig(_Section):
         return self
 
 
-class PolicyConfig(_Section):
+class PolicyEngineConfig(_Section):
     enabled: bool = True
     namespace: str = "opa"
     bundle_service_url: str | None = Field(default=None, description="HTTP or OCI registry serving the bundle")
@@ -309,7 +309,7 @@ class PlatformConfig(_Section):
     azure: AzureConfig = Field(default_factory=lambda: AzureConfig(enabled=False))
     gcp: GcpConfig = Field(default_factory=lambda: GcpConfig(enabled=False))
     aws: AwsConfig = Field(default_factory=lambda: AwsConfig(enabled=False))
-    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    policy: PolicyEngineConfig = Field(default_factory=PolicyEngineConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     mlflow: MlflowConfig = Field(default_factory=MlflowConfig)
     kserve: KserveConfig = Field(default_factory=KserveConfig)

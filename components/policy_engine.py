@@ -16,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 
-from components.config import PolicyConfig
+from components.config import PolicyEngineConfig
 from components.scheduler import TOKEN_VARIABLE
 from components.secret_env import secret_env
 from greenops.policies import ADMIN_TOKEN_VARIABLE, QUERY_TOKEN_VARIABLE
@@ -35,7 +35,7 @@ LABELS = {"app.kubernetes.io/name": "opa", "app.kubernetes.io/part-of": "greenop
 
 @dataclass
 class PolicyEngineArgs:
-    config: PolicyConfig
+    config: PolicyEngineConfig
     opa_image: str
     kube_mgmt_image: str
     bundle_init_image: str = "docker.io/library/busybox:1.37.0"
@@ -47,7 +47,7 @@ class PolicyEngineArgs:
     admin_token: pulumi.Input[str] | None = None
 
 
-def opa_config(c: PolicyConfig) -> dict:
+def opa_config(c: PolicyEngineConfig) -> dict:
     """OPA's own configuration: pull the bundle from its service and hot-reload new revisions."""
     if not c.bundle_service_url:
         return {}
@@ -116,7 +116,7 @@ def _health(
     )
 
 
-def bundle_source(c: PolicyConfig, init_image: str) -> BundleSource:
+def bundle_source(c: PolicyEngineConfig, init_image: str) -> BundleSource:
     shipped = k8s.core.v1.VolumeArgs(
         name="shipped-bundle", config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name="opa-bundle")
     )
@@ -394,7 +394,7 @@ class PolicyEngine(pulumi.ComponentResource):
             ),
         )
 
-    def _webhook(self, name: str, c: PolicyConfig) -> k8s.admissionregistration.v1.MutatingWebhookConfiguration:
+    def _webhook(self, name: str, c: PolicyEngineConfig) -> k8s.admissionregistration.v1.MutatingWebhookConfiguration:
         # One definition shared with the local control plane (greenops/policies/webhook.py), as plain
         # Kubernetes JSON: passed through as it is written there.
         client_config: dict = (

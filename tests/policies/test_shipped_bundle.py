@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from components.config import PolicyConfig
+from components.config import PolicyEngineConfig
 from components.policy_engine import BUNDLE_NAME, opa_config
 from greenops.local.controlplane import free_port
 from greenops.local.opa import OpaServer
@@ -39,7 +39,7 @@ def test_the_shipped_bundle_loads_with_its_revision(opa_binary, tmp_path):
 def test_opa_boots_from_the_persisted_bundle_while_the_service_is_unreachable(opa_binary, tmp_path):
     raw, revision = pack()
     # what the component's init container does: the shipped bundle into the persistence directory
-    config = opa_config(PolicyConfig(bundle_service_url=f"http://127.0.0.1:{free_port()}"))  # nobody listens
+    config = opa_config(PolicyEngineConfig(bundle_service_url=f"http://127.0.0.1:{free_port()}"))  # nobody listens
     persist = tmp_path / "persist"
     (persist / "bundles" / BUNDLE_NAME).mkdir(parents=True)
     (persist / "bundles" / BUNDLE_NAME / "bundle.tar.gz").write_bytes(raw)
