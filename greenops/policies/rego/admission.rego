@@ -19,6 +19,8 @@ package greenops.admission
 
 import rego.v1
 
+import data.greenops.catalog
+import data.greenops.config
 import data.greenops.placement
 import data.greenops.scheduler
 import data.greenops.tenancy
@@ -39,11 +41,15 @@ main := {
 # --- the response, first match wins ----------------------------------------------------------
 response := _deny(_malformed) if _malformed
 
-else := {"allowed": true} if not _targets_vmtemplate
+else := {"allowed": true} if {
+	not _targets_vmtemplate
+}
 
 else := _deleted if request.operation == "DELETE"
 
-else := {"allowed": true} if _terminating
+else := {"allowed": true} if {
+	_terminating
+}
 
 else := _deny(sprintf("%v: spec must be an object", [_subject])) if {
 	not is_object(_field(_field(request, "object"), "spec"))
@@ -51,7 +57,10 @@ else := _deny(sprintf("%v: spec must be an object", [_subject])) if {
 
 else := _patch(_existing_decision, object.get(_old, "tenant", null)) if _keep_existing
 
-else := _deny(sprintf("%v: %v", [_subject, _tenant_problem])) if _tenant_problem
+else := _placed
+
+# A CREATE, or an UPDATE whose intent changed: checked, placed by the scheduler and patched.
+_placed := _deny(sprintf("%v: %v", [_subject, _tenant_problem])) if _tenant_problem
 
 else := _deny(sprintf("%v: %v", [_subject, concat("; ", _decision.errors)])) if count(_decision.errors) > 0
 
@@ -76,23 +85,27 @@ else := _patch(
 
 _deny(msg) := {"allowed": false, "status": {"code": 403, "reason": "Forbidden", "message": msg}}
 
+# The answer adding decision d's fields, the tenant when the spec has none, and the annotations.
 _patch(d, tenant) := {
 	"allowed": true,
 	"patchType": "JSONPatch",
-	"patch": base64.encode(json.marshal(array.concat(
-		array.concat(
-			[{"op": "add", "path": sprintf("/spec/%v", [k]), "value": d[k]} |
-				some k in decision_fields
-				d[k] != null
-			],
-			[{"op": "add", "path": "/spec/tenant", "value": tenant} |
-				tenant != null
-				not is_string(_field(_spec, "tenant"))
-			],
-		),
-		_annotation_ops(object.union({decision_annotation: json.marshal(_own_choices(d))}, _reservation_record)),
-	))),
+	"patch": base64.encode(json.marshal(array.flatten([
+		[{"op": "add", "path": sprintf("/spec/%v", [k]), "value": d[k]} |
+			some k in decision_fields
+			d[k] != null
+		],
+		_tenant_ops(tenant),
+		_annotation_ops(_annotations(d)),
+	]))),
 }
+
+_tenant_ops(tenant) := [{"op": "add", "path": "/spec/tenant", "value": tenant} |
+	tenant != null
+	not is_string(_field(_spec, "tenant"))
+]
+
+# The annotations the patch writes: the webhook's own choices in d, and the reservation's key.
+_annotations(d) := object.union({decision_annotation: json.marshal(_own_choices(d))}, _reservation_record)
 
 # JSONPatch "add" on a missing parent fails, and replacing the whole map would drop the user's
 # other annotations: add each key when the map exists, else the map, else the metadata.
@@ -119,15 +132,21 @@ _field(x, key) := object.get(_obj(x), key, null)
 
 _malformed := "malformed AdmissionReview: body must be an object" if not is_object(input)
 
-else := "malformed AdmissionReview: request missing" if not is_object(_field(input, "request"))
+else := "malformed AdmissionReview: request missing" if {
+	not is_object(_field(input, "request"))
+}
 
-else := "malformed AdmissionReview: request.uid must be a string" if not is_string(_field(request, "uid"))
+else := "malformed AdmissionReview: request.uid must be a string" if {
+	not is_string(_field(request, "uid"))
+}
 
 else := "malformed AdmissionReview: request.kind.kind must be a string" if {
 	not is_string(_field(_field(request, "kind"), "kind"))
 }
 
-else := "malformed AdmissionReview: request.operation must be a string" if not is_string(_field(request, "operation"))
+else := "malformed AdmissionReview: request.operation must be a string" if {
+	not is_string(_field(request, "operation"))
+}
 
 _targets_vmtemplate if {
 	request.kind.kind == "VmTemplate"
@@ -163,28 +182,34 @@ _workload := object.union(
 	_intent,
 )
 
-_decision := d if {
-	d := placement.decision with input as {"workload": _workload}
-}
+_decision := placement.decision_for({"workload": _workload}, catalog, config)
 
-_schedule := scheduler.call(object.union(
-	scheduler.request_body(workload.normalize(_workload), _decision.zones),
-	_booking,
-))
+_normalized := workload.normalize(_workload, catalog, config)
 
+_schedule := scheduler.call(object.union(scheduler.request_body(_normalized, _decision.zones, catalog), _booking))
+
+# The eligible region the scheduler's zone maps back to (the same decision, for that zone).
 _selection := s if {
-	s := placement.selection with input as {"workload": _workload, "zone": _schedule.answer.scheduling_location}
+	s := placement.decision_for(
+		{"workload": _workload, "zone": _schedule.answer.scheduling_location},
+		catalog, config,
+	).selection
 	s != null
 }
 
 # --- Tenant: the namespace's (see tenancy.rego) -----------------------------------------------
-_tenancy := tenancy.of_namespace(_namespace)
+# The namespaces kube-mgmt replicates; none before its first sync (or without kube-mgmt).
+default _namespaces := {}
+
+_namespaces := data.kubernetes.namespaces
+
+_tenancy := tenancy.of_namespace(_namespace, _namespaces, config)
 
 _tenant := _tenancy.tenant
 
 _tenant_problem := e if {
 	e := _tenancy.error
-} else := tenancy.mismatch(_namespace, _spec.tenant, _tenant) if {
+} else := tenancy.mismatch(_namespace, _spec.tenant, _tenant, _namespaces) if {
 	is_string(_spec.tenant)
 	_spec.tenant != _tenant
 }
@@ -237,31 +262,38 @@ _booking := object.union(_key_field, {
 	"path": "cluster",
 	"tenant_quota_vcpu": _decision.tenantQuotaVcpu,
 	"regions": _decision.zoneRegions,
-	"workload": workload.normalize(_workload),
+	"workload": _normalized,
 	"explanation": _decision.explanation,
 	"dry_run": dry_run,
 })
 
 # Every review from an API server yields a key; a hand-made one without any is still answered
 # (booked under a key the scheduler makes up).
+default _key_field := {}
+
 _key_field := {"key": reservation_key} if reservation_key
 
-else := {}
-
 # The annotation recording the key: not on a dry-run CREATE, which booked nothing.
-_reservation_record := {} if {
+default _reservation_record := {}
+
+_reservation_record := {reservation_annotation: reservation_key} if {
+	reservation_key
+	not _dry_run_create
+}
+
+_dry_run_create if {
 	dry_run
 	request.operation == "CREATE"
-} else := {reservation_annotation: reservation_key} if {
-	reservation_key
-} else := {}
+}
 
 # A denial after the scheduler booked gives the booking back. (On UPDATE the booking replaced the
 # object's previous one under the same key, so the object is left without a reservation until it
 # is placed again: a denial here means the scheduler answered outside what it was asked.)
 _given_back := "nothing was booked (dry run)" if dry_run
 
-else := "the booking has no key to release it by" if not reservation_key
+else := "the booking has no key to release it by" if {
+	not reservation_key
+}
 
 else := sprintf("its reservation %v was released", [reservation_key]) if _release_denied.ok
 
@@ -277,9 +309,13 @@ _release_denied := scheduler.release(reservation_key, "admission denied: the sch
 # against the cluster's VmTemplates releases it, see the README). A dry run releases nothing.
 _deleted := {"allowed": true} if dry_run
 
-else := {"allowed": true} if not reservation_key
+else := {"allowed": true} if {
+	not reservation_key
+}
 
-else := {"allowed": true} if _release_deleted.ok
+else := {"allowed": true} if {
+	_release_deleted.ok
+}
 
 else := {"allowed": true, "warnings": [sprintf(
 	"%v deleted, but its reservation %v was not released: %v",
@@ -343,7 +379,11 @@ _requested(k) if {
 }
 
 # --- UPDATE keeps a decision unless the intent that drove it changed -------------------------
-_existing_decision := {k: _old[k] | some k in decision_fields; _old[k]}
+# The decision fields the stored spec has (a false one counts as absent).
+_existing_decision[k] := _old[k] if {
+	some k in decision_fields
+	_old[k] != false
+}
 
 # A change to any placement field, or to an explicit provider/region request, places the
 # workload again; otherwise the stored decision is re-asserted (the user's copy may lack it). A
@@ -359,10 +399,6 @@ _keep_existing if {
 	}
 }
 
-_placement_value(spec, "tenant") := object.get(spec, "tenant", _tenant_or_null)
+_placement_value(spec, "tenant") := object.get(spec, "tenant", object.get(_tenancy, "tenant", null))
 
 _placement_value(spec, field) := object.get(spec, field, null) if field != "tenant"
-
-_tenant_or_null := t if {
-	t := _tenant
-} else := null

@@ -10,11 +10,11 @@ spec := {
 	"maxLatency": 100, "originRegion": "italynorth", "eligibleProviders": ["azure"], "tenant": "t1",
 }
 
-review(op, object, old) := {
+review(op, obj, old) := {
 	"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
 	"request": {
 		"uid": "uid-1", "kind": {"group": "composition.krateo.io", "version": "v1-2-0", "kind": "VmTemplate"},
-		"operation": op, "namespace": "greenops", "name": "vm-1", "object": object, "oldObject": old,
+		"operation": op, "namespace": "greenops", "name": "vm-1", "object": obj, "oldObject": old,
 	},
 }
 
@@ -23,52 +23,57 @@ vm(s) := {
 	"metadata": {"name": "vm-1", "namespace": "greenops"}, "spec": s,
 }
 
-# The scheduler: answers FR, starting at 02:00.
-scheduler_fr(_) := {"status_code": 200, "body": {"scheduling_location": "FR", "scheduling_time": "2029-12-30T02:00:00Z"}}
+# The scheduler (http.send mocks): answers FR, starting at 02:00.
+mock_fr(_) := answered("FR", "2029-12-30T02:00:00Z")
 
-scheduler_down(_) := {"status_code": 0, "error": {"code": "eval_http_send_network_error", "message": "connection refused"}}
+mock_down(_) := {"status_code": 0, "error": {"code": "eval_http_send_network_error", "message": "connection refused"}}
 
-scheduler_us(_) := {"status_code": 200, "body": {"scheduling_location": "US-CAL-CISO", "scheduling_time": "2029-12-30T02:00:00Z"}}
+mock_us(_) := answered("US-CAL-CISO", "2029-12-30T02:00:00Z")
 
-scheduler_400(_) := {"status_code": 400, "body": {"detail": "eligible_regions: unknown zone XX"}}
+mock_400(_) := {"status_code": 400, "body": {"detail": "eligible_regions: unknown zone XX"}}
 
-scheduler_it(_) := {"status_code": 200, "body": {"scheduling_location": "IT-NO", "scheduling_time": "2029-12-30T04:00:00Z"}}
+mock_it(_) := answered("IT-NO", "2029-12-30T04:00:00Z")
+
+answered(zone, start) := {"status_code": 200, "body": {"scheduling_location": zone, "scheduling_time": start}}
 
 # Fails on the first attempt, answers on the second.
-scheduler_flaky(req) := scheduler_down(req) if req.headers["X-GreenOps-Attempt"] == "1"
+mock_flaky(req) := mock_down(req) if req.headers["X-GreenOps-Attempt"] == "1"
 
-else := scheduler_fr(req)
+else := mock_fr(req)
 
 # Functions cannot be passed around, so one mock dispatches on a mode set per test. (One
 # definition per mode, not an else chain: opa fmt v1.22.0 duplicates the branches of a
 # one-line else chain of three or more.)
-mock(req) := scheduler_fr(req) if data.test.scheduler == "fr"
+mock(req) := mock_fr(req) if data.test.scheduler == "fr"
 
-mock(req) := scheduler_down(req) if data.test.scheduler == "down"
+mock(req) := mock_down(req) if data.test.scheduler == "down"
 
-mock(req) := scheduler_us(req) if data.test.scheduler == "us"
+mock(req) := mock_us(req) if data.test.scheduler == "us"
 
-mock(req) := scheduler_400(req) if data.test.scheduler == "400"
+mock(req) := mock_400(req) if data.test.scheduler == "400"
 
-mock(req) := scheduler_flaky(req) if data.test.scheduler == "flaky"
+mock(req) := mock_flaky(req) if data.test.scheduler == "flaky"
 
-mock(req) := scheduler_it(req) if data.test.scheduler == "it"
+mock(req) := mock_it(req) if data.test.scheduler == "it"
 
 mock(req) := echo_any(req) if data.test.scheduler == "echo"
 
 # The scheduler answers a zone it was not asked for, and is gone when its booking is released.
-mock(req) := scheduler_us(req) if {
+mock(req) := mock_us(req) if {
 	data.test.scheduler == "us, then down"
 	req.method == "POST"
 }
 
-mock(req) := scheduler_down(req) if {
+mock(req) := mock_down(req) if {
 	data.test.scheduler == "us, then down"
 	req.method == "DELETE"
 }
 
 # Fails every call on purpose, reporting what it was sent.
-echo_any(req) := {"status_code": 418, "body": {"detail": sprintf("%v %v %v", [req.method, req.url, json.marshal(object.get(req, "body", null))])}}
+echo_any(req) := {"status_code": 418, "body": {"detail": sprintf(
+	"%v %v %v",
+	[req.method, req.url, json.marshal(object.get(req, "body", null))],
+)}}
 
 answer(rev, mode) := answer_in(rev, mode, namespaces)
 
@@ -95,7 +100,13 @@ patched(rev, r) := json.patch(rev.request.object, patch_of(r))
 
 recorded(obj) := json.unmarshal(obj.metadata.annotations["greenops.io/decision"])
 
-decision_fr := {"provider": "azure", "schedulingLocation": "francecentral", "schedulingTime": "2029-12-30T02:00:00Z", "vmSize": "Standard_E2as_v4"}
+decision_fr := {
+	"provider": "azure", "schedulingLocation": "francecentral",
+	"schedulingTime": "2029-12-30T02:00:00Z", "vmSize": "Standard_E2as_v4",
+}
+
+# A failed admission's message.
+message(r) := r.response.status.message
 
 test_create_is_patched_with_the_scheduler_decision if {
 	r := answer(review("CREATE", vm(spec), null), "fr")
@@ -110,7 +121,10 @@ test_create_is_patched_with_the_scheduler_decision if {
 		# no annotations map yet: the whole map is added, the decision is compact JSON, the
 		# reservation's key is namespace/name/the request's uid
 		{"op": "add", "path": "/metadata/annotations", "value": {
-			"greenops.io/decision": `{"provider":"azure","schedulingLocation":"francecentral","schedulingTime":"2029-12-30T02:00:00Z","vmSize":"Standard_E2as_v4"}`,
+			"greenops.io/decision": concat("", [
+				`{"provider":"azure","schedulingLocation":"francecentral",`,
+				`"schedulingTime":"2029-12-30T02:00:00Z","vmSize":"Standard_E2as_v4"}`,
+			]),
 			"greenops.io/reservation": "greenops/vm-1/uid-1",
 		}},
 	]
@@ -120,11 +134,10 @@ test_create_records_the_decision_next_to_existing_annotations if {
 	obj := json.patch(vm(spec), [{"op": "add", "path": "/metadata/annotations", "value": {"team": "ml"}}])
 	rev := review("CREATE", obj, null)
 	r := answer(rev, "fr")
-	some op in patch_of(r)
-	op.path == "/metadata/annotations/greenops.io~1decision" # RFC 6901 escaping of "/"
 	stored := patched(rev, r)
 	stored.metadata.annotations.team == "ml"
 	recorded(stored) == decision_fr
+	"/metadata/annotations/greenops.io~1decision" in {op.path | some op in patch_of(r)} # RFC 6901 escaping of "/"
 }
 
 test_create_without_metadata_still_gets_an_applicable_patch if {
@@ -146,40 +159,47 @@ test_scheduler_receives_the_thesis_body if {
 		with http.send as echo_request
 
 	# the mock fails the call on purpose, reporting what it was sent
-	contains(r.response.status.message, `"eligible_regions":["FR","IT-NO"]`)
-	contains(r.response.status.message, `"duration":3`)
-	contains(r.response.status.message, `"number_of_jobs":1`)
-	contains(r.response.status.message, `"origin_zone":"IT-NO"`)
-	contains(r.response.status.message, "http://sched:8080/scheduling")
+	contains(message(r), `"eligible_regions":["FR","IT-NO"]`)
+	contains(message(r), `"duration":3`)
+	contains(message(r), `"number_of_jobs":1`)
+	contains(message(r), `"origin_zone":"IT-NO"`)
+	contains(message(r), "http://sched:8080/scheduling")
 
 	# ...and books it as the object's reservation: its key, the namespace's tenant and its quota
 	# (t1 has none here), the cluster path, the zones' regions and the workload policy saw
-	contains(r.response.status.message, `"key":"greenops/vm-1/uid-1"`)
-	contains(r.response.status.message, `"tenant":"t1"`)
-	contains(r.response.status.message, `"tenant_quota_vcpu":null`)
-	contains(r.response.status.message, `"path":"cluster"`)
-	contains(r.response.status.message, `"regions":{"FR":"azure/francecentral","IT-NO":"azure/italynorth"}`)
-	contains(r.response.status.message, `"workload":{"cpu":2,`)
-	contains(r.response.status.message, `"dry_run":false`)
+	contains(message(r), `"key":"greenops/vm-1/uid-1"`)
+	contains(message(r), `"tenant":"t1"`)
+	contains(message(r), `"tenant_quota_vcpu":null`)
+	contains(message(r), `"path":"cluster"`)
+	contains(message(r), `"regions":{"FR":"azure/francecentral","IT-NO":"azure/italynorth"}`)
+	contains(message(r), `"workload":{"cpu":2,`)
+	contains(message(r), `"dry_run":false`)
 }
 
 echo_request(req) := {"status_code": 418, "body": {"detail": sprintf("%v %v", [req.url, json.marshal(req.body)])}}
 
 test_conflict_is_denied_with_the_reason if {
-	r := answer(review("CREATE", vm(object.union(spec, {"dataResidency": "eu", "originRegion": "westus", "maxLatency": 10})), null), "fr")
+	conflicting := object.union(spec, {"dataResidency": "eu", "originRegion": "westus", "maxLatency": 10})
+	r := answer(review("CREATE", vm(conflicting), null), "fr")
 	not r.response.allowed
-	startswith(r.response.status.message, `VmTemplate greenops/vm-1: workload "vm-1": no eligible region:`)
+	startswith(message(r), `VmTemplate greenops/vm-1: workload "vm-1": no eligible region:`)
 }
 
 test_scheduler_down_fails_closed if {
 	r := answer(review("CREATE", vm(spec), null), "down")
 	not r.response.allowed
-	r.response.status.message == "VmTemplate greenops/vm-1: not placed, failing closed: scheduler at http://127.0.0.1:9 unreachable: connection refused"
+	message(r) == concat("", [
+		"VmTemplate greenops/vm-1: not placed, failing closed: ",
+		"scheduler at http://127.0.0.1:9 unreachable: connection refused",
+	])
 }
 
 test_scheduler_error_is_reported if {
 	r := answer(review("CREATE", vm(spec), null), "400")
-	r.response.status.message == "VmTemplate greenops/vm-1: not placed, failing closed: scheduler at http://127.0.0.1:9 answered HTTP 400: eligible_regions: unknown zone XX"
+	message(r) == concat("", [
+		"VmTemplate greenops/vm-1: not placed, failing closed: ",
+		"scheduler at http://127.0.0.1:9 answered HTTP 400: eligible_regions: unknown zone XX",
+	])
 }
 
 test_a_retry_recovers_from_one_failure if {
@@ -190,7 +210,7 @@ test_a_retry_recovers_from_one_failure if {
 test_zone_outside_the_eligible_set_fails_closed if {
 	r := answer(review("CREATE", vm(spec), null), "us")
 	not r.response.allowed
-	contains(r.response.status.message, "the scheduler chose zone US-CAL-CISO, which is not among the eligible zones")
+	contains(message(r), "the scheduler chose zone US-CAL-CISO, which is not among the eligible zones")
 }
 
 test_missing_scheduler_url_fails_closed if {
@@ -199,8 +219,8 @@ test_missing_scheduler_url_fails_closed if {
 		with data.greenops.config as testdata.config
 		with data.kubernetes.namespaces as namespaces
 		with opa.runtime as {"env": {}}
-		with http.send as scheduler_fr
-	r.response.status.message == "VmTemplate greenops/vm-1: not placed, failing closed: SCHEDULER_URL is not set in OPA's environment"
+		with http.send as mock_fr
+	message(r) == "VmTemplate greenops/vm-1: not placed, failing closed: SCHEDULER_URL is not set in OPA's environment"
 }
 
 decided := object.union(spec, {
@@ -213,7 +233,9 @@ decided := object.union(spec, {
 placed := patched(review("CREATE", vm(spec), null), answer(review("CREATE", vm(spec), null), "fr"))
 
 # The user's next copy of it: `kubectl apply`/`edit` keep the patched fields and the annotation.
-placed_with(fields) := json.patch(placed, [{"op": "add", "path": sprintf("/spec/%v", [k]), "value": v} | some k, v in fields])
+placed_with(fields) := json.patch(placed, [{"op": "add", "path": sprintf("/spec/%v", [k]), "value": v} |
+	some k, v in fields
+])
 
 test_update_with_unchanged_spec_keeps_the_decision_without_asking if {
 	# A copy without the decision fields (e.g. `kubectl replace` of the original file): put back.
@@ -225,7 +247,10 @@ test_update_with_unchanged_spec_keeps_the_decision_without_asking if {
 		{"op": "add", "path": "/spec/schedulingTime", "value": "2029-12-30T02:00:00Z"},
 		{"op": "add", "path": "/spec/vmSize", "value": "Standard_E2as_v4"},
 		# the key recorded on the stored object, re-asserted
-		{"op": "add", "path": "/metadata/annotations", "value": {"greenops.io/decision": json.marshal(decision_fr), "greenops.io/reservation": "greenops/vm-1/uid-1"}},
+		{"op": "add", "path": "/metadata/annotations", "value": {
+			"greenops.io/decision": json.marshal(decision_fr),
+			"greenops.io/reservation": "greenops/vm-1/uid-1",
+		}},
 	]
 }
 
@@ -247,7 +272,10 @@ test_reapplied_object_with_more_cpu_is_placed_again_freely if {
 	stored := patched(rev, r)
 	stored.spec.schedulingLocation == "italynorth"
 	stored.spec.vmSize == "Standard_F4s_v2"
-	recorded(stored) == {"provider": "azure", "schedulingLocation": "italynorth", "schedulingTime": "2029-12-30T04:00:00Z", "vmSize": "Standard_F4s_v2"}
+	recorded(stored) == {
+		"provider": "azure", "schedulingLocation": "italynorth",
+		"schedulingTime": "2029-12-30T04:00:00Z", "vmSize": "Standard_F4s_v2",
+	}
 }
 
 test_reapplied_object_whose_old_region_left_the_policy_is_placed_again if {
@@ -261,7 +289,10 @@ test_reapplied_object_whose_old_region_left_the_policy_is_placed_again if {
 
 test_moving_the_deadline_asks_the_scheduler_again if {
 	r := answer(review("UPDATE", placed_with({"deadline": "2030-02-01T00:00:00Z"}), placed), "down")
-	r.response.status.message == "VmTemplate greenops/vm-1: not placed, failing closed: scheduler at http://127.0.0.1:9 unreachable: connection refused"
+	message(r) == concat("", [
+		"VmTemplate greenops/vm-1: not placed, failing closed: ",
+		"scheduler at http://127.0.0.1:9 unreachable: connection refused",
+	])
 }
 
 test_a_pin_that_differs_from_the_decision_is_a_checked_request if {
@@ -278,7 +309,10 @@ test_a_pin_that_differs_from_the_decision_is_a_checked_request if {
 test_a_forbidden_pin_is_denied_with_the_reason if {
 	r := answer(review("UPDATE", placed_with({"schedulingLocation": "japaneast"}), placed), "fr")
 	not r.response.allowed
-	r.response.status.message == `VmTemplate greenops/vm-1: workload "vm-1": requested region japaneast is not allowed by policy: it is more than 100 ms from italynorth`
+	message(r) == concat("", [
+		`VmTemplate greenops/vm-1: workload "vm-1": requested region japaneast is not allowed by policy: `,
+		"it is more than 100 ms from italynorth",
+	])
 }
 
 test_a_pin_stays_a_pin_on_later_updates if {
@@ -286,8 +320,12 @@ test_a_pin_stays_a_pin_on_later_updates if {
 	pinned := patched(pin, answer(pin, "it"))
 
 	# more cpu later: only the pinned region's zone is offered, so the scheduler's FR is refused
-	r := answer(review("UPDATE", json.patch(pinned, [{"op": "replace", "path": "/spec/cpu", "value": 4}]), pinned), "fr")
-	r.response.status.message == `VmTemplate greenops/vm-1: not placed, failing closed: the scheduler chose zone FR, which is not among the eligible zones ["IT-NO"]; its reservation greenops/vm-1/uid-1 was released`
+	more_cpu := json.patch(pinned, [{"op": "replace", "path": "/spec/cpu", "value": 4}])
+	r := answer(review("UPDATE", more_cpu, pinned), "fr")
+	message(r) == concat("", [
+		"VmTemplate greenops/vm-1: not placed, failing closed: the scheduler chose zone FR, ",
+		`which is not among the eligible zones ["IT-NO"]; its reservation greenops/vm-1/uid-1 was released`,
+	])
 }
 
 test_removing_a_pin_places_the_workload_again_freely if {
@@ -303,9 +341,15 @@ test_a_pin_on_create_is_checked_and_not_recorded if {
 	rev := review("CREATE", vm(object.union(spec, {"schedulingLocation": "italynorth"})), null)
 	r := answer(rev, "it")
 	r.response.allowed
-	recorded(patched(rev, r)) == {"provider": "azure", "schedulingTime": "2029-12-30T04:00:00Z", "vmSize": "Standard_E2as_v4"}
+	recorded(patched(rev, r)) == {
+		"provider": "azure",
+		"schedulingTime": "2029-12-30T04:00:00Z", "vmSize": "Standard_E2as_v4",
+	}
 	denied := answer(review("CREATE", vm(object.union(spec, {"provider": "gcp"})), null), "fr")
-	denied.response.status.message == `VmTemplate greenops/vm-1: workload "vm-1": requested provider gcp is not allowed by policy (eligible: ["azure"])`
+	message(denied) == concat("", [
+		`VmTemplate greenops/vm-1: workload "vm-1": requested provider gcp is not allowed by policy `,
+		`(eligible: ["azure"])`,
+	])
 }
 
 test_restored_object_is_placed_again_freely if {
@@ -321,14 +365,23 @@ test_without_a_record_the_fields_are_requests if {
 	legacy := vm(decided)
 	kept := answer(review("UPDATE", legacy, legacy), "down")
 	kept.response.allowed
-	recorded(patched(review("UPDATE", legacy, legacy), kept)) == {"schedulingTime": "2029-12-29T00:00:00Z", "vmSize": "Standard_E2as_v4"}
+	recorded(patched(review("UPDATE", legacy, legacy), kept)) == {
+		"schedulingTime": "2029-12-29T00:00:00Z",
+		"vmSize": "Standard_E2as_v4",
+	}
 	r := answer(review("UPDATE", vm(object.union(decided, {"cpu": 4, "memory": 8})), legacy), "fr")
-	r.response.status.message == `VmTemplate greenops/vm-1: not placed, failing closed: the scheduler chose zone FR, which is not among the eligible zones ["IT-NO"]; the booking has no key to release it by`
+	message(r) == concat("", [
+		"VmTemplate greenops/vm-1: not placed, failing closed: the scheduler chose zone FR, ",
+		`which is not among the eligible zones ["IT-NO"]; the booking has no key to release it by`,
+	])
 }
 
 test_a_malformed_record_is_ignored_cleanly if {
 	every bad in ["{", "[1]", "null", `{"provider": 3, "schedulingLocation": ["francecentral"]}`] {
-		old := json.patch(placed, [{"op": "replace", "path": "/metadata/annotations", "value": {"greenops.io/decision": bad}}])
+		old := json.patch(placed, [{
+			"op": "replace", "path": "/metadata/annotations",
+			"value": {"greenops.io/decision": bad},
+		}])
 		r := answer(review("UPDATE", json.patch(old, [{"op": "replace", "path": "/spec/cpu", "value": 4}]), old), "fr")
 		r.response.allowed # francecentral is now a request, and allowed
 		patch_of(r)[1] == {"op": "add", "path": "/spec/schedulingLocation", "value": "francecentral"}
@@ -336,19 +389,20 @@ test_a_malformed_record_is_ignored_cleanly if {
 	not_a_map := json.patch(placed, [{"op": "replace", "path": "/metadata/annotations", "value": "x"}])
 	r := answer(review("UPDATE", not_a_map, not_a_map), "down")
 	r.response.allowed
-	some op in patch_of(r)
-	op.path == "/metadata/annotations"
+	"/metadata/annotations" in {op.path | some op in patch_of(r)}
 }
 
 test_update_that_changes_the_spec_is_placed_again if {
 	r := answer(review("UPDATE", vm(object.union(spec, {"cpu": 4, "memory": 8})), placed), "fr")
 	r.response.allowed
-	some op in patch_of(r)
-	op == {"op": "add", "path": "/spec/vmSize", "value": "Standard_F4s_v2"}
+	{"op": "add", "path": "/spec/vmSize", "value": "Standard_F4s_v2"} in patch_of(r)
 }
 
 test_other_kinds_pass_unchanged if {
-	rev := json.patch(review("CREATE", vm(spec), null), [{"op": "replace", "path": "/request/kind/kind", "value": "ConfigMap"}])
+	rev := json.patch(review("CREATE", vm(spec), null), [{
+		"op": "replace", "path": "/request/kind/kind",
+		"value": "ConfigMap",
+	}])
 	r := answer(rev, "down")
 	r.response == {"uid": "uid-1", "allowed": true}
 }
@@ -358,13 +412,20 @@ test_delete_releases_the_recorded_reservation if {
 	r := answer(review("DELETE", null, placed), "fr")
 	r.response == {"uid": "uid-1", "allowed": true}
 	sent := answer(review("DELETE", null, placed), "echo")
-	sent.response.warnings == [`VmTemplate greenops/vm-1 deleted, but its reservation greenops/vm-1/uid-1 was not released: scheduler at http://127.0.0.1:9 answered HTTP 418: DELETE http://127.0.0.1:9/reservations/greenops/vm-1/uid-1?reason=VmTemplate+greenops%2Fvm-1+deleted null`]
+	sent.response.warnings == [concat("", [
+		"VmTemplate greenops/vm-1 deleted, but its reservation greenops/vm-1/uid-1 was not released: ",
+		"scheduler at http://127.0.0.1:9 answered HTTP 418: ",
+		"DELETE http://127.0.0.1:9/reservations/greenops/vm-1/uid-1?reason=VmTemplate+greenops%2Fvm-1+deleted null",
+	])]
 }
 
 test_a_scheduler_failure_does_not_block_the_delete if {
 	r := answer(review("DELETE", null, placed), "down")
 	r.response.allowed
-	r.response.warnings == ["VmTemplate greenops/vm-1 deleted, but its reservation greenops/vm-1/uid-1 was not released: scheduler at http://127.0.0.1:9 unreachable: connection refused"]
+	r.response.warnings == [concat("", [
+		"VmTemplate greenops/vm-1 deleted, but its reservation greenops/vm-1/uid-1 was not released: ",
+		"scheduler at http://127.0.0.1:9 unreachable: connection refused",
+	])]
 }
 
 test_a_dry_run_delete_releases_nothing if {
@@ -385,25 +446,34 @@ test_malformed_reviews_get_a_clean_denial if {
 		["not an object", "malformed AdmissionReview: body must be an object"],
 		[{}, "malformed AdmissionReview: request missing"],
 		[{"request": {"uid": 7}}, "malformed AdmissionReview: request.uid must be a string"],
-		[{"request": {"uid": "u", "kind": "VmTemplate"}}, "malformed AdmissionReview: request.kind.kind must be a string"],
-		[{"request": {"uid": "u", "kind": {"kind": "VmTemplate"}, "operation": 1}}, "malformed AdmissionReview: request.operation must be a string"],
+		[
+			{"request": {"uid": "u", "kind": "VmTemplate"}},
+			"malformed AdmissionReview: request.kind.kind must be a string",
+		],
+		[
+			{"request": {"uid": "u", "kind": {"kind": "VmTemplate"}, "operation": 1}},
+			"malformed AdmissionReview: request.operation must be a string",
+		],
 	]
 	every c in cases {
 		r := answer(c[0], "fr")
 		r.apiVersion == "admission.k8s.io/v1"
 		r.response.allowed == false
-		r.response.status.message == c[1]
+		message(r) == c[1]
 	}
 }
 
 test_vmtemplate_without_spec_is_denied if {
 	r := answer(review("CREATE", {"metadata": {"name": "vm-1", "namespace": "greenops"}}, null), "fr")
-	r.response.status.message == "VmTemplate greenops/vm-1: spec must be an object"
+	message(r) == "VmTemplate greenops/vm-1: spec must be an object"
 }
 
 test_invalid_spec_fields_are_named if {
 	r := answer(review("CREATE", vm(object.union(spec, {"cpu": "four", "duration": "3 hours"})), null), "fr")
-	r.response.status.message == `VmTemplate greenops/vm-1: workload "vm-1": cpu: must be a whole number of vCPUs greater than 0; workload "vm-1": duration: malformed 3 hours: use hours (6, "6h") or minutes ("90m"), e.g. "1h30m"`
+	message(r) == concat("; ", [
+		`VmTemplate greenops/vm-1: workload "vm-1": cpu: must be a whole number of vCPUs greater than 0`,
+		`workload "vm-1": duration: malformed 3 hours: use hours (6, "6h") or minutes ("90m"), e.g. "1h30m"`,
+	])
 }
 
 test_system_main_is_the_admission_answer if {

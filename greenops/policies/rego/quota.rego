@@ -13,6 +13,7 @@ package greenops.quota
 
 import rego.v1
 
-cap(tenant) := limit if {
-	limit := data.greenops.config.tenant_vcpu_quota[tenant]
-} else := data.greenops.config.default_tenant_vcpu_quota
+# cap(tenant, config): the tenant's cap under the platform's config (data.greenops.config).
+cap(tenant, config) := limit if {
+	limit := config.tenant_vcpu_quota[tenant]
+} else := config.default_tenant_vcpu_quota

@@ -6,11 +6,7 @@ import data.greenops.placement
 import data.greenops.quota
 import data.greenops.testdata
 
-decide(fields) := d if {
-	d := placement.decision with input as {"workload": testdata.with_fields(fields)}
-		with data.greenops.config as testdata.config
-		with data.greenops.catalog as testdata.catalog
-}
+decide(fields) := placement.decision_for({"workload": testdata.with_fields(fields)}, testdata.catalog, testdata.config)
 
 test_the_decision_hands_the_tenants_cap_to_the_scheduler if {
 	decide({"tenant": "small", "cpu": 4}).tenantQuotaVcpu == 8
@@ -18,17 +14,20 @@ test_the_decision_hands_the_tenants_cap_to_the_scheduler if {
 }
 
 test_unlisted_tenants_get_the_default_cap if {
-	quota.cap("big") == 512 with data.greenops.config as object.union(testdata.config, {"default_tenant_vcpu_quota": 512})
-	quota.cap("small") == 8 with data.greenops.config as testdata.config
+	quota.cap("big", object.union(testdata.config, {"default_tenant_vcpu_quota": 512})) == 512
+	quota.cap("small", testdata.config) == 8
 }
 
 test_policy_no_longer_counts_what_is_placed if {
 	# The scheduler's record counts (both paths); a `placed` list or replicated VmTemplates
 	# over the cap no longer deny in policy.
-	d := placement.decision with input as {"workload": testdata.with_fields({"tenant": "small", "cpu": 4}), "placed": [{"name": "a", "tenant": "small", "cpu": 100}]}
-		with data.greenops.config as testdata.config
-		with data.greenops.catalog as testdata.catalog
-		with data.kubernetes.vmtemplates as {"team": {"big": {"spec": {"vmName": "big", "tenant": "small", "cpu": 64, "provider": "azure"}}}}
+	request := {
+		"workload": testdata.with_fields({"tenant": "small", "cpu": 4}),
+		"placed": [{"name": "a", "tenant": "small", "cpu": 100}],
+	}
+	replicated := {"team": {"big": {"spec": {"vmName": "big", "tenant": "small", "cpu": 64, "provider": "azure"}}}}
+	d := placement.decision_for(request, testdata.catalog, testdata.config)
+		with data.kubernetes.vmtemplates as replicated
 	d.allowed
 	d.tenantQuotaVcpu == 8
 }

@@ -11,7 +11,10 @@ sent(rev) := json.unmarshal(substring(msg, indexof(msg, "{"), -1)) if {
 	msg := t.answer(rev, "echo").response.status.message
 }
 
-with_request(rev, field, value) := json.patch(rev, [{"op": "add", "path": sprintf("/request/%v", [field]), "value": value}])
+with_request(rev, field, value) := json.patch(rev, [{
+	"op": "add", "path": sprintf("/request/%v", [field]),
+	"value": value,
+}])
 
 test_create_is_keyed_by_namespace_name_and_the_requests_uid if {
 	# The API server assigns metadata.uid after admission: the request's uid stands in for it.
@@ -27,7 +30,10 @@ test_a_generate_name_object_is_keyed_by_its_prefix if {
 
 test_create_ignores_a_copied_reservation_annotation if {
 	# A restored or copied manifest brings another object's key: never reused.
-	obj := json.patch(t.vm(t.spec), [{"op": "add", "path": "/metadata/annotations", "value": {"greenops.io/reservation": "greenops/other/u-9"}}])
+	obj := json.patch(t.vm(t.spec), [{
+		"op": "add", "path": "/metadata/annotations",
+		"value": {"greenops.io/reservation": "greenops/other/u-9"},
+	}])
 	sent(t.review("CREATE", obj, null)).key == "greenops/vm-1/uid-1"
 }
 
@@ -62,12 +68,18 @@ test_dry_run_books_nothing_and_records_no_key if {
 
 test_a_denial_after_booking_releases_it if {
 	r := t.answer(t.review("CREATE", t.vm(t.spec), null), "us")
-	r.response.status.message == `VmTemplate greenops/vm-1: not placed, failing closed: the scheduler chose zone US-CAL-CISO, which is not among the eligible zones ["FR", "IT-NO"]; its reservation greenops/vm-1/uid-1 was released`
+	r.response.status.message == concat("", [
+		"VmTemplate greenops/vm-1: not placed, failing closed: the scheduler chose zone US-CAL-CISO, ",
+		`which is not among the eligible zones ["FR", "IT-NO"]; its reservation greenops/vm-1/uid-1 was released`,
+	])
 }
 
 test_a_failed_release_after_a_denial_is_reported if {
 	r := t.answer(t.review("CREATE", t.vm(t.spec), null), "us, then down")
-	endswith(r.response.status.message, "; releasing its reservation greenops/vm-1/uid-1 failed too (scheduler at http://127.0.0.1:9 unreachable: connection refused); it ends with its window")
+	endswith(r.response.status.message, concat("", [
+		"; releasing its reservation greenops/vm-1/uid-1 failed too ",
+		"(scheduler at http://127.0.0.1:9 unreachable: connection refused); it ends with its window",
+	]))
 }
 
 test_a_dry_run_denial_has_nothing_to_release if {
@@ -77,7 +89,10 @@ test_a_dry_run_denial_has_nothing_to_release if {
 
 test_an_object_being_deleted_is_neither_blocked_nor_placed_again if {
 	# Its finalizers are removed by UPDATEs after the DELETE released its reservation.
-	going := json.patch(t.placed_with({"cpu": 4}), [{"op": "add", "path": "/metadata/deletionTimestamp", "value": "2029-12-30T00:00:00Z"}])
+	going := json.patch(t.placed_with({"cpu": 4}), [{
+		"op": "add", "path": "/metadata/deletionTimestamp",
+		"value": "2029-12-30T00:00:00Z",
+	}])
 	t.answer(t.review("UPDATE", going, t.placed), "echo").response == {"uid": "uid-1", "allowed": true}
 }
 

@@ -12,7 +12,6 @@ package greenops.scheduler
 
 import rego.v1
 
-import data.greenops.catalog
 import data.greenops.config.scheduler as settings
 
 url := trim_suffix(opa.runtime().env.SCHEDULER_URL, "/")
@@ -23,9 +22,9 @@ _auth(env) := {"Authorization": sprintf("Bearer %v", [env.GREENOPS_SCHEDULER_TOK
 	env.GREENOPS_SCHEDULER_TOKEN != ""
 } else := {}
 
-# The thesis request body, plus the origin's zone (for the scheduler's baseline) when the origin
-# region has carbon data.
-request_body(spec, zones) := object.union(_thesis_body(spec, zones), _origin(spec))
+# request_body(spec, zones, catalog): the thesis request body, plus the origin's zone (for the
+# scheduler's baseline) when the origin region has carbon data in the catalog.
+request_body(spec, zones, catalog) := object.union(_thesis_body(spec, zones), _origin(spec, catalog))
 
 _thesis_body(spec, zones) := {
 	"number_of_jobs": 1,
@@ -37,9 +36,9 @@ _thesis_body(spec, zones) := {
 	"req_timeout": settings.req_timeout,
 }
 
-_origin(spec) := {"origin_zone": catalog.regions[p][spec.originRegion].zone} if {
-	p := catalog.region_provider[spec.originRegion]
-	catalog.regions[p][spec.originRegion].placeable
+_origin(spec, catalog) := {"origin_zone": region.zone} if {
+	region := catalog.regions[catalog.region_provider[spec.originRegion]][spec.originRegion]
+	region.placeable
 } else := {}
 
 # One attempt; the attempt number keeps OPA's per-query cache from answering a retry with the

@@ -17,7 +17,10 @@ message(r) := r.response.status.message
 
 test_a_spec_tenant_other_than_the_namespaces_is_denied_naming_both if {
 	r := t.answer_in(t.review("CREATE", t.vm(t.spec), null), "fr", labelled("research"))
-	message(r) == `VmTemplate greenops/vm-1: spec.tenant "t1" disagrees with namespace greenops's label greenops.io/tenant "research": the tenant is the namespace's (remove spec.tenant or set it to "research")`
+	message(r) == concat("", [
+		`VmTemplate greenops/vm-1: spec.tenant "t1" disagrees with namespace greenops's label `,
+		`greenops.io/tenant "research": the tenant is the namespace's (remove spec.tenant or set it to "research")`,
+	])
 }
 
 test_without_a_spec_tenant_the_namespaces_is_booked_and_patched_in if {
@@ -25,8 +28,7 @@ test_without_a_spec_tenant_the_namespaces_is_booked_and_patched_in if {
 	r := t.answer_in(rev, "fr", labelled("research"))
 	r.response.allowed
 	t.patched(rev, r).spec.tenant == "research"
-	some op in t.patch_of(r)
-	op == {"op": "add", "path": "/spec/tenant", "value": "research"}
+	{"op": "add", "path": "/spec/tenant", "value": "research"} in t.patch_of(r)
 	r2 := t.answer_in(rev, "echo", labelled("research"))
 	contains(message(r2), `"tenant":"research"`)
 }
@@ -48,25 +50,33 @@ test_an_unlabelled_namespace_is_the_default_tenant if {
 	rev := t.review("CREATE", t.vm(without_tenant), null)
 	t.patched(rev, t.answer_in(rev, "fr", unlabelled)).spec.tenant == "default"
 	r := t.answer_in(t.review("CREATE", t.vm(t.spec), null), "fr", unlabelled)
-	message(r) == `VmTemplate greenops/vm-1: spec.tenant "t1" disagrees with namespace greenops, which has no label greenops.io/tenant and so belongs to tenant "default" (remove spec.tenant, or label the namespace)`
+	message(r) == concat("", [
+		`VmTemplate greenops/vm-1: spec.tenant "t1" disagrees with namespace greenops, which has no label `,
+		`greenops.io/tenant and so belongs to tenant "default" (remove spec.tenant, or label the namespace)`,
+	])
 }
 
 test_a_namespace_opa_has_not_seen_fails_closed if {
 	r := t.answer_in(t.review("CREATE", t.vm(without_tenant), null), "fr", {})
-	message(r) == "VmTemplate greenops/vm-1: namespace greenops is not known to OPA (kube-mgmt replicates namespaces into data.kubernetes.namespaces), so its tenant cannot be told; retry once it is replicated"
+	message(r) == concat("", [
+		"VmTemplate greenops/vm-1: namespace greenops is not known to OPA (kube-mgmt replicates namespaces ",
+		"into data.kubernetes.namespaces), so its tenant cannot be told; retry once it is replicated",
+	])
 }
 
 test_an_empty_label_is_denied if {
 	r := t.answer_in(t.review("CREATE", t.vm(without_tenant), null), "fr", labelled(""))
-	message(r) == "VmTemplate greenops/vm-1: namespace greenops: its label greenops.io/tenant is empty; set it to the tenant's name or remove it"
+	message(r) == concat("", [
+		"VmTemplate greenops/vm-1: namespace greenops: its label greenops.io/tenant is empty; ",
+		"set it to the tenant's name or remove it",
+	])
 }
 
 test_dropping_the_patched_tenant_keeps_the_decision if {
 	# `kubectl replace` of the original file (no tenant): the namespace's is meant, nothing changed.
 	r := t.answer(t.review("UPDATE", t.vm(without_tenant), t.placed), "down")
 	r.response.allowed
-	some op in t.patch_of(r)
-	op == {"op": "add", "path": "/spec/tenant", "value": "t1"}
+	{"op": "add", "path": "/spec/tenant", "value": "t1"} in t.patch_of(r)
 }
 
 test_an_unchanged_object_is_kept_even_if_the_namespace_was_relabelled if {
@@ -78,8 +88,14 @@ test_an_unchanged_object_is_kept_even_if_the_namespace_was_relabelled if {
 }
 
 test_of_namespace if {
-	tenancy.of_namespace("greenops") == {"tenant": "x"} with data.kubernetes.namespaces as labelled("x")
-	tenancy.of_namespace("greenops") == {"tenant": "default"} with data.kubernetes.namespaces as unlabelled
-		with data.greenops.config as testdata.config
-	tenancy.of_namespace("other").error with data.kubernetes.namespaces as unlabelled
+	tenancy.of_namespace("greenops", labelled("x"), testdata.config) == {"tenant": "x"}
+	tenancy.of_namespace("greenops", unlabelled, testdata.config) == {"tenant": "default"}
+	tenancy.of_namespace("greenops", unlabelled, {"default_tenant": "other"}) == {"tenant": "other"}
+	tenancy.of_namespace("other", unlabelled, testdata.config).error
+	tenancy.of_namespace("greenops", {}, testdata.config).error
+}
+
+test_mismatch_names_the_label_or_its_absence if {
+	contains(tenancy.mismatch("greenops", "t1", "x", labelled("x")), `greenops's label greenops.io/tenant "x"`)
+	contains(tenancy.mismatch("greenops", "t1", "default", unlabelled), "which has no label greenops.io/tenant")
 }

@@ -14,7 +14,10 @@ catalog := {
 			"francecentral": region("FR", true),
 			"japaneast": region("JP-TK", false),
 			"westus": region("US-CAL-CISO", false),
-			"norwayeast": {"zone": "NO-NO1", "eu": false, "country": "NO", "placeable": false, "gaps": ["no carbon data for zone NO-NO1"]},
+			"norwayeast": {
+				"zone": "NO-NO1", "eu": false, "country": "NO", "placeable": false,
+				"gaps": ["no carbon data for zone NO-NO1"],
+			},
 		},
 		"gcp": {"europe-west8": region("IT-NO", true), "europe-west9": region("FR", true)},
 		"aws": {"eu-south-1": region("IT-NO", true), "us-east-1": region("US-MIDA-PJM", false)},
@@ -30,7 +33,7 @@ catalog := {
 		"aws": {"eu-south-1": true},
 	},
 	"ladder_regions": {
-		"azure": {"L0": {"italynorth": true, "francecentral": true, "japaneast": true, "westus": true, "norwayeast": true}},
+		"azure": {"L0": {r: true | some r in ["italynorth", "francecentral", "japaneast", "westus", "norwayeast"]}},
 		"gcp": {"L0": {"europe-west8": true, "europe-west9": true}},
 		"aws": {"L0": {"eu-south-1": true, "us-east-1": true}},
 	},

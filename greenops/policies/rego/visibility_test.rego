@@ -19,10 +19,10 @@ record := [
 	reservation("api/0b1e", "api", null, null, "FR"),
 ]
 
-# The scheduler answers the record only to the request scheduler.rego builds (a GET of
+# The scheduler (http.send mocks) answers the record only to the request scheduler.rego builds (a GET of
 # /reservations with the token from the environment and the configured timeout); anything else
 # is a 418 naming what was sent, so a wrong request fails the test visibly.
-scheduler_up(req) := {"status_code": 200, "body": {"reservations": record}} if {
+mock_up(req) := {"status_code": 200, "body": {"reservations": record}} if {
 	req.method == "GET"
 	req.url == "http://sched:8080/reservations"
 	req.headers == {"Authorization": "Bearer s3cret"}
@@ -30,13 +30,16 @@ scheduler_up(req) := {"status_code": 200, "body": {"reservations": record}} if {
 	req.raise_error == false
 } else := {"status_code": 418, "body": {"detail": sprintf("%v", [req])}}
 
-scheduler_empty(_) := {"status_code": 200, "body": {"reservations": []}}
+mock_empty(_) := {"status_code": 200, "body": {"reservations": []}}
 
-scheduler_down(_) := {"status_code": 0, "error": {"code": "eval_http_send_network_error", "message": "connection refused"}}
+mock_down(_) := {
+	"status_code": 0,
+	"error": {"code": "eval_http_send_network_error", "message": "connection refused"},
+}
 
-scheduler_401(_) := {"status_code": 401, "body": {"detail": "a bearer token is required"}}
+mock_401(_) := {"status_code": 401, "body": {"detail": "a bearer token is required"}}
 
-scheduler_garbled(_) := {"status_code": 200, "body": {"items": []}}
+mock_garbled(_) := {"status_code": 200, "body": {"items": []}}
 
 env := {"env": {"SCHEDULER_URL": "http://sched:8080/", "GREENOPS_SCHEDULER_TOKEN": "s3cret"}}
 
@@ -44,7 +47,7 @@ test_both_paths_are_listed if {
 	placed := visibility.placed with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
 		with opa.runtime as env
-		with http.send as scheduler_up
+		with http.send as mock_up
 	{[w.key, w.path] | some w in placed} == {
 		["dev/etl/3f2a", "pulumi"], ["team-a/b/9c1d", "cluster"],
 		["team-b/c/77e0", "cluster"], ["api/0b1e", "api"],
@@ -56,14 +59,14 @@ test_both_paths_are_listed if {
 	not visibility.error with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
 		with opa.runtime as env
-		with http.send as scheduler_up
+		with http.send as mock_up
 }
 
 test_placed_in_eu if {
 	keys := {w.key | some w in visibility.placed_in_eu} with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
 		with opa.runtime as env
-		with http.send as scheduler_up
+		with http.send as mock_up
 
 	# us-east-1 is not in the EU; a booking without a region is not known to be
 	keys == {"dev/etl/3f2a", "team-b/c/77e0"}
@@ -74,7 +77,7 @@ test_affected_by_losing_a_region if {
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
 		with opa.runtime as env
-		with http.send as scheduler_up
+		with http.send as mock_up
 	affected == [{
 		"key": "team-a/b/9c1d", "tenant": "data", "path": "cluster", "provider": "aws", "region": "us-east-1",
 		"zone": "US-MIDA-PJM", "schedulingTime": "2030-01-01T02:00:00Z", "eu": false,
@@ -83,32 +86,32 @@ test_affected_by_losing_a_region if {
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
 		with opa.runtime as env
-		with http.send as scheduler_up
+		with http.send as mock_up
 	missed == []
 }
 
 test_an_empty_record_is_an_empty_list_not_an_error if {
-	doc := data.greenops.visibility with input as {"region": "us-east-1"}
+	doc := visibility with input as {"region": "us-east-1"}
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
 		with opa.runtime as env
-		with http.send as scheduler_empty
+		with http.send as mock_empty
 	doc == {"placed": [], "placed_in_eu": [], "affected": []}
 }
 
 # Functions cannot be passed around, so one mock dispatches on a mode set per test (one definition
 # per mode, as in admission_test.rego).
-mock(req) := scheduler_down(req) if data.test.scheduler == "down"
+mock(req) := mock_down(req) if data.test.scheduler == "down"
 
-mock(req) := scheduler_401(req) if data.test.scheduler == "401"
+mock(req) := mock_401(req) if data.test.scheduler == "401"
 
-mock(req) := scheduler_garbled(req) if data.test.scheduler == "garbled"
+mock(req) := mock_garbled(req) if data.test.scheduler == "garbled"
 
-mock(req) := scheduler_up(req) if data.test.scheduler == "up"
+mock(req) := mock_up(req) if data.test.scheduler == "up"
 
 # The package document when the record cannot be read: only the error, naming URL and status.
 unread(mode, runtime) := doc if {
-	doc := data.greenops.visibility with input as {"region": "us-east-1"}
+	doc := visibility with input as {"region": "us-east-1"}
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
 		with opa.runtime as runtime
@@ -121,7 +124,7 @@ test_scheduler_down_is_an_error_not_an_empty_list if {
 	not visibility.placed_in_eu with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
 		with opa.runtime as env
-		with http.send as scheduler_down
+		with http.send as mock_down
 }
 
 test_a_refused_request_names_the_status if {

@@ -1,7 +1,9 @@
 # Generic workload documents: validation and normalisation.
 #
 # Accepts the Pulumi path's workload spec (`name`, `region`) and the VmTemplate spec (`vmName`,
-# `schedulingLocation`), and applies the same defaults as the Python model.
+# `schedulingLocation`), and applies the same defaults as the Python model. Every function takes what
+# it reads as arguments: the spec, the bundle's catalog (data.greenops.catalog: known regions and
+# providers) and the platform's config (data.greenops.config: default providers and tenant).
 # METADATA
 # title: Workload normal form
 # description: >-
@@ -9,8 +11,6 @@
 package greenops.workload
 
 import rego.v1
-
-import data.greenops.config
 
 no_latency_constraint := 2000
 
@@ -21,8 +21,9 @@ placement_fields := [
 	"eligibleProviders", "dataResidency", "tenant", "provider", "region", "schedulingLocation",
 ]
 
-# normalize(spec) is the spec with defaults applied; undefined when problems(spec) is not empty.
-normalize(spec) := {
+# normalize(spec, catalog, config) is the spec with defaults applied; undefined when
+# problems(spec, catalog) is not empty.
+normalize(spec, catalog, config) := {
 	"name": name_of(spec),
 	"cpu": spec.cpu,
 	"memory": spec.memory,
@@ -30,109 +31,117 @@ normalize(spec) := {
 	"deadline": spec.deadline,
 	"maxLatency": object.get(spec, "maxLatency", no_latency_constraint),
 	"originRegion": spec.originRegion,
-	"eligibleProviders": providers_of(spec),
+	"eligibleProviders": providers_of(spec, config),
 	"dataResidency": object.get(spec, "dataResidency", "none"),
 	"tenant": object.get(spec, "tenant", config.default_tenant),
 	"provider": object.get(spec, "provider", null),
 	"region": requested_region(spec),
 } if {
-	count(problems(spec)) == 0
+	count(problems(spec, catalog)) == 0
 }
 
-# problems(spec) lists every invalid field, each message naming the field and the reason.
-problems(spec) := ["workload spec must be an object"] if not is_object(spec)
+# problems(spec, catalog) lists every invalid field, each message naming the field and the reason,
+# sorted; regions and providers are checked against the catalog.
+problems(spec, _) := ["workload spec must be an object"] if not is_object(spec)
 
-problems(spec) := sort([msg |
+problems(spec, catalog) := sort([msg |
 	some field in [
 		"name", "cpu", "memory", "duration", "deadline", "maxLatency", "originRegion",
 		"eligibleProviders", "dataResidency", "tenant", "provider", "region",
 	]
-	msg := problem(spec, field)
-]) if is_object(spec)
+	msg := problem(spec, field, catalog)
+]) if {
+	is_object(spec)
+}
 
+# name_of(spec): the workload's name (`name`, else the VmTemplate's `vmName`); undefined without one.
 name_of(spec) := spec.name if is_string(spec.name)
 
 else := spec.vmName if is_string(spec.vmName)
 
+# requested_region(spec): the region the workload asks for (`region`, else `schedulingLocation`),
+# or null.
 requested_region(spec) := spec.region if is_string(spec.region)
 
 else := spec.schedulingLocation if is_string(spec.schedulingLocation)
 
 else := null
 
-providers_of(spec) := spec.eligibleProviders if {
+# providers_of(spec, config): the providers the workload names, else the platform's default ones.
+providers_of(spec, config) := spec.eligibleProviders if {
 	is_array(spec.eligibleProviders)
 	count(spec.eligibleProviders) > 0
-} else := data.greenops.config.default_providers
+} else := config.default_providers
 
-problem(spec, "name") := "name: missing (set name or vmName)" if not name_of(spec)
+# problem(spec, field, catalog): what is wrong with one field; undefined when nothing is.
+problem(spec, "name", _) := "name: missing (set name or vmName)" if not name_of(spec)
 
-problem(spec, "name") := "name: must be a non-empty string" if name_of(spec) == ""
+problem(spec, "name", _) := "name: must be a non-empty string" if name_of(spec) == ""
 
-problem(spec, "cpu") := "cpu: missing" if not "cpu" in object.keys(spec)
+problem(spec, "cpu", _) := "cpu: missing" if not "cpu" in object.keys(spec)
 
 else := "cpu: must be a whole number of vCPUs greater than 0" if {
 	not _positive_integer(spec.cpu)
 }
 
-problem(spec, "memory") := "memory: missing" if not "memory" in object.keys(spec)
+problem(spec, "memory", _) := "memory: missing" if not "memory" in object.keys(spec)
 
 else := "memory: must be a number of GB greater than 0" if {
 	not _positive_number(spec.memory)
 }
 
-problem(spec, "duration") := "duration: missing" if not "duration" in object.keys(spec)
+problem(spec, "duration", _) := "duration: missing" if not "duration" in object.keys(spec)
 
 else := sprintf(`duration: malformed %v: use hours (6, "6h") or minutes ("90m"), e.g. "1h30m"`, [spec.duration]) if {
 	not duration_hours(spec.duration)
 }
 
-problem(spec, "deadline") := "deadline: missing" if not "deadline" in object.keys(spec)
+problem(spec, "deadline", _) := "deadline: missing" if not "deadline" in object.keys(spec)
 
 else := sprintf("deadline: %v is not an RFC 3339 time with an offset", [spec.deadline]) if {
 	not deadline_ns(spec.deadline)
 }
 
-problem(spec, "maxLatency") := "maxLatency: must be a number of milliseconds greater than 0" if {
+problem(spec, "maxLatency", _) := "maxLatency: must be a number of milliseconds greater than 0" if {
 	"maxLatency" in object.keys(spec)
 	not _positive_number(spec.maxLatency)
 }
 
-problem(spec, "originRegion") := "originRegion: missing" if not "originRegion" in object.keys(spec)
+problem(spec, "originRegion", catalog) := "originRegion: missing" if not "originRegion" in object.keys(spec)
 
 else := sprintf("originRegion: unknown region %v", [spec.originRegion]) if {
-	not data.greenops.catalog.region_provider[spec.originRegion]
+	not catalog.region_provider[spec.originRegion]
 }
 
-problem(spec, "eligibleProviders") := "eligibleProviders: must be a list of provider names" if {
+problem(spec, "eligibleProviders", catalog) := "eligibleProviders: must be a list of provider names" if {
 	"eligibleProviders" in object.keys(spec)
 	not is_array(spec.eligibleProviders)
 }
 
 else := sprintf("eligibleProviders: unknown provider(s) %v", [concat(", ", unknown)]) if {
-	unknown := [sprintf("%v", [p]) | some p in spec.eligibleProviders; not p in data.greenops.catalog.providers]
+	unknown := [sprintf("%v", [p]) | some p in spec.eligibleProviders; not p in catalog.providers]
 	count(unknown) > 0
 }
 
-problem(spec, "dataResidency") := sprintf("dataResidency: %v is not one of eu, none", [spec.dataResidency]) if {
+problem(spec, "dataResidency", _) := sprintf("dataResidency: %v is not one of eu, none", [spec.dataResidency]) if {
 	"dataResidency" in object.keys(spec)
 	not spec.dataResidency in {"eu", "none"}
 }
 
-problem(spec, "tenant") := "tenant: must be a non-empty string" if {
+problem(spec, "tenant", _) := "tenant: must be a non-empty string" if {
 	"tenant" in object.keys(spec)
 	not _non_empty_string(spec.tenant)
 }
 
-problem(spec, "provider") := sprintf("provider: unknown provider %v", [spec.provider]) if {
+problem(spec, "provider", catalog) := sprintf("provider: unknown provider %v", [spec.provider]) if {
 	spec.provider != null
-	not spec.provider in data.greenops.catalog.providers
+	not spec.provider in catalog.providers
 }
 
-problem(spec, "region") := sprintf("region: unknown region %v", [r]) if {
+problem(spec, "region", catalog) := sprintf("region: unknown region %v", [r]) if {
 	r := requested_region(spec)
 	r != null
-	not data.greenops.catalog.region_provider[r]
+	not catalog.region_provider[r]
 }
 
 # duration_hours(d): a number of hours, "6", "6h", "90m" or "1h30m"; undefined when malformed.

@@ -21,8 +21,7 @@ test_malformed_durations_are_undefined if {
 }
 
 test_defaults_applied if {
-	spec := workload.normalize(testdata.workload) with data.greenops.catalog as testdata.catalog
-		with data.greenops.config as testdata.config
+	spec := workload.normalize(testdata.workload, testdata.catalog, testdata.config)
 	spec.maxLatency == 2000
 	spec.dataResidency == "none"
 	spec.tenant == "default"
@@ -32,12 +31,13 @@ test_defaults_applied if {
 }
 
 test_vmtemplate_names_and_requested_region if {
-	spec := workload.normalize({
-		"vmName": "vm", "cpu": 1, "memory": 2, "duration": "3h",
-		"deadline": "2030-01-01T00:00:00Z", "originRegion": "italynorth", "schedulingLocation": "francecentral",
-	})
-		with data.greenops.catalog as testdata.catalog
-		with data.greenops.config as testdata.config
+	spec := workload.normalize(
+		{
+			"vmName": "vm", "cpu": 1, "memory": 2, "duration": "3h",
+			"deadline": "2030-01-01T00:00:00Z", "originRegion": "italynorth", "schedulingLocation": "francecentral",
+		},
+		testdata.catalog, testdata.config,
+	)
 	spec.name == "vm"
 	spec.region == "francecentral"
 }
@@ -48,7 +48,7 @@ test_each_bad_field_is_named if {
 		"originRegion": "atlantis", "eligibleProviders": ["azure", "oracle"], "dataResidency": "mars",
 		"tenant": "", "provider": "ibm",
 	}
-	problems := workload.problems(testdata.with_fields(bad)) with data.greenops.catalog as testdata.catalog
+	problems := workload.problems(testdata.with_fields(bad), testdata.catalog)
 	count(problems) == 10
 	every field, _ in bad {
 		some p in problems
@@ -57,15 +57,36 @@ test_each_bad_field_is_named if {
 }
 
 test_missing_fields_are_named if {
-	problems := workload.problems({"name": "x"}) with data.greenops.catalog as testdata.catalog
+	problems := workload.problems({"name": "x"}, testdata.catalog)
 	problems == ["cpu: missing", "deadline: missing", "duration: missing", "memory: missing", "originRegion: missing"]
 }
 
 test_fractional_cpu_is_refused if {
-	some p in workload.problems(testdata.with_fields({"cpu": 2.5})) with data.greenops.catalog as testdata.catalog
-	p == "cpu: must be a whole number of vCPUs greater than 0"
+	"cpu: must be a whole number of vCPUs greater than 0" in workload.problems(
+		testdata.with_fields({"cpu": 2.5}),
+		testdata.catalog,
+	)
 }
 
 test_non_object_spec if {
-	workload.problems("nope") == ["workload spec must be an object"]
+	workload.problems("nope", testdata.catalog) == ["workload spec must be an object"]
+}
+
+# The workload's own providers, else the platform's (the config's), never the bundle's data.
+test_providers_come_from_the_spec_or_the_given_config if {
+	config := object.union(testdata.config, {"default_providers": ["gcp"]})
+	workload.providers_of({}, config) == ["gcp"]
+	workload.providers_of({"eligibleProviders": []}, config) == ["gcp"]
+	workload.providers_of({"eligibleProviders": ["aws"]}, config) == ["aws"]
+	workload.normalize(testdata.workload, testdata.catalog, config).eligibleProviders == ["gcp"]
+	workload.normalize(testdata.workload, testdata.catalog, config).tenant == "default"
+}
+
+# Regions and providers are known by the catalog given, not the bundle's.
+test_problems_read_the_given_catalog if {
+	workload.problems(testdata.with_fields({"originRegion": "westus"}), testdata.catalog) == []
+	without_westus := json.patch(testdata.catalog, [{"op": "remove", "path": "/region_provider/westus"}])
+	workload.problems(testdata.with_fields({"originRegion": "westus"}), without_westus) == [
+		"originRegion: unknown region westus",
+	]
 }
