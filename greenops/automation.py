@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Literal, overload
 
 from pulumi import automation as auto
 
@@ -71,11 +72,27 @@ def stack(name: str, work_dir: Path | None = None, env: dict[str, str] | None = 
     """``name`` of the project in ``work_dir`` (default: project_dir()), run in-process."""
     from greenops import program
 
-    work_dir = work_dir or project_dir()
-    return inline_stack(name, lambda: program.run(root=work_dir), work_dir, {**checkpoint_env(), **(env or {})})
+    root = work_dir or project_dir()
+
+    def run_program() -> None:  # Pulumi ignores what an inline program returns (unless it is awaitable)
+        program.run(root=root)
+
+    return inline_stack(name, run_program, root, {**checkpoint_env(), **(env or {})})
 
 
-def run(st: auto.Stack, op: str, stream: bool = True) -> object:
+@overload
+def run(st: auto.Stack, op: Literal["up"], stream: bool = True) -> auto.UpResult: ...
+
+
+@overload
+def run(
+    st: auto.Stack, op: str, stream: bool = True
+) -> auto.UpResult | auto.PreviewResult | auto.RefreshResult | auto.DestroyResult: ...
+
+
+def run(
+    st: auto.Stack, op: str, stream: bool = True
+) -> auto.UpResult | auto.PreviewResult | auto.RefreshResult | auto.DestroyResult:
     """``up``, ``preview``, ``refresh`` or ``destroy``, streaming Pulumi's progress; a clear error
     when locked. A lock left by a run that died on this host is cleared, said, and the op retried once."""
     try:
@@ -90,7 +107,9 @@ def run(st: auto.Stack, op: str, stream: bool = True) -> object:
         return _run(st, op, stream)
 
 
-def _run(st: auto.Stack, op: str, stream: bool) -> object:
+def _run(
+    st: auto.Stack, op: str, stream: bool
+) -> auto.UpResult | auto.PreviewResult | auto.RefreshResult | auto.DestroyResult:
     out = sys.stdout.write if stream else None
     try:
         if op == "up":
@@ -121,7 +140,7 @@ def _lock_race(text: str) -> bool:
     return "could not list bucket" in text and "/.pulumi/locks/" in text
 
 
-def placements(st: auto.Stack) -> list[dict]:
+def placements(st: auto.Stack) -> list[dict[str, Any]]:
     out = st.outputs().get("placements")
     return list(out.value) if out else []
 

@@ -14,6 +14,8 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import yaml
 
@@ -30,7 +32,7 @@ from greenops.validation import CrdSchemas, default_crd_dir
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _stack_raw(stack: str, project: Path = REPO) -> dict:
+def _stack_raw(stack: str, project: Path = REPO) -> dict[str, Any]:
     path = project / "stacks" / f"Pulumi.{stack}.yaml"
     if not path.exists():
         raise GreenOpsError(f"stack {stack!r}: {path.name} not found in stacks/")
@@ -189,7 +191,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     interval = reconcile.parse_interval(args.interval) if args.interval else _configured_interval(args.stack)
     stop = threading.Event()
 
-    def _stop(signum, _frame) -> None:
+    def _stop(signum: int, _frame: FrameType | None) -> None:
         print(f"reconcile {args.stack}: {signal.Signals(signum).name} received, stopping after this pass", flush=True)
         stop.set()
 
@@ -398,7 +400,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code: int = args.func(args)
+        return code
     except GreenOpsError as exc:
         print(f"greenops: {exc}", file=sys.stderr)
         return 2

@@ -4,6 +4,14 @@ Every error names the object it is about and the reason, so callers print ``str(
 a traceback.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
+
 
 class GreenOpsError(Exception):
     """Base class: a user-facing failure with a self-explanatory message."""
@@ -21,7 +29,7 @@ class RenderError(GreenOpsError):
     """A decision cannot be turned into provider manifests (e.g. missing settings)."""
 
 
-def field_errors(errors: list[dict]) -> list[tuple[str, str]]:
+def field_errors(errors: Sequence[ErrorDetails]) -> list[tuple[str, str]]:
     """(dotted field path, message) for each of a pydantic ValidationError's ``errors()``, without
     pydantic's "Value error, " prefix: the one way every edge names a bad field."""
     return [(".".join(str(p) for p in e["loc"]), e["msg"].removeprefix("Value error, ")) for e in errors]

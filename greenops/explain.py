@@ -8,11 +8,13 @@ a VmTemplate under ``<namespace>/<name>/<uid>``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from greenops.errors import GreenOpsError
 from greenops.httpclient import RetryingClient, detail
 
 
-def find(scheduler: RetryingClient, workload: str, stack: str) -> dict:
+def find(scheduler: RetryingClient, workload: str, stack: str) -> dict[str, Any]:
     """The newest reservation of ``workload``: a VmTemplate's ``namespace/name``, else a name
     declared in ``stack``."""
     prefix = f"{workload}/" if "/" in workload else f"{stack}/{workload}/"
@@ -26,7 +28,7 @@ def find(scheduler: RetryingClient, workload: str, stack: str) -> dict:
     return max(rows, key=lambda x: x["created_at"])
 
 
-def account(row: dict) -> dict:
+def account(row: dict[str, Any]) -> dict[str, Any]:
     """The explanation as data (the dashboard shows it, ``text`` prints it)."""
     answer, policy = row["answer"], row.get("explanation") or {}
     chosen = answer["scheduling_location"]
@@ -67,7 +69,7 @@ def account(row: dict) -> dict:
     }
 
 
-def text(a: dict) -> str:
+def text(a: dict[str, Any]) -> str:
     w = a.get("workload") or {}
     hours = f"{w['durationHours']:g} h" if "durationHours" in w else w.get("duration")
     lines = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ssl
 import time
+from typing import Any, Self
 
 import certifi
 import httpx
@@ -39,17 +40,17 @@ class RetryingClient:
     def close(self) -> None:
         self._client.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def post(self, path: str, body: dict) -> httpx.Response | None:
+    def post(self, path: str, body: dict[str, Any]) -> httpx.Response | None:
         return self.request("POST", path, body)
 
     def request(
-        self, method: str, path: str, body: dict | None = None, params: dict | None = None
+        self, method: str, path: str, body: dict[str, Any] | None = None, params: dict[str, Any] | None = None
     ) -> httpx.Response | None:
         response = None
         for attempt in range(1, self.attempts + 1):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import types
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,7 +53,13 @@ class _AsyncioWithCheapWait(types.ModuleType):
         return getattr(asyncio, name)
 
     @classmethod
-    async def wait(cls, fs, *, timeout: float | None = None, return_when: str = asyncio.ALL_COMPLETED):
+    async def wait(
+        cls,
+        fs: Iterable[asyncio.Future[Any]],
+        *,
+        timeout: float | None = None,
+        return_when: str = asyncio.ALL_COMPLETED,
+    ) -> tuple[set[asyncio.Future[Any]], set[asyncio.Future[Any]]]:
         tasks = list(fs)
         if return_when != asyncio.FIRST_COMPLETED or len(tasks) <= cls._FEW:
             return await asyncio.wait(tasks, timeout=timeout, return_when=return_when)
@@ -68,5 +75,6 @@ def sdk_waits_cheaply() -> None:
     """Give the SDK's end-of-program wait the ``wait`` above (idempotent)."""
     from pulumi.runtime import stack
 
-    if not isinstance(stack.asyncio, _AsyncioWithCheapWait):
-        stack.asyncio = _AsyncioWithCheapWait("asyncio")
+    # stack.asyncio is the SDK module's own `import asyncio` (not an export), replaced here on purpose
+    if not isinstance(stack.asyncio, _AsyncioWithCheapWait):  # type: ignore[attr-defined]
+        stack.asyncio = _AsyncioWithCheapWait("asyncio")  # type: ignore[attr-defined]

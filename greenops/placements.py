@@ -9,6 +9,7 @@ no other eligible region loses eligibility altogether.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from greenops.catalog import Catalog, load_catalog
 from greenops.errors import GreenOpsError
@@ -23,14 +24,14 @@ def active(
     region: str | None = None,
     eu: bool = False,
     catalog: Catalog | None = None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The active reservations, filtered; ``eu`` keeps those placed in an EU region."""
     params = {k: v for k, v in (("tenant", tenant), ("region", region)) if v}
     r = scheduler.request("GET", "/reservations", params=params)
     if r is None or r.status_code != 200:
         why = detail(r) if r is not None else scheduler.last_error
         raise GreenOpsError(f"the scheduler at {scheduler.url} did not list its reservations ({why})")
-    rows = r.json()["reservations"]
+    rows: list[dict[str, Any]] = r.json()["reservations"]
     if eu:
         catalog = catalog or load_catalog()
         rows = [x for x in rows if x["provider"] and _is_eu(catalog, x["provider"], x["region"])]
@@ -53,7 +54,7 @@ class Impact:
     remaining: list[str]  # provider/region still eligible without the removed region
 
 
-def affected(rows: list[dict], region: str, opa: OpaClient) -> list[Impact]:
+def affected(rows: list[dict[str, Any]], region: str, opa: OpaClient) -> list[Impact]:
     """Every active placement that ``region`` (a name, or provider/region) matters to."""
     out = []
     for row in rows:
@@ -83,7 +84,7 @@ def _matches(provider_region: str, region: str) -> bool:
     return provider_region == region or provider_region.split("/", 1)[-1] == region
 
 
-def table(rows: list[dict]) -> str:
+def table(rows: list[dict[str, Any]]) -> str:
     cols = [
         ("key", 44),
         ("tenant", 14),

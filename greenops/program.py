@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -10,6 +12,7 @@ import pulumi_kubernetes as k8s
 from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import Endpoints, GreenWorkload, GreenWorkloadArgs
 from greenops.clock import stamp
+from greenops.models import Workload
 from greenops.outputs import gather, sdk_waits_cheaply
 from greenops.stack_config import KEYS, StackConfig, StackConfigError, parse_stack_config
 
@@ -23,11 +26,11 @@ def project_root() -> Path:
     return Path(root) if root else Path.cwd()
 
 
-def _raw_config(cfg: pulumi.Config) -> dict:
+def _raw_config(cfg: pulumi.Config) -> dict[str, Any]:
     return {key: _value(cfg, key) for key in KEYS if cfg.get(key) is not None}
 
 
-def _value(cfg: pulumi.Config, key: str):
+def _value(cfg: pulumi.Config, key: str) -> Any:
     """A structured value, or the plain string it is (``greenops:workloadsFrom: workloads``)."""
     try:
         return cfg.get_object(key)
@@ -45,7 +48,12 @@ def kubernetes_provider(config: StackConfig, cfg: pulumi.Config) -> k8s.Provider
     )
 
 
-def placement_row(w, decision: dict | None, lifecycle: dict | None, next_change_at: str | None = None) -> dict:
+def placement_row(
+    w: Workload,
+    decision: dict[str, Any] | None,
+    lifecycle: dict[str, Any] | None,
+    next_change_at: str | None = None,
+) -> dict[str, Any]:
     d, lc = decision or {}, lifecycle or {}
     return {
         "workload": w.name,
@@ -76,12 +84,19 @@ def placement_row(w, decision: dict | None, lifecycle: dict | None, next_change_
     }
 
 
+def _row_of(w: Workload) -> Callable[[list[Any]], dict[str, Any]]:
+    """The placement row of ``w`` from its gathered decision, lifecycle and next change."""
+    return lambda ds: placement_row(w, *ds)
+
+
 def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) -> None:
     """The control plane (greenops:platform), when the stack declares one."""
     from pydantic import ValidationError
 
     from components.config import PlatformConfig
+    from components.external_access import ExternalAccess
     from components.platform import GreenOpsPlatform, GreenOpsPlatformArgs, PlatformSecrets
+    from components.policy_engine import PolicyEngine
     from greenops.errors import field_errors
 
     raw = cfg.get_object("platform")
@@ -99,8 +114,13 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
         "s3AccessKey": platform_config.mlflow.enabled or platform_config.kserve.enabled,
         "s3SecretKey": platform_config.mlflow.enabled or platform_config.kserve.enabled,
     }
+    mlflow_db_password, s3_access_key, s3_secret_key = (
+        cfg.require_secret(k) if needed[k] else None for k in PLATFORM_SECRETS
+    )
     secrets = PlatformSecrets(
-        *(cfg.require_secret(k) if needed[k] else None for k in PLATFORM_SECRETS),
+        mlflow_db_password,
+        s3_access_key,
+        s3_secret_key,
         scheduler_token=cfg.get_secret("schedulerToken"),
         opa_token=cfg.get_secret("opaToken"),
         opa_admin_token=cfg.get_secret("opaAdminToken"),
@@ -122,13 +142,16 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
         GreenOpsPlatformArgs(platform_config, secrets, reconcile_interval_seconds=interval),
         pulumi.ResourceOptions(providers={"kubernetes": provider}),
     )
+    # (GreenOpsPlatform.parts holds each part as a ComponentResource, under the key of its kind)
     if "policy" in installed.parts:
         # the CA a workloads stack trusts for OPA: greenops:endpoints.caCertificate
-        pulumi.export("opaCaCertificate", installed.parts["policy"].ca.cert_pem)
+        policy = cast(PolicyEngine, installed.parts["policy"])
+        pulumi.export("opaCaCertificate", policy.ca.cert_pem)
     if "externalAccess" in installed.parts:
         # a workloads stack run from CI: greenops:endpoints.opaUrl and schedulerUrl
-        pulumi.export("opaExternalUrl", installed.parts["externalAccess"].opa_url)
-        pulumi.export("schedulerExternalUrl", installed.parts["externalAccess"].scheduler_url)
+        external = cast(ExternalAccess, installed.parts["externalAccess"])
+        pulumi.export("opaExternalUrl", external.opa_url)
+        pulumi.export("schedulerExternalUrl", external.scheduler_url)
 
 
 def run(root: Path | None = None) -> list[GreenWorkload]:
@@ -161,7 +184,8 @@ def run(root: Path | None = None) -> list[GreenWorkload]:
         kube_context=config.kubernetes.context if watched else None,
         ca_certificate=e.ca_certificate,
     )
-    rows, components = [], []
+    rows: list[pulumi.Output[dict[str, Any]]] = []
+    components: list[GreenWorkload] = []
     for w in config.workloads:
         component = GreenWorkload(
             w.name,
@@ -169,10 +193,6 @@ def run(root: Path | None = None) -> list[GreenWorkload]:
             pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends),
         )
         components.append(component)
-        rows.append(
-            gather(component.decision, component.lifecycle, component.next_change_at).apply(
-                lambda ds, w=w: placement_row(w, *ds)
-            )
-        )
+        rows.append(gather(component.decision, component.lifecycle, component.next_change_at).apply(_row_of(w)))
     pulumi.export("placements", gather(*rows))
     return components

@@ -14,10 +14,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from greenops import automation
 from greenops.clock import parse_time, stamp, system_clock
 from greenops.errors import GreenOpsError
+
+if TYPE_CHECKING:
+    from pulumi import automation as auto
 
 VERBS = {
     "Scheduled": "re-placed",
@@ -43,7 +47,7 @@ def parse_interval(text: str) -> timedelta:
     return value
 
 
-def lifecycle_changes(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
+def lifecycle_changes(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> list[str]:
     """One line per recorded transition a pass made, with its reason, from the placement rows."""
     changes = []
     for name, row in after.items():
@@ -63,7 +67,7 @@ def lifecycle_changes(before: dict[str, dict], after: dict[str, dict]) -> list[s
     return changes
 
 
-def upcoming(rows: list[dict]) -> tuple[datetime, str] | None:
+def upcoming(rows: list[dict[str, Any]]) -> tuple[datetime, str] | None:
     """The earliest next-change instant over the placements, with what happens then."""
     due = [
         (parse_time(r["nextChangeAt"]), f"{r['workload']}: {WHAT_CHANGES.get(r.get('phase') or '', 'changes')}")
@@ -78,7 +82,7 @@ class Pass:
     counts: str
     changes: list[str]
     next_change: tuple[datetime, str] | None
-    rows: list[dict] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self, stack: str) -> str:
         lines = [f"reconcile {stack}: {self.counts}"]
@@ -88,13 +92,14 @@ class Pass:
         return "\n".join(lines)
 
 
-def reconcile_once(st: automation.auto.Stack, stream: bool = False) -> Pass:
+def reconcile_once(st: auto.Stack, stream: bool = False) -> Pass:
     """One ``up``; raises StackLocked when another run holds the stack's lock."""
     before = {r["workload"]: r for r in automation.placements(st)}
     result = automation.run(st, "up", stream=stream)
     rows = automation.placements(st)
     after = {r["workload"]: r for r in rows}
-    counts = ", ".join(f"{k} {v}" for k, v in sorted(result.summary.resource_changes.items()))
+    # None when the engine's summary has no resourceChanges: no counts rather than an AttributeError
+    counts = ", ".join(f"{k} {v}" for k, v in sorted((result.summary.resource_changes or {}).items()))
     return Pass(counts, lifecycle_changes(before, after), upcoming(rows), rows)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from greenops.catalog import data_dir
 from greenops.catalog.schema import PowerFile
@@ -24,7 +25,7 @@ def power_model() -> PowerFile:
     return PowerFile.model_validate_json((data_dir() / "power.json").read_text())
 
 
-def account(rows: list[dict]) -> list[dict]:
+def account(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     model = power_model()
     u = model.utilisation
     out = []
@@ -54,7 +55,7 @@ def account(rows: list[dict]) -> list[dict]:
     return out
 
 
-def table(rows: list[dict]) -> str:
+def table(rows: list[dict[str, Any]]) -> str:
     cols = [
         ("workload", 16),
         ("phase", 12),
@@ -92,7 +93,7 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def plot(rows: list[dict], path: Path, now: datetime | None = None) -> Path:
+def plot(rows: list[dict[str, Any]], path: Path, now: datetime | None = None) -> Path:
     """The timeline of the placements (greenops.timeline) as a PNG; ``now`` defaults to the
     platform's clock (GREENOPS_NOW when set)."""
     from greenops import timeline

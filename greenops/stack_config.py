@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -32,8 +32,9 @@ class _Section(BaseModel):
 class EndpointsConfig(_Section):
     """``greenops:endpoints``: where OPA and the scheduler answer."""
 
-    opa_url: AnyHttpUrl = Field(default=endpoints.LOCAL_OPA_URL)
-    scheduler_url: AnyHttpUrl = Field(default=endpoints.LOCAL_SCHEDULER_URL)
+    # pydantic keeps a default as given, unvalidated: these stay str unless configured (readers take str() of them)
+    opa_url: AnyHttpUrl = Field(default=endpoints.LOCAL_OPA_URL)  # type: ignore[assignment]
+    scheduler_url: AnyHttpUrl = Field(default=endpoints.LOCAL_SCHEDULER_URL)  # type: ignore[assignment]
     timeout_seconds: float = Field(default=endpoints.TIMEOUT_SECONDS, gt=0, le=120)
     attempts: int = Field(default=endpoints.ATTEMPTS, ge=1, le=10)
     ca_certificate: str | None = Field(
@@ -141,6 +142,9 @@ def lead_problem(lead: float | None, reconcile: ReconcileConfig) -> str | None:
     )
 
 
+_Section_T = TypeVar("_Section_T", bound=BaseModel)
+
+
 def _describe(exc: ValidationError, where: str) -> str:
     return "; ".join(f"{where}{'.' + field if field else ''}: {msg}" for field, msg in field_errors(exc.errors()))
 
@@ -184,38 +188,46 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
     # (Placement.check), so a placed workload whose deadline has passed stays a valid declaration.
     ctx = {"check_deadline": False, **({"now": now} if now else {})}
     workloads = []
-    errors = []
+    errors: list[str] = []
     for d in declared:
         try:
             workloads.append(Workload.model_validate(d.spec, context=ctx))
         except ValidationError as exc:
             name = d.spec.get("name") if isinstance(d.spec, dict) else None
             errors.append(_describe(exc, d.where + (f" ({name})" if name else "")))
-    sections = {}
-    for key, model in (
-        ("render", RenderSettings),
-        ("endpoints", EndpointsConfig),
-        ("kubernetes", KubernetesConfig),
-        ("reconcile", ReconcileConfig),
-        ("shard", ShardConfig),
-    ):
-        if key == "shard" and raw.get(key) is None:
-            continue
+
+    def section(key: str, model: type[_Section_T]) -> _Section_T | None:
+        """The validated section, or None with its errors added."""
         try:
-            sections[key] = model.model_validate(raw.get(key) or {})
+            return model.model_validate(raw.get(key) or {})
         except ValidationError as exc:
             errors.append(_describe(exc, f"greenops:{key}"))
+            return None
+
+    render = section("render", RenderSettings)
+    endpoints_config = section("endpoints", EndpointsConfig)
+    kubernetes = section("kubernetes", KubernetesConfig)
+    reconcile = section("reconcile", ReconcileConfig)
+    shard = None if raw.get("shard") is None else section("shard", ShardConfig)
     # greenops:platform is validated by components.config.PlatformConfig (the program does both)
     unknown = sorted(set(raw) - {*KEYS, "platform"})
     if unknown:
         errors.append(f"unknown key(s) {', '.join('greenops:' + k for k in unknown)}")
-    if "endpoints" in sections and "reconcile" in sections:
-        problem = lead_problem(sections["endpoints"].provisioning_lead_seconds, sections["reconcile"])
+    if endpoints_config is not None and reconcile is not None:
+        problem = lead_problem(endpoints_config.provisioning_lead_seconds, reconcile)
         if problem:
             errors.append(problem)
-    if errors:
+    # (a section is None only when its errors were added)
+    if errors or render is None or endpoints_config is None or kubernetes is None or reconcile is None:
         raise StackConfigError("; ".join(errors))
-    shard = sections.get("shard")
     if shard is not None:  # every shard reads all files and keeps its own: names stay unique stack-wide
         workloads = [w for w in workloads if shard_of(w.name, shard.count) == shard.index]
-    return StackConfig(workloads=tuple(workloads), **sections)
+    # shard is passed only when configured, as before
+    return StackConfig(
+        workloads=tuple(workloads),
+        render=render,
+        endpoints=endpoints_config,
+        kubernetes=kubernetes,
+        reconcile=reconcile,
+        **({} if shard is None else {"shard": shard}),
+    )

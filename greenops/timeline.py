@@ -10,18 +10,24 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from greenops.clock import parse_time, system_clock
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 ROW_INCHES = 0.32  # per workload: keeps 8-point labels apart at any count
 DEADLINE_REACH = timedelta(hours=12)  # deadlines further past the last run are written, not drawn
+# DATE_AXIS: matplotlib converts datetime and timedelta values on a date axis (its units registry), but
+# its annotations accept only numbers there; the `type: ignore[arg-type]` on such calls below say that.
 
 
 def _at(text: str | None) -> datetime | None:
     return parse_time(text) if text else None
 
 
-def figure(rows: list[dict], now: datetime | None = None):
+def figure(rows: list[dict[str, Any]], now: datetime | None = None) -> Figure:
     """The matplotlib Figure of the placed rows (those with a start). The axis spans the runs and
     their baselines, deadlines and now up to DEADLINE_REACH past the last run; later ones are
     written at the edge."""
@@ -41,11 +47,11 @@ def figure(rows: list[dict], now: datetime | None = None):
     placed = [r for r in rows if r.get("start")]
     source = ProfileSource(load_catalog())
     zones = source.zones()
-    windows = []
+    windows: list[tuple[dict[str, Any], datetime, datetime, list[tuple[datetime, datetime, float]]]] = []
     for r in placed:
-        start = _at(r["start"])
+        start = parse_time(r["start"])  # (placed: its start is set)
         end = start + timedelta(hours=r["hours"])
-        hours = []
+        hours: list[tuple[datetime, datetime, float]] = []
         if r.get("zone") in zones:
             s = source.series(r["zone"], start.timestamp(), end.timestamp(), start.timestamp())
             for t, v in zip(s.boundaries[:-1], s.values, strict=True):
@@ -78,8 +84,8 @@ def figure(rows: list[dict], now: datetime | None = None):
             fill = cmap(norm(r["baseline"])) if r.get("baseline") else "none"
             ax.barh(
                 y + 0.3,
-                end - start,
-                left=decided,
+                end - start,  # type: ignore[arg-type]  # DATE_AXIS
+                left=decided,  # type: ignore[arg-type]  # DATE_AXIS
                 height=0.22,
                 color=fill,
                 edgecolor="0.45",
@@ -88,13 +94,13 @@ def figure(rows: list[dict], now: datetime | None = None):
             )
         if hours:
             for a, b, v in hours:
-                ax.barh(y, b - a, left=a, height=0.5, color=cmap(norm(v)), linewidth=0)
+                ax.barh(y, b - a, left=a, height=0.5, color=cmap(norm(v)), linewidth=0)  # type: ignore[arg-type]  # DATE_AXIS
         else:
-            ax.barh(y, end - start, left=start, height=0.5, color="0.7", linewidth=0)
-        ax.barh(y, end - start, left=start, height=0.5, color="none", edgecolor="black", linewidth=0.6)
+            ax.barh(y, end - start, left=start, height=0.5, color="0.7", linewidth=0)  # type: ignore[arg-type]  # DATE_AXIS
+        ax.barh(y, end - start, left=start, height=0.5, color="none", edgecolor="black", linewidth=0.6)  # type: ignore[arg-type]  # DATE_AXIS
         deadline = _at(r.get("deadline"))
         if deadline is not None and deadline <= right:
-            ax.plot([deadline, deadline], [y - 0.35, y + 0.35], color="crimson", linewidth=1.6)
+            ax.plot([deadline, deadline], [y - 0.35, y + 0.35], color="crimson", linewidth=1.6)  # type: ignore[arg-type]  # DATE_AXIS
         elif deadline is not None:
             ax.annotate(
                 f"deadline {deadline:%Y-%m-%d}",
@@ -118,7 +124,7 @@ def figure(rows: list[dict], now: datetime | None = None):
                 clip_on=True,
             )
     if now <= right:
-        ax.axvline(now, color="royalblue", linestyle="--", linewidth=1)
+        ax.axvline(now, color="royalblue", linestyle="--", linewidth=1)  # type: ignore[arg-type]  # DATE_AXIS
     else:
         ax.annotate(
             f"now {now:%Y-%m-%d} →",
@@ -133,8 +139,8 @@ def figure(rows: list[dict], now: datetime | None = None):
         )
     ax.set_yticks(range(len(windows)), [f"{r['workload']}  ({r.get('zone') or '-'})" for r, *_ in windows], fontsize=8)
     ax.set_ylim(len(windows) - 0.4, -0.7)
-    ax.set_xlim(left, right)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(mdates.AutoDateLocator()))
+    ax.set_xlim(left, right)  # type: ignore[arg-type]  # DATE_AXIS
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(mdates.AutoDateLocator()))  # type: ignore[no-untyped-call]  # unannotated
     ax.grid(axis="x", color="0.9")
     ax.set_axisbelow(True)
     bar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, pad=0.01, fraction=0.03)
@@ -161,7 +167,7 @@ def figure(rows: list[dict], now: datetime | None = None):
     return fig
 
 
-def plot(rows: list[dict], path: Path, now: datetime | None = None) -> Path:
+def plot(rows: list[dict[str, Any]], path: Path, now: datetime | None = None) -> Path:
     import matplotlib.pyplot as plt
 
     fig = figure(rows, now)

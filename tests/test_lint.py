@@ -1,8 +1,10 @@
-"""Ruff's lint and format check over the repository, as configured in pyproject.toml: part of the
-test suite, so `make test` (and CI) fails on a lint error or an unformatted file."""
+"""Ruff's lint and format check over the repository, and mypy's strict type check of greenops, as
+configured in pyproject.toml: part of the test suite, so `make test` (and CI) fails on a lint error,
+an unformatted file or a type error."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -25,4 +27,17 @@ def ruff() -> str:
 @pytest.mark.parametrize("command", [["check"], ["format", "--check"]], ids=["lint", "format"])
 def test_ruff(command):
     result = subprocess.run([ruff(), *command, "."], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def mypy() -> list[str]:
+    # this interpreter's mypy: it reads the packages and stubs installed beside the code it checks
+    if importlib.util.find_spec("mypy") is None:
+        pytest.skip("mypy is not installed: make setup (it is pinned in pyproject.toml's dev extra)")
+    return [sys.executable, "-m", "mypy"]
+
+
+def test_mypy():
+    # no arguments: what to check, and how strictly, is pyproject.toml's [tool.mypy]
+    result = subprocess.run(mypy(), cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -7,6 +7,7 @@ import math
 import os
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from greenops.errors import CatalogError
 
@@ -33,10 +34,10 @@ def data_dir() -> Path:
     return Path(os.environ.get("GREENOPS_DATA_DIR", DEFAULT_DATA_DIR))
 
 
-def _read(path: Path) -> dict:
+def _read(path: Path) -> dict[str, Any]:
     try:
         with path.open(encoding="utf-8") as fh:
-            payload = json.load(fh)
+            payload: dict[str, Any] = json.load(fh)
     except FileNotFoundError as exc:
         raise CatalogError(f"catalog file {path} is missing: run scripts/derive_data.py") from exc
     except json.JSONDecodeError as exc:

@@ -21,7 +21,7 @@ def size_order(catalog: Catalog, provider: str, region: str) -> list[VmSize]:
     catalog.region(provider, region)
     family_rank = {f: i for i, f in enumerate(catalog.size_families(provider))}
 
-    def smallest(s: VmSize):
+    def smallest(s: VmSize) -> tuple[int, float, int, str]:
         return (s.vcpu, s.memoryGb, family_rank.get(s.family, len(family_rank)), s.name)
 
     offered = [s for s in catalog.sizes(provider) if s.available_in(region)]

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from greenops.catalog import Catalog, load_catalog
 from greenops.toolpaths import REPO, tool_path
@@ -23,10 +24,10 @@ from greenops.toolpaths import REPO, tool_path
 CHART_SOURCE = REPO / "components" / "charts" / "vm-template"
 
 
-def chart_catalog(catalog: Catalog) -> dict:
+def chart_catalog(catalog: Catalog) -> dict[str, Any]:
     from greenops.renderers.providers import aws, azure, gcp
 
-    regions: dict[str, dict] = {"azure": {}, "gcp": {}, "aws": {}}
+    regions: dict[str, dict[str, Any]] = {"azure": {}, "gcp": {}, "aws": {}}
     for r in catalog.regions("gcp"):
         if r.availabilityZones:
             regions["gcp"][r.name] = {"computeZone": r.availabilityZones[0]}

@@ -17,6 +17,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from greenops.evaluation.scenarios import (
     burst_arrivals,
@@ -28,6 +29,9 @@ from greenops.evaluation.scenarios import (
 )
 from greenops.scheduler.sources import CarbonSource, SeasonalNaiveSource, TraceSource
 from greenops.scheduler.sources.naive import SeasonalMeanSource
+
+if TYPE_CHECKING:
+    from greenops.scheduler.sources.oip import OipSource
 
 DAY = 86400.0
 # Wiesner et al., "Let's Wait Awhile", Middleware '21: nightly jobs, ±8 h window (issue #5).
@@ -48,7 +52,7 @@ def forecasters(truth: TraceSource, oip_url: str | None) -> dict[str, CarbonSour
     return out
 
 
-def lets_wait_awhile(data: Path, oip_url: str | None = None) -> dict:
+def lets_wait_awhile(data: Path, oip_url: str | None = None) -> dict[str, Any]:
     truth = TraceSource.from_lwa({z: data / f for z, f in LWA_FILES.items()})
     rows = {}
     for zone in LWA_FILES:
@@ -65,23 +69,24 @@ def lets_wait_awhile(data: Path, oip_url: str | None = None) -> dict:
     return rows
 
 
-def geo_temporal(truth: TraceSource, jobs: int, oip_url: str | None, since: datetime | None = None) -> dict:
+def geo_temporal(truth: TraceSource, jobs: int, oip_url: str | None, since: datetime | None = None) -> dict[str, Any]:
     arrivals = geo_arrivals(sorted(truth.zones()), jobs, since=since)
     sources = forecasters(truth, oip_url)
     table = summarise(run(arrivals, truth, sources))
     if "ours (model)" in sources:
         # forecasts answered by each model, and how many fell back (a model that was not served
         # must not pass for a good one)
-        table["ours (model)"]["answers"] = dict(sources["ours (model)"].answers)
+        model = cast("OipSource", sources["ours (model)"])  # what forecasters() puts there
+        table["ours (model)"]["answers"] = dict(model.answers)
     return table
 
 
-def burst(truth: TraceSource, jobs: int, capacity: float | None) -> dict:
+def burst(truth: TraceSource, jobs: int, capacity: float | None) -> dict[str, Any]:
     arrivals = burst_arrivals(sorted(truth.zones()), jobs)
     return summarise(run(arrivals, truth, forecasters(truth, None), capacity_vcpu=capacity))
 
 
-def plot(report: dict, path: Path) -> None:
+def plot(report: dict[str, Any], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -123,7 +128,7 @@ def plot(report: dict, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def print_table(title: str, rows: dict) -> None:
+def print_table(title: str, rows: dict[str, Any]) -> None:
     print(f"\n{title}")
     print(f"  {'policy':22} {'gCO2/kWh':>9} {'saving %':>9} {'of oracle %':>12}  top zones")
     for name, r in rows.items():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 
@@ -67,7 +68,7 @@ def run(
         out["baseline"].add(a.origin, actual_mean(origin, a.earliest, a.duration), weight)
         # greedy: the lowest intensity observed at the decision time, started immediately
         now_values = {z: float(truth.full(z).value_at(np.array([a.arrival - 1]))[0]) for z in a.zones}
-        greedy_zone = min(sorted(now_values), key=now_values.get)
+        greedy_zone = min(sorted(now_values), key=now_values.__getitem__)
         out["greedy"].add(greedy_zone, actual_mean(truth.full(greedy_zone), a.earliest, a.duration), weight)
         for name, source in [*forecasts.items(), ("oracle", truth)]:
             series = {z: source.series(z, a.earliest, a.deadline, a.arrival) for z in a.zones}
@@ -77,7 +78,7 @@ def run(
     return out
 
 
-def summarise(outcomes: dict[str, Outcome]) -> dict:
+def summarise(outcomes: dict[str, Outcome]) -> dict[str, Any]:
     base = outcomes["baseline"].mean
     oracle_saving = base - outcomes["oracle"].mean
     rows = {}

@@ -47,7 +47,7 @@ def _names(value: str | None) -> list[str] | None:
     return [n.strip() for n in value.split(",") if n.strip()] if value else None
 
 
-def cmd_train(args) -> int:
+def cmd_train(args: argparse.Namespace) -> int:
     from mlflow.exceptions import MlflowException
 
     from greenops.scheduler.sources import TraceSource
@@ -100,7 +100,7 @@ def cmd_train(args) -> int:
     return 0
 
 
-def cmd_export(args) -> int:
+def cmd_export(args: argparse.Namespace) -> int:
     from mlflow.exceptions import MlflowException
 
     from . import tracking
@@ -116,7 +116,7 @@ def cmd_export(args) -> int:
     return 0
 
 
-def cmd_serve(args) -> int:
+def cmd_serve(args: argparse.Namespace) -> int:
     from mlflow.exceptions import MlflowException
 
     from greenops.errors import GreenOpsError
@@ -162,12 +162,13 @@ def stack_serving(stack: str) -> tuple[str, list[str]]:
     return kserve.storage_prefix, served_models(kserve.zones)
 
 
-def cmd_publish(args) -> int:
+def cmd_publish(args: argparse.Namespace) -> int:
     from mlflow.exceptions import MlflowException
 
     from . import publish, tracking
     from .names import split_s3_uri
 
+    names: list[str] | None
     try:
         if args.stack:
             prefix, names = stack_serving(args.stack)
@@ -236,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--export-dir", type=Path, default=BUILD / "published")
     p.set_defaults(func=cmd_publish)
     args = parser.parse_args(argv)
-    return args.func(args)
+    code: int = args.func(args)
+    return code
 
 
 if __name__ == "__main__":

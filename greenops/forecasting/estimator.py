@@ -61,7 +61,8 @@ class CarbonForecastRegressor:
         if self._ridge is None:
             raise ValueError("the forecaster has not been fitted")
         design, level = _design(rows)
-        return np.exp(self._ridge.predict(design).reshape(len(design), -1)) * level
+        predicted: np.ndarray = np.exp(self._ridge.predict(design).reshape(len(design), -1)) * level
+        return predicted
 
     @property
     def n_parameters(self) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from greenops.errors import GreenOpsError
 
@@ -36,19 +37,30 @@ class Published:
     removed: int
 
 
-def s3_client(endpoint_url: str | None = None):
+class S3Client(Protocol):
+    """What publishing uses of boto3's S3 client (boto3 ships no types)."""
+
+    def head_bucket(self, *, Bucket: str) -> Any: ...
+    def create_bucket(self, *, Bucket: str) -> Any: ...
+    def get_paginator(self, operation_name: str) -> Any: ...
+    def upload_file(self, Filename: str, Bucket: str, Key: str) -> None: ...
+    def delete_object(self, *, Bucket: str, Key: str) -> Any: ...
+
+
+def s3_client(endpoint_url: str | None = None) -> S3Client:
     """A boto3 S3 client for ``endpoint_url`` (an S3-compatible store such as SeaweedFS; None: AWS),
     path-style addressing, credentials read from the environment now (a fresh session: boto3's
     default one would keep the first keys it found)."""
     import boto3
     from botocore.config import Config
 
-    return boto3.session.Session().client(
+    client: S3Client = boto3.session.Session().client(
         "s3", endpoint_url=endpoint_url, config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 3})
     )
+    return client
 
 
-def _ensure_bucket(client, bucket: str) -> None:
+def _ensure_bucket(client: S3Client, bucket: str) -> None:
     from botocore.exceptions import ClientError
 
     try:
@@ -59,14 +71,14 @@ def _ensure_bucket(client, bucket: str) -> None:
         client.create_bucket(Bucket=bucket)
 
 
-def _existing(client, bucket: str, prefix: str) -> set[str]:
+def _existing(client: S3Client, bucket: str, prefix: str) -> set[str]:
     keys: set[str] = set()
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         keys.update(o["Key"] for o in page.get("Contents", []))
     return keys
 
 
-def publish(models: dict[str, Path], prefix: str, client) -> list[Published]:
+def publish(models: dict[str, Path], prefix: str, client: S3Client) -> list[Published]:
     """Mirror each exported model directory ``models[name]`` to ``storage_uri(prefix, name)``."""
     from botocore.exceptions import BotoCoreError, ClientError
 

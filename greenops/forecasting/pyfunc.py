@@ -7,14 +7,14 @@ thesis wrapped its PyTorch forecaster's custom output class the same way).
 
 from __future__ import annotations
 
-import mlflow.pyfunc
 import numpy as np
+from mlflow.pyfunc.model import PythonModel  # what mlflow.pyfunc.PythonModel is (mypy sees mlflow.pyfunc as lazy)
 
 from .estimator import CarbonForecastRegressor
 from .features import FEATURES, INPUT_NAME
 
 
-class OipForecaster(mlflow.pyfunc.PythonModel):
+class OipForecaster(PythonModel):
     # The logged tensor signature validates the input; MLflow's type-hint validation has no tensor
     # type and would reject the dict of named tensors MLServer passes in, so it is switched off.
     _skip_type_hint_validation = True
@@ -22,7 +22,9 @@ class OipForecaster(mlflow.pyfunc.PythonModel):
     def __init__(self, estimator: CarbonForecastRegressor):
         self.estimator = estimator
 
-    def predict(self, context, model_input, params=None) -> np.ndarray:
+    # MLflow reads predict's parameter annotations when it logs and serves the model (signature inference,
+    # input conversion), so they stay unannotated and the model behaves as it always has
+    def predict(self, context, model_input, params=None) -> np.ndarray:  # type: ignore[no-untyped-def]
         if isinstance(model_input, dict):
             if INPUT_NAME not in model_input:
                 raise ValueError(f"expected an input tensor named {INPUT_NAME!r}, got {sorted(model_input)}")
@@ -30,4 +32,5 @@ class OipForecaster(mlflow.pyfunc.PythonModel):
         elif hasattr(model_input, "to_numpy"):
             model_input = model_input.to_numpy()
         rows = np.asarray(model_input, dtype=float).reshape(-1, FEATURES)
-        return np.clip(self.estimator.predict(rows), 0.0, None)
+        clipped: np.ndarray = np.clip(self.estimator.predict(rows), 0.0, None)
+        return clipped

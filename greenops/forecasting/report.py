@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -21,8 +22,9 @@ COLUMNS = [
 ]
 
 
-def beats_naive(row: dict, hours: int = 24) -> bool:
-    return row[f"model.mape_{hours}h"] < row[f"seasonal_naive_24h.mape_{hours}h"]
+def beats_naive(row: dict[str, Any], hours: int = 24) -> bool:
+    better: bool = row[f"model.mape_{hours}h"] < row[f"seasonal_naive_24h.mape_{hours}h"]
+    return better
 
 
 def markdown(report: TrainingReport) -> str:
@@ -46,7 +48,7 @@ def markdown(report: TrainingReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def as_json(report: TrainingReport) -> dict:
+def as_json(report: TrainingReport) -> dict[str, Any]:
     return {
         "holdout_from": report.holdout_from.isoformat(),
         "horizon_hours": report.horizon,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -79,7 +80,7 @@ class TrainingReport:
     generic: ZoneResult  # scores: the generic model on every zone's held-out rows, pooled
     generic_by_zone: dict[str, dict[str, float]]
 
-    def table(self) -> list[dict]:
+    def table(self) -> list[dict[str, Any]]:
         """One row per zone: MAPE/MAE of the zone model, the generic model and the baselines."""
         out = []
         for r in self.zones:

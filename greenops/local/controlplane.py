@@ -15,6 +15,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import yaml
@@ -35,13 +36,14 @@ class ControlPlaneError(GreenOpsError):
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 @dataclass
 class _Proc:
     name: str
-    popen: subprocess.Popen
+    popen: subprocess.Popen[bytes]
     log: Path
 
 
@@ -171,7 +173,7 @@ class LocalControlPlane(LoopbackService):
     def kubeconfig_path(self) -> Path:
         return self.workdir / "kubeconfig"
 
-    def kubeconfig(self) -> dict:
+    def kubeconfig(self) -> dict[str, Any]:
         return {
             "apiVersion": "v1",
             "kind": "Config",
@@ -196,7 +198,7 @@ class LocalControlPlane(LoopbackService):
             base_url=self.server, verify=False, timeout=timeout, headers={"Authorization": f"Bearer {self.token}"}
         )
 
-    def create_crd(self, crd: dict, timeout: float = 30.0) -> None:
+    def create_crd(self, crd: dict[str, Any], timeout: float = 30.0) -> None:
         """Create a CRD server-side (large schemas too) and wait until it is Established."""
         name = crd["metadata"]["name"]
         with self.client() as k:
@@ -225,7 +227,7 @@ class LocalControlPlane(LoopbackService):
         )
         self._procs.append(_Proc(name, popen, log))
 
-    def _wait(self, url: str, name: str, headers: dict | None = None) -> None:
+    def _wait(self, url: str, name: str, headers: dict[str, str] | None = None) -> None:
         proc = self._procs[-1]
         deadline = time.monotonic() + self.startup_timeout
         hdrs = {"Authorization": f"Bearer {self.token}"} if headers is None else headers

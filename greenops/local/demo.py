@@ -19,8 +19,10 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import yaml
+from pulumi import automation as auto
 
 from greenops import automation, explain, placements, report
 from greenops.clock import stamp
@@ -28,8 +30,10 @@ from greenops.httpclient import RetryingClient
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
-from greenops.local.webhook import GROUP, VERSION, install_admission, loopback_tls
-from greenops.reconcile import WAKE_MARGIN, reconcile_once
+from greenops.local.webhook import install_admission, loopback_tls
+from greenops.policies.webhook import VMTEMPLATE_GROUP as GROUP
+from greenops.policies.webhook import VMTEMPLATE_VERSION as VERSION
+from greenops.reconcile import WAKE_MARGIN, Pass, reconcile_once
 from greenops.renderers import registry
 from greenops.toolpaths import REPO
 
@@ -65,7 +69,7 @@ def next_evening(now: datetime) -> datetime:
 DUE_NEXT_MORNING = ("grid-settlement", "overnight-render")
 
 
-def due_next_morning(workloads: list[dict], evening: datetime) -> list[dict]:
+def due_next_morning(workloads: list[dict[str, Any]], evening: datetime) -> list[dict[str, Any]]:
     due = stamp(evening + timedelta(hours=16))
     return [{**w, "deadline": due} if w["name"] in DUE_NEXT_MORNING else w for w in workloads]
 
@@ -94,7 +98,7 @@ def demo_project(
     return folder
 
 
-def vmtemplate(name: str, due_in: timedelta = timedelta(days=2), **spec) -> dict:
+def vmtemplate(name: str, due_in: timedelta = timedelta(days=2), **spec: Any) -> dict[str, Any]:
     base = {
         "vmName": name,
         "cpu": 2,
@@ -114,7 +118,7 @@ def vmtemplate(name: str, due_in: timedelta = timedelta(days=2), **spec) -> dict
 APART = {"batch-ca": "westus", "batch-jp": "japaneast"}
 
 
-def cluster_templates() -> list[dict]:
+def cluster_templates() -> list[dict[str, Any]]:
     return [
         vmtemplate("etl-eu", originRegion="westeurope", dataResidency="eu"),
         vmtemplate("render-milan", originRegion="italynorth", maxLatency=30, cpu=8, memory=16),
@@ -136,7 +140,7 @@ def cluster_templates() -> list[dict]:
 RECORD = REPO / "build" / "demo" / "reservations.db"  # outlives the demo: a restart shows the same reservations
 
 
-def active_reservations(scheduler_url: str) -> list[dict]:
+def active_reservations(scheduler_url: str) -> list[dict[str, Any]]:
     with RetryingClient(scheduler_url) as client:
         return placements.active(client)
 
@@ -152,13 +156,14 @@ def vm_objects(cp: LocalControlPlane) -> set[str]:
         }
 
 
-def play_forward(st: automation.auto.Stack, cp: LocalControlPlane, first, until: datetime) -> list:
+def play_forward(st: auto.Stack, cp: LocalControlPlane, first: Pass, until: datetime) -> list[Pass]:
     """Reconcile passes at each next-change instant up to ``until``, as the watch loop would wake,
     printing what each changed and which VM objects appeared in or left the API server."""
     passes, seen, current = [first], vm_objects(cp), first
     while current.next_change and current.next_change[0] <= until:
         now = current.next_change[0] + WAKE_MARGIN
-        st.workspace.env_vars["GREENOPS_NOW"] = stamp(now)
+        # the SDK types env_vars read-only (Mapping), but a LocalWorkspace keeps, and reads, the dict it was given
+        st.workspace.env_vars["GREENOPS_NOW"] = stamp(now)  # type: ignore[index]
         current = reconcile_once(st)
         passes.append(current)
         objects = vm_objects(cp)
@@ -215,7 +220,7 @@ def demo(once: bool = True, record: Path = RECORD, start: datetime | None = None
                 "GREENOPS_NOW": stamp(t0),
             },
         )
-        st.set_config("greenops:kubeconfig", automation.auto.ConfigValue(cp.kubeconfig_path.read_text(), secret=True))
+        st.set_config("greenops:kubeconfig", auto.ConfigValue(cp.kubeconfig_path.read_text(), secret=True))
         started = time.monotonic()
         first = reconcile_once(st)
         say(f"   {first.counts} in {time.monotonic() - started:.1f} s")

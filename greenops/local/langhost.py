@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from concurrent import futures
 from importlib.metadata import version
 from pathlib import Path
@@ -57,28 +58,36 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
     def __init__(self, engine_address: str | None, tracing: str | None):
         self.engine_address = engine_address
         self.tracing = tracing
-        self._children: set[subprocess.Popen] = set()
+        self._children: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
 
-    def Handshake(self, request, context):
+    def Handshake(
+        self, request: language_pb2.LanguageHandshakeRequest, context: grpc.ServicerContext
+    ) -> language_pb2.LanguageHandshakeResponse:
         self.engine_address = request.engine_address
         return language_pb2.LanguageHandshakeResponse()
 
-    def GetPluginInfo(self, request, context):
+    def GetPluginInfo(self, request: empty_pb2.Empty, context: grpc.ServicerContext) -> plugin_pb2.PluginInfo:
         return plugin_pb2.PluginInfo(version=version("pulumi"))
 
-    def GetRequiredPlugins(self, request, context):
+    def GetRequiredPlugins(
+        self, request: language_pb2.GetRequiredPluginsRequest, context: grpc.ServicerContext
+    ) -> language_pb2.GetRequiredPluginsResponse:
         # Plugins are installed ahead of time (tools/install.sh); the engine finds them by the
         # versions the SDK packages stamp on each resource.
         return language_pb2.GetRequiredPluginsResponse()
 
-    def GetRequiredPackages(self, request, context):
+    def GetRequiredPackages(
+        self, request: language_pb2.GetRequiredPackagesRequest, context: grpc.ServicerContext
+    ) -> language_pb2.GetRequiredPackagesResponse:
         return language_pb2.GetRequiredPackagesResponse()
 
-    def InstallDependencies(self, request, context):
+    def InstallDependencies(
+        self, request: language_pb2.InstallDependenciesRequest, context: grpc.ServicerContext
+    ) -> Iterator[language_pb2.InstallDependenciesResponse]:
         return iter(())
 
-    def Run(self, request, context):
+    def Run(self, request: language_pb2.RunRequest, context: grpc.ServicerContext) -> language_pb2.RunResponse:
         args = [_python(request.info), "-u", _executor()]
         for flag, value in (
             ("monitor", request.monitor_address),
@@ -114,7 +123,7 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
             return language_pb2.RunResponse(bail=True)
         return language_pb2.RunResponse(error=f"program exited with non-zero exit code: {code}")
 
-    def Cancel(self, request, context):
+    def Cancel(self, request: empty_pb2.Empty, context: grpc.ServicerContext) -> empty_pb2.Empty:
         with self._lock:
             for child in self._children:
                 child.send_signal(signal.SIGINT)

@@ -18,6 +18,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from greenops.errors import GreenOpsError
 from greenops.local.controlplane import free_port
@@ -48,7 +49,7 @@ class PostgresServer(LoopbackService):
     max_connections: int = 200
     startup_timeout: float = 60.0
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-pg-")))
-    _proc: subprocess.Popen | None = None
+    _proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
@@ -129,7 +130,7 @@ class PostgresServer(LoopbackService):
                 self._proc.wait()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def _account(self) -> dict:
+    def _account(self) -> dict[str, Any]:
         if os.geteuid() != 0:
             return {}
         account = pwd.getpwnam("postgres")
@@ -142,7 +143,7 @@ class PostgresServer(LoopbackService):
 
         return {"preexec_fn": demote, "cwd": str(self.workdir)}
 
-    def _run(self, argv: list[str], as_user: dict, env: dict | None = None) -> None:
+    def _run(self, argv: list[str], as_user: dict[str, Any], env: dict[str, str] | None = None) -> None:
         done = subprocess.run(argv, capture_output=True, text=True, env=env, **as_user)
         if done.returncode != 0:
             raise GreenOpsError(
@@ -150,10 +151,12 @@ class PostgresServer(LoopbackService):
             )
 
     def _wait_ready(self, bindir: Path, log: Path) -> None:
+        proc = self._proc
+        assert proc is not None, "start launches postgres first"
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise GreenOpsError(f"postgres exited with code {self._proc.returncode}: {log.read_text()[-2000:]}")
+            if proc.poll() is not None:
+                raise GreenOpsError(f"postgres exited with code {proc.returncode}: {log.read_text()[-2000:]}")
             ready = subprocess.run([str(bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-q"])
             if ready.returncode == 0:
                 return

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 
 class SchedulerStandIn:
@@ -18,14 +19,14 @@ class SchedulerStandIn:
     answered 200 and kept, path and query, in `released`.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.mode = "first"
-        self.requests: list[dict] = []
+        self.requests: list[dict[str, Any]] = []
         self.released: list[str] = []
         stand_in = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stand_in.requests.append(body)
                 if stand_in.mode == "error":
@@ -36,11 +37,11 @@ class SchedulerStandIn:
                 )
                 self._send(200, {"scheduling_location": zone, "scheduling_time": "2027-01-01T02:00:00Z"})
 
-            def do_DELETE(self):
+            def do_DELETE(self) -> None:
                 stand_in.released.append(self.path)
                 self._send(200, {"phase": "Released"})
 
-            def _send(self, code, payload):
+            def _send(self, code: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
@@ -48,7 +49,7 @@ class SchedulerStandIn:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def log_message(self, *args):
+            def log_message(self, *args: Any) -> None:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -56,6 +57,6 @@ class SchedulerStandIn:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
-    def close(self):
+    def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()

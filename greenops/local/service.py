@@ -29,7 +29,7 @@ class LoopbackService:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
@@ -40,7 +40,7 @@ class ProcessService(LoopbackService):
     startup_timeout: float = 30.0
     stop_timeout: float = 10.0  # grace after SIGTERM before SIGKILL
     port: int = 0
-    _proc = None
+    _proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
@@ -62,12 +62,12 @@ class ProcessService(LoopbackService):
         )
 
     def _wait_ready(self, url: str) -> None:
+        proc = self._proc
+        assert proc is not None, "_launch starts the process first"
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise GreenOpsError(
-                    f"{self.name} exited with code {self._proc.returncode}: {self.log.read_text()[-2000:]}"
-                )
+            if proc.poll() is not None:
+                raise GreenOpsError(f"{self.name} exited with code {proc.returncode}: {self.log.read_text()[-2000:]}")
             try:
                 # readiness only: a loopback server with its own throw-away certificate
                 if httpx.get(url, timeout=1.0, verify=False).status_code == 200:
@@ -78,10 +78,11 @@ class ProcessService(LoopbackService):
         raise GreenOpsError(f"{self.name} did not become ready within {self.startup_timeout:.0f}s")
 
     def stop(self) -> None:
-        if self.running:
-            self._proc.terminate()
+        proc = self._proc
+        if proc is not None and proc.poll() is None:  # self.running
+            proc.terminate()
             try:
-                self._proc.wait(timeout=self.stop_timeout)
+                proc.wait(timeout=self.stop_timeout)
             except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+                proc.kill()
+                proc.wait()

@@ -12,6 +12,7 @@ import ssl
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from cryptography import x509
@@ -23,6 +24,9 @@ from greenops.charts import CHART_SOURCE
 from greenops.policies.webhook import TENANT_LABEL, webhook_configuration
 from greenops.policies.webhook import VMTEMPLATE_GROUP as GROUP
 from greenops.policies.webhook import VMTEMPLATE_VERSION as VERSION
+
+if TYPE_CHECKING:
+    from greenops.local.controlplane import LocalControlPlane
 
 
 @dataclass(frozen=True)
@@ -73,10 +77,10 @@ def loopback_tls(folder: Path) -> TlsIdentity:
     return TlsIdentity(ca.public_bytes(serialization.Encoding.PEM), cert_file, key_file)
 
 
-def vmtemplate_crd() -> dict:
+def vmtemplate_crd() -> dict[str, Any]:
     """The VmTemplate CRD as Krateo core-provider generates it from values.schema.json."""
     schema = json.loads((CHART_SOURCE / "values.schema.json").read_text())
-    props = {}
+    props: dict[str, dict[str, Any]] = {}
     for name, prop in schema["properties"].items():
         p = {k: v for k, v in prop.items() if k in ("description", "enum", "minimum", "pattern", "items")}
         types = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
@@ -121,7 +125,7 @@ def vmtemplate_crd() -> dict:
 
 
 def install_admission(
-    cp, opa_url: str, ca_pem: bytes, namespaces: Iterable[str] | Mapping[str, str | None] = ()
+    cp: LocalControlPlane, opa_url: str, ca_pem: bytes, namespaces: Iterable[str] | Mapping[str, str | None] = ()
 ) -> None:
     """The VmTemplate CRD, the webhook to OPA and the given namespaces, on a local control plane.
 
@@ -140,7 +144,7 @@ def install_admission(
     replicate_namespaces(cp, opa_url, ca_pem)
 
 
-def namespace_manifest(name: str, tenant: str | None) -> dict:
+def namespace_manifest(name: str, tenant: str | None) -> dict[str, Any]:
     """A Namespace whose VmTemplates belong to ``tenant`` (None: no label, the default tenant)."""
     return {
         "apiVersion": "v1",
@@ -149,7 +153,9 @@ def namespace_manifest(name: str, tenant: str | None) -> dict:
     }
 
 
-def replicate_namespaces(cp, opa_url: str, ca_pem: bytes | None = None, token: str | None = None) -> None:
+def replicate_namespaces(
+    cp: LocalControlPlane, opa_url: str, ca_pem: bytes | None = None, token: str | None = None
+) -> None:
     """Copy every Namespace into OPA's data.kubernetes.namespaces, as kube-mgmt's
     --replicate-cluster=v1/namespaces does in a cluster (here once: call again after a change)."""
     with cp.client() as k:
@@ -159,7 +165,7 @@ def replicate_namespaces(cp, opa_url: str, ca_pem: bytes | None = None, token: s
 
 
 def put_namespaces(
-    opa_url: str, namespaces: dict[str, dict], ca_pem: bytes | None = None, token: str | None = None
+    opa_url: str, namespaces: dict[str, dict[str, Any]], ca_pem: bytes | None = None, token: str | None = None
 ) -> None:
     """Replace OPA's data.kubernetes.namespaces (name -> Namespace) as kube-mgmt writes it.
     ``token``: OPA's admin token, when OPA requires one."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AwareDatetime, Field, computed_field, field_serializer, field_validator
 
@@ -49,10 +49,10 @@ class Decision(_Model):
         return round(100.0 * (1 - self.expected_intensity / self.baseline_intensity), 2)
 
     @classmethod
-    def from_document(cls, doc: dict) -> Decision:
+    def from_document(cls, doc: dict[str, Any]) -> Decision:
         """Read back a decision written by ``document()`` (its computed fields are dropped)."""
         return cls.model_validate({k: v for k, v in doc.items() if k != "savingPercent"})
 
-    def document(self) -> dict:
+    def document(self) -> dict[str, Any]:
         """The decision as JSON with camelCase keys, including ``savingPercent``."""
         return self.model_dump(mode="json", by_alias=True)

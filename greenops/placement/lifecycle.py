@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
+from typing import Any
 
 from pydantic import AwareDatetime, Field, field_serializer
 
@@ -87,11 +88,11 @@ class Lifecycle(_Model):
             update={"phase": phase, "reason": reason, **times, "events": (self.events + (event,))[-MAX_EVENTS:]}
         )
 
-    def document(self) -> dict:
+    def document(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
 
     @classmethod
-    def from_document(cls, doc: dict) -> Lifecycle:
+    def from_document(cls, doc: dict[str, Any]) -> Lifecycle:
         return cls.model_validate(doc)
 
 
@@ -123,7 +124,7 @@ class Observation:
     missing: tuple[str, ...] = ()  # objects that should exist and do not (deleted by hand)
     detail: str = ""  # the VM object's current condition, for the reason while waiting; empty: nothing reported
     # every object read back, "Kind/name" -> its status: what a held object of the set waits for
-    reported: Mapping[str, Mapping] = field(default_factory=dict)
+    reported: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -268,7 +269,7 @@ def next_change(lc: Lifecycle, window: Window) -> datetime | None:
     return None
 
 
-def from_outputs(outs: dict, window: Window) -> Lifecycle:
+def from_outputs(outs: dict[str, Any], window: Window) -> Lifecycle:
     """The recorded lifecycle; state written before lifecycles were recorded carried only a
     clock-derived ``status``, which is taken at its word once."""
     if outs.get("lifecycle"):

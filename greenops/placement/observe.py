@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
+from typing import Any
 
 import yaml
 
@@ -48,16 +49,17 @@ class ClusterObserver:
     def close(self) -> None:
         self._client.close()
 
-    def _get(self, obj: dict) -> dict | None:
+    def _get(self, obj: dict[str, Any]) -> dict[str, Any] | None:
         from kubernetes import client
 
         group, version = obj["apiVersion"].split("/")
         plural = load_catalog().crd_kinds[(group, obj["kind"])].plural
         meta = obj["metadata"]
         try:
-            return client.CustomObjectsApi(self._client).get_namespaced_custom_object(
+            found: dict[str, Any] = client.CustomObjectsApi(self._client).get_namespaced_custom_object(
                 group, version, meta["namespace"], plural, meta["name"]
             )
+            return found
         except client.ApiException as exc:
             if exc.status == 404:
                 return None
@@ -65,7 +67,7 @@ class ClusterObserver:
                 f"{obj['kind']} {meta['namespace']}/{meta['name']}: the API server answered {exc.status} {exc.reason}"
             ) from None
 
-    def observe(self, workload: str, provider: str, manifests: list[dict]) -> Observation:
+    def observe(self, workload: str, provider: str, manifests: list[dict[str, Any]]) -> Observation:
         """The operator's verdict on ``manifests`` (what Placement applied for ``workload``)."""
         try:
             live = [(m, self._get(m)) for m in manifests]

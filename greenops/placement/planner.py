@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from greenops.catalog import Catalog, load_catalog
 from greenops.clock import parse_time, system_clock
@@ -82,7 +83,7 @@ def place(
     )
 
 
-def _searched_from(answer: dict, earliest_start: datetime | None) -> datetime:
+def _searched_from(answer: dict[str, Any], earliest_start: datetime | None) -> datetime:
     """Where the answer's search began (its baseline run starts then): recorded in the answer, so a
     replayed answer keeps the original instant; older schedulers did not record it."""
     if answer.get("searched_from"):
@@ -90,7 +91,7 @@ def _searched_from(answer: dict, earliest_start: datetime | None) -> datetime:
     return earliest_start or system_clock()
 
 
-def _with_images(decision: dict, catalog: Catalog) -> dict | None:
+def _with_images(decision: dict[str, Any], catalog: Catalog) -> dict[str, Any] | None:
     """Policy's explanation with the image each zone's region would boot, so the record holds the
     whole mapping as decided (the image comes from the catalog, not from policy)."""
     explanation = decision.get("explanation")

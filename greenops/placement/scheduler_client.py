@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 from urllib.parse import quote
+
+import httpx
 
 from greenops.clock import stamp
 from greenops.errors import GreenOpsError
@@ -28,8 +31,8 @@ class Reservation:
     path: str = "pulumi"
     quota_vcpu: float | None = None
     regions: dict[str, str] = field(default_factory=dict)
-    workload: dict | None = None
-    explanation: dict | None = None  # policy's account of the eligible set, kept with the booking
+    workload: dict[str, Any] | None = None
+    explanation: dict[str, Any] | None = None  # policy's account of the eligible set, kept with the booking
 
 
 class SchedulerClient(RetryingClient):
@@ -44,8 +47,8 @@ class SchedulerClient(RetryingClient):
         jobs: int = 1,
         earliest_start: datetime | None = None,
         reservation: Reservation | None = None,
-    ) -> dict:
-        body = {
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
             "number_of_jobs": jobs,
             "eligible_regions": zones,
             "deadline": stamp(deadline),
@@ -72,7 +75,7 @@ class SchedulerClient(RetryingClient):
                 body["tenant_quota_vcpu"] = float(reservation.quota_vcpu)
         return self._answer(self.post("/scheduling", body))
 
-    def report(self, key: str, phase: str, reason: str = "") -> dict:
+    def report(self, key: str, phase: str, reason: str = "") -> dict[str, Any]:
         """Record the placement's phase; Completed and Failed give its zone-hours back."""
         return self._answer(
             self.request("PATCH", f"/reservations/{quote(key, safe='/')}", {"phase": phase, "reason": reason[:1024]})
@@ -85,9 +88,10 @@ class SchedulerClient(RetryingClient):
             return
         self._answer(r)
 
-    def _answer(self, r) -> dict:
+    def _answer(self, r: httpx.Response | None) -> dict[str, Any]:
         if r is not None and r.status_code == 200:
-            return r.json()
+            answer: dict[str, Any] = r.json()
+            return answer
         if r is not None and 400 <= r.status_code < 500:
             raise SchedulerRefused(f"scheduler refused the request (HTTP {r.status_code}): {detail(r)}")
         raise SchedulerUnavailable(f"scheduler at {self.url} did not answer ({self.last_error})")

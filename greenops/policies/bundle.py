@@ -19,8 +19,9 @@ import sys
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from greenops.catalog import Catalog, fits, haversine_km, load_catalog, size_order
+from greenops.catalog import Catalog, VmSize, fits, haversine_km, load_catalog, size_order
 from greenops.errors import GreenOpsError
 from greenops.toolpaths import REPO, tool_path
 
@@ -30,9 +31,9 @@ REGO_DIR = Path(__file__).resolve().parent / "rego"
 ROOTS = ["greenops", "system"]
 
 
-def catalog_document(catalog: Catalog) -> dict:
+def catalog_document(catalog: Catalog) -> dict[str, Any]:
     """The catalog as OPA data under ``data.greenops.catalog``."""
-    regions = {}
+    regions: dict[str, dict[str, dict[str, Any]]] = {}
     region_provider = {}
     for p in catalog.providers:
         regions[p] = {}
@@ -55,7 +56,9 @@ def catalog_document(catalog: Catalog) -> dict:
     # region does).
     cpu_levels = sorted({s.vcpu for p in catalog.providers for s in catalog.sizes(p)})
     mem_levels = sorted({s.memoryGb for p in catalog.providers for s in catalog.sizes(p)})
-    tables, ladder_of, prices = {}, {}, {}
+    tables: dict[str, dict[str, list[list[str | None]]]] = {}
+    ladder_of: dict[str, dict[str, str]] = {}
+    prices: dict[str, dict[str, dict[str, float | None]]] = {}
     for p in catalog.providers:
         tables[p], ladder_of[p], prices[p] = {}, {}, {}
         ids: dict[str, str] = {}
@@ -71,10 +74,10 @@ def catalog_document(catalog: Catalog) -> dict:
     # them with set intersection instead of iterating region by region.
     placeable = {p: {r: True for r, v in regions[p].items() if v["placeable"]} for p in catalog.providers}
     eu = {p: {r: True for r, v in regions[p].items() if v["eu"]} for p in catalog.providers}
-    ladder_regions = {p: {} for p in catalog.providers}
+    ladder_regions: dict[str, dict[str, dict[str, bool]]] = {p: {} for p in catalog.providers}
     for p in catalog.providers:
-        for r, lid in ladder_of[p].items():
-            ladder_regions[p].setdefault(lid, {})[r] = True
+        for region, lid in ladder_of[p].items():
+            ladder_regions[p].setdefault(lid, {})[region] = True
     return {
         "providers": list(catalog.providers),
         "regions": regions,
@@ -93,11 +96,11 @@ def catalog_document(catalog: Catalog) -> dict:
     }
 
 
-def _first_fit(ranked: list, cpu: float, memory: float) -> str | None:
+def _first_fit(ranked: list[VmSize], cpu: int, memory: float) -> str | None:
     return next((s.name for s in ranked if fits(s, cpu, memory)), None)
 
 
-def bundle_data(catalog: Catalog, config: PolicyConfig) -> dict:
+def bundle_data(catalog: Catalog, config: PolicyConfig) -> dict[str, Any]:
     return {"greenops": {"catalog": catalog_document(catalog), "config": config.document()}}
 
 

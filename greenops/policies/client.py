@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+
 from greenops.errors import GreenOpsError
 from greenops.httpclient import RetryingClient
 
@@ -26,12 +28,18 @@ class OpaClient(RetryingClient):
     """``token``: OPA's query token (greenops:opaToken), sent as ``Authorization: Bearer ...``."""
 
     def __init__(
-        self, url: str, timeout: float = 5.0, attempts: int = 3, backoff: float = 0.2, token: str | None = None, **kw
+        self,
+        url: str,
+        timeout: float = 5.0,
+        attempts: int = 3,
+        backoff: float = 0.2,
+        token: str | None = None,
+        **kw: Any,
     ):
         super().__init__(url, timeout, attempts, backoff, token=token, **kw)
         self.has_token = bool(token)
 
-    def decision(self, workload: dict[str, Any], zone: str | None = None) -> dict:
+    def decision(self, workload: dict[str, Any], zone: str | None = None) -> dict[str, Any]:
         """The decision document; raises PolicyUnavailable (transport) but never on denial."""
         payload: dict[str, Any] = {"workload": workload}
         if zone is not None:
@@ -52,14 +60,14 @@ class OpaClient(RetryingClient):
             self.last_error = f"HTTP {r.status_code}: {r.text[:300]}"
         raise PolicyUnavailable(f"OPA at {self.url} did not answer the placement query ({self.last_error})")
 
-    def require_allowed(self, workload: dict[str, Any], zone: str | None = None) -> dict:
+    def require_allowed(self, workload: dict[str, Any], zone: str | None = None) -> dict[str, Any]:
         d = self.decision(workload, zone)
         if not d.get("allowed"):
             raise PolicyDenied("; ".join(d.get("errors") or ["denied without a reason"]))
         return d
 
 
-def _opa_message(r) -> str:
+def _opa_message(r: httpx.Response) -> str:
     """OPA's own error message (``{"code": ..., "message": ...}``), else the body."""
     try:
         payload = r.json()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -34,7 +35,7 @@ class PolicyConfig(BaseModel):
     )
     scheduler: SchedulerCall = Field(default_factory=SchedulerCall)
 
-    def document(self) -> dict:
+    def document(self) -> dict[str, Any]:
         """The bundle's data.greenops.config: these settings, and the default tenant (a fact of
         the workload model, not a setting)."""
         return {**self.model_dump(mode="json"), "default_tenant": DEFAULT_TENANT}

@@ -20,7 +20,7 @@ CONFIGURATION_NAME = "greenops-vmtemplate-placement"
 
 def webhook_configuration(
     client_config: dict[str, Any], ca_bundle: Any, timeout_seconds: int = 10, exclude_namespaces: Sequence[str] = ()
-) -> dict:
+) -> dict[str, Any]:
     """The configuration as a manifest. ``client_config`` is ``{"url": ...}`` or ``{"service": ...}``;
     ``ca_bundle`` the base64 PEM of OPA's CA (a plain string, or a Pulumi Output).
 
@@ -32,7 +32,7 @@ def webhook_configuration(
     (request.dryRun), so the API server may send dry runs to them.
     """
 
-    def hook(name: str, operations: list[str], failure_policy: str) -> dict:
+    def hook(name: str, operations: list[str], failure_policy: str) -> dict[str, Any]:
         return {
             "name": name,
             "clientConfig": {**client_config, "caBundle": ca_bundle},

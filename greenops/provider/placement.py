@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -79,20 +79,20 @@ SETTINGS_KEYS = (
 )
 
 
-def _workload(props: dict, now: datetime, check_deadline: bool = True) -> Workload:
+def _workload(props: dict[str, Any], now: datetime, check_deadline: bool = True) -> Workload:
     return Workload.model_validate(props["workload"], context={"now": now, "check_deadline": check_deadline})
 
 
-def _lead(props: dict) -> timedelta:
+def _lead(props: dict[str, Any]) -> timedelta:
     return timedelta(seconds=float(props.get("leadSeconds") or 0))
 
 
-def reservation_key(props: dict) -> str:
+def reservation_key(props: dict[str, Any]) -> str:
     digest = hashlib.sha256(json.dumps(props["workload"], sort_keys=True).encode()).hexdigest()[:12]
     return f"{props.get('stack') or 'stack'}/{_name(props)}/{digest}"
 
 
-def _name(props: dict) -> str:
+def _name(props: dict[str, Any]) -> str:
     w = props.get("workload") or {}
     return str(w.get("name", "?")) if isinstance(w, dict) else "?"
 
@@ -112,7 +112,7 @@ class PlacementProvider(ResourceProvider):
         return (self._clock or system_clock)()
 
     # -- check --------------------------------------------------------------------------------
-    def check(self, _olds: dict, news: dict) -> CheckResult:
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []
         name = _name(news)
         # An unchanged, already placed workload is not re-checked against its deadline.
@@ -133,7 +133,7 @@ class PlacementProvider(ResourceProvider):
         return CheckResult(news, failures)
 
     # -- create -------------------------------------------------------------------------------
-    def create(self, props: dict) -> CreateResult:
+    def create(self, props: dict[str, Any]) -> CreateResult:
         now = self.now()
         workload = _workload(props, now)
         decision = self._place(props, workload, now)
@@ -147,7 +147,7 @@ class PlacementProvider(ResourceProvider):
         )
 
     # -- diff / update ------------------------------------------------------------------------
-    def diff(self, _id: str, olds: dict, news: dict) -> DiffResult:
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         if olds.get("workload") != news.get("workload"):
             return DiffResult(changes=True, replaces=["workload"], delete_before_replace=False)
         if not olds.get("decision"):
@@ -170,7 +170,7 @@ class PlacementProvider(ResourceProvider):
         )
         return DiffResult(changes=settings_changed or moved, replaces=[], stables=[] if step.replace else ["decision"])
 
-    def update(self, _id: str, olds: dict, news: dict) -> UpdateResult:
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         now = self.now()
         workload = _workload(news, now, check_deadline=False)
         decision = Decision.from_document(olds["decision"])
@@ -195,11 +195,11 @@ class PlacementProvider(ResourceProvider):
             outs=self._outputs(news, workload, decision, step.lifecycle, recorded, reported, olds.get("held") or [])
         )
 
-    def read(self, id_: str, props: dict) -> ReadResult:
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         # Refresh keeps the record: what happened is not re-derived from the clock.
         return ReadResult(id_, props)
 
-    def delete(self, _id: str, props: dict) -> None:
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
         # The VM's objects belong to the workload's ConfigGroup, which deletes them; the booking is
         # ours. If the scheduler cannot be reached the delete fails, and the next run releases it.
         key = (props.get("reservation") or {}).get("key") or reservation_key(props)
@@ -212,7 +212,7 @@ class PlacementProvider(ResourceProvider):
                 ) from None
 
     # -- the pieces ---------------------------------------------------------------------------
-    def _place(self, props: dict, workload: Workload, now: datetime) -> Decision:
+    def _place(self, props: dict[str, Any], workload: Workload, now: datetime) -> Decision:
         timeout = float(props.get("timeoutSeconds") or endpoints.TIMEOUT_SECONDS)
         attempts = int(props.get("attempts") or endpoints.ATTEMPTS)
         opa = OpaClient(
@@ -232,7 +232,7 @@ class PlacementProvider(ResourceProvider):
             scheduler.close()
 
     @staticmethod
-    def _scheduler(props: dict) -> SchedulerClient:
+    def _scheduler(props: dict[str, Any]) -> SchedulerClient:
         return SchedulerClient(
             props["schedulerUrl"],
             timeout=float(props.get("timeoutSeconds") or endpoints.TIMEOUT_SECONDS),
@@ -241,7 +241,7 @@ class PlacementProvider(ResourceProvider):
             ca_certificate=props.get("caCertificate"),
         )
 
-    def _report(self, props: dict, lifecycle: Lifecycle, recorded: str | None) -> str | None:
+    def _report(self, props: dict[str, Any], lifecycle: Lifecycle, recorded: str | None) -> str | None:
         """Tell the record the lifecycle's phase when it differs from what the record has; return
         what the record now has. Failing to tell it is logged, and retried on the next pass."""
         if recorded == lifecycle.phase.value:
@@ -249,7 +249,8 @@ class PlacementProvider(ResourceProvider):
         key = reservation_key(props)
         try:
             with self._scheduler(props) as scheduler:
-                return scheduler.report(key, lifecycle.phase.value, lifecycle.reason)["phase"]
+                phase: str | None = scheduler.report(key, lifecycle.phase.value, lifecycle.reason)["phase"]
+                return phase
         except GreenOpsError as exc:
             pulumi.log.warn(
                 f"workload {_name(props)!r}: the reservation {key} still says {recorded}, "
@@ -259,15 +260,15 @@ class PlacementProvider(ResourceProvider):
 
     def _advance(
         self,
-        props: dict,
+        props: dict[str, Any],
         workload: Workload,
         decision: Decision,
         lifecycle: Lifecycle,
         now: datetime,
-        manifests: list[dict],
-        resolved: Mapping[str, Mapping] | None = None,
+        manifests: list[dict[str, Any]],
+        resolved: Mapping[str, Mapping[str, Any]] | None = None,
         just_placed: bool = False,
-    ) -> tuple[Step, Mapping[str, Mapping]]:
+    ) -> tuple[Step, Mapping[str, Mapping[str, Any]]]:
         """The lifecycle after this pass, and what is known of the objects' statuses: what was
         ``resolved`` before (recorded in the state), updated by what the cluster reports now."""
         window = _window(props, workload, decision)
@@ -300,13 +301,13 @@ class PlacementProvider(ResourceProvider):
 
     @staticmethod
     def _outputs(
-        props: dict,
+        props: dict[str, Any],
         workload: Workload,
         decision: Decision,
         lifecycle: Lifecycle,
         recorded: str | None,
-        reported: Mapping[str, Mapping],
-        held_before: list[str] = (),
+        reported: Mapping[str, Mapping[str, Any]],
+        held_before: Sequence[str] = (),
     ) -> dict[str, Any]:
         rendered = _materialised(props, workload, decision, lifecycle, reported)
         if rendered.held and rendered.held != list(held_before) and not props.get("watchOperators"):
@@ -329,13 +330,19 @@ class PlacementProvider(ResourceProvider):
         }
 
 
-def _render(props: dict, workload: Workload, decision: Decision, reported: Mapping[str, Mapping]) -> Rendered:
+def _render(
+    props: dict[str, Any], workload: Workload, decision: Decision, reported: Mapping[str, Mapping[str, Any]]
+) -> Rendered:
     settings = RenderSettings.model_validate(props.get("render") or {})
     return render_set(workload, decision, settings, load_catalog(), reported)
 
 
 def _materialised(
-    props: dict, workload: Workload, decision: Decision, lifecycle: Lifecycle, reported: Mapping[str, Mapping]
+    props: dict[str, Any],
+    workload: Workload,
+    decision: Decision,
+    lifecycle: Lifecycle,
+    reported: Mapping[str, Mapping[str, Any]],
 ) -> Rendered:
     """The objects that exist in this phase: none before the gate and after the run."""
     if not lifecycle.phase.materialised:
@@ -343,7 +350,9 @@ def _materialised(
     return _render(props, workload, decision, reported)
 
 
-def _known(resolved: Mapping[str, Mapping] | None, reported: Mapping[str, Mapping]) -> dict[str, dict]:
+def _known(
+    resolved: Mapping[str, Mapping[str, Any]] | None, reported: Mapping[str, Mapping[str, Any]]
+) -> dict[str, dict[str, Any]]:
     """What the objects were rendered with before, updated by what the cluster reports now. A field
     the cluster no longer shows (an operator re-syncing, a status briefly cleared) keeps its recorded
     value, so an Instance is never dropped from the set, and deleted, for a status that blinked."""
@@ -353,30 +362,31 @@ def _known(resolved: Mapping[str, Mapping] | None, reported: Mapping[str, Mappin
     return known
 
 
-def _recorded(outputs: dict) -> str | None:
+def _recorded(outputs: dict[str, Any]) -> str | None:
     """The phase the scheduler's record has; a state written before the record existed has none."""
     return (outputs.get("reservation") or {}).get("phase")
 
 
-def _window(props: dict, workload: Workload, decision: Decision) -> Window:
+def _window(props: dict[str, Any], workload: Workload, decision: Decision) -> Window:
     return Window(decision.scheduling_time, workload.duration, _lead(props), workload.deadline)
 
 
 def _stamp(decision: Decision) -> str:
-    return decision.document()["schedulingTime"]
+    text: str = decision.document()["schedulingTime"]
+    return text
 
 
 class Placement(Resource):
     """A generic workload placed by policy and the scheduler (see PlacementProvider)."""
 
-    decision: pulumi.Output[dict]
+    decision: pulumi.Output[dict[str, Any]]
     phase: pulumi.Output[str]
-    lifecycle: pulumi.Output[dict]
+    lifecycle: pulumi.Output[dict[str, Any]]
     nextChangeAt: pulumi.Output[str | None]  # noqa: N815 - output attributes carry the property names
-    manifests: pulumi.Output[list]
-    resolved: pulumi.Output[dict]  # what the cluster reported that the manifests were rendered with
-    held: pulumi.Output[list]  # objects not rendered yet, each with what it waits for
-    reservation: pulumi.Output[dict]
+    manifests: pulumi.Output[list[dict[str, Any]]]
+    resolved: pulumi.Output[dict[str, Any]]  # what the cluster reported that the manifests were rendered with
+    held: pulumi.Output[list[str]]  # objects not rendered yet, each with what it waits for
+    reservation: pulumi.Output[dict[str, Any]]
 
     def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions | None = None):
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=SECRET_INPUTS))
@@ -407,8 +417,9 @@ def _pickler_restored() -> Iterator[None]:
     until pickling passes Python's recursion limit, a few hundred resources into a program. The
     serialisation happens inside the constructor, so restoring both afterwards keeps each
     resource's pickling one wrapper deep, exactly as the SDK meant it."""
-    saved = pickle._Pickler._batch_setitems, pickle._Pickler.save_dict
+    # (the pure-Python pickler's methods, which typeshed does not declare)
+    saved = pickle._Pickler._batch_setitems, pickle._Pickler.save_dict  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        pickle._Pickler._batch_setitems, pickle._Pickler.save_dict = saved
+        pickle._Pickler._batch_setitems, pickle._Pickler.save_dict = saved  # type: ignore[attr-defined]

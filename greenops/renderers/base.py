@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -54,7 +55,7 @@ class RenderContext:
     # What the cluster reports about objects of this set, keyed "Kind/name": their ``status``. Some
     # fields can only be filled from another object's status (ACK's Instance takes security groups
     # by id), so the object that needs them is held back until the status is there.
-    observed: Mapping[str, Mapping] = field(default_factory=dict)
+    observed: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     held: list[str] = field(default_factory=list)  # filled by the renderer: what it held back, and why
     used: dict[str, dict[str, str]] = field(default_factory=dict)  # the reported values the set was rendered with
 
@@ -82,8 +83,8 @@ class RenderContext:
             f"{LABEL_PREFIX}/managed-by": MANAGED_BY,
         }
 
-    def metadata(self, name: str, annotations: dict[str, str] | None = None) -> dict:
-        meta: dict = {"name": name, "namespace": self.settings.namespace, "labels": dict(self.labels)}
+    def metadata(self, name: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": name, "namespace": self.settings.namespace, "labels": dict(self.labels)}
         notes = dict(annotations or {})
         if self.settings.skip_await:
             notes["pulumi.com/skipAwait"] = "true"
@@ -100,7 +101,7 @@ class RenderContext:
         }
 
 
-RenderFn = Callable[[RenderContext], list[dict]]
+RenderFn = Callable[[RenderContext], list[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ class ObjectState:
     detail: str = ""  # the condition as text; empty while the operator has said nothing
 
 
-def condition(obj: dict, kind: str) -> dict | None:
+def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     """The condition of type ``kind`` in the object's status, if the operator has set one."""
     for c in (obj.get("status") or {}).get("conditions") or []:
         if isinstance(c, dict) and c.get("type") == kind:
@@ -121,14 +122,14 @@ def condition(obj: dict, kind: str) -> dict | None:
     return None
 
 
-def describe(c: dict) -> str:
+def describe(c: dict[str, Any]) -> str:
     """``Ready=False (Warning, Reconciling): message`` from a condition."""
     why = ", ".join(str(x) for x in (c.get("severity"), c.get("reason")) if x)
     text = f"{c.get('type')}={c.get('status')}" + (f" ({why})" if why else "")
     return text + (f": {c['message']}" if c.get("message") else "")
 
 
-def readiness(c: dict | None) -> ObjectState:
+def readiness(c: dict[str, Any] | None) -> ObjectState:
     """Ready when ``c`` (the operator's readiness condition) is True; otherwise its text says why not."""
     if c is None:
         return ObjectState(False)  # the operator has not reported yet
@@ -137,4 +138,4 @@ def readiness(c: dict | None) -> ObjectState:
     return ObjectState(False, detail=describe(c))
 
 
-StateFn = Callable[[dict], ObjectState]
+StateFn = Callable[[dict[str, Any]], ObjectState]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from greenops.catalog import Catalog, load_catalog
 from greenops.errors import RenderError
@@ -20,7 +21,9 @@ _STATES: dict[str, StateFn] = {}
 _PROVIDER_MODULES = "greenops.renderers.providers"
 
 
-def renderer(provider: str, kinds: list[tuple[str, str]], vm_kind: str, state: StateFn):
+def renderer(
+    provider: str, kinds: list[tuple[str, str]], vm_kind: str, state: StateFn
+) -> Callable[[RenderFn], RenderFn]:
     """Registration: ``@renderer("gcp", kinds=[(apiVersion, kind), ...], vm_kind=..., state=...)``.
 
     ``kinds`` lists every object type the renderer emits (the platform installs their CRDs);
@@ -55,7 +58,7 @@ def vm_kind(provider: str) -> str:
     return _VM_KINDS[provider]
 
 
-def object_state(provider: str, obj: dict) -> ObjectState:
+def object_state(provider: str, obj: dict[str, Any]) -> ObjectState:
     """What ``provider``'s operator reports about one of its objects."""
     _discover()
     return _STATES[provider](obj)
@@ -68,7 +71,7 @@ def providers() -> list[str]:
 
 @dataclass(frozen=True)
 class Rendered:
-    objects: list[dict]
+    objects: list[dict[str, Any]]
     held: list[str]  # objects left out until the cluster reports what they need, each with the reason
     used: dict[str, dict[str, str]]  # "Kind/name" -> the status fields the objects were rendered with
 
@@ -78,7 +81,7 @@ def render_set(
     decision: Decision,
     settings: RenderSettings | None = None,
     catalog: Catalog | None = None,
-    observed: Mapping[str, Mapping] | None = None,
+    observed: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Rendered:
     """The provider-specific minimum set (thesis §3.4) for a decision, as plain dicts, given what
     the cluster reports about the set's objects so far (``"Kind/name"`` -> ``status``)."""
@@ -97,7 +100,7 @@ def render(
     decision: Decision,
     settings: RenderSettings | None = None,
     catalog: Catalog | None = None,
-    observed: Mapping[str, Mapping] | None = None,
-) -> list[dict]:
+    observed: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     """The objects of ``render_set``."""
     return render_set(workload, decision, settings, catalog, observed).objects

@@ -16,13 +16,29 @@ import contextlib
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, and_, bindparam, create_engine, event, func, insert, or_, select, text, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Table,
+    and_,
+    bindparam,
+    create_engine,
+    event,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.pool import StaticPool
@@ -31,6 +47,11 @@ from greenops.errors import GreenOpsError
 from greenops.scheduler.algorithm import SLOT, slots_of
 
 from .tables import reservations, slot_usage, tenants
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from sqlalchemy.pool import ConnectionPoolEntry
 
 ACTIVE = ("Scheduled", "Provisioning", "Running")
 TERMINAL = ("Completed", "Failed", "Released")
@@ -77,8 +98,8 @@ class Booking:
     path: str
     milli_cpu: int  # per job
     placements: tuple[tuple[str, float, float], ...]  # (zone, start, end) for every job
-    request: dict
-    answer: dict
+    request: dict[str, Any]
+    answer: dict[str, Any]
     provider: str | None = None
     region: str | None = None
     quota_milli: int | None = None
@@ -114,23 +135,23 @@ class ReservationStore:
         self.engine.dispose()
 
     @contextlib.contextmanager
-    def _read(self):
+    def _read(self) -> Iterator[Connection]:
         with self._serial, self.engine.connect() as conn:
             yield conn
 
     @contextlib.contextmanager
-    def _write(self):
+    def _write(self) -> Iterator[Connection]:
         with self._serial, self._writer.begin() as conn:
             yield conn
 
     # --- reads -----------------------------------------------------------------------------
 
-    def get(self, key: str) -> dict | None:
+    def get(self, key: str) -> dict[str, Any] | None:
         with self._read() as conn:
             row = conn.execute(select(reservations).where(reservations.c.key == key)).mappings().first()
         return dict(row) if row else None
 
-    def seen(self, row: dict | None) -> Seen:
+    def seen(self, row: dict[str, Any] | None) -> Seen:
         if row is None:
             return Seen(None, False, (), 0)
         return Seen(
@@ -149,7 +170,7 @@ class ReservationStore:
                 select(slot_usage).where(
                     and_(slot_usage.c.zone.in_(zones), slot_usage.c.slot >= first_slot, slot_usage.c.slot < last_slot)
                 )
-            )
+            ).tuples()  # (the same result, typed as plain tuples)
             for zone, slot, m in rows:
                 used[zone][slot] = m
         if seen.active:
@@ -171,7 +192,7 @@ class ReservationStore:
         active_only: bool = True,
         now: datetime | None = None,
         ended_after: datetime | None = None,
-    ) -> list[dict]:
+    ) -> list[dict[str, Any]]:
         """Rows by start, filtered in the database; ``ended_after`` keeps the active ones and those
         whose run ends after it (a dashboard's recent history, not years of it)."""
         q = select(reservations).order_by(reservations.c.start_at, reservations.c.key)
@@ -199,7 +220,7 @@ class ReservationStore:
 
     # --- writes ----------------------------------------------------------------------------
 
-    def commit(self, booking: Booking, seen: Seen, capacity_milli: int, now: datetime) -> dict:
+    def commit(self, booking: Booking, seen: Seen, capacity_milli: int, now: datetime) -> dict[str, Any]:
         """Store ``booking`` as the key's reservation, replacing its previous booking. Raises
         Conflict (search again) or QuotaExceeded; on any error nothing is changed."""
         deltas = _deltas(booking.placements, booking.milli_cpu)
@@ -220,7 +241,7 @@ class ReservationStore:
         self._maybe_prune(now)
         return booking.answer
 
-    def report(self, key: str, phase: str, reason: str, now: datetime) -> dict:
+    def report(self, key: str, phase: str, reason: str, now: datetime) -> dict[str, Any]:
         """Record what happened to an active reservation: an active phase (Provisioning, Running),
         or a terminal one (Completed, Failed, Released) that gives its zone-hours back. A reservation
         already terminal is returned as it is: a retried release or a late report changes nothing."""
@@ -243,7 +264,7 @@ class ReservationStore:
 
     # --- inside a write transaction --------------------------------------------------------
 
-    def _claim_key(self, conn, b: Booking, seen: Seen, now: datetime) -> None:
+    def _claim_key(self, conn: Connection, b: Booking, seen: Seen, now: datetime) -> None:
         first = min(b.placements, key=lambda p: (p[1], p[0]))
         values = {
             "tenant": b.tenant,
@@ -274,12 +295,12 @@ class ReservationStore:
         if done.rowcount != 1:
             raise Conflict(f"key {b.key} changed meanwhile")
 
-    def _check_quota(self, conn, b: Booking, now: datetime) -> None:
+    def _check_quota(self, conn: Connection, b: Booking, now: datetime) -> None:
         if b.quota_milli is None:
             return
         conn.execute(self._insert(tenants).values(tenant=b.tenant).on_conflict_do_nothing())
         conn.execute(select(tenants).where(tenants.c.tenant == b.tenant).with_for_update())
-        used = conn.execute(
+        used: int = conn.execute(
             select(func.coalesce(func.sum(reservations.c.milli_cpu * reservations.c.jobs), 0)).where(
                 and_(
                     reservations.c.tenant == b.tenant,
@@ -297,7 +318,7 @@ class ReservationStore:
                 f"+ {wanted / 1000:g} requested)"
             )
 
-    def _apply(self, conn, deltas: dict[tuple[str, int], int], capacity_milli: int) -> None:
+    def _apply(self, conn: Connection, deltas: dict[tuple[str, int], int], capacity_milli: int) -> None:
         """Change the zone-hours in a few statements, whatever the booking's size, so a batch holds
         its locks briefly: create the missing rows, lock every touched row in one order (zone, then
         hour: concurrent transactions never deadlock), check capacity, then update them all. A
@@ -319,7 +340,7 @@ class ReservationStore:
                 .where(and_(slot_usage.c.zone == zone, slot_usage.c.slot >= slots[0], slot_usage.c.slot <= slots[-1]))
                 .order_by(slot_usage.c.slot)
                 .with_for_update()
-            )
+            ).tuples()
             used.update({(zone, s): m for s, m in rows})
         full = [k for k in keys if deltas[k] > 0 and used[k] + deltas[k] > capacity_milli]
         if full:
@@ -331,7 +352,7 @@ class ReservationStore:
             [{"z": z, "s": s, "d": deltas[(z, s)]} for z, s in keys],
         )
 
-    def _insert(self, table):
+    def _insert(self, table: Table) -> postgresql.Insert | sqlite.Insert:
         return (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
 
     def _maybe_prune(self, now: datetime) -> None:
@@ -344,7 +365,7 @@ class ReservationStore:
             conn.execute(slot_usage.delete().where(slot_usage.c.slot < int(now.timestamp() // SLOT) - 1))
 
 
-def _deltas(placements, milli_cpu: int) -> dict[tuple[str, int], int]:
+def _deltas(placements: Iterable[tuple[str, float, float]], milli_cpu: int) -> dict[tuple[str, int], int]:
     """milli-vCPUs per (zone, hourly slot) for runs of ``milli_cpu`` each at ``placements``."""
     out: dict[tuple[str, int], int] = defaultdict(int)
     for zone, start, end in placements:
@@ -373,7 +394,7 @@ def _engine(url: str) -> Engine:
         )
 
         @event.listens_for(engine, "connect")
-        def _connect(dbapi_conn, _record) -> None:
+        def _connect(dbapi_conn: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
             # Transactions are begun explicitly below; WAL lets readers run beside the writer, and a
             # commit in WAL with synchronous=NORMAL survives the process being killed.
             dbapi_conn.isolation_level = None
@@ -385,7 +406,7 @@ def _engine(url: str) -> Engine:
             cur.close()
 
         @event.listens_for(engine, "begin")
-        def _begin(conn) -> None:
+        def _begin(conn: Connection) -> None:
             # A writer takes the write lock up front, so two writers queue instead of deadlocking
             # on a lock upgrade.
             conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("greenops_write") else "BEGIN")

@@ -11,6 +11,7 @@ import copy
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import yaml
@@ -26,10 +27,10 @@ def default_crd_dir() -> Path:
     return Path(__file__).resolve().parents[3] / "shared" / "crds"
 
 
-def _strict(schema: dict) -> dict:
+def _strict(schema: dict[str, Any]) -> dict[str, Any]:
     schema = copy.deepcopy(schema)
 
-    def walk(node: dict) -> None:
+    def walk(node: Any) -> None:
         if not isinstance(node, dict):
             return
         props = node.get("properties")
@@ -68,7 +69,7 @@ class CrdSchemas:
     def __init__(self, folder: Path):
         self.folder = folder
         self._versions: dict[tuple[str, str], _Version] = {}
-        self._raw: dict[tuple[str, str], dict] = {}
+        self._raw: dict[tuple[str, str], dict[str, Any]] = {}
         for path in sorted(folder.glob("*.yaml")):
             with path.open(encoding="utf-8") as fh:
                 for doc in yaml.load_all(fh, Loader=_LOADER):
@@ -76,7 +77,7 @@ class CrdSchemas:
                         continue
                     self._add(doc)
 
-    def _add(self, crd: dict) -> None:
+    def _add(self, crd: dict[str, Any]) -> None:
         group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
         for v in crd["spec"]["versions"]:
             schema = v.get("schema", {}).get("openAPIV3Schema")
@@ -95,10 +96,10 @@ class CrdSchemas:
     def kinds(self) -> list[tuple[str, str]]:
         return sorted(self._versions)
 
-    def crd_for(self, api_version: str, kind: str) -> dict:
+    def crd_for(self, api_version: str, kind: str) -> dict[str, Any]:
         return self._raw[(api_version, kind)]
 
-    def errors(self, obj: dict) -> list[str]:
+    def errors(self, obj: dict[str, Any]) -> list[str]:
         """Human-readable schema violations of one object; empty when it is valid."""
         key = (obj.get("apiVersion", ""), obj.get("kind", ""))
         name = obj.get("metadata", {}).get("name", "<unnamed>")

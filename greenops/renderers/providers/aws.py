@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from greenops.renderers.base import ObjectState, RenderContext, condition, describe, readiness
 from greenops.renderers.registry import renderer
 
@@ -18,7 +20,7 @@ def _tags(ctx: RenderContext, name: str) -> list[dict[str, str]]:
     return [{"key": "Name", "value": name}] + [{"key": k, "value": v} for k, v in ctx.tags().items()]
 
 
-def state(obj: dict) -> ObjectState:
+def state(obj: dict[str, Any]) -> ObjectState:
     """ACK: ``ACK.Terminal=True`` means the controller will not retry until the spec changes;
     ``ACK.ResourceSynced=True`` that the AWS resource matches the spec."""
     terminal = condition(obj, "ACK.Terminal")
@@ -33,12 +35,12 @@ def state(obj: dict) -> ObjectState:
     vm_kind="Instance",
     state=state,
 )
-def render(ctx: RenderContext) -> list[dict]:
+def render(ctx: RenderContext) -> list[dict[str, Any]]:
     d = ctx.decision
     region_note = {REGION_ANNOTATION: d.region}  # [1] ACK picks the region per object
     vpc, subnet, sg, instance = ctx.name("vpc"), ctx.name("subnet"), ctx.name("sg"), ctx.name()
     azs = ctx.catalog.region("aws", d.region).availabilityZones
-    subnet_spec: dict = {
+    subnet_spec: dict[str, Any] = {
         "vpcRef": {"from": {"name": vpc}},
         "cidrBlock": SUBNET_CIDR,
         "tags": _tags(ctx, subnet),

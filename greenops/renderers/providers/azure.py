@@ -8,6 +8,8 @@ subnet's owner is our own VirtualNetwork, so it stays a reference by name.
 
 from __future__ import annotations
 
+from typing import Any
+
 from greenops.errors import RenderError
 from greenops.renderers.base import (
     AZURE_RESOURCE_GROUP_PATTERN,
@@ -38,7 +40,7 @@ CHART_CONSTANTS = {
 }
 
 
-def _image_reference(urn: str, workload: str) -> dict:
+def _image_reference(urn: str, workload: str) -> dict[str, Any]:
     parts = urn.split(":")
     if len(parts) != 4:
         raise RenderError(f"workload {workload!r}: Azure image {urn!r} is not a publisher:offer:sku:version URN")
@@ -46,7 +48,7 @@ def _image_reference(urn: str, workload: str) -> dict:
     return {"publisher": publisher, "offer": offer, "sku": sku, "version": version}
 
 
-def state(obj: dict) -> ObjectState:
+def state(obj: dict[str, Any]) -> ObjectState:
     """ASO v2 reports one ``Ready`` condition; when it is not True, severity ``Error`` means the
     operator has given up until the object is changed, ``Warning``/``Info`` that it keeps trying."""
     ready = condition(obj, "Ready")
@@ -66,7 +68,7 @@ def state(obj: dict) -> ObjectState:
     vm_kind="VirtualMachine",
     state=state,
 )
-def render(ctx: RenderContext) -> list[dict]:
+def render(ctx: RenderContext) -> list[dict[str, Any]]:
     d, s = ctx.decision, ctx.settings
     if not s.ssh_public_key:
         raise RenderError(

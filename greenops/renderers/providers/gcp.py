@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from greenops.errors import RenderError
 from greenops.renderers.base import ObjectState, RenderContext, condition, readiness
 from greenops.renderers.registry import renderer
@@ -20,14 +22,14 @@ def _labels(ctx: RenderContext) -> dict[str, str]:
     return {k.replace("greenops.io/", "greenops-"): v.lower() for k, v in ctx.labels.items()}
 
 
-def _metadata(ctx: RenderContext, name: str) -> dict:
+def _metadata(ctx: RenderContext, name: str) -> dict[str, Any]:
     notes = {"cnrm.cloud.google.com/project-id": ctx.settings.gcp_project} if ctx.settings.gcp_project else None
     meta = ctx.metadata(name, notes)
     meta["labels"] = _labels(ctx)
     return meta
 
 
-def state(obj: dict) -> ObjectState:
+def state(obj: dict[str, Any]) -> ObjectState:
     """Config Connector reports ``Ready``; it retries every failure (``UpdateFailed``,
     ``DependencyNotReady``...) and has no terminal state, so a stuck VM ends only by the
     lifecycle's deadline check, with this condition as the reason."""
@@ -40,7 +42,7 @@ def state(obj: dict) -> ObjectState:
     vm_kind="ComputeInstance",
     state=state,
 )
-def render(ctx: RenderContext) -> list[dict]:
+def render(ctx: RenderContext) -> list[dict[str, Any]]:
     d = ctx.decision
     zones = ctx.catalog.region("gcp", d.region).availabilityZones
     if not zones:
