@@ -25,7 +25,7 @@ from greenops.catalog import Catalog, VmSize, fits, haversine_km, load_catalog, 
 from greenops.errors import GreenOpsError
 from greenops.toolpaths import REPO, tool_path
 
-from .config import PolicyConfig, load_policy_config
+from .config import PolicySettings, load_policy_settings
 
 REGO_DIR = Path(__file__).resolve().parent / "rego"
 ROOTS = ["greenops", "system"]
@@ -100,25 +100,25 @@ def _first_fit(ranked: list[VmSize], cpu: int, memory: float) -> str | None:
     return next((s.name for s in ranked if fits(s, cpu, memory)), None)
 
 
-def bundle_data(catalog: Catalog, config: PolicyConfig) -> dict[str, Any]:
+def bundle_data(catalog: Catalog, config: PolicySettings) -> dict[str, Any]:
     return {"greenops": {"catalog": catalog_document(catalog), "config": config.document()}}
 
 
 def stage(
-    directory: Path, catalog: Catalog | None = None, config: PolicyConfig | None = None, include_tests: bool = False
+    directory: Path, catalog: Catalog | None = None, config: PolicySettings | None = None, include_tests: bool = False
 ) -> Path:
     """Write the bundle's files (Rego, data.json, .manifest) into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     for rego in sorted(REGO_DIR.glob("*.rego")):
         if include_tests or not rego.name.endswith("_test.rego"):
             shutil.copy2(rego, directory / rego.name)
-    payload = bundle_data(catalog or load_catalog(), config or load_policy_config())
+    payload = bundle_data(catalog or load_catalog(), config or load_policy_settings())
     (directory / "data.json").write_text(json.dumps(payload, sort_keys=True, separators=(",", ":")))
     return directory
 
 
 def pack(
-    revision: str | None = None, catalog: Catalog | None = None, config: PolicyConfig | None = None
+    revision: str | None = None, catalog: Catalog | None = None, config: PolicySettings | None = None
 ) -> tuple[bytes, str]:
     """The same bundle as ``build``, packed in Python, and its revision: what the platform ships
     with its release, so OPA boots with the policy and no tool is needed at ``pulumi up`` time.
@@ -144,7 +144,7 @@ def pack(
         return raw.getvalue(), revision
 
 
-def build(out: Path, revision: str, catalog: Catalog | None = None, config: PolicyConfig | None = None) -> Path:
+def build(out: Path, revision: str, catalog: Catalog | None = None, config: PolicySettings | None = None) -> Path:
     """``opa build`` a versioned bundle at ``out`` (a .tar.gz)."""
     with tempfile.TemporaryDirectory(prefix="greenops-bundle-") as tmp:
         src = stage(Path(tmp) / "bundle", catalog, config)
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--revision", default=None)
     args = parser.parse_args(argv)
     try:
-        out = build(args.out, args.revision or default_revision(), config=load_policy_config(args.config))
+        out = build(args.out, args.revision or default_revision(), config=load_policy_settings(args.config))
     except GreenOpsError as exc:
         print(f"bundle: {exc}", file=sys.stderr)
         return 2

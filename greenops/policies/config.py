@@ -22,7 +22,7 @@ class SchedulerCall(BaseModel):
     req_timeout: int = Field(default=3, gt=0, description="req_timeout sent to the scheduler, seconds")
 
 
-class PolicyConfig(BaseModel):
+class PolicySettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     default_providers: list[str] = Field(
@@ -41,11 +41,11 @@ class PolicyConfig(BaseModel):
         return {**self.model_dump(mode="json"), "default_tenant": DEFAULT_TENANT}
 
 
-def load_policy_config(path: Path | None = None) -> PolicyConfig:
+def load_policy_settings(path: Path | None = None) -> PolicySettings:
     path = path or DEFAULTS
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        return PolicyConfig.model_validate(raw)
+        return PolicySettings.model_validate(raw)
     except FileNotFoundError:
         raise GreenOpsError(f"policy config {path} not found") from None
     except (yaml.YAMLError, ValidationError) as exc:

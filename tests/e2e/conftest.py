@@ -11,7 +11,7 @@ from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import install_admission, loopback_tls
 from greenops.policies.bundle import build, default_revision
-from greenops.policies.config import load_policy_config
+from greenops.policies.config import load_policy_settings
 from greenops.toolpaths import REPO
 from tests.conftest import require_tool
 from tests.engine import iso
@@ -29,7 +29,7 @@ def cluster(tmp_path_factory):
     for tool in ("etcd", "kube-apiserver", "opa", "pulumi"):
         require_tool(tool)
     tls = loopback_tls(tmp_path_factory.mktemp("tls"))
-    config = load_policy_config()
+    config = load_policy_settings()
     config = config.model_copy(
         update={"tenant_vcpu_quota": {**config.tenant_vcpu_quota, "thrifty": THRIFTY_QUOTA_VCPU}}
     )
