@@ -153,13 +153,7 @@ class PlacementProvider(ResourceProvider):
         if not olds.get("decision"):
             return DiffResult(changes=True, replaces=["workload"])
         settings_changed = any(olds.get(k) != news.get(k) for k in SETTINGS_KEYS)
-        now = self.now()
-        workload = _workload(news, now, check_deadline=False)
-        decision = Decision.from_document(olds["decision"])
-        before = from_outputs(olds, _window(news, workload, decision))
-        step, reported = self._advance(
-            news, workload, decision, before, now, olds.get("manifests") or [], olds.get("resolved")
-        )
+        now, workload, decision, before, step, reported = self._this_pass(olds, news)
         moved = (
             step.replace is not None
             or step.lifecycle != before
@@ -171,13 +165,7 @@ class PlacementProvider(ResourceProvider):
         return DiffResult(changes=settings_changed or moved, replaces=[], stables=[] if step.replace else ["decision"])
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        now = self.now()
-        workload = _workload(news, now, check_deadline=False)
-        decision = Decision.from_document(olds["decision"])
-        before = from_outputs(olds, _window(news, workload, decision))
-        step, reported = self._advance(
-            news, workload, decision, before, now, olds.get("manifests") or [], olds.get("resolved")
-        )
+        now, workload, decision, before, step, reported = self._this_pass(olds, news)
         if step.replace:
             # The window passed with nothing provisioned and the deadline still leaves room: a new
             # policy and scheduler call, from now; the old decision is kept in the events.
@@ -194,6 +182,19 @@ class PlacementProvider(ResourceProvider):
         return UpdateResult(
             outs=self._outputs(news, workload, decision, step.lifecycle, recorded, reported, olds.get("held") or [])
         )
+
+    def _this_pass(
+        self, olds: dict[str, Any], news: dict[str, Any]
+    ) -> tuple[datetime, Workload, Decision, Lifecycle, Step, Mapping[str, Mapping[str, Any]]]:
+        """What diff and update both start from: the recorded lifecycle, and where this pass takes it."""
+        now = self.now()
+        workload = _workload(news, now, check_deadline=False)
+        decision = Decision.from_document(olds["decision"])
+        before = from_outputs(olds, _window(news, workload, decision))
+        step, reported = self._advance(
+            news, workload, decision, before, now, olds.get("manifests") or [], olds.get("resolved")
+        )
+        return now, workload, decision, before, step, reported
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         # Refresh keeps the record: what happened is not re-derived from the clock.
