@@ -10,6 +10,8 @@ python -m greenops.scheduler --host 127.0.0.1 --port 8080 [--source profiles]
                                    $XDG_STATE_HOME/greenops) or postgresql+psycopg://… (a cluster)
 Callers must send ``Authorization: Bearer <token>`` when GREENOPS_SCHEDULER_TOKEN is set or
 --token-file names a file (a mounted Secret); never on the command line, where ps shows it.
+Each flag but --host, --port, --history and --log-format overrides a setting from the environment
+(greenops.scheduler.settings names them); an invalid one stops the service with one line naming it.
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ from greenops import endpoints
 from greenops.clock import system_clock
 from greenops.reservations import ReservationStore
 from greenops.scheduler.api import create_app
+from greenops.scheduler.settings import FLAGS, SchedulerSettings, SettingsError, load_settings
 from greenops.scheduler.sources import CarbonSource, ProfileSource, TraceSource
 
 
-def build_source(spec: str, history: str | None = None) -> CarbonSource:
+def build_source(spec: str, history: str | None = None, electricitymaps_token: str | None = None) -> CarbonSource:
     kind, _, arg = spec.partition(":")
     if kind == "profiles":
         return ProfileSource()
@@ -45,10 +48,9 @@ def build_source(spec: str, history: str | None = None) -> CarbonSource:
     if kind == "electricitymaps":
         from greenops.scheduler.sources.electricitymaps import ElectricityMapsSource
 
-        token = os.environ.get("ELECTRICITYMAPS_TOKEN")
-        if not token:
+        if not electricitymaps_token:
             raise SystemExit("scheduler: --source electricitymaps needs ELECTRICITYMAPS_TOKEN in the environment")
-        return ElectricityMapsSource(token, fallback=ProfileSource())
+        return ElectricityMapsSource(electricitymaps_token, fallback=ProfileSource())
     raise SystemExit(f"scheduler: unknown --source {spec!r} (profiles, traces:DIR, oip:URL, electricitymaps)")
 
 
@@ -70,11 +72,13 @@ def configure_logging(fmt: str) -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m greenops.scheduler", description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=endpoints.SCHEDULER_PORT)
-    parser.add_argument("--source", default=os.environ.get("GREENOPS_CARBON_SOURCE", "profiles"))
+    # The flags that override settings default to None, "not given": the environment then decides,
+    # and SchedulerSettings holds the defaults.
+    parser.add_argument("--source", help="the carbon source (env GREENOPS_CARBON_SOURCE; default profiles)")
     parser.add_argument(
         "--history",
         help="with --source oip:URL, the source of the recent history fed to the "
@@ -83,19 +87,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--capacity-vcpu",
         type=float,
-        default=float(os.environ.get("GREENOPS_CAPACITY_VCPU", 512)),
-        help="vCPUs each zone offers per hourly slot (the black-hole guard)",
+        help="vCPUs each zone offers per hourly slot (the black-hole guard; env GREENOPS_CAPACITY_VCPU; default 512)",
     )
     parser.add_argument(
         "--database",
-        default=os.environ.get("GREENOPS_SCHEDULER_DATABASE") or default_database(),
         help="SQLAlchemy URL of the reservation record (env GREENOPS_SCHEDULER_DATABASE; a password "
         "belongs there or in a Secret, not on the command line)",
     )
     parser.add_argument(
         "--rate-limit",
-        default=os.environ.get("GREENOPS_SCHEDULER_RATE_LIMIT", "600/minute"),
-        help="scheduling requests per tenant and replica, e.g. 600/minute ('none' for no limit)",
+        help="scheduling requests per tenant and replica, e.g. 600/minute ('none' for no limit; "
+        "env GREENOPS_SCHEDULER_RATE_LIMIT; default 600/minute)",
     )
     parser.add_argument("--log-format", choices=["json", "console"], default="json")
     parser.add_argument(
@@ -103,28 +105,47 @@ def main(argv: list[str] | None = None) -> None:
         help="file holding the bearer token callers must send "
         "(default: GREENOPS_SCHEDULER_TOKEN; neither: no authentication)",
     )
-    args = parser.parse_args(argv)
-    configure_logging(args.log_format)
-    if args.history and not args.source.startswith("oip:"):
-        raise SystemExit("scheduler: --history only applies to --source oip:URL")
-    # GREENOPS_NOW pins the clock for replays of recorded traces (see greenops.clock)
-    token = Path(args.token_file).read_text().strip() if args.token_file else os.environ.get("GREENOPS_SCHEDULER_TOKEN")
-    if token == "":
-        raise SystemExit("scheduler: the bearer token is empty (--token-file or GREENOPS_SCHEDULER_TOKEN)")
+    return parser.parse_args(argv)
+
+
+def settings_from(args: argparse.Namespace) -> SchedulerSettings:
+    """The environment's settings with the flags given over them; SystemExit, in one line, if invalid."""
+    # A flag's dest is its setting's name; there is no args.token: the token comes from --token-file.
+    given = {field: value for field in FLAGS if (value := getattr(args, field, None)) is not None}
+    if args.token_file:
+        try:
+            given["token"] = Path(args.token_file).read_text().strip()
+        except OSError as exc:
+            raise SystemExit(f"scheduler: --token-file: cannot read {args.token_file} ({exc.strerror})") from None
     try:
-        store = ReservationStore(args.database)
+        settings = load_settings(given)
+    except SettingsError as exc:
+        raise SystemExit(f"scheduler: invalid setting: {exc}") from None
+    if args.history and not settings.source.startswith("oip:"):
+        raise SystemExit("scheduler: --history only applies to --source oip:URL")
+    return settings
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    settings = settings_from(args)
+    configure_logging(args.log_format)
+    # GREENOPS_NOW pins the clock for replays of recorded traces (see greenops.clock)
+    database = settings.database or default_database()
+    try:
+        store = ReservationStore(database)
     except SQLAlchemyError as exc:
-        raise SystemExit(f"scheduler: cannot open the reservation record {_safe(args.database)}: {exc}") from None
+        raise SystemExit(f"scheduler: cannot open the reservation record {_safe(database)}: {exc}") from None
     structlog.get_logger("greenops.scheduler").info(
-        "reservations.opened", database=_safe(args.database), active=len(store.list(now=system_clock()))
+        "reservations.opened", database=_safe(database), active=len(store.list(now=system_clock()))
     )
     app = create_app(
-        build_source(args.source, args.history),
-        capacity_vcpu=args.capacity_vcpu,
+        build_source(settings.source, args.history, settings.electricitymaps_api_token()),
+        capacity_vcpu=settings.capacity_vcpu,
         clock=system_clock,
-        token=token,
+        token=settings.bearer_token(),
         store=store,
-        rate_limit=None if args.rate_limit == "none" else args.rate_limit,
+        rate_limit=settings.requests_per_tenant(),
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
 

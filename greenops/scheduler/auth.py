@@ -8,26 +8,27 @@ be guessed from response times. Health endpoints stay open for the kubelet's pro
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable
+from typing import Annotated
 
 from fastapi import Depends, HTTPException, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from greenops.scheduler.state import get_token
+
 _bearer = HTTPBearer(auto_error=False)
 
 
-def require_token(token: str | None) -> Callable[..., None]:
-    """A FastAPI dependency: passes everyone when ``token`` is None, else only its bearer."""
-
-    def check(credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> None:
-        if token is None:
-            return
-        given = credentials.credentials if credentials else ""
-        if not hmac.compare_digest(given.encode(), token.encode()):
-            raise HTTPException(
-                status.HTTP_401_UNAUTHORIZED,
-                detail="a bearer token is required: send Authorization: Bearer <scheduler token>",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-
-    return check
+async def require_token(
+    token: Annotated[str | None, Depends(get_token)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> None:
+    """A FastAPI dependency: passes everyone when the app has no token, else only its bearer."""
+    if token is None:
+        return
+    given = credentials.credentials if credentials else ""
+    if not hmac.compare_digest(given.encode(), token.encode()):
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            detail="a bearer token is required: send Authorization: Bearer <scheduler token>",
+            headers={"WWW-Authenticate": "Bearer"},
+        )

@@ -10,16 +10,16 @@ report changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from greenops.reservations import ReservationStore, UnknownReservation
+from greenops.reservations import UnknownReservation
 from greenops.scheduler.series import ceil_second
+from greenops.scheduler.state import ClockDep, StoreDep
 
 
 class ReservationOut(BaseModel):
@@ -36,7 +36,7 @@ class ReservationOut(BaseModel):
     cpu: float = Field(description="vCPUs per job")
     jobs: int
     revision: int
-    workload: dict | None = Field(description="the workload as policy saw it, when the caller sent it")
+    workload: dict[str, Any] | None = Field(description="the workload as policy saw it, when the caller sent it")
     updated_at: datetime
     created_at: datetime | None = Field(default=None, description="when it was booked (with detail)")
     searched_from: datetime | None = Field(
@@ -46,10 +46,10 @@ class ReservationOut(BaseModel):
         "the baseline run starts then (with detail)",
     )
     duration_hours: float | None = Field(default=None, description="one job's run (with detail)")
-    answer: dict | None = Field(
+    answer: dict[str, Any] | None = Field(
         default=None, description="the scheduler's answer as given, with the windows it weighed (with detail)"
     )
-    explanation: dict | None = Field(
+    explanation: dict[str, Any] | None = Field(
         default=None, description="policy's account of the eligible set, as the caller sent it (with detail)"
     )
 
@@ -65,7 +65,7 @@ class PhaseReport(BaseModel):
     reason: str = Field(default="", max_length=1024)
 
 
-def out(row: dict, detail: bool = False) -> ReservationOut:
+def out(row: dict[str, Any], detail: bool = False) -> ReservationOut:
     """The row as the API shows it; ``detail`` adds what was recorded at decision time."""
     first = min(row["placements"], key=lambda p: p["start"])
     recorded = {}
@@ -108,59 +108,64 @@ def _unknown(exc: UnknownReservation) -> JSONResponse:
     return JSONResponse(status_code=404, content={"detail": str(exc)})
 
 
-def reservations_router(store: ReservationStore, clock: Callable[[], datetime]) -> APIRouter:
-    router = APIRouter(prefix="/reservations", tags=["reservations"])
+router = APIRouter(prefix="/reservations", tags=["reservations"])
 
-    @router.get("", response_model=ReservationList)
-    def list_reservations(
-        tenant: str | None = None,
-        zone: str | None = None,
-        region: str | None = None,
-        provider: str | None = None,
-        path: str | None = None,
-        phase: str | None = None,
-        key_prefix: str | None = Query(None, max_length=512, description="keys starting so"),
-        ended_after: datetime | None = Query(
-            None, description="with all: the active ones and those ending after this instant"
-        ),
-        all: bool = Query(False, description="every phase, not only the active ones"),
-        detail: bool = Query(False, description="with what was recorded at decision time"),
-    ):
-        rows = store.list(
-            tenant=tenant,
-            zone=zone,
-            region=region,
-            provider=provider,
-            path=path,
-            phase=phase,
-            key_prefix=key_prefix,
-            active_only=not all,
-            now=None if all else clock(),
-            ended_after=ended_after if all else None,
-        )
-        return ReservationList(reservations=[out(r, detail) for r in rows])
 
-    @router.get("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
-    def get_reservation(key: str):
-        row = store.get(key)
-        return (
-            out(row, detail=True)
-            if row
-            else JSONResponse(status_code=404, content={"detail": f"reservation {key}: no such key"})
-        )
+@router.get("", response_model=ReservationList)
+def list_reservations(
+    store: StoreDep,
+    clock: ClockDep,
+    tenant: str | None = None,
+    zone: str | None = None,
+    region: str | None = None,
+    provider: str | None = None,
+    path: str | None = None,
+    phase: str | None = None,
+    key_prefix: str | None = Query(None, max_length=512, description="keys starting so"),
+    ended_after: datetime | None = Query(
+        None, description="with all: the active ones and those ending after this instant"
+    ),
+    all: bool = Query(False, description="every phase, not only the active ones"),
+    detail: bool = Query(False, description="with what was recorded at decision time"),
+) -> ReservationList:
+    rows = store.list(
+        tenant=tenant,
+        zone=zone,
+        region=region,
+        provider=provider,
+        path=path,
+        phase=phase,
+        key_prefix=key_prefix,
+        active_only=not all,
+        now=None if all else clock(),
+        ended_after=ended_after if all else None,
+    )
+    return ReservationList(reservations=[out(r, detail) for r in rows])
 
-    @router.patch("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
-    def report_phase(key: str, report: PhaseReport):
-        try:
-            return out(store.report(key, report.phase, report.reason, clock()))
-        except UnknownReservation as exc:
-            return _unknown(exc)
 
-    @router.delete("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
-    def release(key: str, reason: str = Query("released by its owner", max_length=1024)):
-        try:
-            return out(store.report(key, "Released", reason, clock()))
-        except UnknownReservation as exc:
-            return _unknown(exc)
+@router.get("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
+def get_reservation(key: str, store: StoreDep) -> ReservationOut | JSONResponse:
+    row = store.get(key)
+    return (
+        out(row, detail=True)
+        if row
+        else JSONResponse(status_code=404, content={"detail": f"reservation {key}: no such key"})
+    )
 
-    return router
+
+@router.patch("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
+def report_phase(key: str, report: PhaseReport, store: StoreDep, clock: ClockDep) -> ReservationOut | JSONResponse:
+    try:
+        return out(store.report(key, report.phase, report.reason, clock()))
+    except UnknownReservation as exc:
+        return _unknown(exc)
+
+
+@router.delete("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
+def release(
+    key: str, store: StoreDep, clock: ClockDep, reason: str = Query("released by its owner", max_length=1024)
+) -> ReservationOut | JSONResponse:
+    try:
+        return out(store.report(key, "Released", reason, clock()))
+    except UnknownReservation as exc:
+        return _unknown(exc)

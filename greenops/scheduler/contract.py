@@ -1,0 +1,90 @@
+"""The bodies of ``POST /scheduling`` and ``PUT /reservations/{key}``: the thesis contract, and the
+optional fields the reservation record adds to it (see the service's docstring in api.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+
+from greenops.models.workload import DEFAULT_TENANT
+
+# A Kubernetes label value, as tenants are on both paths
+Name = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")]
+
+
+class SchedulingRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    number_of_jobs: Annotated[int, Field(strict=True, ge=1, le=10000)] = 1
+    eligible_regions: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(min_length=1, max_length=500)
+    deadline: AwareDatetime
+    duration: Annotated[float, Field(strict=True, gt=0, le=24 * 31, description="hours")]
+    cpu: Annotated[float, Field(strict=True, gt=0, le=100000)]
+    memory: Annotated[float, Field(strict=True, gt=0, le=1000000, description="GB")]
+    req_timeout: Annotated[float, Field(strict=True, gt=0, le=300, description="seconds")] = 10
+    origin_zone: str | None = Field(default=None, description="zone of the origin region, for the baseline")
+    earliest_start: AwareDatetime | None = Field(
+        default=None,
+        description="no start before this instant: the caller's clock, e.g. when a workload that "
+        "missed its window is placed again from the time its reconcile ran",
+    )
+    # Beyond the thesis contract: the reservation record (all optional, so thesis clients still work).
+    key: Annotated[str, Field(min_length=1, max_length=512, pattern=r"^[\x21-\x7e]+$")] | None = Field(
+        default=None,
+        description="the placement's stable key (stack/workload, or namespace/name/uid): the same "
+        "key with the same request is answered from the record and books nothing new; "
+        "a changed request replaces the booking",
+    )
+    tenant: Name = Field(default=DEFAULT_TENANT, description="whose quota the booking counts against")
+    path: Literal["pulumi", "cluster", "api"] = Field(default="api", description="where the placement came from")
+    tenant_quota_vcpu: Annotated[float, Field(strict=True, gt=0)] | None = Field(
+        default=None,
+        description="the tenant's quota (from policy): active reservations of either path plus this "
+        "one must stay within it",
+    )
+    regions: dict[str, Annotated[str, Field(pattern=r"^(azure|gcp|aws)/[a-z0-9-]+$")]] = Field(
+        default_factory=dict, description="zone -> provider/region the caller maps it to, recorded with the booking"
+    )
+    dry_run: bool = Field(default=False, description="decide without booking (a dry-run admission)")
+    workload: dict[str, Any] | None = Field(
+        default=None, description="the workload as policy saw it, kept for re-evaluation"
+    )
+    explanation: dict[str, Any] | None = Field(
+        default=None,
+        description="policy's account of the eligible set (its constraint chain, and what each zone "
+        "maps back to), kept with the booking for `greenops explain`; not part of the spec",
+    )
+
+    @field_validator("eligible_regions")
+    @classmethod
+    def _dedupe(cls, v: list[str]) -> list[str]:
+        return list(dict.fromkeys(v))
+
+
+class PlacementOut(BaseModel):
+    scheduling_location: str
+    scheduling_time: str
+    expected_intensity: float = Field(description="mean gCO2eq/kWh over the run")
+
+
+class Considered(PlacementOut):
+    run_now_intensity: float = Field(description="mean gCO2eq/kWh of starting at once in this zone")
+
+
+class SchedulingResponse(PlacementOut):
+    key: str | None = Field(default=None, description="the reservation's key (none for a dry run)")
+    baseline_intensity: float | None = Field(description="mean gCO2eq/kWh of the baseline run")
+    baseline: str = Field(description="what the baseline is")
+    saving_percent: float | None
+    source: str
+    placements: list[PlacementOut] = Field(description="every job of the batch, in placement order")
+    searched_from: str | None = Field(
+        default=None,
+        description="where the search began (the later of now and earliest_start): the baseline run starts then",
+    )
+    considered: list[Considered] | None = Field(
+        default=None,
+        description="each eligible zone's best window with room, best first: the alternatives the "
+        "(first) job's placement beat; absent from answers recorded before it was kept",
+    )

@@ -1,0 +1,253 @@
+"""``POST /scheduling`` and ``PUT /reservations/{key}``: decide where and when, and book it.
+
+The decision's collaborators (carbon source, reservation record, clock, capacity, rate limit,
+search pool) come from the app's state through FastAPI dependencies (greenops.scheduler.state),
+so a test can replace any one of them, the clock above all, with ``app.dependency_overrides``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Annotated, Any
+
+import structlog
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
+
+from greenops.clock import stamp
+from greenops.reservations import QuotaExceeded, ReservationStore
+from greenops.scheduler.algorithm import (
+    CapacityLedger,
+    DecisionTimeout,
+    Job,
+    NoFeasibleWindow,
+    Placement,
+    run_now_mean,
+)
+from greenops.scheduler.booking import Ask, Outcome, book, replay
+from greenops.scheduler.contract import Considered, PlacementOut, SchedulingRequest, SchedulingResponse
+from greenops.scheduler.offload import SearchPool
+from greenops.scheduler.ratelimit import TenantRateLimit
+from greenops.scheduler.series import ceil_second, to_epoch
+from greenops.scheduler.sources.base import CarbonSource, SourceUnavailable, UnknownZone
+from greenops.scheduler.state import Clock, ClockDep, SourceDep, StateDep, StoreDep
+
+log = structlog.get_logger("greenops.scheduler")
+
+MAX_HORIZON = timedelta(days=366)
+# One request's search is jobs x zones x hours of horizon; past this it would hold the calendar's
+# lock long enough to stall every other caller (10 000 jobs x 10 zones x 1 year took 84 s).
+MAX_WORK = 2_000_000
+
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    409: {"description": "no capacity before the deadline, or the tenant's quota is used up"},
+    422: {"description": "invalid request, naming the field"},
+    503: {"description": "carbon source unavailable or req_timeout exceeded"},
+    401: {"description": "a token is configured and the request lacks it"},
+    429: {"description": "the tenant sent more requests than its rate limit; Retry-After says when"},
+}
+
+
+def _rfc3339(epoch: float) -> str:
+    return stamp(ceil_second(epoch))
+
+
+def _field_error(field: str, message: str, code: int = 422) -> JSONResponse:
+    return JSONResponse(
+        status_code=code,
+        content={"detail": f"{field}: {message}", "errors": [{"loc": ["body", field], "msg": message}]},
+    )
+
+
+@dataclass(frozen=True)
+class Decider:
+    """What one decision uses, gathered per request from the injected dependencies."""
+
+    source: CarbonSource
+    store: ReservationStore
+    clock: Clock
+    capacity_vcpu: float
+    rate_limit: TenantRateLimit | None
+    searches: SearchPool
+
+    def schedule(self, req: SchedulingRequest, key: str) -> JSONResponse:
+        started = time.monotonic()
+        give_up_at = started + req.req_timeout
+        if self.rate_limit and (refused := self.rate_limit.refuse(req.tenant)):
+            return refused
+        request = req.model_dump(mode="json", exclude={"key"})
+        row = self.store.get(key)
+        if not req.dry_run and (done := replay(row, request)):
+            return _answer(done)
+        now_dt = self.clock()
+        now = to_epoch(now_dt)
+        # Forecasts are issued now; the search starts at the caller's earliest start when later.
+        begin_dt = max(now_dt, req.earliest_start) if req.earliest_start else now_dt
+        begin = to_epoch(begin_dt)
+        deadline = to_epoch(req.deadline)
+        duration = req.duration * 3600
+        if req.deadline <= begin_dt:
+            return _field_error("deadline", f"{req.deadline.isoformat()} is in the past")
+        if req.deadline - now_dt > MAX_HORIZON:
+            return _field_error("deadline", f"more than {MAX_HORIZON.days} days ahead")
+        if begin + duration > deadline:
+            what = "now" if begin_dt == now_dt else f"the earliest start {_rfc3339(begin)}"
+            return _field_error("duration", f"{req.duration:g} h does not fit between {what} and the deadline")
+        horizon_hours = math.ceil((deadline - begin) / 3600)
+        work = req.number_of_jobs * len(req.eligible_regions) * horizon_hours
+        if work > MAX_WORK:
+            return _field_error(
+                "number_of_jobs",
+                f"{req.number_of_jobs} jobs x {len(req.eligible_regions)} zones x "
+                f"{horizon_hours} h of horizon is {work} slot evaluations, above "
+                f"the limit of {MAX_WORK}: send fewer jobs or zones per request, or an earlier deadline",
+            )
+        known = self.source.zones()
+        unknown = [z for z in req.eligible_regions if z not in known]
+        if unknown:
+            return _field_error("eligible_regions", f"unknown zone(s) {', '.join(unknown)}")
+        if req.origin_zone is not None and req.origin_zone not in known:
+            return _field_error("origin_zone", f"unknown zone {req.origin_zone}")
+        try:
+            forecasts = {z: self.source.series(z, begin, deadline, now) for z in req.eligible_regions}
+            if time.monotonic() > give_up_at:
+                raise DecisionTimeout("fetching forecasts took longer than req_timeout")
+            if req.origin_zone:
+                base_series = self.source.series(req.origin_zone, begin, begin + duration, now)
+                baseline = run_now_mean(base_series, begin, duration)
+                what = f"run now in {req.origin_zone}"
+            else:
+                baseline = sum(run_now_mean(s, begin, duration) for s in forecasts.values()) / len(forecasts)
+                what = "run now, mean over the eligible zones"
+
+            job = Job(req.cpu, req.memory, duration)
+            weighed: list[Placement] = []  # what the latest search's first job weighed, for its answer
+
+            def search(ledger: CapacityLedger) -> list[Placement]:
+                placements, weighed[:] = self.searches.place(
+                    work, forecasts, job, req.number_of_jobs, begin, deadline, ledger, give_up_at
+                )
+                return placements
+
+            def answer_of(placements: list[Placement]) -> dict[str, Any]:
+                considered = [(p, run_now_mean(forecasts[p.zone], begin, duration)) for p in weighed]
+                return _response(
+                    placements, baseline, what, None if req.dry_run else key, self.source.describe(), begin, considered
+                )
+
+            ask = Ask(
+                key=key,
+                request=request,
+                tenant=req.tenant,
+                path=req.path,
+                cpu=req.cpu,
+                duration=duration,
+                zones=req.eligible_regions,
+                begin=begin,
+                deadline=deadline,
+                quota_vcpu=req.tenant_quota_vcpu,
+                regions=req.regions,
+                dry_run=req.dry_run,
+            )
+            done = book(self.store, ask, row, self.capacity_vcpu, now_dt, give_up_at, search, answer_of)
+        except UnknownZone as exc:
+            return _field_error("eligible_regions", str(exc))
+        except NoFeasibleWindow as exc:
+            return _field_error("eligible_regions", str(exc), code=409)
+        except QuotaExceeded as exc:
+            return _field_error("tenant", str(exc), code=409)
+        except (SourceUnavailable, DecisionTimeout) as exc:
+            log.warning("scheduling.unavailable", reason=str(exc))
+            return JSONResponse(
+                status_code=503,
+                headers={"Retry-After": "5"},
+                content={"detail": f"no decision: {exc}", "req_timeout": req.req_timeout},
+            )
+        log.info(
+            "scheduling.placed",
+            key=key,
+            tenant=req.tenant,
+            jobs=req.number_of_jobs,
+            zones=len(forecasts),
+            zone=done.answer["scheduling_location"],
+            start=done.answer["scheduling_time"],
+            expected=done.answer["expected_intensity"],
+            baseline=done.answer["baseline_intensity"],
+            dry_run=req.dry_run,
+            elapsed_ms=round((time.monotonic() - started) * 1000, 2),
+        )
+        return _answer(done)
+
+
+async def get_decider(state: StateDep, source: SourceDep, store: StoreDep, clock: ClockDep) -> Decider:
+    return Decider(source, store, clock, state.capacity_vcpu, state.rate_limit, state.searches)
+
+
+DeciderDep = Annotated[Decider, Depends(get_decider)]
+
+router = APIRouter()
+
+
+@router.post("/scheduling", response_model=SchedulingResponse, responses=RESPONSES)
+def post_scheduling(req: SchedulingRequest, decider: DeciderDep) -> JSONResponse:
+    """The thesis contract; with ``key`` it is idempotent, without one every call books anew."""
+    return decider.schedule(req, req.key or f"api/{uuid.uuid4()}")
+
+
+@router.put("/reservations/{key:path}", response_model=SchedulingResponse, responses=RESPONSES)
+def put_reservation(key: str, req: SchedulingRequest, decider: DeciderDep) -> JSONResponse:
+    """Book (or re-book with a changed request) the reservation ``key``."""
+    if req.key is not None and req.key != key:
+        return _field_error("key", f"{req.key} differs from the key in the path, {key}")
+    return decider.schedule(req, key)
+
+
+def _response(
+    placements: list[Placement],
+    baseline: float,
+    what: str,
+    key: str | None,
+    source: str,
+    begin: float,
+    considered: list[tuple[Placement, float]],
+) -> dict[str, Any]:
+    first = placements[0]
+    mean_expected = sum(p.mean_intensity for p in placements) / len(placements)
+    saving = 100 * (1 - mean_expected / baseline) if baseline > 0 else None
+    return SchedulingResponse(
+        key=key,
+        scheduling_location=first.zone,
+        scheduling_time=_rfc3339(first.start),
+        expected_intensity=round(first.mean_intensity, 2),
+        baseline_intensity=round(baseline, 2),
+        baseline=what,
+        saving_percent=None if saving is None else round(saving, 2),
+        source=source,
+        placements=[
+            PlacementOut(
+                scheduling_location=p.zone,
+                scheduling_time=_rfc3339(p.start),
+                expected_intensity=round(p.mean_intensity, 2),
+            )
+            for p in placements
+        ],
+        searched_from=_rfc3339(begin),
+        considered=[
+            Considered(
+                scheduling_location=p.zone,
+                scheduling_time=_rfc3339(p.start),
+                expected_intensity=round(p.mean_intensity, 2),
+                run_now_intensity=round(now, 2),
+            )
+            for p, now in considered
+        ],
+    ).model_dump(mode="json")
+
+
+def _answer(done: Outcome) -> JSONResponse:
+    # A replay is the very answer first given; the header only says nothing new was booked.
+    return JSONResponse(done.answer, headers={"Idempotent-Replayed": "true"} if done.replayed else None)

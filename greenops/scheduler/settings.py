@@ -1,0 +1,136 @@
+"""The scheduler service's settings: read from the environment (in a cluster, the Deployment's env
+and its Secrets), each overridden by its command-line flag where it has one (``__main__``).
+
+An invalid value stops the service with one line naming the variable or flag, never echoing the
+value: the database URL may carry a password and the token is a secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from limits import parse
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Which flag overrides which setting. The token has only --token-file: a token on the command line
+# would show in ps.
+FLAGS = {
+    "source": "--source",
+    "capacity_vcpu": "--capacity-vcpu",
+    "database": "--database",
+    "rate_limit": "--rate-limit",
+    "token": "--token-file",
+}
+ENV_PREFIX = "GREENOPS_SCHEDULER_"
+SOURCE_KINDS = ("profiles", "traces", "oip", "electricitymaps")  # what __main__.build_source builds
+
+
+class SettingsError(ValueError):
+    """Invalid settings, said in one line that names each setting at fault."""
+
+
+class SchedulerSettings(BaseSettings):
+    # GREENOPS_SCHEDULER_<FIELD>, except the names older than the prefix (validation_alias). No field
+    # may be called port, service_host or the like: Kubernetes gives every pod in the namespace
+    # GREENOPS_SCHEDULER_PORT=tcp://... for the Service named greenops-scheduler.
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid")
+
+    source: str = Field(
+        default="profiles",
+        validation_alias="GREENOPS_CARBON_SOURCE",
+        description="profiles, traces:DIR, oip:URL or electricitymaps",
+    )
+    capacity_vcpu: float = Field(
+        default=512.0,
+        gt=0,
+        validation_alias="GREENOPS_CAPACITY_VCPU",
+        description="vCPUs each zone offers per hourly slot (inf: no bound)",
+    )
+    database: str | None = Field(
+        default=None, description="SQLAlchemy URL of the reservation record; None: the default SQLite file"
+    )
+    rate_limit: str = Field(default="600/minute", description="scheduling requests per tenant and replica, or none")
+    token: SecretStr | None = Field(default=None, description="the bearer token callers must send; None: open")
+    electricitymaps_token: SecretStr | None = Field(
+        default=None,
+        validation_alias="ELECTRICITYMAPS_TOKEN",
+        description="the Electricity Maps API's token, for --source electricitymaps",
+    )
+
+    @field_validator("source")
+    @classmethod
+    def _source_is_known(cls, value: str) -> str:
+        # Checked here, not only when the source is built, so that a typo stops the service before
+        # it opens the reservation record.
+        if value.partition(":")[0] not in SOURCE_KINDS:
+            raise ValueError("expected profiles, traces:DIR, oip:URL or electricitymaps")
+        return value
+
+    @field_validator("database", mode="before")
+    @classmethod
+    def _empty_is_default(cls, value: object) -> object:
+        # An empty GREENOPS_SCHEDULER_DATABASE has always meant the default file.
+        return value or None
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate_limit_parses(cls, value: str) -> str:
+        if value != "none":
+            try:
+                parse(value)
+            except ValueError:
+                raise ValueError("expected a count per period, e.g. 600/minute, or none") from None
+        return value
+
+    @field_validator("token")
+    @classmethod
+    def _token_not_empty(cls, value: SecretStr | None) -> SecretStr | None:
+        # An empty token would compare equal to a request without one: refuse it rather than run open.
+        if value is not None and not value.get_secret_value():
+            raise ValueError("the bearer token is empty")
+        return value
+
+    def requests_per_tenant(self) -> str | None:
+        """The rate limit for TenantRateLimit, None when switched off."""
+        return None if self.rate_limit == "none" else self.rate_limit
+
+    def bearer_token(self) -> str | None:
+        return _reveal(self.token)
+
+    def electricitymaps_api_token(self) -> str | None:
+        return _reveal(self.electricitymaps_token)
+
+
+def _reveal(secret: SecretStr | None) -> str | None:
+    return secret.get_secret_value() if secret is not None else None
+
+
+def env_name(field: str) -> str:
+    """The environment variable a setting is read from."""
+    alias = SchedulerSettings.model_fields[field].validation_alias
+    return alias if isinstance(alias, str) else ENV_PREFIX + field.upper()
+
+
+def load_settings(flags: Mapping[str, Any] | None = None) -> SchedulerSettings:
+    """The environment's settings, with ``flags`` (setting -> value of each flag given) over them."""
+    flags = dict(flags or {})
+    try:
+        return SchedulerSettings(**{_key(field): value for field, value in flags.items()})
+    except ValidationError as exc:
+        field_of = {_key(field): field for field in SchedulerSettings.model_fields}
+        problems = []
+        for error in exc.errors(include_input=False):
+            field = field_of.get(str(error["loc"][0]), str(error["loc"][0]))
+            where = FLAGS.get(field, field) if field in flags else env_name(field)
+            message = str(error["ctx"]["error"]) if error["type"] == "value_error" else error["msg"]
+            problems.append(f"{where}: {message}")
+        raise SettingsError("; ".join(problems)) from None
+
+
+def _key(field: str) -> str:
+    # What a setting is validated under: an aliased one only under its alias, so that its plain name
+    # is never read from the environment too (GREENOPS_SCHEDULER_SOURCE is not a setting).
+    alias = SchedulerSettings.model_fields[field].validation_alias
+    return alias if isinstance(alias, str) else field

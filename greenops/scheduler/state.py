@@ -1,0 +1,66 @@
+"""What the scheduler service holds for its lifetime, and the FastAPI dependencies that hand it to
+the routes.
+
+``create_app`` sets one ``SchedulerState`` on ``app.state``; routes never reach for it themselves but
+ask for the piece they use (``clock: ClockDep``), so a test can replace any one piece with
+``app.dependency_overrides[get_clock] = ...`` and every route that reads the time follows. The
+providers are ``async``: they only read attributes, and a sync dependency would cost each request a
+hop through the thread pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from greenops.reservations import ReservationStore
+from greenops.scheduler.offload import SearchPool
+from greenops.scheduler.ratelimit import TenantRateLimit
+from greenops.scheduler.sources.base import CarbonSource
+
+# The platform's clocks are plain callables: greenops.clock.system_clock, or a test's fixed instant.
+Clock = Callable[[], datetime]
+
+
+@dataclass(frozen=True)
+class SchedulerState:
+    source: CarbonSource
+    store: ReservationStore
+    clock: Clock
+    capacity_vcpu: float  # per zone and hourly slot
+    token: str | None  # the bearer token callers must send; None: no authentication
+    rate_limit: TenantRateLimit | None
+    searches: SearchPool
+
+
+async def get_state(request: Request) -> SchedulerState:
+    state: SchedulerState = request.app.state.scheduler
+    return state
+
+
+StateDep = Annotated[SchedulerState, Depends(get_state)]
+
+
+async def get_source(state: StateDep) -> CarbonSource:
+    return state.source
+
+
+async def get_store(state: StateDep) -> ReservationStore:
+    return state.store
+
+
+async def get_clock(state: StateDep) -> Clock:
+    return state.clock
+
+
+async def get_token(state: StateDep) -> str | None:
+    return state.token
+
+
+SourceDep = Annotated[CarbonSource, Depends(get_source)]
+StoreDep = Annotated[ReservationStore, Depends(get_store)]
+ClockDep = Annotated[Clock, Depends(get_clock)]
