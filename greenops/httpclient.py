@@ -78,10 +78,11 @@ def trust(ca_certificate: str | None) -> ssl.SSLContext | bool:
     return context
 
 
-def detail(r: httpx.Response) -> str:
-    """The server's own explanation: FastAPI's ``detail`` when there is one, else the body."""
+def detail(r: httpx.Response, field: str = "detail") -> str:
+    """The server's own explanation: ``field`` of a JSON error body when there is one (FastAPI's
+    ``detail``, OPA's ``message``), else the start of the body."""
     try:
         payload = r.json()
     except ValueError:
         return r.text[:300]
-    return str(payload.get("detail", r.text[:300])) if isinstance(payload, dict) else r.text[:300]
+    return str(payload.get(field, r.text[:300])) if isinstance(payload, dict) else r.text[:300]

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
 from greenops.errors import GreenOpsError
-from greenops.httpclient import RetryingClient
+from greenops.httpclient import RetryingClient, detail
 
 DECISION_PATH = "/v1/data/greenops/placement/decision"
 
@@ -53,7 +51,7 @@ class OpaClient(RetryingClient):
         if r is not None and r.status_code in (401, 403):
             what = "refused the bearer token" if self.has_token else "requires a bearer token and none was sent"
             raise PolicyUnauthorized(
-                f"OPA at {self.url} {what} (HTTP {r.status_code}: {_opa_message(r)}); "
+                f"OPA at {self.url} {what} (HTTP {r.status_code}: {detail(r, 'message')}); "
                 "set greenops:opaToken (pulumi config set --secret) to OPA's query token"
             )
         if r is not None:
@@ -65,12 +63,3 @@ class OpaClient(RetryingClient):
         if not d.get("allowed"):
             raise PolicyDenied("; ".join(d.get("errors") or ["denied without a reason"]))
         return d
-
-
-def _opa_message(r: httpx.Response) -> str:
-    """OPA's own error message (``{"code": ..., "message": ...}``), else the body."""
-    try:
-        payload = r.json()
-    except ValueError:
-        return r.text[:300]
-    return str(payload.get("message", r.text[:300])) if isinstance(payload, dict) else r.text[:300]
