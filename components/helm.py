@@ -46,3 +46,25 @@ def release(
         atomic=True,
         opts=pulumi.ResourceOptions(parent=parent, depends_on=depends_on or []),
     )
+
+
+def postgresql(
+    name: str,
+    pin: ChartPin,
+    namespace: str,
+    database: str,
+    user: str,
+    secret: tuple[str, str],
+    parent: pulumi.Resource,
+    depends_on: Sequence[pulumi.Resource],
+) -> k8s.helm.v3.Release:
+    """A PostgreSQL of the pinned chart with one database and user, whose password (also the admin's)
+    is key ``secret[1]`` of the existing Secret ``secret[0]``, so the chart generates none."""
+    secret_name, key = secret
+    auth = {
+        "database": database,
+        "username": user,
+        "existingSecret": secret_name,
+        "secretKeys": {"userPasswordKey": key, "adminPasswordKey": key},
+    }
+    return release(f"{name}-postgresql", pin, namespace, {"auth": auth}, parent, depends_on=depends_on)

@@ -23,7 +23,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import KserveConfig, MlflowConfig
-from components.helm import release
+from components.helm import postgresql, release
 from components.pins import ChartPin
 from greenops.forecasting.names import served_models, storage_uri
 
@@ -101,18 +101,13 @@ class ModelTracking(pulumi.ComponentResource):
             opts=in_ns,
         )
         # The backend store: its own PostgreSQL, password from the secret above.
-        self.database = release(
-            f"{name}-postgresql",
+        self.database = postgresql(
+            name,
             args.postgresql_chart,
             ns,
-            {
-                "auth": {
-                    "database": DATABASE,
-                    "username": DB_USER,
-                    "existingSecret": CREDENTIALS,
-                    "secretKeys": {"userPasswordKey": "postgres-password", "adminPasswordKey": "postgres-password"},
-                },
-            },
+            DATABASE,
+            DB_USER,
+            (CREDENTIALS, "postgres-password"),
             self,
             depends_on=[self.credentials],
         )

@@ -11,7 +11,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import SchedulerConfig
-from components.helm import release
+from components.helm import postgresql
 from components.pins import ChartPin
 from components.secret_env import secret_env
 from greenops import endpoints
@@ -20,6 +20,7 @@ PORT = endpoints.SCHEDULER_PORT
 TOKEN_VARIABLE = "GREENOPS_SCHEDULER_TOKEN"  # read by the scheduler and by OPA's http.send (scheduler.rego)
 DATABASE_VARIABLE = "GREENOPS_SCHEDULER_DATABASE"  # the reservation record's SQLAlchemy URL
 DATABASE, DB_USER = "greenops", "greenops"
+DB_SECRET = "greenops-scheduler-db"  # the platform-deployed PostgreSQL's password
 LABELS = {"app.kubernetes.io/name": "greenops-scheduler", "app.kubernetes.io/part-of": "greenops"}
 
 
@@ -125,22 +126,9 @@ class GreenOpsScheduler(pulumi.ComponentResource):
         ns = args.config.namespace
         credentials = k8s.core.v1.Secret(
             f"{name}-db-credentials",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name="greenops-scheduler-db", namespace=ns),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=DB_SECRET, namespace=ns),
             string_data={"password": pulumi.Output.secret(args.db_password)},
             opts=opts,
         )
-        return release(
-            f"{name}-postgresql",
-            args.postgresql_chart,
-            ns,
-            {
-                "auth": {
-                    "database": DATABASE,
-                    "username": DB_USER,
-                    "existingSecret": "greenops-scheduler-db",
-                    "secretKeys": {"userPasswordKey": "password", "adminPasswordKey": "password"},
-                },
-            },
-            self,
-            depends_on=[credentials],
-        )
+        secret = (DB_SECRET, "password")
+        return postgresql(name, args.postgresql_chart, ns, DATABASE, DB_USER, secret, self, [credentials])
