@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from greenops.clock import parse_time, system_clock
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 ROW_INCHES = 0.32  # per workload: keeps 8-point labels apart at any count
@@ -102,41 +103,14 @@ def figure(rows: list[dict[str, Any]], now: datetime | None = None) -> Figure:
         if deadline is not None and deadline <= right:
             ax.plot([deadline, deadline], [y - 0.35, y + 0.35], color="crimson", linewidth=1.6)  # type: ignore[arg-type]  # DATE_AXIS
         elif deadline is not None:
-            ax.annotate(
-                f"deadline {deadline:%Y-%m-%d}",
-                (right, y),
-                xytext=(-4, 0),
-                textcoords="offset points",
-                ha="right",
-                va="center",
-                fontsize=7,
-                color="crimson",
-            )
+            _note(ax, f"deadline {deadline:%Y-%m-%d}", (right, y), (-4, 0), "crimson", ha="right", va="center")
         if r.get("phase"):
-            ax.annotate(
-                r["phase"],
-                (end, y),
-                xytext=(4, 0),
-                textcoords="offset points",
-                va="center",
-                fontsize=7,
-                color="0.3",
-                clip_on=True,
-            )
+            _note(ax, r["phase"], (end, y), (4, 0), "0.3", va="center", clip_on=True)
     if now <= right:
         ax.axvline(now, color="royalblue", linestyle="--", linewidth=1)  # type: ignore[arg-type]  # DATE_AXIS
     else:
-        ax.annotate(
-            f"now {now:%Y-%m-%d} →",
-            (1, 1),
-            xycoords="axes fraction",
-            xytext=(-4, 4),
-            textcoords="offset points",
-            ha="right",
-            va="bottom",
-            fontsize=7,
-            color="royalblue",
-        )
+        corner = {"xycoords": "axes fraction", "ha": "right", "va": "bottom"}  # now is past the axis: say so
+        _note(ax, f"now {now:%Y-%m-%d} →", (1, 1), (-4, 4), "royalblue", **corner)
     ax.set_yticks(range(len(windows)), [f"{r['workload']}  ({r.get('zone') or '-'})" for r, *_ in windows], fontsize=8)
     ax.set_ylim(len(windows) - 0.4, -0.7)
     ax.set_xlim(left, right)  # type: ignore[arg-type]  # DATE_AXIS
@@ -175,3 +149,8 @@ def plot(rows: list[dict[str, Any]], path: Path, now: datetime | None = None) ->
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _note(ax: Axes, text: str, xy: tuple[Any, Any], offset: tuple[float, float], color: str, **kw: Any) -> None:
+    """Small text ``offset`` points from ``xy`` (data coordinates unless ``xycoords`` says otherwise)."""
+    ax.annotate(text, xy, xytext=offset, textcoords="offset points", fontsize=7, color=color, **kw)
