@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from greenops.local.scheduler_standin import SchedulerStandIn
 from tests.conftest import require_tool
+from tests.scheduler_standin import SchedulerStandIn
 
 
 @pytest.fixture(scope="session")
