@@ -3,16 +3,19 @@ or a scheduler over HTTP (``greenops dashboard``). Both give the same shapes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 from greenops.clock import parse_time
 from greenops.errors import GreenOpsError
 from greenops.httpclient import RetryingClient, detail
-from greenops.reservations import ReservationStore
+from greenops.reservations import ListingFilter, ReservationStore
+
+if TYPE_CHECKING:
+    from greenops.scheduler.sources.base import CarbonSource
+    from greenops.scheduler.state import Clock
 
 
 @dataclass(frozen=True)
@@ -25,11 +28,11 @@ class Forecast:
 
 
 class DashboardData(Protocol):
-    def reservations(self, filters: dict[str, str], ended_after: datetime) -> list[dict]:
+    def reservations(self, filters: dict[str, str], ended_after: datetime) -> list[dict[str, Any]]:
         """The reservations matching ``filters`` (tenant, provider, region, phase) that are active
         or ended after ``ended_after``, with their decision-time detail (the listing's shape)."""
 
-    def reservation(self, key: str) -> dict | None:
+    def reservation(self, key: str) -> dict[str, Any] | None:
         """One reservation with its decision-time detail, None for an unknown key."""
 
     def forecast(self, zone: str, start: datetime, end: datetime) -> Forecast:
@@ -39,16 +42,16 @@ class DashboardData(Protocol):
 class RecordData:
     """Inside the scheduler: its reservation store and carbon source."""
 
-    def __init__(self, store: ReservationStore, source, clock: Callable[[], datetime]):
+    def __init__(self, store: ReservationStore, source: CarbonSource, clock: Clock):
         self._store, self._source, self._clock = store, source, clock
 
-    def reservations(self, filters: dict[str, str], ended_after: datetime) -> list[dict]:
+    def reservations(self, filters: dict[str, str], ended_after: datetime) -> list[dict[str, Any]]:
         from greenops.scheduler.reservations_api import out
 
-        rows = self._store.list(active_only=False, ended_after=ended_after, **filters)
+        rows = self._store.list(ListingFilter(**filters, all=True, ended_after=ended_after))
         return [out(r, detail=True).model_dump(mode="json") for r in rows]
 
-    def reservation(self, key: str) -> dict | None:
+    def reservation(self, key: str) -> dict[str, Any] | None:
         from greenops.scheduler.reservations_api import out
 
         row = self._store.get(key)
@@ -65,25 +68,28 @@ class SchedulerData:
     def __init__(self, client: RetryingClient):
         self._client = client
 
-    def _get(self, path: str, params: dict) -> dict:
+    def _get(self, path: str, params: dict[str, str]) -> dict[str, Any]:
         r = self._client.request("GET", path, params=params)
         if r is None or r.status_code != 200:
             why = detail(r) if r is not None else self._client.last_error
             raise GreenOpsError(f"the scheduler at {self._client.url} did not answer GET {path} ({why})")
-        return r.json()
+        body: dict[str, Any] = r.json()
+        return body
 
-    def reservations(self, filters: dict[str, str], ended_after: datetime) -> list[dict]:
+    def reservations(self, filters: dict[str, str], ended_after: datetime) -> list[dict[str, Any]]:
         params = {"all": "true", "detail": "true", "ended_after": ended_after.isoformat(), **filters}
-        return self._get("/reservations", params)["reservations"]
+        rows: list[dict[str, Any]] = self._get("/reservations", params)["reservations"]
+        return rows
 
-    def reservation(self, key: str) -> dict | None:
+    def reservation(self, key: str) -> dict[str, Any] | None:
         r = self._client.request("GET", f"/reservations/{quote(key, safe='/')}")
         if r is not None and r.status_code == 404:
             return None
         if r is None or r.status_code != 200:
             why = detail(r) if r is not None else self._client.last_error
             raise GreenOpsError(f"the scheduler at {self._client.url} did not answer GET /reservations/{key} ({why})")
-        return r.json()
+        row: dict[str, Any] = r.json()
+        return row
 
     def forecast(self, zone: str, start: datetime, end: datetime) -> Forecast:
         f = self._get(f"/forecast/{zone}", {"start": start.isoformat(), "end": end.isoformat()})

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse
 
 from greenops import explain
@@ -15,6 +15,11 @@ from greenops.clock import stamp
 from greenops.dashboard import views
 from greenops.dashboard.data import DashboardData
 from greenops.errors import GreenOpsError
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+    from greenops.scheduler.state import Clock
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -25,13 +30,14 @@ def _plotly_js() -> Path:
     return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 
-def _plain(figure) -> dict:
+def _plain(figure: go.Figure) -> dict[str, Any]:
     """The figure as plain JSON data (plotly's encoder knows datetimes and numpy), for the template's
     ``tojson``, which escapes it for a script element: workload names are the users' text."""
-    return json.loads(figure.to_json())
+    plain: dict[str, Any] = json.loads(figure.to_json())
+    return plain
 
 
-def dashboard_router(data: DashboardData, clock: Callable[[], datetime]) -> APIRouter:
+def dashboard_router(data: DashboardData, clock: Clock) -> APIRouter:
     """Read-only routes under /dashboard; the caller adds its authentication as dependencies."""
     from fastapi.templating import Jinja2Templates
 
@@ -41,11 +47,11 @@ def dashboard_router(data: DashboardData, clock: Callable[[], datetime]) -> APIR
     def chosen(request: Request) -> dict[str, str]:
         return {k: v for k in views.FILTERS if (v := request.query_params.get(k, ""))}
 
-    def rows_for(request: Request, now: datetime) -> list[dict]:
+    def rows_for(request: Request, now: datetime) -> list[dict[str, Any]]:
         return views.placement_rows(data.reservations(chosen(request), now - views.HISTORY))
 
     @router.get("", response_class=HTMLResponse, summary="the dashboard page")
-    def page(request: Request):
+    def page(request: Request) -> HTMLResponse:
         now = clock()
         every = rows_for(request, now)
         rows = sorted(every, key=lambda r: r["start"], reverse=True)[: views.MAX_ROWS]
@@ -66,12 +72,12 @@ def dashboard_router(data: DashboardData, clock: Callable[[], datetime]) -> APIR
         )
 
     @router.get("/api/placements", summary="the page's rows as JSON, with the same filters")
-    def placements(request: Request) -> dict:
+    def placements(request: Request) -> dict[str, Any]:
         rows = rows_for(request, clock())
         return {"placements": rows, "totals": views.totals(rows)}
 
     @router.get("/explain/{key:path}", response_class=HTMLResponse, summary="why one placement is what it is")
-    def explain_page(request: Request, key: str):
+    def explain_page(request: Request, key: str) -> Response:
         row = data.reservation(key)
         if row is None or not row.get("answer"):
             return PlainTextResponse(f"reservation {key}: not in the record", status_code=404)
@@ -80,16 +86,15 @@ def dashboard_router(data: DashboardData, clock: Callable[[], datetime]) -> APIR
         )
 
     @router.get("/static/plotly.min.js", include_in_schema=False)
-    def plotly_js():
+    def plotly_js() -> FileResponse:
         return FileResponse(_plotly_js(), media_type="text/javascript")
 
     return router
 
 
-def local_app(data: DashboardData, clock: Callable[[], datetime]):
+def local_app(data: DashboardData, clock: Clock) -> FastAPI:
     """The dashboard alone, for ``greenops dashboard`` on loopback: it reads the stack's scheduler
     with the scheduler's token, so the page itself is served only to this machine."""
-    from fastapi import FastAPI
     from fastapi.responses import RedirectResponse
     from starlette.middleware.trustedhost import TrustedHostMiddleware
 

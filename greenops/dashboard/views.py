@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from html import escape
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from greenops import report
 from greenops.clock import parse_time as _at
 from greenops.dashboard.data import DashboardData
 from greenops.errors import GreenOpsError
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 FILTERS = ("tenant", "provider", "region", "phase")
 ALTERNATIVES_SHOWN = 5  # in a timeline bar's hover: the runners-up the scheduler weighed
@@ -23,7 +27,7 @@ MAX_ROWS = 500  # the most recent by start; the JSON API has them all
 FORECAST_SPAN = (timedelta(days=2), timedelta(days=5))  # before and after now: what the chart draws
 
 
-def placement_rows(reservations: list[dict]) -> list[dict]:
+def placement_rows(reservations: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per reservation, in the shape report.account prices (energy from the CCF model)."""
     rows = []
     for r in reservations:
@@ -58,11 +62,22 @@ def placement_rows(reservations: list[dict]) -> list[dict]:
     return report.account(rows)
 
 
-def options(rows: list[dict]) -> dict[str, list[str]]:
+def options(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
     return {k: sorted({r[k] for r in rows if r.get(k)}) for k in FILTERS}
 
 
-def totals(rows: list[dict]) -> dict:
+class Totals(TypedDict):
+    """The rows' emissions added up (grams CO2eq), over the rows whose expected emissions are known."""
+
+    workloads: int
+    counted: int
+    expected_g: float
+    baseline_g: float
+    saving_g: float
+    saving_percent: float | None
+
+
+def totals(rows: list[dict[str, Any]]) -> Totals:
     counted = [r for r in rows if r.get("expected_g") is not None]
     expected, baseline = sum(r["expected_g"] for r in counted), sum(r["baseline_g"] for r in counted)
     return {
@@ -75,11 +90,11 @@ def totals(rows: list[dict]) -> dict:
     }
 
 
-def _label(r: dict) -> str:
+def _label(r: dict[str, Any]) -> str:
     return escape(f"{r['workload']} ({r['zone']})")
 
 
-def _hover(r: dict) -> str:
+def _hover(r: dict[str, Any]) -> str:
     lines = [
         f"<b>{escape(r['workload'])}</b> ({r['path']}, {r['phase']})",
         f"{r['provider']}/{r['region']} ({r['zone']})",
@@ -95,7 +110,7 @@ def _hover(r: dict) -> str:
     return "<br>".join(lines)
 
 
-def timeline_figure(rows: list[dict], now: datetime):
+def timeline_figure(rows: list[dict[str, Any]], now: datetime) -> go.Figure:
     import plotly.graph_objects as go
 
     rows = sorted(rows, key=lambda r: (r["start"], r["workload"]))
@@ -158,7 +173,7 @@ def timeline_figure(rows: list[dict], now: datetime):
     return fig
 
 
-def intensity_figure(rows: list[dict], data: DashboardData, now: datetime):
+def intensity_figure(rows: list[dict[str, Any]], data: DashboardData, now: datetime) -> go.Figure:
     """Each zone in use: the source's forecast over the placements' span, and each placement's
     expected mean as recorded when it was decided."""
     import plotly.graph_objects as go

@@ -1,5 +1,6 @@
 """The durable record of placements, shared by the Pulumi and the cluster path."""
 
+from .listing import ListingFilter
 from .store import ACTIVE, TERMINAL, Booking, Conflict, QuotaExceeded, ReservationStore, Seen, UnknownReservation, milli
 
 __all__ = [
@@ -7,6 +8,7 @@ __all__ = [
     "TERMINAL",
     "Booking",
     "Conflict",
+    "ListingFilter",
     "QuotaExceeded",
     "ReservationStore",
     "Seen",

@@ -46,6 +46,7 @@ from sqlalchemy.pool import StaticPool
 from greenops.errors import GreenOpsError
 from greenops.scheduler.algorithm import SLOT, slots_of
 
+from .listing import ListingFilter
 from .tables import reservations, slot_usage, tenants
 
 if TYPE_CHECKING:
@@ -179,42 +180,31 @@ class ReservationStore:
                     used[zone][s] += delta
         return used
 
-    def list(
-        self,
-        *,
-        tenant: str | None = None,
-        zone: str | None = None,
-        region: str | None = None,
-        provider: str | None = None,
-        path: str | None = None,
-        phase: str | None = None,
-        key_prefix: str | None = None,
-        active_only: bool = True,
-        now: datetime | None = None,
-        ended_after: datetime | None = None,
-    ) -> list[dict[str, Any]]:
-        """Rows by start, filtered in the database; ``ended_after`` keeps the active ones and those
-        whose run ends after it (a dashboard's recent history, not years of it)."""
+    def list(self, where: ListingFilter | None = None, *, now: datetime | None = None) -> list[dict[str, Any]]:
+        """Rows by start, filtered in the database: the active ones (still running at ``now``, when
+        given), or with ``where.all`` every phase, where ``ended_after`` keeps the active ones and
+        those whose run ends after it (a dashboard's recent history, not years of it)."""
+        where = ListingFilter() if where is None else where
         q = select(reservations).order_by(reservations.c.start_at, reservations.c.key)
         for column, value in (
-            (reservations.c.tenant, tenant),
-            (reservations.c.zone, zone),
-            (reservations.c.region, region),
-            (reservations.c.provider, provider),
-            (reservations.c.path, path),
-            (reservations.c.phase, phase),
+            (reservations.c.tenant, where.tenant),
+            (reservations.c.zone, where.zone),
+            (reservations.c.region, where.region),
+            (reservations.c.provider, where.provider),
+            (reservations.c.path, where.path),
+            (reservations.c.phase, where.phase),
         ):
             if value is not None:
                 q = q.where(column == value)
-        if key_prefix:
+        if key_prefix := where.key_prefix:
             # substr, not LIKE: exact and case-sensitive on SQLite and PostgreSQL alike
             q = q.where(func.substr(reservations.c.key, 1, len(key_prefix)) == key_prefix)
-        if ended_after is not None:
-            q = q.where(or_(reservations.c.phase.in_(ACTIVE), reservations.c.end_at > ended_after))
-        if active_only:
+        if not where.all:
             q = q.where(reservations.c.phase.in_(ACTIVE))
             if now is not None:
                 q = q.where(reservations.c.end_at > now)
+        elif where.ended_after is not None:
+            q = q.where(or_(reservations.c.phase.in_(ACTIVE), reservations.c.end_at > where.ended_after))
         with self._read() as conn:
             return [dict(r) for r in conn.execute(q).mappings()]
 

@@ -98,7 +98,8 @@ def _feasible(ledger: CapacityLedger, zone: str, starts: np.ndarray, duration: f
     blocked = np.concatenate(([0], np.cumsum(full)))
     a = (starts // SLOT).astype(int) - first
     z = np.ceil((starts + duration) / SLOT).astype(int) - first
-    return (blocked[z] - blocked[a]) == 0
+    free: np.ndarray = (blocked[z] - blocked[a]) == 0
+    return free
 
 
 def best_placement(

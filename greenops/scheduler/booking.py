@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from greenops.clock import parse_time
 from greenops.reservations import ACTIVE, Booking, Conflict, ReservationStore, milli
@@ -27,14 +28,14 @@ MAX_ATTEMPTS = 25
 _NOT_THE_SPEC = {"req_timeout", "key", "dry_run", "earliest_start", "explanation"}
 
 
-def spec_hash(request: dict) -> str:
+def spec_hash(request: dict[str, Any]) -> str:
     spec = {k: v for k, v in request.items() if k not in _NOT_THE_SPEC}
     return hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
 class Outcome:
-    answer: dict
+    answer: dict[str, Any]
     replayed: bool  # the key was already booked with this request: nothing new was booked
 
 
@@ -43,7 +44,7 @@ class Ask:
     """One request as the record sees it."""
 
     key: str
-    request: dict  # the validated request, JSON-ready
+    request: dict[str, Any]  # the validated request, JSON-ready
     tenant: str
     path: str
     cpu: float
@@ -56,12 +57,12 @@ class Ask:
     dry_run: bool
 
 
-def replay(row: dict | None, request: dict) -> Outcome | None:
+def replay(row: dict[str, Any] | None, request: dict[str, Any]) -> Outcome | None:
     """The stored answer when the key's ``row`` is an active booking of this very request."""
     return _replayed(row, spec_hash(request), request.get("earliest_start"))
 
 
-def _replayed(row: dict | None, digest: str, earliest_start: str | None) -> Outcome | None:
+def _replayed(row: dict[str, Any] | None, digest: str, earliest_start: str | None) -> Outcome | None:
     """A retry gets the booking it already has, unless its clock has passed that booking's start:
     then the booking no longer answers it (a missed window) and is replaced."""
     if row is None or row["phase"] not in ACTIVE or row["spec_hash"] != digest:
@@ -76,12 +77,12 @@ def _replayed(row: dict | None, digest: str, earliest_start: str | None) -> Outc
 def book(
     store: ReservationStore,
     ask: Ask,
-    row: dict | None,
+    row: dict[str, Any] | None,
     capacity_vcpu: float,
     now: datetime,
     give_up_at: float,
     search: Callable[[CapacityLedger], list[Placement]],
-    answer_of: Callable[[list[Placement]], dict],
+    answer_of: Callable[[list[Placement]], dict[str, Any]],
 ) -> Outcome:
     """``row`` is the key's record as the caller read it; after a conflict it is read again."""
     digest = spec_hash(ask.request)

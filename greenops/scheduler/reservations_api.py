@@ -11,13 +11,13 @@ report changes nothing.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from greenops.reservations import UnknownReservation
+from greenops.reservations import ListingFilter, UnknownReservation
 from greenops.scheduler.series import ceil_second
 from greenops.scheduler.state import ClockDep, StoreDep
 
@@ -111,36 +111,16 @@ def _unknown(exc: UnknownReservation) -> JSONResponse:
 router = APIRouter(prefix="/reservations", tags=["reservations"])
 
 
+class ListingQuery(ListingFilter):
+    """``GET /reservations``' query: the record's filter, and how much of each row to show."""
+
+    detail: bool = Field(default=False, description="with what was recorded at decision time")
+
+
 @router.get("", response_model=ReservationList)
-def list_reservations(
-    store: StoreDep,
-    clock: ClockDep,
-    tenant: str | None = None,
-    zone: str | None = None,
-    region: str | None = None,
-    provider: str | None = None,
-    path: str | None = None,
-    phase: str | None = None,
-    key_prefix: str | None = Query(None, max_length=512, description="keys starting so"),
-    ended_after: datetime | None = Query(
-        None, description="with all: the active ones and those ending after this instant"
-    ),
-    all: bool = Query(False, description="every phase, not only the active ones"),
-    detail: bool = Query(False, description="with what was recorded at decision time"),
-) -> ReservationList:
-    rows = store.list(
-        tenant=tenant,
-        zone=zone,
-        region=region,
-        provider=provider,
-        path=path,
-        phase=phase,
-        key_prefix=key_prefix,
-        active_only=not all,
-        now=None if all else clock(),
-        ended_after=ended_after if all else None,
-    )
-    return ReservationList(reservations=[out(r, detail) for r in rows])
+def list_reservations(store: StoreDep, clock: ClockDep, query: Annotated[ListingQuery, Query()]) -> ReservationList:
+    rows = store.list(query, now=clock())
+    return ReservationList(reservations=[out(r, query.detail) for r in rows])
 
 
 @router.get("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})

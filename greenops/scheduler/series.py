@@ -35,7 +35,7 @@ class Series:
     step: float  # seconds
     values: np.ndarray = field(repr=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.step <= 0:
             raise ValueError("series step must be positive")
         if self.values.ndim != 1 or len(self.values) == 0:
@@ -68,7 +68,8 @@ class Series:
 
     def value_at(self, t: np.ndarray | float) -> np.ndarray:
         i = np.clip(((np.asarray(t) - self.start) // self.step).astype(int), 0, len(self.values) - 1)
-        return self.values[i]
+        values: np.ndarray = self.values[i]
+        return values
 
     def window_means(self, starts: np.ndarray, duration: float) -> np.ndarray:
         """Mean intensity over ``[s, s + duration)`` for every start ``s`` (exact for steps)."""
@@ -76,7 +77,8 @@ class Series:
         cum = np.concatenate(([0.0], np.cumsum(self.values * self.step)))
         lo = np.interp(starts, b, cum)
         hi = np.interp(starts + duration, b, cum)
-        return (hi - lo) / duration
+        means: np.ndarray = (hi - lo) / duration
+        return means
 
     def slice(self, t0: float, t1: float) -> Series:
         """The data points overlapping ``[t0, t1)``."""

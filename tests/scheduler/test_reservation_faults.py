@@ -20,7 +20,7 @@ import pytest
 
 from greenops.local.postgres import PostgresServer
 from greenops.local.scheduler import SchedulerServer
-from greenops.reservations import ACTIVE, ReservationStore
+from greenops.reservations import ACTIVE, ListingFilter, ReservationStore
 from greenops.scheduler.algorithm import slots_of
 
 pytestmark = pytest.mark.integration
@@ -82,7 +82,7 @@ def burst(urls: list[str], n: int, workers: int, answered: list | None = None) -
 def assert_record_matches(url: str, got: dict[str, list[httpx.Response]]) -> None:
     store = ReservationStore(url)
     try:
-        rows = {r["key"]: r for r in store.list(active_only=False)}
+        rows = {r["key"]: r for r in store.list(ListingFilter(all=True))}
     finally:
         store.close()
     assert {r.status_code for rs in got.values() for r in rs} <= {200, 409}

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from greenops.clock import stamp
-from greenops.reservations import ReservationStore
+from greenops.reservations import ListingFilter, ReservationStore
 from greenops.scheduler.api import create_app
 from greenops.scheduler.sources import ProfileSource
 
@@ -83,7 +83,7 @@ def test_delete_releases_and_a_retried_delete_changes_nothing(client, store):
 def test_a_dry_run_books_nothing(client, store):
     dry = client.post("/scheduling", json=body(key="k", dry_run=True))
     assert dry.status_code == 200 and dry.json()["key"] is None
-    assert store.list(active_only=False) == []
+    assert store.list(ListingFilter(all=True)) == []
     real = client.post("/scheduling", json=body(key="k"))
     assert real.status_code == 200 and real.json()["scheduling_time"] == dry.json()["scheduling_time"]
 

@@ -43,9 +43,10 @@ class OipSource(CarbonSource):
     ):
         self.url = url.rstrip("/")
         self.fallback = fallback
-        self.history = history or fallback
-        if self.history is None:
+        history = history or fallback
+        if history is None:
             raise ValueError("an OIP source needs a history source (or a fallback to use as one)")
+        self.history: CarbonSource = history
         self.name = f"oip({self.url})" + (f"+{fallback.name}" if fallback else "")
         self._client = httpx.Client(timeout=timeout, transport=transport)
         self._cache: dict[tuple[str, float], tuple[float, Series]] = {}
@@ -79,7 +80,8 @@ class OipSource(CarbonSource):
         values = np.asarray(outputs[0]["data"], dtype=float).reshape(-1)
         if not np.all(np.isfinite(values)):
             raise SourceUnavailable(f"model {model} answered non-finite values")
-        return np.clip(values, 0, None)
+        clipped: np.ndarray = np.clip(values, 0, None)
+        return clipped
 
     def forecast(self, zone: str, now: float) -> Series:
         """The model's forecast from the current hour; cached per zone and hour."""

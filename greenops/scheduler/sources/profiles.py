@@ -22,6 +22,7 @@ class ProfileSource(CarbonSource):
         self._tables: dict[str, np.ndarray] = {}
         for zone in catalog.profile_zones:
             p = catalog.profile(zone)
+            assert p is not None, "profile_zones lists the zones that have a profile"
             self._tables[zone] = np.array(p.monthHour, dtype=float) if p.monthHour else np.full((12, 24), p.mean)
 
     def zones(self) -> frozenset[str]:
