@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from alembic import command
 from alembic.config import Config
@@ -171,8 +171,8 @@ class ReservationStore:
                 select(slot_usage).where(
                     and_(slot_usage.c.zone.in_(zones), slot_usage.c.slot >= first_slot, slot_usage.c.slot < last_slot)
                 )
-            ).tuples()  # (the same result, typed as plain tuples)
-            for zone, slot, m in rows:
+            )
+            for zone, slot, m in cast("Iterable[tuple[str, int, int]]", rows):
                 used[zone][slot] = m
         if seen.active:
             for (zone, s), delta in _deltas(seen.placements, -seen.milli_cpu).items():
@@ -330,8 +330,8 @@ class ReservationStore:
                 .where(and_(slot_usage.c.zone == zone, slot_usage.c.slot >= slots[0], slot_usage.c.slot <= slots[-1]))
                 .order_by(slot_usage.c.slot)
                 .with_for_update()
-            ).tuples()
-            used.update({(zone, s): m for s, m in rows})
+            )
+            used.update({(zone, s): m for s, m in cast("Iterable[tuple[int, int]]", rows)})
         full = [k for k in keys if deltas[k] > 0 and used[k] + deltas[k] > capacity_milli]
         if full:
             raise Conflict(f"zone {full[0][0]} hour {full[0][1]} filled up meanwhile")
