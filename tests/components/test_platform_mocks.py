@@ -432,16 +432,12 @@ def test_certificates_are_declared_identically_on_every_run():
     assert a == b and len(a) == 5  # CA key + cert, serving key + CSR + cert: state keeps them stable
 
 
+# every part that can be turned off, turned off
+ALL_OFF = {part: {"enabled": False} for part in ("krateo", "policy", "scheduler", "mlflow", "kserve", "certManager")}
+
+
 def test_disabled_parts_create_nothing():
-    off = {
-        "krateo": {"enabled": False},
-        "policy": {"enabled": False},
-        "scheduler": {"enabled": False},
-        "mlflow": {"enabled": False},
-        "kserve": {"enabled": False},
-        "certManager": {"enabled": False},
-    }
-    m = collect(off, secrets=False)
+    m = collect(ALL_OFF, secrets=False)
     assert {r.typ for r in m.resources if r.typ.startswith("greenops:platform:")} == {
         "greenops:platform:GreenOpsPlatform"
     }

@@ -13,17 +13,10 @@ import yaml
 from pydantic import ValidationError
 
 from components.config import VERSIONS_FILE, PlatformConfig
+from tests.components.test_platform_mocks import ALL_OFF as OFF
 from tests.components.test_platform_mocks import SECRET_SIG, Mocks, collect, of, run_platform, stack_platform
 
 STACK = "kubernetes:pulumi.com/v1:Stack"
-OFF = {
-    "krateo": {"enabled": False},
-    "policy": {"enabled": False},
-    "scheduler": {"enabled": False},
-    "mlflow": {"enabled": False},
-    "kserve": {"enabled": False},
-    "certManager": {"enabled": False},
-}
 GIT = {"projectRepo": "https://github.com/example/greenops-platform.git", "branch": "main"}
 S3 = {"s3": {"bucket": "greenops-pulumi-state", "region": "eu-west-1", "endpoint": "https://s3.example.com"}}
 RECONCILER = {"enabled": True, "stack": "prod-workloads", "git": GIT, "backend": S3}

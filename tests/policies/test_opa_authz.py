@@ -11,6 +11,7 @@ import pytest
 from greenops.local.opa import OpaServer
 from greenops.local.webhook import namespace_manifest, put_namespaces
 from greenops.policies.client import OpaClient, PolicyUnauthorized
+from tests.policies.test_opa_integration import vmtemplate
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 
@@ -112,22 +113,7 @@ def test_the_webhook_call_and_the_probes_need_no_token(http):
     r = http.post("/", json=review)
     assert r.status_code == 200, r.text
     assert r.json()["response"] == {"uid": "u-1", "allowed": True}  # not a VmTemplate: passes untouched
-    vm = {
-        "apiVersion": "composition.krateo.io/v1-2-0",
-        "kind": "VmTemplate",
-        "metadata": {"name": "vm-1", "namespace": "greenops"},
-        "spec": {
-            "vmName": "vm-1",
-            "cpu": 2,
-            "memory": 4,
-            "duration": "3h",
-            "deadline": "2030-01-01T00:00:00Z",
-            "maxLatency": 100,
-            "originRegion": "italynorth",
-            "eligibleProviders": ["azure"],
-            "tenant": "t1",
-        },
-    }
+    vm = vmtemplate()
     review["request"].update(
         kind={"group": "composition.krateo.io", "version": "v1-2-0", "kind": "VmTemplate"}, name="vm-1", object=vm
     )
