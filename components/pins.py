@@ -21,11 +21,16 @@ import functools
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import pulumi
 import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from greenops.errors import field_errors
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 VERSIONS_FILE = Path(__file__).resolve().parent / "versions.yaml"
 _PROJECT = VERSIONS_FILE.parents[1]
@@ -171,13 +176,14 @@ class PinnedVersions(BaseModel):
 
 def problems(exc: ValidationError) -> list[str]:
     """``entry.field: reason`` for each error of validating PinnedVersions."""
-    return [f"{'.'.join(str(p) for p in e['loc'])}: {_reason(e)}" for e in exc.errors()]
+    return [f"{field}: {reason}" for field, reason in field_errors(exc.errors(), _unknown_field)]
 
 
-def _reason(error: Any) -> str:
+def _unknown_field(error: ErrorDetails) -> str | None:
+    """What an unknown entry or field is, in the file's terms (None: pydantic's message will do)."""
     loc = error["loc"]
     if error["type"] != "extra_forbidden":
-        return str(error["msg"]).removeprefix("Value error, ")
+        return None
     if len(loc) == 1:
         return "not an entry the platform reads (each entry is a field of components.pins.PinnedVersions)"
     shape = getattr(PinnedVersions.model_fields[str(loc[0])].annotation, "SHAPE", "this entry")

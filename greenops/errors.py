@@ -6,7 +6,7 @@ a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,7 +29,21 @@ class RenderError(GreenOpsError):
     """A decision cannot be turned into provider manifests (e.g. missing settings)."""
 
 
-def field_errors(errors: Sequence[ErrorDetails]) -> list[tuple[str, str]]:
-    """(dotted field path, message) for each of a pydantic ValidationError's ``errors()``, without
-    pydantic's "Value error, " prefix: the one way every edge names a bad field."""
-    return [(".".join(str(p) for p in e["loc"]), e["msg"].removeprefix("Value error, ")) for e in errors]
+def field_path(loc: Sequence[int | str]) -> str:
+    """A pydantic error location as a readable path: ("kinds", 0, "scope") -> "kinds[0].scope"."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def field_errors(
+    errors: Sequence[ErrorDetails], reason: Callable[[ErrorDetails], str | None] | None = None
+) -> list[tuple[str, str]]:
+    """(field path, message) for each of a pydantic ValidationError's ``errors()``, without
+    pydantic's "Value error, " prefix: the one way every edge names a bad field. ``reason`` may
+    word an error better than pydantic does; where it returns None, pydantic's message stands."""
+    return [
+        (field_path(e["loc"]), (reason(e) if reason else None) or e["msg"].removeprefix("Value error, "))
+        for e in errors
+    ]

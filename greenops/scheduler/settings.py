@@ -14,6 +14,8 @@ from limits import parse
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from greenops.errors import field_errors
+
 # Which flag overrides which setting. The token has only --token-file: a token on the command line
 # would show in ps.
 FLAGS = {
@@ -121,10 +123,9 @@ def load_settings(flags: Mapping[str, Any] | None = None) -> SchedulerSettings:
     except ValidationError as exc:
         field_of = {_key(field): field for field in SchedulerSettings.model_fields}
         problems = []
-        for error in exc.errors(include_input=False):
-            field = field_of.get(str(error["loc"][0]), str(error["loc"][0]))
+        for key, message in field_errors(exc.errors(include_input=False)):
+            field = field_of.get(key, key)
             where = FLAGS.get(field, field) if field in flags else env_name(field)
-            message = str(error["ctx"]["error"]) if error["type"] == "value_error" else error["msg"]
             problems.append(f"{where}: {message}")
         raise SettingsError("; ".join(problems)) from None
 

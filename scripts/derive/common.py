@@ -11,12 +11,16 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from greenops.catalog.schema import SCHEMA_VERSION  # the version the catalog reads
+from greenops.errors import field_errors, field_path
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 __all__ = [
     "PROVIDERS",
@@ -106,13 +110,10 @@ class DataFile:
             self.model.model_validate_json(text, strict=True)
         except ValidationError as exc:
             errors = exc.errors()
-            first = errors[0]
-            reason = first["msg"]
-            if first["type"] != "missing" and isinstance(first.get("input"), str | int | float | bool | None):
-                reason += f" (got {first['input']!r})"
+            field, reason = field_errors(errors[:1], _with_input)[0]
             if len(errors) > 1:
                 reason += f" (and {len(errors) - 1} more)"
-            raise DataFileError(self.path, _field(first["loc"]), reason) from None
+            raise DataFileError(self.path, field or "(document)", reason) from None
         return text
 
 
@@ -137,19 +138,18 @@ def write_catalog(out: Path, docs: Mapping[DataFile, dict]) -> list[Path]:
     return written
 
 
-def _field(loc: tuple[int | str, ...]) -> str:
-    """Pydantic's error location as a readable path: ("kinds", 0, "scope") -> "kinds[0].scope"."""
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(document)"
+def _with_input(error: ErrorDetails) -> str | None:
+    """Pydantic's message with the offending value, when it is a plain one."""
+    if error["type"] != "missing" and isinstance(error.get("input"), str | int | float | bool | None):
+        return f"{error['msg']} (got {error['input']!r})"
+    return None
 
 
 def _first_non_finite(value: Any, loc: tuple[int | str, ...] = ()) -> str | None:
     # json.dumps(allow_nan=False) only says "out of range": find which field holds the NaN (a
     # pandas mean over an empty series is the usual cause) so the error can name it.
     if isinstance(value, float) and not math.isfinite(value):
-        return _field(loc)
+        return field_path(loc) or "(document)"
     children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, child in children:
         found = _first_non_finite(child, (*loc, key))
