@@ -1,7 +1,7 @@
 """The reservation record under faults, through real scheduler processes: a burst with a
 ``kill -9`` in the middle (SQLite), and two replicas on one real PostgreSQL server.
 
-Clients behave as GreenVm's and OPA's do: each request carries its key, and a connection error or
+Clients behave as Placement's and OPA's do: each request carries its key, and a connection error or
 a 503 is retried with the same key. Afterwards the record must hold exactly the answers the
 clients got, and no zone-hour may be over capacity.
 """

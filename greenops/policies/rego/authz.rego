@@ -11,7 +11,7 @@
 #   --admission-control-config-file), so the webhook is protected by TLS (OPA's serving certificate,
 #   pinned by the webhook's caBundle) and by reaching only OPA's Service, not by a token.
 # - Decision queries (GET/POST /v1/data/greenops/<package>/... for the packages in
-#   `query_packages`): the query token (GreenVm's OpaClient, greenops:opaToken) or the admin token.
+#   `query_packages`): the query token (Placement's OpaClient, greenops:opaToken) or the admin token.
 # - Everything else, including every write to /v1/policies and /v1/data: the admin token only
 #   (kube-mgmt's, greenops:opaAdminToken). Bundle-owned roots (greenops, system) stay read-only
 #   for everyone: OPA refuses writes under a bundle's roots.

@@ -1,6 +1,6 @@
 # Visibility queries over the scheduler's record of placements (GET $SCHEDULER_URL/reservations,
 # through greenops.scheduler: its URL and bearer token). Every placement of either path, Pulumi
-# (GreenVm) and cluster (admission webhook), is a reservation there, so these see both; the VmTemplates
+# (Placement) and cluster (admission webhook), is a reservation there, so these see both; the VmTemplates
 # kube-mgmt replicates would miss the Pulumi path's.
 #
 #   POST /v1/data/greenops/visibility/placed_in_eu
