@@ -21,7 +21,9 @@ def test_committed_data_matches_a_fresh_derivation(shared_data, tmp_path):
     )
     assert result.returncode == 0, result.stderr
     fresh = sorted(p.relative_to(out) for p in out.rglob("*.json"))
-    committed = sorted(p.relative_to(REPO / "data") for p in (REPO / "data").rglob("*.json"))
+    # provider-schemas/ comes from the pinned cloud SDKs, not from the shared data; its own test re-derives it
+    data = REPO / "data"
+    committed = sorted(p.relative_to(data) for p in data.rglob("*.json") if "provider-schemas" not in p.parts)
     assert fresh == committed
     for rel in fresh:
         assert (out / rel).read_text() == (REPO / "data" / rel).read_text(), f"data/{rel} is stale: run make data"

@@ -1,0 +1,47 @@
+"""Direct provisioning: a placed workload's VM and network as Pulumi resources of the cloud's own
+provider (pulumi-azure-native, pulumi-gcp, pulumi-aws), instead of Kubernetes objects for an
+operator. Names, labels and tags are the renderers' (greenops.renderers), so both modes leave the
+same marks in the cloud.
+"""
+
+from __future__ import annotations
+
+import pulumi
+
+from greenops.catalog import Catalog
+from greenops.errors import RenderError
+from greenops.models import Decision, Workload
+from greenops.renderers import RenderSettings
+
+from .base import DirectSet
+
+CLOUDS = ("aws", "azure", "gcp")
+
+
+def build(
+    workload: Workload,
+    decision: Decision,
+    settings: RenderSettings,
+    parent: pulumi.Resource,
+    *,
+    catalog: Catalog | None = None,
+    azure_existing_group: bool = False,
+) -> DirectSet:
+    """The direct set for the decision's cloud, every resource a child of ``parent``; each cloud's
+    module is imported only when a decision needs it (the SDKs are large)."""
+    if decision.provider == "azure":
+        from . import azure
+
+        return azure.build(workload, decision, settings, parent, catalog=catalog, existing_group=azure_existing_group)
+    if decision.provider == "gcp":
+        from . import gcp
+
+        return gcp.build(workload, decision, settings, parent, catalog=catalog)
+    if decision.provider == "aws":
+        from . import aws
+
+        return aws.build(workload, decision, settings, parent, catalog=catalog)
+    raise RenderError(f"workload {workload.name!r}: no direct set for provider {decision.provider!r}")
+
+
+__all__ = ["CLOUDS", "DirectSet", "build"]

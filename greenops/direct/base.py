@@ -1,0 +1,46 @@
+"""What the three direct sets share: the context they are built from, the options every resource
+gets, and the result they hand back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from greenops.catalog import Catalog, load_catalog
+from greenops.errors import RenderError
+from greenops.models import Decision, Workload
+from greenops.renderers import RenderContext, RenderSettings
+
+
+@dataclass(frozen=True)
+class DirectSet:
+    """One placed workload's cloud resources, created by the Pulumi provider itself (no operator).
+
+    ``provider`` is the set's own provider resource, configured for the decision's region; every
+    resource in ``resources`` (in the order declared, the provider not included) uses it and has the
+    same parent. ``vm`` is the one whose existence is the VM's.
+    """
+
+    cloud: str
+    provider: pulumi.ProviderResource
+    resources: tuple[pulumi.CustomResource, ...]
+    vm: pulumi.CustomResource
+    resource_id: pulumi.Output[str]  # the cloud's own id of the VM: ARM id, GCP instance path, EC2 instance id
+    private_ip: pulumi.Output[str]  # the VM's address in its subnet, assigned by the cloud
+
+
+def render_context(
+    cloud: str, workload: Workload, decision: Decision, settings: RenderSettings, catalog: Catalog | None
+) -> RenderContext:
+    """The renderers' context, so names, labels and tags come from the same code as operator mode's."""
+    if decision.provider != cloud:
+        raise RenderError(
+            f"workload {workload.name!r}: the {cloud} direct set was asked for a decision on {decision.provider!r}"
+        )
+    return RenderContext(workload, decision, settings, catalog or load_catalog())
+
+
+def child_options(provider: pulumi.ProviderResource, parent: pulumi.Resource) -> pulumi.ResourceOptions:
+    """Every resource of a set: our regional provider (never the ambient default one) and the caller's parent."""
+    return pulumi.ResourceOptions(provider=provider, parent=parent)

@@ -1,0 +1,79 @@
+"""GCP, directly through pulumi-gcp: network, subnetwork and instance, the same set the Config
+Connector renderer emits (greenops/renderers/providers/gcp.py), with its names, labels and zone."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_gcp as gcp
+from pulumi_gcp import compute
+
+from greenops.catalog import Catalog
+from greenops.errors import RenderError
+from greenops.models import Decision, Workload
+from greenops.renderers import RenderSettings
+from greenops.renderers.providers.gcp import BOOT_DISK_GB, BOOT_DISK_TYPE, SUBNET_CIDR, _labels
+
+from .base import DirectSet, child_options, render_context
+
+
+def build(
+    workload: Workload,
+    decision: Decision,
+    settings: RenderSettings,
+    parent: pulumi.Resource,
+    *,
+    catalog: Catalog | None = None,
+) -> DirectSet:
+    """The direct GCP set for one placed workload, every resource a child of ``parent``."""
+    ctx = render_context("gcp", workload, decision, settings, catalog)
+    region = decision.region
+    zones = ctx.catalog.region("gcp", region).availabilityZones
+    if not zones:
+        raise RenderError(f"workload {workload.name!r}: no compute zone is known for GCP region {region!r}")
+    # Config Connector falls back to its namespace's project; a direct provider would fall back to
+    # whatever project the ambient credentials name, so the stack must say.
+    if not settings.gcp_project:
+        raise RenderError(
+            f"workload {workload.name!r}: the GCP provider must be told its project; set gcpProject in the render "
+            "settings"
+        )
+    provider = gcp.Provider(
+        ctx.name("provider"),
+        gcp.ProviderArgs(project=settings.gcp_project, region=region),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    opts = child_options(provider, parent)
+    network_name, subnet_name, instance_name = ctx.name("network"), ctx.name("subnet"), ctx.name()
+    # GCP names resources by their ``name`` (no random suffix), as Config Connector does by metadata.name.
+    net = compute.Network(
+        network_name,
+        compute.NetworkArgs(name=network_name, auto_create_subnetworks=False, routing_mode="REGIONAL"),
+        opts=opts,
+    )
+    subnet = compute.Subnetwork(
+        subnet_name,
+        compute.SubnetworkArgs(name=subnet_name, network=net.id, region=region, ip_cidr_range=SUBNET_CIDR),
+        opts=opts,
+    )
+    # Networks and subnetworks take no labels in GCP (Config Connector keeps them on its objects
+    # only), so the instance is the one that carries them.
+    instance = compute.Instance(
+        instance_name,
+        compute.InstanceArgs(
+            name=instance_name,
+            zone=zones[0],  # the renderer's pick: the region's first compute zone
+            machine_type=decision.vm_size,
+            boot_disk=compute.InstanceBootDiskArgs(
+                auto_delete=True,
+                initialize_params=compute.InstanceBootDiskInitializeParamsArgs(
+                    size=BOOT_DISK_GB, type=BOOT_DISK_TYPE, image=decision.image
+                ),
+            ),
+            network_interfaces=[compute.InstanceNetworkInterfaceArgs(subnetwork=subnet.id)],
+            metadata={"enable-oslogin": "TRUE"},
+            labels=_labels(ctx),
+        ),
+        opts=opts,
+    )
+    private_ip: pulumi.Output[str] = instance.network_interfaces.apply(lambda nics: nics[0].network_ip)
+    return DirectSet("gcp", provider, (net, subnet, instance), instance, instance.id, private_ip)
