@@ -95,6 +95,11 @@ def summarise(outcomes: dict[str, Outcome]) -> dict[str, Any]:
 
 
 # --- Let's Wait Awhile: nightly jobs ---------------------------------------------------------
+# Our own nightly measurement, not LWA's Scenario I, which lwa.py replicates. This one runs every
+# day of 2020, where LWA has 365 jobs. It uses each trace at its own step (DE: 15 min), where LWA
+# keeps the :00/:30 samples. Its oracle has perfect knowledge, where LWA's forecasts carry 5 % noise.
+# So its oracle saves more than LWA's figure does. lwa_gap.py measures each of these differences,
+# and greenops/evaluation/README.md gives the figures.
 def nightly_arrivals(
     zone: str, year: int, window_hours: float, duration: float = 0.5 * H, nominal_hour: int = 1
 ) -> list[Arrival]:

@@ -53,5 +53,6 @@ def test_the_command_writes_a_report(shared_data, tmp_path):
     assert main(["--data", str(shared_data), "--out", str(tmp_path), "--jobs", "40", "--burst", "60"]) == 0
     report = json.loads((tmp_path / "report.json").read_text())
     assert set(report) >= {"lets_wait_awhile", "geo_temporal", "burst_with_capacity"}
-    assert report["lets_wait_awhile"]["DE ±8h"]["published_saving_percent"] == 11.2
+    assert report["lets_wait_awhile"]["DE ±8h"]["published_saving_percent"] == 11.74
+    assert report["lets_wait_awhile"]["GB ±2h"]["published_saving_percent"] == 4.77
     assert (tmp_path / "report.png").stat().st_size > 10000
