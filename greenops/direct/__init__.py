@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pulumi
 
-from greenops.catalog import Catalog
+from greenops.catalog import Catalog, load_catalog
 from greenops.errors import RenderError
 from greenops.models import Decision, Workload
-from greenops.renderers import RenderSettings
+from greenops.renderers import RenderContext, RenderSettings
 
 from .base import DirectSet
 
@@ -28,19 +28,21 @@ def build(
     azure_existing_group: bool = False,
 ) -> DirectSet:
     """The direct set for the decision's cloud, every resource a child of ``parent``; each cloud's
-    module is imported only when a decision needs it (the SDKs are large)."""
+    module is imported only when a decision needs it (the SDKs are large). Names, labels and tags
+    come from the renderers' own context, as in operator mode."""
+    ctx = RenderContext(workload, decision, settings, catalog or load_catalog())
     if decision.provider == "azure":
         from . import azure
 
-        return azure.build(workload, decision, settings, parent, catalog=catalog, existing_group=azure_existing_group)
+        return azure.build(ctx, parent, existing_group=azure_existing_group)
     if decision.provider == "gcp":
         from . import gcp
 
-        return gcp.build(workload, decision, settings, parent, catalog=catalog)
+        return gcp.build(ctx, parent)
     if decision.provider == "aws":
         from . import aws
 
-        return aws.build(workload, decision, settings, parent, catalog=catalog)
+        return aws.build(ctx, parent)
     raise RenderError(f"workload {workload.name!r}: no direct set for provider {decision.provider!r}")
 
 

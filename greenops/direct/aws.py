@@ -11,12 +11,10 @@ import pulumi
 import pulumi_aws as aws
 from pulumi_aws import ec2
 
-from greenops.catalog import Catalog
-from greenops.models import Decision, Workload
-from greenops.renderers import RenderContext, RenderSettings
+from greenops.renderers import RenderContext
 from greenops.renderers.providers.aws import SUBNET_CIDR, VPC_CIDR, _tags
 
-from .base import DirectSet, child_options, render_context
+from .base import DirectSet, child_options
 
 
 def _tag_map(ctx: RenderContext, name: str) -> dict[str, str]:
@@ -24,16 +22,9 @@ def _tag_map(ctx: RenderContext, name: str) -> dict[str, str]:
     return {t["key"]: t["value"] for t in _tags(ctx, name)}
 
 
-def build(
-    workload: Workload,
-    decision: Decision,
-    settings: RenderSettings,
-    parent: pulumi.Resource,
-    *,
-    catalog: Catalog | None = None,
-) -> DirectSet:
+def build(ctx: RenderContext, parent: pulumi.Resource) -> DirectSet:
     """The direct AWS set for one placed workload, every resource a child of ``parent``."""
-    ctx = render_context("aws", workload, decision, settings, catalog)
+    workload, decision = ctx.workload, ctx.decision
     region = decision.region
     # pulumi-aws 7 also takes a per-resource ``region``; none is set, so the provider's is the only one.
     provider = aws.Provider(

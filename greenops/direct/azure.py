@@ -12,31 +12,21 @@ import pulumi
 import pulumi_azure_native as azure_native
 from pulumi_azure_native import compute, network, resources
 
-from greenops.catalog import Catalog
 from greenops.errors import RenderError
-from greenops.models import Decision, Workload
-from greenops.renderers import RenderContext, RenderSettings
+from greenops.renderers import RenderContext
 from greenops.renderers.providers.azure import SUBNET_CIDR, VNET_CIDR, _image_reference
 
-from .base import DirectSet, child_options, render_context
+from .base import DirectSet, child_options
 
 
-def build(
-    workload: Workload,
-    decision: Decision,
-    settings: RenderSettings,
-    parent: pulumi.Resource,
-    *,
-    catalog: Catalog | None = None,
-    existing_group: bool = False,
-) -> DirectSet:
+def build(ctx: RenderContext, parent: pulumi.Resource, *, existing_group: bool = False) -> DirectSet:
     """The direct Azure set for one placed workload, every resource a child of ``parent``.
 
     With ``existing_group`` the set goes into the settings' ``azure_resource_group``, which must
     exist already (operator mode's platform creates it); otherwise the set has its own group,
     created in the decision's region, so the workload's resources come and go together.
     """
-    ctx = render_context("azure", workload, decision, settings, catalog)
+    workload, decision, settings = ctx.workload, ctx.decision, ctx.settings
     _require(ctx)
     region, s = decision.region, settings
     provider = azure_native.Provider(

@@ -7,11 +7,6 @@ from dataclasses import dataclass
 
 import pulumi
 
-from greenops.catalog import Catalog, load_catalog
-from greenops.errors import RenderError
-from greenops.models import Decision, Workload
-from greenops.renderers import RenderContext, RenderSettings
-
 
 @dataclass(frozen=True)
 class DirectSet:
@@ -28,17 +23,6 @@ class DirectSet:
     vm: pulumi.CustomResource
     resource_id: pulumi.Output[str]  # the cloud's own id of the VM: ARM id, GCP instance path, EC2 instance id
     private_ip: pulumi.Output[str]  # the VM's address in its subnet, assigned by the cloud
-
-
-def render_context(
-    cloud: str, workload: Workload, decision: Decision, settings: RenderSettings, catalog: Catalog | None
-) -> RenderContext:
-    """The renderers' context, so names, labels and tags come from the same code as operator mode's."""
-    if decision.provider != cloud:
-        raise RenderError(
-            f"workload {workload.name!r}: the {cloud} direct set was asked for a decision on {decision.provider!r}"
-        )
-    return RenderContext(workload, decision, settings, catalog or load_catalog())
 
 
 def child_options(provider: pulumi.ProviderResource, parent: pulumi.Resource) -> pulumi.ResourceOptions:

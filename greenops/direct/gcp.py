@@ -7,25 +7,16 @@ import pulumi
 import pulumi_gcp as gcp
 from pulumi_gcp import compute
 
-from greenops.catalog import Catalog
 from greenops.errors import RenderError
-from greenops.models import Decision, Workload
-from greenops.renderers import RenderSettings
+from greenops.renderers import RenderContext
 from greenops.renderers.providers.gcp import BOOT_DISK_GB, BOOT_DISK_TYPE, SUBNET_CIDR, _labels
 
-from .base import DirectSet, child_options, render_context
+from .base import DirectSet, child_options
 
 
-def build(
-    workload: Workload,
-    decision: Decision,
-    settings: RenderSettings,
-    parent: pulumi.Resource,
-    *,
-    catalog: Catalog | None = None,
-) -> DirectSet:
+def build(ctx: RenderContext, parent: pulumi.Resource) -> DirectSet:
     """The direct GCP set for one placed workload, every resource a child of ``parent``."""
-    ctx = render_context("gcp", workload, decision, settings, catalog)
+    workload, decision, settings = ctx.workload, ctx.decision, ctx.settings
     region = decision.region
     zones = ctx.catalog.region("gcp", region).availabilityZones
     if not zones:

@@ -134,13 +134,6 @@ def test_outputs_are_the_vms_identifiers(cloud, mocks, workload, placed, setting
     return settle(built).apply(check)
 
 
-def test_a_decision_for_another_cloud_is_refused(workload, placed, settings, mocks, parent):
-    from greenops.direct import aws
-
-    with pytest.raises(RenderError, match="aws direct set was asked for a decision on 'gcp'"):
-        aws.build(workload, placed("gcp"), settings, parent)
-
-
 def test_an_unknown_cloud_is_refused(workload, placed, settings, mocks, parent):
     decision = placed("aws").model_copy(update={"provider": "oracle"})
     with pytest.raises(RenderError, match="no direct set for provider 'oracle'"):
