@@ -96,7 +96,7 @@ class SchedulerConfig(_Section):
     cpu: str = "500m"
     memory: str = "512Mi"
     source: str = "profiles"
-    capacity_vcpu: float = 512
+    capacity_vcpu: float = Field(default=512, gt=0, description="the scheduler refuses anything else at start-up")
 
 
 class MlflowConfig(_Section):

@@ -50,10 +50,12 @@ def inline_stack(
     project: str = PROJECT,
 ) -> auto.Stack:
     """Stack ``name`` running ``program`` in-process with the pinned CLI, in ``work_dir`` and with
-    ``env`` on top of the tools' environment. A ``work_dir`` without a Pulumi.yaml (tests,
-    benchmarks) is given one naming ``project``; one with it keeps its own."""
+    ``env`` on top of the tools' environment. A ``work_dir`` without a project file (tests,
+    benchmarks) is given one naming ``project``; one with it (Pulumi.yaml, .yml or .json) keeps its own."""
     envs = pulumi_env(env)
-    settings = None if (work_dir / "Pulumi.yaml").exists() else auto.ProjectSettings(name=project, runtime="python")
+    # A project file of any of Pulumi's names is the project's own: passing settings would rewrite it.
+    has_project = any((work_dir / f"Pulumi.{ext}").exists() for ext in ("yaml", "yml", "json"))
+    settings = None if has_project else auto.ProjectSettings(name=project, runtime="python")
     return auto.create_or_select_stack(
         stack_name=name,
         project_name=project,

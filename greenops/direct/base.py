@@ -26,5 +26,7 @@ class DirectSet:
 
 
 def child_options(provider: pulumi.ProviderResource, parent: pulumi.Resource) -> pulumi.ResourceOptions:
-    """Every resource of a set: our regional provider (never the ambient default one) and the caller's parent."""
-    return pulumi.ResourceOptions(provider=provider, parent=parent)
+    """Every resource of a set: our regional provider (never the ambient default one) and the caller's
+    parent. The cloud names are fixed (the renderers' names), so a replacement, such as a workload
+    placed again in another region, must delete the old resource before its namesake is created."""
+    return pulumi.ResourceOptions(provider=provider, parent=parent, delete_before_replace=True)

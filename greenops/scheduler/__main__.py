@@ -73,7 +73,10 @@ def configure_logging(fmt: str) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m greenops.scheduler", description=__doc__.splitlines()[0])
+    # allow_abbrev=False: `--token SECRET` would otherwise be taken as --token-file and echoed as a path
+    parser = argparse.ArgumentParser(
+        prog="python -m greenops.scheduler", description=__doc__.splitlines()[0], allow_abbrev=False
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=endpoints.SCHEDULER_PORT)
     # The flags that override settings default to None, "not given": the environment then decides,

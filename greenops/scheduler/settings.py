@@ -37,6 +37,8 @@ class SchedulerSettings(BaseSettings):
     # GREENOPS_SCHEDULER_<FIELD>, except the names older than the prefix (validation_alias). No field
     # may be called port, service_host or the like: Kubernetes gives every pod in the namespace
     # GREENOPS_SCHEDULER_PORT=tcp://... for the Service named greenops-scheduler.
+    # Variable names match regardless of case (pydantic-settings' default): case_sensitive would
+    # look for the field names as written, GREENOPS_SCHEDULER_token.
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid")
 
     source: str = Field(
