@@ -1,15 +1,20 @@
-"""GreenWorkload: one generic workload, placed by its Placement, provisioned by a ConfigGroup when due."""
+"""GreenWorkload: one generic workload, placed by its Placement, provisioned when due: by a
+ConfigGroup of operator objects (operator mode), or as the cloud's own Pulumi resources (direct)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from greenops import endpoints
-from greenops.models import Workload
+from greenops import direct, endpoints
+from greenops.clock import system_clock
+from greenops.direct.records import Verdict, verdict
+from greenops.models import Provisioning, Workload
 from greenops.provider.placement import Placement
 from greenops.renderers import RenderSettings
 
@@ -52,24 +57,39 @@ class Endpoints:
 
 
 @dataclass
+class DirectArgs:
+    """Direct mode: the placement's record read before the pass (greenops.direct.records), the
+    pass's instant, and where Azure workloads go."""
+
+    record: pulumi.Input[dict[str, Any] | None] = None
+    now: datetime = field(default_factory=system_clock)
+    azure_existing_group: bool = False
+
+
+@dataclass
 class GreenWorkloadArgs:
     workload: Workload
     endpoints: Endpoints
     render: RenderSettings = field(default_factory=RenderSettings)
+    provisioning: Provisioning = Provisioning.OPERATOR
+    direct: DirectArgs = field(default_factory=DirectArgs)
 
 
 class GreenWorkload(pulumi.ComponentResource):
-    """The Placement decision plus the provider-specific objects (ASO, Config Connector or ACK).
+    """The Placement decision plus the provider-specific VM: ASO, Config Connector or ACK objects
+    (operator mode), or pulumi-azure-native, pulumi-gcp or pulumi-aws resources (direct mode).
 
-    The objects exist only while the workload's recorded lifecycle is Provisioning or Running:
-    they appear when the time gate opens and are deleted when the run has completed, has failed,
-    or the workload is removed.
+    The VM exists only while the workload's recorded lifecycle is Provisioning or Running: it appears
+    when the time gate opens and is deleted when the run has completed, has failed, or the workload
+    is removed. Both modes have the same Placement child, so a workload can change mode (while it
+    is not running) without being placed again.
     """
 
     decision: pulumi.Output[dict]
     phase: pulumi.Output[str]
     lifecycle: pulumi.Output[dict]
     next_change_at: pulumi.Output[str | None]
+    machine: pulumi.Output[dict[str, Any]]  # direct mode, while the VM exists: its resourceId and privateIp
 
     def __init__(self, name: str, args: GreenWorkloadArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("greenops:index:GreenWorkload", name, None, opts)
@@ -90,12 +110,26 @@ class GreenWorkload(pulumi.ComponentResource):
             "caCertificate": e.ca_certificate,
             "stack": pulumi.get_stack(),  # the reservation's key is stack/workload/spec
         }
+        verdict_: pulumi.Output[Verdict] | None = None
+        if args.provisioning is Provisioning.DIRECT:
+            d, lead = args.direct, timedelta(seconds=e.lead_seconds)
+            # The record is known in a preview too (it was read before the pass), so is the verdict.
+            verdict_ = pulumi.Output.from_input(args.direct.record).apply(
+                lambda record: verdict(args.workload, record, lead, d.now)
+            )
+            props["provisioning"] = Provisioning.DIRECT.value
+            props["direct"] = verdict_.apply(lambda v: v.props())
         self.vm = Placement(f"{name}-placement", props, pulumi.ResourceOptions(parent=self))
-        self.objects = k8s.yaml.v2.ConfigGroup(
-            f"{name}-vm",
-            yaml=self.vm.manifests.apply(yaml_documents),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm]),
-        )
+        if verdict_ is None:
+            self.objects: k8s.yaml.v2.ConfigGroup | None = k8s.yaml.v2.ConfigGroup(
+                f"{name}-vm",
+                yaml=self.vm.manifests.apply(yaml_documents),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm]),
+            )
+            self.machine = pulumi.Output.from_input({})
+        else:
+            self.objects = None
+            self.machine = verdict_.apply(lambda v: self._declare(args, v))
         self.decision = self.vm.decision
         self.phase = self.vm.phase
         self.lifecycle = self.vm.lifecycle
@@ -106,5 +140,23 @@ class GreenWorkload(pulumi.ComponentResource):
                 "phase": self.phase,
                 "lifecycle": self.lifecycle,
                 "nextChangeAt": self.next_change_at,
+                "machine": self.machine,
             }
+        )
+
+    def _declare(self, args: GreenWorkloadArgs, v: Verdict) -> pulumi.Output[dict[str, Any]]:
+        """The direct set when the verdict declares the VM, after the Placement has recorded the
+        step (which refuses a stale verdict before any cloud resource is touched)."""
+        if not v.declared or v.decision is None:
+            return pulumi.Output.from_input({})
+        built = direct.build(
+            args.workload,
+            v.decision,
+            args.render,
+            self,
+            depends_on=[self.vm],
+            azure_existing_group=args.direct.azure_existing_group,
+        )
+        return pulumi.Output.all(built.resource_id, built.private_ip).apply(
+            lambda ids: {"resourceId": ids[0], "privateIp": ids[1]}
         )

@@ -11,6 +11,7 @@ from typing import Any, Literal, overload
 
 from pulumi import automation as auto
 
+from greenops.clock import system_clock
 from greenops.errors import GreenOpsError
 from greenops.stale_lock import clear_stale_locks
 from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
@@ -75,11 +76,22 @@ def stack(name: str, work_dir: Path | None = None, env: dict[str, str] | None = 
     from greenops import program
 
     root = work_dir or project_dir()
+    made: list[auto.Stack] = []
 
     def run_program() -> None:  # Pulumi ignores what an inline program returns (unless it is awaitable)
-        program.run(root=root)
+        st = made[0]
+        program.run(root=root, records=lambda: records_in_state(st), now=system_clock(st.workspace.env_vars))
 
-    return inline_stack(name, run_program, root, {**checkpoint_env(), **(env or {})})
+    made.append(inline_stack(name, run_program, root, {**checkpoint_env(), **(env or {})}))
+    return made[0]
+
+
+def records_in_state(st: auto.Stack) -> dict[str, Any]:
+    """The placements' records as the state has them now: a direct-mode pass declares from these
+    rather than from the stack's outputs, which a failed update leaves as they were."""
+    from greenops.direct.records import records_in_state as in_deployment
+
+    return in_deployment(st.export_stack().deployment or {})
 
 
 @overload

@@ -4,6 +4,7 @@ decide at a chosen instant through real processes; otherwise the system clock, i
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # how the platform writes an instant: RFC 3339, UTC, whole seconds
@@ -14,8 +15,10 @@ def stamp(t: datetime) -> str:
     return t.strftime(TIME_FORMAT)
 
 
-def system_clock() -> datetime:
-    override = os.environ.get("GREENOPS_NOW")
+def system_clock(env: Mapping[str, str] | None = None) -> datetime:
+    """Now: ``GREENOPS_NOW`` of ``env`` (default: this process's environment) when set. An inline
+    Automation API program runs in the caller's process, whose environment is not the stack's."""
+    override = (os.environ if env is None else env).get("GREENOPS_NOW")
     if override:
         return parse_time(override)
     return datetime.now(UTC)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -10,9 +11,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
-from components.workload import Endpoints, GreenWorkload, GreenWorkloadArgs
-from greenops.clock import stamp
-from greenops.models import Workload
+from components.workload import DirectArgs, Endpoints, GreenWorkload, GreenWorkloadArgs
+from greenops.clock import stamp, system_clock
+from greenops.direct.records import RECORDS_OUTPUT
+from greenops.models import Provisioning, Workload
 from greenops.outputs import gather, sdk_waits_cheaply
 from greenops.stack_config import KEYS, StackConfig, StackConfigError, parse_stack_config
 
@@ -53,8 +55,9 @@ def placement_row(
     decision: dict[str, Any] | None,
     lifecycle: dict[str, Any] | None,
     next_change_at: str | None = None,
+    machine: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    d, lc = decision or {}, lifecycle or {}
+    d, lc, vm = decision or {}, lifecycle or {}, machine or {}
     return {
         "workload": w.name,
         "tenant": w.tenant,
@@ -81,6 +84,9 @@ def placement_row(
         "deadline": stamp(w.deadline),
         "decidedAt": d.get("decidedAt"),
         "image": d.get("image"),
+        # direct mode, while the VM exists: the cloud's own id of it and the address it was given
+        "resourceId": vm.get("resourceId"),
+        "privateIp": vm.get("privateIp"),
     }
 
 
@@ -154,9 +160,26 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
         pulumi.export("schedulerExternalUrl", external.scheduler_url)
 
 
-def run(root: Path | None = None) -> list[GreenWorkload]:
+RecordsReader = Callable[[], dict[str, Any]]
+
+
+def recorded_placements(read: RecordsReader | None) -> pulumi.Output[dict[str, Any]]:
+    """The placements' records a direct-mode pass declares from: handed in by the Automation API,
+    which read them from the state, or else this stack's own ``placementRecords`` output of its last
+    successful update, through a reference to itself. Either is known in a preview."""
+    if read is not None:
+        return pulumi.Output.from_input(read())
+    me = pulumi.StackReference(f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}")
+    return me.get_output(RECORDS_OUTPUT).apply(lambda records: dict(records or {}))
+
+
+def run(
+    root: Path | None = None, records: RecordsReader | None = None, now: datetime | None = None
+) -> list[GreenWorkload]:
     """The program. ``root`` is the project folder: an inline Automation API program is handed it,
-    since the engine tells an inline program no root and it runs in the caller's folder."""
+    since the engine tells an inline program no root and it runs in the caller's folder. ``records``
+    reads the placements' records as the state has them, when a workload is direct (see
+    recorded_placements); ``now`` is the pass's instant (default: the platform's clock)."""
     sdk_waits_cheaply()
     cfg = pulumi.Config("greenops")
     try:
@@ -184,15 +207,46 @@ def run(root: Path | None = None) -> list[GreenWorkload]:
         kube_context=config.kubernetes.context if watched else None,
         ca_certificate=e.ca_certificate,
     )
+    direct_ones = [w for w in config.workloads if config.provisioning_of(w) is Provisioning.DIRECT]
+    recorded = recorded_placements(records) if direct_ones else None
+    now = now or system_clock()  # one instant for every direct verdict of this pass
     rows: list[pulumi.Output[dict[str, Any]]] = []
     components: list[GreenWorkload] = []
+    kept: dict[str, pulumi.Output[Any]] = {}
     for w in config.workloads:
+        mode = config.provisioning_of(w)
+        direct_args = DirectArgs(now=now, azure_existing_group=config.direct.azure_existing_resource_group)
+        if recorded is not None and mode is Provisioning.DIRECT:
+            direct_args.record = recorded.apply(_entry(w.name))
         component = GreenWorkload(
             w.name,
-            GreenWorkloadArgs(w, endpoints, config.render),
+            GreenWorkloadArgs(w, endpoints, config.render, mode, direct_args),
             pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends),
         )
         components.append(component)
-        rows.append(gather(component.decision, component.lifecycle, component.next_change_at).apply(_row_of(w)))
+        rows.append(
+            gather(component.decision, component.lifecycle, component.next_change_at, component.machine).apply(
+                _row_of(w)
+            )
+        )
+        if mode is Provisioning.DIRECT:
+            kept[w.name] = gather(component.decision, component.lifecycle).apply(_record_of(w))
     pulumi.export("placements", gather(*rows))
+    if direct_ones:
+        pulumi.export(RECORDS_OUTPUT, pulumi.Output.all(**kept))
     return components
+
+
+def _entry(name: str) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    return lambda records: records.get(name)
+
+
+def _record_of(w: Workload) -> Callable[[list[Any]], dict[str, Any] | None]:
+    """What the next pass reads back for ``w``: its spec's digest, decision and lifecycle."""
+    from greenops.direct.records import record_of
+
+    def record(ds: list[Any]) -> dict[str, Any] | None:
+        r = record_of({"workload": w.spec(), "decision": ds[0], "lifecycle": ds[1]})
+        return None if r is None else r.model_dump()
+
+    return record

@@ -11,14 +11,24 @@ from pydantic.alias_generators import to_camel
 
 from greenops import endpoints
 from greenops.errors import GreenOpsError, field_errors
-from greenops.models import Workload
+from greenops.models import Provisioning, Workload
 from greenops.renderers import RenderSettings
 from greenops.shards import shard_of
 from greenops.workload_files import Declared, WorkloadFileError, read_workloads
 
 # The greenops:* keys a stack's program reads (greenops:platform is the platform's, validated by
 # components.config.PlatformConfig); the program asks Pulumi for exactly these.
-KEYS = ("workloads", "workloadsFrom", "render", "endpoints", "kubernetes", "reconcile", "shard")
+KEYS = (
+    "workloads",
+    "workloadsFrom",
+    "render",
+    "endpoints",
+    "kubernetes",
+    "reconcile",
+    "shard",
+    "provisioning",
+    "direct",
+)
 
 
 class StackConfigError(GreenOpsError):
@@ -99,6 +109,16 @@ class KubernetesConfig(_Section):
         return self.mode == "cluster" and self.readiness == "operator"
 
 
+class DirectConfig(_Section):
+    """``greenops:direct``: settings of direct provisioning (``greenops:provisioning: direct``)."""
+
+    azure_existing_resource_group: bool = Field(
+        default=False,
+        description="put Azure workloads in greenops:render.azureResourceGroup, which exists already, instead "
+        "of a resource group of their own created with them",
+    )
+
+
 class ShardConfig(_Section):
     """``greenops:shard``: this stack holds one shard of its base stack's workloads (written by
     ``greenops --shards``; see greenops/shards.py)."""
@@ -122,6 +142,12 @@ class StackConfig(BaseModel):
     kubernetes: KubernetesConfig = Field(default_factory=KubernetesConfig)
     reconcile: ReconcileConfig = Field(default_factory=ReconcileConfig)
     shard: ShardConfig | None = None
+    provisioning: Provisioning = Provisioning.OPERATOR
+    direct: DirectConfig = Field(default_factory=DirectConfig)
+
+    def provisioning_of(self, workload: Workload) -> Provisioning:
+        """The workload's own provisioning when it names one, else the stack's."""
+        return workload.provisioning or self.provisioning
 
     @property
     def lead_seconds(self) -> float:
@@ -180,6 +206,20 @@ def _declared_workloads(raw: dict[str, Any], root: Path) -> list[Declared]:
     return declared
 
 
+def _provisioning(raw: Any, errors: list[str]) -> Provisioning | None:
+    """``greenops:provisioning``: operator (the default) or direct; None with an error otherwise."""
+    if raw is None:
+        return Provisioning.OPERATOR
+    try:
+        return Provisioning(raw)
+    except ValueError:
+        errors.append(
+            f"greenops:provisioning: {raw!r} is not a provisioning mode: choose "
+            + " or ".join(m.value for m in Provisioning)
+        )
+        return None
+
+
 def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: Path | None = None) -> StackConfig:
     """Validate ``greenops:*`` keys; raise StackConfigError naming each bad key. ``root`` is the
     project folder that ``greenops:workloadsFrom`` paths are relative to (default: the current one)."""
@@ -209,6 +249,8 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
     kubernetes = section("kubernetes", KubernetesConfig)
     reconcile = section("reconcile", ReconcileConfig)
     shard = None if raw.get("shard") is None else section("shard", ShardConfig)
+    direct = section("direct", DirectConfig)
+    provisioning = _provisioning(raw.get("provisioning"), errors)
     # greenops:platform is validated by components.config.PlatformConfig (the program does both)
     unknown = sorted(set(raw) - {*KEYS, "platform"})
     if unknown:
@@ -218,7 +260,15 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
         if problem:
             errors.append(problem)
     # (a section is None only when its errors were added)
-    if errors or render is None or endpoints_config is None or kubernetes is None or reconcile is None:
+    if (
+        errors
+        or render is None
+        or endpoints_config is None
+        or kubernetes is None
+        or reconcile is None
+        or direct is None
+        or provisioning is None
+    ):
         raise StackConfigError("; ".join(errors))
     if shard is not None:  # every shard reads all files and keeps its own: names stay unique stack-wide
         workloads = [w for w in workloads if shard_of(w.name, shard.count) == shard.index]
@@ -229,5 +279,7 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
         endpoints=endpoints_config,
         kubernetes=kubernetes,
         reconcile=reconcile,
+        provisioning=provisioning,
+        direct=direct,
         **({} if shard is None else {"shard": shard}),
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from greenops import automation
-from greenops.clock import stamp
+from greenops.clock import stamp, system_clock
 from greenops.toolpaths import REPO
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 
@@ -67,7 +67,14 @@ def engine_stack(tmp_path: Path, name: str, now: datetime, config: dict):
 
     (tmp_path / "state").mkdir()
     env = {"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "GREENOPS_NOW": iso(now)}
-    stack = automation.inline_stack(name, program.run, tmp_path, env)
+    made = []
+
+    def run_program() -> None:
+        # the stack's own outputs are its record (as for `pulumi up`); the pass's clock is the stack's
+        program.run(now=system_clock(made[0].workspace.env_vars))
+
+    stack = automation.inline_stack(name, run_program, tmp_path, env)
+    made.append(stack)
     stack.set_all_config({f"greenops:{k}": auto.ConfigValue(json.dumps(v)) for k, v in config.items()})
     return stack
 

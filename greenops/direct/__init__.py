@@ -6,6 +6,8 @@ same marks in the cloud.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pulumi
 
 from greenops.catalog import Catalog, load_catalog
@@ -13,7 +15,7 @@ from greenops.errors import RenderError
 from greenops.models import Decision, Workload
 from greenops.renderers import RenderContext, RenderSettings
 
-from .base import DirectSet
+from .base import DirectSet, Placed
 
 CLOUDS = ("aws", "azure", "gcp")
 
@@ -24,25 +26,28 @@ def build(
     settings: RenderSettings,
     parent: pulumi.Resource,
     *,
+    depends_on: Sequence[pulumi.Resource] = (),
     catalog: Catalog | None = None,
     azure_existing_group: bool = False,
 ) -> DirectSet:
-    """The direct set for the decision's cloud, every resource a child of ``parent``; each cloud's
+    """The direct set for the decision's cloud, every resource a child of ``parent`` created after
+    ``depends_on`` (the Placement, whose step must be recorded first); each cloud's
     module is imported only when a decision needs it (the SDKs are large). Names, labels and tags
     come from the renderers' own context, as in operator mode."""
     ctx = RenderContext(workload, decision, settings, catalog or load_catalog())
+    placed = Placed(parent, tuple(depends_on))
     if decision.provider == "azure":
         from . import azure
 
-        return azure.build(ctx, parent, existing_group=azure_existing_group)
+        return azure.build(ctx, placed, existing_group=azure_existing_group)
     if decision.provider == "gcp":
         from . import gcp
 
-        return gcp.build(ctx, parent)
+        return gcp.build(ctx, placed)
     if decision.provider == "aws":
         from . import aws
 
-        return aws.build(ctx, parent)
+        return aws.build(ctx, placed)
     raise RenderError(f"workload {workload.name!r}: no direct set for provider {decision.provider!r}")
 
 

@@ -7,14 +7,13 @@ a reported id: the engine orders the two.
 
 from __future__ import annotations
 
-import pulumi
 import pulumi_aws as aws
 from pulumi_aws import ec2
 
 from greenops.renderers import RenderContext
 from greenops.renderers.providers.aws import SUBNET_CIDR, VPC_CIDR, _tags
 
-from .base import DirectSet, child_options
+from .base import DirectSet, Placed, child_options
 
 
 def _tag_map(ctx: RenderContext, name: str) -> dict[str, str]:
@@ -22,15 +21,13 @@ def _tag_map(ctx: RenderContext, name: str) -> dict[str, str]:
     return {t["key"]: t["value"] for t in _tags(ctx, name)}
 
 
-def build(ctx: RenderContext, parent: pulumi.Resource) -> DirectSet:
-    """The direct AWS set for one placed workload, every resource a child of ``parent``."""
+def build(ctx: RenderContext, placed: Placed) -> DirectSet:
+    """The direct AWS set for one placed workload, every resource placed as ``placed`` says."""
     workload, decision = ctx.workload, ctx.decision
     region = decision.region
     # pulumi-aws 7 also takes a per-resource ``region``; none is set, so the provider's is the only one.
-    provider = aws.Provider(
-        ctx.name("provider"), aws.ProviderArgs(region=region), opts=pulumi.ResourceOptions(parent=parent)
-    )
-    opts = child_options(provider, parent)
+    provider = aws.Provider(ctx.name("provider"), aws.ProviderArgs(region=region), opts=placed.provider_options())
+    opts = child_options(provider, placed)
     vpc_name, subnet_name, sg_name, instance_name = ctx.name("vpc"), ctx.name("subnet"), ctx.name("sg"), ctx.name()
     vpc = ec2.Vpc(
         vpc_name,

@@ -16,11 +16,11 @@ from greenops.errors import RenderError
 from greenops.renderers import RenderContext
 from greenops.renderers.providers.azure import SUBNET_CIDR, VNET_CIDR, _image_reference
 
-from .base import DirectSet, child_options
+from .base import DirectSet, Placed, child_options
 
 
-def build(ctx: RenderContext, parent: pulumi.Resource, *, existing_group: bool = False) -> DirectSet:
-    """The direct Azure set for one placed workload, every resource a child of ``parent``.
+def build(ctx: RenderContext, placed: Placed, *, existing_group: bool = False) -> DirectSet:
+    """The direct Azure set for one placed workload, every resource placed as ``placed`` says.
 
     With ``existing_group`` the set goes into the settings' ``azure_resource_group``, which must
     exist already (operator mode's platform creates it); otherwise the set has its own group,
@@ -32,9 +32,9 @@ def build(ctx: RenderContext, parent: pulumi.Resource, *, existing_group: bool =
     provider = azure_native.Provider(
         ctx.name("provider"),
         azure_native.ProviderArgs(location=region, subscription_id=s.azure_subscription_id),
-        opts=pulumi.ResourceOptions(parent=parent),
+        opts=placed.provider_options(),
     )
-    opts = child_options(provider, parent)
+    opts = child_options(provider, placed)
     created: list[pulumi.CustomResource] = []
 
     group_name: pulumi.Input[str] = s.azure_resource_group

@@ -25,8 +25,21 @@ class DirectSet:
     private_ip: pulumi.Output[str]  # the VM's address in its subnet, assigned by the cloud
 
 
-def child_options(provider: pulumi.ProviderResource, parent: pulumi.Resource) -> pulumi.ResourceOptions:
+@dataclass(frozen=True)
+class Placed:
+    """Where a set hangs: the component that is its parent, and what it is created after."""
+
+    parent: pulumi.Resource
+    depends_on: tuple[pulumi.Resource, ...] = ()
+
+    def provider_options(self) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self.parent, depends_on=list(self.depends_on))
+
+
+def child_options(provider: pulumi.ProviderResource, placed: Placed) -> pulumi.ResourceOptions:
     """Every resource of a set: our regional provider (never the ambient default one) and the caller's
     parent. The cloud names are fixed (the renderers' names), so a replacement, such as a workload
     placed again in another region, must delete the old resource before its namesake is created."""
-    return pulumi.ResourceOptions(provider=provider, parent=parent, delete_before_replace=True)
+    return pulumi.ResourceOptions(
+        provider=provider, parent=placed.parent, depends_on=list(placed.depends_on), delete_before_replace=True
+    )

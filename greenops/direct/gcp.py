@@ -11,11 +11,11 @@ from greenops.errors import RenderError
 from greenops.renderers import RenderContext
 from greenops.renderers.providers.gcp import BOOT_DISK_GB, BOOT_DISK_TYPE, SUBNET_CIDR, _labels
 
-from .base import DirectSet, child_options
+from .base import DirectSet, Placed, child_options
 
 
-def build(ctx: RenderContext, parent: pulumi.Resource) -> DirectSet:
-    """The direct GCP set for one placed workload, every resource a child of ``parent``."""
+def build(ctx: RenderContext, placed: Placed) -> DirectSet:
+    """The direct GCP set for one placed workload, every resource placed as ``placed`` says."""
     workload, decision, settings = ctx.workload, ctx.decision, ctx.settings
     region = decision.region
     zones = ctx.catalog.region("gcp", region).availabilityZones
@@ -31,9 +31,9 @@ def build(ctx: RenderContext, parent: pulumi.Resource) -> DirectSet:
     provider = gcp.Provider(
         ctx.name("provider"),
         gcp.ProviderArgs(project=settings.gcp_project, region=region),
-        opts=pulumi.ResourceOptions(parent=parent),
+        opts=placed.provider_options(),
     )
-    opts = child_options(provider, parent)
+    opts = child_options(provider, placed)
     network_name, subnet_name, instance_name = ctx.name("network"), ctx.name("subnet"), ctx.name()
     # GCP names resources by their ``name`` (no random suffix), as Config Connector does by metadata.name.
     net = compute.Network(

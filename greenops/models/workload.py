@@ -6,6 +6,8 @@ Validation is done here, once, at the edge. Field names in user-facing documents
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from datetime import UTC, datetime, timedelta
 from enum import Enum
@@ -46,6 +48,14 @@ DEFAULT_TENANT = "default"
 class DataResidency(str, Enum):
     EU = "eu"
     NONE = "none"
+
+
+class Provisioning(str, Enum):
+    """Who creates a placed workload's VM: a cloud operator in the cluster, from Kubernetes objects
+    (the default), or the stack itself, through the cloud's own Pulumi provider."""
+
+    OPERATOR = "operator"
+    DIRECT = "direct"
 
 
 class _Model(BaseModel):
@@ -95,6 +105,9 @@ class Workload(_Model):
     tenant: str = DEFAULT_TENANT
     provider: str | None = Field(default=None, description="explicitly requested provider (policy may refuse it)")
     region: str | None = Field(default=None, description="explicitly requested region (policy may refuse it)")
+    provisioning: Provisioning | None = Field(
+        default=None, description="operator or direct; none: the stack's greenops:provisioning"
+    )
 
     @field_validator("name")
     @classmethod
@@ -207,5 +220,12 @@ class Workload(_Model):
         return self.duration.total_seconds() / 3600
 
     def spec(self) -> dict[str, Any]:
-        """The workload as a JSON document with camelCase keys (stack config, OPA input)."""
-        return self.model_dump(mode="json", by_alias=True)
+        """The workload as a JSON document with camelCase keys (stack config, OPA input). How it is
+        provisioned is not part of what it is: switching the mode neither re-places it nor changes
+        its reservation key."""
+        return self.model_dump(mode="json", by_alias=True, exclude={"provisioning"})
+
+
+def spec_digest(spec: dict[str, Any]) -> str:
+    """A short digest of a workload spec: a placement is booked, and recorded, under it."""
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]

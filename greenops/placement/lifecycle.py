@@ -22,8 +22,9 @@ from typing import Any
 from pydantic import AwareDatetime, Field, field_serializer
 
 from greenops.clock import stamp
+from greenops.models.decision import Decision
 from greenops.models.duration import format_duration
-from greenops.models.workload import _Model
+from greenops.models.workload import Workload, _Model
 
 MAX_EVENTS = 20  # the newest transitions kept in state: enough to explain a run, bounded in size
 
@@ -112,6 +113,11 @@ class Window:
     @property
     def latest_start(self) -> datetime:
         return self.deadline - self.duration
+
+    @classmethod
+    def of(cls, workload: Workload, decision: Decision, lead: timedelta) -> Window:
+        """The window a placement is judged against: its decided start and the workload's bounds."""
+        return cls(decision.scheduling_time, workload.duration, lead, workload.deadline)
 
 
 @dataclass(frozen=True)

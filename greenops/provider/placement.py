@@ -16,6 +16,14 @@ update:  advances the recorded lifecycle (greenops.placement.lifecycle); a misse
          before the deadline is placed again (policy and scheduler, from now).
 delete:  releases the scheduler's reservation.
 
+Direct mode (``provisioning: direct``): the program declares the VM itself, through the cloud's
+Pulumi provider, from the placement's record and the pass's instant (greenops.direct.records), and
+hands the Placement that verdict. The Placement takes the same step at the same instant, with the
+VM counted as running once declared (Pulumi's create returns when the cloud reports it running),
+and refuses a verdict reached from a record other than its own. A decision made in this pass (a
+first placement, or a missed window placed again) is declared on the next pass: its gate may open
+now, but the VM waits for the record (Provisioning, with the next change due at once).
+
 Each placement is a reservation in the scheduler's record, keyed ``stack/workload/spec-digest``:
 a create retried after a failure books nothing twice, a replacement (a new spec) books under a new
 key before the old one is released, and a re-placement re-books the same key. Every phase the
@@ -29,8 +37,6 @@ set, else the system clock.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import pickle
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -53,8 +59,9 @@ from pydantic import ValidationError
 from greenops import endpoints
 from greenops.catalog import load_catalog
 from greenops.clock import stamp, system_clock
+from greenops.direct.records import pass_instant
 from greenops.errors import GreenOpsError, field_errors
-from greenops.models import Decision, Workload
+from greenops.models import Decision, Provisioning, Workload, spec_digest
 from greenops.placement import SchedulerClient, place
 from greenops.placement.lifecycle import Lifecycle, Observation, Phase, Step, Window, advance, from_outputs, next_change
 from greenops.policies.client import OpaClient
@@ -76,7 +83,10 @@ SETTINGS_KEYS = (
     "kubeconfig",
     "kubeContext",
     "caCertificate",
+    "provisioning",
 )
+# What a workload that has not been declared in this pass is seen as by the lifecycle (direct mode).
+NOT_DECLARED = Observation(ready=False, detail="the VM is declared on the next pass, from this placement's record")
 
 
 def _workload(props: dict[str, Any], now: datetime, check_deadline: bool = True) -> Workload:
@@ -88,8 +98,15 @@ def _lead(props: dict[str, Any]) -> timedelta:
 
 
 def reservation_key(props: dict[str, Any]) -> str:
-    digest = hashlib.sha256(json.dumps(props["workload"], sort_keys=True).encode()).hexdigest()[:12]
-    return f"{props.get('stack') or 'stack'}/{_name(props)}/{digest}"
+    return f"{props.get('stack') or 'stack'}/{_name(props)}/{spec_digest(props['workload'])}"
+
+
+def _direct(props: dict[str, Any]) -> bool:
+    return props.get("provisioning") == Provisioning.DIRECT.value
+
+
+def _mode(props: dict[str, Any]) -> str:
+    return str(props.get("provisioning") or Provisioning.OPERATOR.value)
 
 
 def _name(props: dict[str, Any]) -> str:
@@ -110,6 +127,11 @@ class PlacementProvider(ResourceProvider):
 
     def now(self) -> datetime:
         return (self._clock or system_clock)()
+
+    def pass_now(self, props: dict[str, Any]) -> datetime:
+        """The instant this pass is judged at: in direct mode the program's, which its verdict on the
+        VM was reached at, so that both take the same step; otherwise the clock's."""
+        return pass_instant(props["direct"]) if _direct(props) else self.now()
 
     # -- check --------------------------------------------------------------------------------
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
@@ -134,7 +156,9 @@ class PlacementProvider(ResourceProvider):
 
     # -- create -------------------------------------------------------------------------------
     def create(self, props: dict[str, Any]) -> CreateResult:
-        now = self.now()
+        now = self.pass_now(props)
+        if _direct(props) and (props["direct"].get("basis") or props["direct"].get("declared")):
+            raise GreenOpsError(_stale(props, None))
         workload = _workload(props, now)
         decision = self._place(props, workload, now)
         lifecycle = Lifecycle.placed(now, f"placed: {decision.provider}/{decision.region} from {_stamp(decision)}")
@@ -187,10 +211,20 @@ class PlacementProvider(ResourceProvider):
         self, olds: dict[str, Any], news: dict[str, Any]
     ) -> tuple[datetime, Workload, Decision, Lifecycle, Step, Mapping[str, Mapping[str, Any]]]:
         """What diff and update both start from: the recorded lifecycle, and where this pass takes it."""
-        now = self.now()
+        now = self.pass_now(news)
         workload = _workload(news, now, check_deadline=False)
         decision = Decision.from_document(olds["decision"])
         before = from_outputs(olds, _window(news, workload, decision))
+        if _mode(olds) != _mode(news) and before.phase.materialised:
+            raise GreenOpsError(
+                f"workload {workload.name!r} is {before.phase.value}: its provisioning cannot change from "
+                f"{_mode(olds)} to {_mode(news)} until the run ends (a new VM would start the run again); "
+                "change it back, or wait until the run has completed"
+            )
+        if _direct(news) and news["direct"].get("basis") != olds.get("lifecycle"):
+            # No basis is right only for a placement that was not direct before (its record was not read).
+            if news["direct"].get("basis") is not None or _direct(olds):
+                raise GreenOpsError(_stale(news, olds.get("lifecycle")))
         step, reported = self._advance(
             news, workload, decision, before, now, olds.get("manifests") or [], olds.get("resolved")
         )
@@ -276,6 +310,8 @@ class PlacementProvider(ResourceProvider):
         if just_placed and window.start < now:
             # The scheduler's clock may run a little behind ours: a start it just chose is never "missed".
             window = Window(now, window.duration, window.lead, window.deadline)
+        if _direct(props):
+            return _direct_step(props, workload, lifecycle, window, now, just_placed), {}
         if not props.get("watchOperators"):
             # No operator runs where nothing is read back (render mode, readiness "applied"): a run
             # counts from when its objects are applied, and an object held for a status that only an
@@ -318,6 +354,8 @@ class PlacementProvider(ResourceProvider):
                 "in this stack (render mode, or readiness applied), so it is not rendered"
             )
         upcoming = next_change(lifecycle, _window(props, workload, decision))
+        if _direct(props) and lifecycle.phase is Phase.PROVISIONING:
+            upcoming = pass_instant(props["direct"])  # the next pass declares the VM: due at once
         return {
             **props,
             "decision": decision.document(),
@@ -345,10 +383,59 @@ def _materialised(
     lifecycle: Lifecycle,
     reported: Mapping[str, Mapping[str, Any]],
 ) -> Rendered:
-    """The objects that exist in this phase: none before the gate and after the run."""
-    if not lifecycle.phase.materialised:
+    """The objects that exist in this phase: none before the gate and after the run, and none in
+    direct mode, whose VM is the program's to declare."""
+    if not lifecycle.phase.materialised or _direct(props):
         return Rendered([], [], {})
     return _render(props, workload, decision, reported)
+
+
+def _direct_step(
+    props: dict[str, Any], workload: Workload, lifecycle: Lifecycle, window: Window, now: datetime, just_placed: bool
+) -> Step:
+    """The step of a direct workload: as the program's verdict had it (a declared VM counts as
+    running), or, for a decision made in this pass, at most the gate opening."""
+    declared = bool(props["direct"].get("declared")) and not just_placed
+    step = advance(lifecycle, window, now, None if declared else lambda: NOT_DECLARED)
+    step = Step(_in_direct_words(lifecycle, step.lifecycle, declared), step.replace)
+    phase = step.lifecycle.phase
+    if (phase is Phase.RUNNING and not declared) or (declared and not phase.materialised):
+        # Equal records at one instant give equal steps: this is a bug, and nothing is changed.
+        raise GreenOpsError(
+            f"workload {workload.name!r}: the program {'declared' if declared else 'did not declare'} the VM, "
+            f"but the placement's record moves to {phase.value}; nothing was changed"
+        )
+    return step
+
+
+def _in_direct_words(before: Lifecycle, after: Lifecycle, declared: bool) -> Lifecycle:
+    """The new events' reasons as they are in direct mode: no operator objects and no operator."""
+    words = {
+        Phase.PROVISIONING: "gate opened: the VM is declared in this pass"
+        if declared
+        else "gate opened: the VM is declared on the next pass, from this placement's record",
+        Phase.RUNNING: "running: the VM was declared in this pass (Pulumi's create returns once the cloud "
+        "reports it running); the run counts from this pass",
+    }
+    if after == before:
+        return after
+    # this pass's events are the ones not recorded before (the oldest may have been dropped: MAX_EVENTS)
+    events = [
+        e if e in before.events else e.model_copy(update={"reason": words.get(e.phase, e.reason)}) for e in after.events
+    ]
+    return after.model_copy(update={"events": tuple(events), "reason": events[-1].reason})
+
+
+def _stale(props: dict[str, Any], recorded: dict[str, Any] | None) -> str:
+    basis = props["direct"].get("basis")
+    said = (basis or {}).get("phase", "no record")
+    has = (recorded or {}).get("phase", "no record")
+    return (
+        f"workload {_name(props)!r}: this pass read the placement as {said}, but its record says {has} "
+        "(the stack's outputs are those of the last successful update, and a later one failed): "
+        "nothing was changed; run `greenops up` or `greenops reconcile` once, which read the record "
+        "from the state itself"
+    )
 
 
 def _known(
@@ -369,7 +456,7 @@ def _recorded(outputs: dict[str, Any]) -> str | None:
 
 
 def _window(props: dict[str, Any], workload: Workload, decision: Decision) -> Window:
-    return Window(decision.scheduling_time, workload.duration, _lead(props), workload.deadline)
+    return Window.of(workload, decision, _lead(props))
 
 
 def _stamp(decision: Decision) -> str:
