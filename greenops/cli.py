@@ -216,9 +216,20 @@ def _configured_interval(stack: str) -> timedelta:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from greenops import automation, report
+    """The placement table with each completed run's actual and oracle in hindsight, from the
+    traces (--traces) or, with ELECTRICITYMAPS_TOKEN set, Electricity Maps' history; the oracle
+    over policy's zones as booked with the scheduler (--policy-zones), else the placed zone."""
+    from greenops import automation, explain, hindsight, report
+    from greenops.carbon_history import history_source
 
-    rows = report.account(automation.placements(automation.stack(args.stack)))
+    source = history_source(Path(args.traces) if args.traces else None)
+    rows = automation.placements(automation.stack(args.stack))
+    if args.policy_zones:
+        with _scheduler_of(args.stack) as scheduler:
+            rows = hindsight.with_allowed_zones(
+                rows, lambda name: explain.account(explain.find(scheduler, name, args.stack))["eligibleZones"]
+            )
+    rows = report.account(hindsight.with_truth(rows, source))
     print(report.table(rows))
     if args.plot:
         print(f"plot: {report.plot(rows, Path(args.plot))}")
@@ -342,6 +353,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="placements and carbon accounting of a stack")
     p.add_argument("--stack", required=True)
     p.add_argument("--plot", help="write a PNG of the chosen zones' intensity with the runs")
+    p.add_argument(
+        "--traces",
+        help="Electricity Maps CSV exports to judge completed runs by (default: the public 2023 traces beside "
+        "the checkout; ELECTRICITYMAPS_TOKEN set: Electricity Maps' history instead)",
+    )
+    p.add_argument(
+        "--policy-zones",
+        action="store_true",
+        help="the oracle searches the zones policy allowed, as booked with the stack's scheduler "
+        "(token: GREENOPS_SCHEDULER_TOKEN); without it, the placed zone only",
+    )
     p.set_defaults(func=cmd_report)
     p = sub.add_parser(
         "placements",

@@ -1,10 +1,12 @@
-"""Carbon accounting of the placements: expected vs baseline gCO2e per run, and a plot.
+"""Carbon accounting of the placements: expected, actual, oracle and baseline gCO2e per run, and a plot.
 
 Energy of a run = hours x (vCPUs x (min + u x (max - min)) W + memory GB x W/GB) x PUE, with the
 per-provider coefficients and utilisation u of data/power.json (Cloud Carbon Footprint); emissions
-= energy x the mean intensity the scheduler expects (expected) or the baseline's (run now at the
-origin). A Failed workload never ran (or never finished), so nothing is counted for it: a missed
-window is never reported as a saving. Completed runs are what was achieved; the others are planned.
+= energy x a mean intensity: the one the scheduler expected, the baseline's (run now at the
+origin), and for completed runs, in hindsight (greenops.hindsight), the actual one over the real run
+and the oracle's (the best window and zone policy allowed). A Failed workload never ran (or never
+finished), so nothing is counted for it: a missed window is never reported as a saving. Completed
+runs are what was achieved; the others are planned.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from greenops.catalog.schema import PowerFile
 # A Failed workload never ran (or never finished); a Released one was given back (its VmTemplate
 # deleted, or replaced by a new spec) and is counted, if at all, under the booking that replaced it.
 NOT_COUNTED = {"Failed", "Released"}
+GRAMS = ("energy_kwh", "expected_g", "baseline_g", "saving_g", "actual_g", "oracle_g")
 
 
 def power_model() -> PowerFile:
@@ -32,7 +35,7 @@ def account(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in rows:
         p = model.providers.get(r.get("provider") or "")
         if p is None or r.get("expected") is None or r.get("memory") is None or r.get("phase") in NOT_COUNTED:
-            out.append({**r, "energy_kwh": None, "expected_g": None, "baseline_g": None, "saving_g": None})
+            out.append({**r, **dict.fromkeys(GRAMS)})
             continue
         watts = (
             r["cpu"] * (p.minWattsPerVcpu + u * (p.maxWattsPerVcpu - p.minWattsPerVcpu))
@@ -50,6 +53,8 @@ def account(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "expected_g": round(expected, 1),
                 "baseline_g": round(baseline, 1),
                 "saving_g": round(baseline - expected, 1),
+                # in hindsight, for completed runs only (greenops.hindsight.with_truth)
+                **{f"{k}_g": None if r.get(k) is None else round(kwh * r[k], 1) for k in ("actual", "oracle")},
             }
         )
     return out
@@ -66,8 +71,14 @@ def table(rows: list[dict[str, Any]]) -> str:
         ("runningSince", 20),
         ("size", 18),
         ("expected", 9),
+        ("actual", 9),
+        ("oracle", 9),
+        ("oracleZone", 12),
+        ("oracleStart", 20),
         ("baseline", 9),
         ("expected_g", 11),
+        ("actual_g", 11),
+        ("oracle_g", 11),
         ("baseline_g", 11),
         ("saving_g", 9),
     ]
@@ -75,6 +86,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         lines.append("  ".join(f"{'-' if r.get(c) is None else r.get(c)!s:<{w}}" for c, w in cols))
     lines += [f"  {r['workload']}: {r['reason']}" for r in rows if r.get("reason")]
+    lines += [f"  {r['workload']}: in hindsight, {r['truthNote']}" for r in rows if r.get("truthNote")]
     for label, group in (
         ("completed", [r for r in rows if r.get("phase") == "Completed"]),
         ("planned", [r for r in rows if r.get("phase") not in ("Completed", "Failed")]),
@@ -86,11 +98,35 @@ def table(rows: list[dict[str, Any]]) -> str:
                 f"{label}: {e / 1000:.3f} kgCO2e expected vs {b / 1000:.3f} kgCO2e baseline "
                 f"(saving {b - e:.1f} g, {100 * (1 - e / b) if b else 0:.1f} %) over {len(done)} workloads"
             )
+    lines += _hindsight_totals(rows)
     failed = [r["workload"] for r in rows if r.get("phase") == "Failed"]
     if failed:
         lines.append(f"failed: {', '.join(failed)} (nothing counted)")
     lines.append("energy: CCF power model (data/power.json)")
     return "\n".join(lines)
+
+
+def _hindsight_totals(rows: list[dict[str, Any]]) -> list[str]:
+    """Actual and oracle beside expected and baseline, each over the same completed runs: those
+    whose actual (or oracle) the history could tell."""
+    completed = [r for r in rows if r.get("phase") == "Completed" and r.get("expected_g") is not None]
+    if not completed:
+        return []
+    source = next((r["truthSource"] for r in completed if r.get("truthSource")), None)
+    if source is None:  # not looked up (up, reconcile and the demo print the plan and its record only)
+        return []
+    lines = []
+    for key, what in (("actual_g", "actual"), ("oracle_g", "oracle")):
+        known = [r for r in completed if r.get(key) is not None]
+        if not known:
+            lines.append(f"completed, {what}: unknown for all {len(completed)} workloads (see the notes above)")
+            continue
+        x, e, b = (sum(r[k] for r in known) for k in (key, "expected_g", "baseline_g"))
+        lines.append(
+            f"completed, {what}: {x / 1000:.3f} kgCO2e against {e / 1000:.3f} expected and {b / 1000:.3f} "
+            f"baseline over the same {len(known)} of {len(completed)} workloads (history: {source})"
+        )
+    return lines
 
 
 def plot(rows: list[dict[str, Any]], path: Path, now: datetime | None = None) -> Path:

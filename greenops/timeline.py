@@ -1,9 +1,12 @@
-"""The placements as a timeline (a Gantt chart): one row per workload with its chosen window,
-coloured hour by hour with the chosen zone's carbon intensity, the baseline run (started when the
-decision was made, at the origin), the deadline and now (``GREENOPS_NOW`` when set).
+"""The placements as a timeline (a Gantt chart): one row per workload with its chosen (expected)
+window, coloured hour by hour with the chosen zone's carbon intensity, the baseline run (started
+when the decision was made, at the origin), the deadline and now (``GREENOPS_NOW`` when set). A
+completed run whose rows carry the truth (greenops.hindsight) also shows, in a thin band above, the
+run as it really happened (coloured with its actual mean) and the oracle's window (outlined).
 
-The colours come from the catalog's month x hour profiles, the embedded default source; a stack
-whose scheduler reads another source was decided on other numbers, and the colour bar says which.
+The chosen windows' colours come from the catalog's month x hour profiles, the embedded default
+source; a stack whose scheduler reads another source was decided on other numbers, and the colour
+bar says which. The actual run's colour is the history's mean, on the same scale.
 """
 
 from __future__ import annotations
@@ -20,12 +23,25 @@ if TYPE_CHECKING:
 
 ROW_INCHES = 0.32  # per workload: keeps 8-point labels apart at any count
 DEADLINE_REACH = timedelta(hours=12)  # deadlines further past the last run are written, not drawn
+TRUTH_BAND = (-0.36, 0.12)  # the actual and oracle windows: offset from the row and height, above the run
+ORACLE_COLOUR = "darkgreen"
 # DATE_AXIS: matplotlib converts datetime and timedelta values on a date axis (its units registry), but
 # its annotations accept only numbers there; the `type: ignore[arg-type]` on such calls below say that.
 
 
 def _at(text: str | None) -> datetime | None:
     return parse_time(text) if text else None
+
+
+def truth_windows(row: dict[str, Any]) -> dict[str, tuple[datetime, datetime]]:
+    """The actual and oracle windows a row carries (greenops.hindsight.with_truth), by name."""
+    out = {}
+    if row.get("actualFrom") and row.get("actualTo"):
+        out["actual"] = (parse_time(row["actualFrom"]), parse_time(row["actualTo"]))
+    if row.get("oracleStart"):
+        start = parse_time(row["oracleStart"])
+        out["oracle"] = (start, start + timedelta(hours=row["hours"]))
+    return out
 
 
 def figure(rows: list[dict[str, Any]], now: datetime | None = None) -> Figure:
@@ -63,14 +79,17 @@ def figure(rows: list[dict[str, Any]], now: datetime | None = None) -> Figure:
                     )
         windows.append((r, start, end, hours))
     values = [v for *_, hours in windows for *_, v in hours] + [r["baseline"] for r in placed if r.get("baseline")]
+    values += [r["actual"] for r in placed if r.get("actual") is not None]
+    truths = [truth_windows(r) for r, *_ in windows]
     values = values or [0.0, 1.0]
     norm, cmap = (
         Normalize(min(values), max(values) if max(values) > min(values) else min(values) + 1),
         plt.get_cmap("RdYlGn_r"),
     )
 
-    ends = [end for _, _, end, _ in windows] or [now + timedelta(hours=1)]
+    ends = [end for _, _, end, _ in windows] + [b for t in truths for _, b in t.values()] or [now + timedelta(hours=1)]
     firsts = [min(filter(None, (start, _at(r.get("decidedAt"))))) for r, start, _, _ in windows] or [now]
+    firsts += [a for t in truths for a, _ in t.values()]
     left = min(firsts + [now]) - timedelta(hours=1)
     right = max(ends) + timedelta(hours=1)
     deadlines = [d for d in (_at(r.get("deadline")) for r, *_ in windows) if d and d <= max(ends) + DEADLINE_REACH]
@@ -79,7 +98,7 @@ def figure(rows: list[dict[str, Any]], now: datetime | None = None) -> Figure:
         right = max(right, now + timedelta(hours=1))
 
     fig, ax = plt.subplots(figsize=(13, 1.6 + ROW_INCHES * max(len(windows), 1)))
-    for y, (r, start, end, hours) in enumerate(windows):
+    for y, ((r, start, end, hours), truth) in enumerate(zip(windows, truths, strict=True)):
         decided = _at(r.get("decidedAt"))
         if decided is not None:  # the baseline: the same run, started at decision time at the origin
             fill = cmap(norm(r["baseline"])) if r.get("baseline") else "none"
@@ -98,7 +117,9 @@ def figure(rows: list[dict[str, Any]], now: datetime | None = None) -> Figure:
                 ax.barh(y, b - a, left=a, height=0.5, color=cmap(norm(v)), linewidth=0)  # type: ignore[arg-type]  # DATE_AXIS
         else:
             ax.barh(y, end - start, left=start, height=0.5, color="0.7", linewidth=0)  # type: ignore[arg-type]  # DATE_AXIS
-        ax.barh(y, end - start, left=start, height=0.5, color="none", edgecolor="black", linewidth=0.6)  # type: ignore[arg-type]  # DATE_AXIS
+        chosen = ax.barh(y, end - start, left=start, height=0.5, color="none", edgecolor="black", linewidth=0.6)  # type: ignore[arg-type]  # DATE_AXIS
+        chosen[0].set_gid(f"expected:{r['workload']}")
+        _truth(ax, r, y, truth, cmap(norm(r["actual"])) if r.get("actual") is not None else "0.7")
         deadline = _at(r.get("deadline"))
         if deadline is not None and deadline <= right:
             ax.plot([deadline, deadline], [y - 0.35, y + 0.35], color="crimson", linewidth=1.6)  # type: ignore[arg-type]  # DATE_AXIS
@@ -119,23 +140,23 @@ def figure(rows: list[dict[str, Any]], now: datetime | None = None) -> Figure:
     ax.set_axisbelow(True)
     bar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, pad=0.01, fraction=0.03)
     bar.set_label("gCO2eq/kWh, chosen zone (profile)", fontsize=8)
-    fig.legend(
-        handles=[
-            Patch(facecolor=cmap(0.2), edgecolor="black", label="chosen window"),
-            Patch(
-                facecolor=cmap(0.8),
-                edgecolor="0.45",
-                hatch="////",
-                label="baseline: run at decision time, at the origin (mean)",
-            ),
-            Line2D([], [], color="crimson", label="deadline"),
-            Line2D([], [], color="royalblue", linestyle="--", label=f"now {now:%Y-%m-%d %H:%M}Z"),
-        ],
-        loc="lower center",
-        ncol=4,
-        fontsize=8,
-        frameon=False,
-    )
+    handles = [
+        Patch(facecolor=cmap(0.2), edgecolor="black", label="chosen window (expected)"),
+        Patch(
+            facecolor=cmap(0.8),
+            edgecolor="0.45",
+            hatch="////",
+            label="baseline: run at decision time, at the origin (mean)",
+        ),
+        Line2D([], [], color="crimson", label="deadline"),
+        Line2D([], [], color="royalblue", linestyle="--", label=f"now {now:%Y-%m-%d %H:%M}Z"),
+    ]
+    if any(truths):
+        handles += [
+            Patch(facecolor=cmap(0.5), edgecolor="black", label="actual run (history's mean)"),
+            Patch(facecolor="none", edgecolor=ORACLE_COLOUR, linestyle="--", label="oracle: best in hindsight"),
+        ]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
     ax.set_title(f"Placements: {len(windows)} workloads, chosen windows against the baseline", fontsize=10)
     fig.tight_layout(rect=(0, 0.35 / fig.get_figheight(), 1, 1))  # room for the legend below
     return fig
@@ -149,6 +170,34 @@ def plot(rows: list[dict[str, Any]], path: Path, now: datetime | None = None) ->
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _truth(ax: Axes, r: dict[str, Any], y: int, truth: dict[str, tuple[datetime, datetime]], fill: Any) -> None:
+    """The actual run (filled with its mean) and the oracle's window (outlined, its zone written when
+    it is not the placed one), in a thin band above the row; each bar's gid names it, for tests and
+    for SVG output."""
+    dy, height = TRUTH_BAND
+    if "actual" in truth:
+        a, b = truth["actual"]
+        bar = ax.barh(y + dy, b - a, left=a, height=height, color=fill, edgecolor="black", linewidth=0.5)  # type: ignore[arg-type]  # DATE_AXIS
+        bar[0].set_gid(f"actual:{r['workload']}")
+    if "oracle" in truth:
+        a, b = truth["oracle"]
+        bar = ax.barh(y + dy, b - a, left=a, height=height, color="none", edgecolor=ORACLE_COLOUR, linewidth=1.1)  # type: ignore[arg-type]  # DATE_AXIS
+        bar[0].set_linestyle("--")
+        bar[0].set_gid(f"oracle:{r['workload']}")
+        if r.get("oracleZone") and r["oracleZone"] != r.get("zone"):
+            # before its start: the actual run, in the same band, often follows the oracle's window
+            _note(
+                ax,
+                f"oracle: {r['oracleZone']}",
+                (a, y + dy),
+                (-3, 0),
+                ORACLE_COLOUR,
+                ha="right",
+                va="center",
+                clip_on=True,
+            )
 
 
 def _note(ax: Axes, text: str, xy: tuple[Any, Any], offset: tuple[float, float], color: str, **kw: Any) -> None:
