@@ -110,17 +110,17 @@ class GreenWorkload(pulumi.ComponentResource):
             "caCertificate": e.ca_certificate,
             "stack": pulumi.get_stack(),  # the reservation's key is stack/workload/spec
         }
-        verdict_: pulumi.Output[Verdict] | None = None
+        judged: pulumi.Output[Verdict] | None = None
         if args.provisioning is Provisioning.DIRECT:
-            d, lead = args.direct, timedelta(seconds=e.lead_seconds)
+            lead, now = timedelta(seconds=e.lead_seconds), args.direct.now
             # The record is known in a preview too (it was read before the pass), so is the verdict.
-            verdict_ = pulumi.Output.from_input(args.direct.record).apply(
-                lambda record: verdict(args.workload, record, lead, d.now)
+            judged = pulumi.Output.from_input(args.direct.record).apply(
+                lambda record: verdict(args.workload, record, lead, now)
             )
             props["provisioning"] = Provisioning.DIRECT.value
-            props["direct"] = verdict_.apply(lambda v: v.props())
+            props["direct"] = judged.apply(lambda v: v.props())
         self.vm = Placement(f"{name}-placement", props, pulumi.ResourceOptions(parent=self))
-        if verdict_ is None:
+        if judged is None:
             self.objects: k8s.yaml.v2.ConfigGroup | None = k8s.yaml.v2.ConfigGroup(
                 f"{name}-vm",
                 yaml=self.vm.manifests.apply(yaml_documents),
@@ -129,20 +129,19 @@ class GreenWorkload(pulumi.ComponentResource):
             self.machine = pulumi.Output.from_input({})
         else:
             self.objects = None
-            self.machine = verdict_.apply(lambda v: self._declare(args, v))
+            self.machine = judged.apply(lambda v: self._declare(args, v))
         self.decision = self.vm.decision
         self.phase = self.vm.phase
         self.lifecycle = self.vm.lifecycle
         self.next_change_at = self.vm.nextChangeAt
-        self.register_outputs(
-            {
-                "decision": self.decision,
-                "phase": self.phase,
-                "lifecycle": self.lifecycle,
-                "nextChangeAt": self.next_change_at,
-                "machine": self.machine,
-            }
-        )
+        outputs = {
+            "decision": self.decision,
+            "phase": self.phase,
+            "lifecycle": self.lifecycle,
+            "nextChangeAt": self.next_change_at,
+        }
+        # (direct mode only: the state's record of the VM, read back by the Automation API)
+        self.register_outputs({**outputs, "machine": self.machine} if judged is not None else outputs)
 
     def _declare(self, args: GreenWorkloadArgs, v: Verdict) -> pulumi.Output[dict[str, Any]]:
         """The direct set when the verdict declares the VM, after the Placement has recorded the
@@ -157,6 +156,7 @@ class GreenWorkload(pulumi.ComponentResource):
             depends_on=[self.vm],
             azure_existing_group=args.direct.azure_existing_group,
         )
+        since = v.since()
         return pulumi.Output.all(built.resource_id, built.private_ip).apply(
-            lambda ids: {"resourceId": ids[0], "privateIp": ids[1]}
+            lambda ids: {"resourceId": ids[0], "privateIp": ids[1], "since": since}
         )

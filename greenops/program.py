@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import DirectArgs, Endpoints, GreenWorkload, GreenWorkloadArgs
 from greenops.clock import stamp, system_clock
-from greenops.direct.records import RECORDS_OUTPUT
+from greenops.direct.records import RECORDS_OUTPUT, record_of
 from greenops.models import Provisioning, Workload
 from greenops.outputs import gather, sdk_waits_cheaply
 from greenops.stack_config import KEYS, StackConfig, StackConfigError, parse_stack_config
@@ -209,7 +209,7 @@ def run(
     )
     direct_ones = [w for w in config.workloads if config.provisioning_of(w) is Provisioning.DIRECT]
     recorded = recorded_placements(records) if direct_ones else None
-    now = now or system_clock()  # one instant for every direct verdict of this pass
+    now = (now or system_clock()).replace(microsecond=0)  # one instant for every verdict of this pass, as stamped
     rows: list[pulumi.Output[dict[str, Any]]] = []
     components: list[GreenWorkload] = []
     kept: dict[str, pulumi.Output[Any]] = {}
@@ -230,7 +230,8 @@ def run(
             )
         )
         if mode is Provisioning.DIRECT:
-            kept[w.name] = gather(component.decision, component.lifecycle).apply(_record_of(w))
+            vm = component.vm
+            kept[w.name] = gather(vm.workload, vm.decision, vm.lifecycle, component.machine).apply(_record_of)
     pulumi.export("placements", gather(*rows))
     if direct_ones:
         pulumi.export(RECORDS_OUTPUT, pulumi.Output.all(**kept))
@@ -241,12 +242,8 @@ def _entry(name: str) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
     return lambda records: records.get(name)
 
 
-def _record_of(w: Workload) -> Callable[[list[Any]], dict[str, Any] | None]:
-    """What the next pass reads back for ``w``: its spec's digest, decision and lifecycle."""
-    from greenops.direct.records import record_of
-
-    def record(ds: list[Any]) -> dict[str, Any] | None:
-        r = record_of({"workload": w.spec(), "decision": ds[0], "lifecycle": ds[1]})
-        return None if r is None else r.model_dump()
-
-    return record
+def _record_of(ds: list[Any]) -> dict[str, Any] | None:
+    """What the next pass reads back of a workload: the spec its Placement holds, the decision, the
+    lifecycle and the VM this pass left."""
+    r = record_of({"workload": ds[0], "decision": ds[1], "lifecycle": ds[2]}, ds[3])
+    return None if r is None else r.model_dump()

@@ -206,6 +206,33 @@ def _declared_workloads(raw: dict[str, Any], root: Path) -> list[Declared]:
     return declared
 
 
+# What each cloud's direct set cannot do without: render settings a provider would otherwise take
+# from the ambient account (or that a VM needs), by the greenops:render key that sets them.
+DIRECT_NEEDS = {
+    "azure": (("azureSubscriptionId", "azure_subscription_id"), ("sshPublicKey", "ssh_public_key")),
+    "gcp": (("gcpProject", "gcp_project"),),
+    "aws": (),
+}
+
+
+def direct_settings_problems(workloads: list[Workload], default: Provisioning, render: RenderSettings) -> list[str]:
+    """Refused at preview, not when a gate opens hours later: a direct workload that may be placed
+    on a cloud whose direct set needs a render setting that is not there."""
+    problems = []
+    for w in workloads:
+        if (w.provisioning or default) is not Provisioning.DIRECT:
+            continue
+        clouds = [w.provider] if w.provider else list(w.eligible_providers or DIRECT_NEEDS)
+        for cloud in clouds:
+            for key, attr in DIRECT_NEEDS.get(cloud, ()):
+                if not getattr(render, attr):
+                    problems.append(
+                        f"greenops:render.{key}: workload {w.name!r} is provisioned directly and may be placed "
+                        f"on {cloud}, whose direct set needs it"
+                    )
+    return problems
+
+
 def _provisioning(raw: Any, errors: list[str]) -> Provisioning | None:
     """``greenops:provisioning``: operator (the default) or direct; None with an error otherwise."""
     if raw is None:
@@ -255,6 +282,8 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
     unknown = sorted(set(raw) - {*KEYS, "platform"})
     if unknown:
         errors.append(f"unknown key(s) {', '.join('greenops:' + k for k in unknown)}")
+    if render is not None and provisioning is not None:
+        errors += direct_settings_problems(workloads, provisioning, render)
     if endpoints_config is not None and reconcile is not None:
         problem = lead_problem(endpoints_config.provisioning_lead_seconds, reconcile)
         if problem:

@@ -1,5 +1,5 @@
 """A stand-in for the cloud provider plugins (pulumi-resource-aws, -gcp, -azure-native), for engine
-tests of direct mode: the real plugins cannot be had here (neither downloaded nor built).
+tests of direct mode that need neither the real plugins nor cloud credentials.
 
 It speaks the real plugin protocol to the real engine, so everything on our side of it runs as in
 production: the program, the SDKs' serialisation, preview and up, replacements, deletes, the

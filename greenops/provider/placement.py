@@ -59,7 +59,7 @@ from pydantic import ValidationError
 from greenops import endpoints
 from greenops.catalog import load_catalog
 from greenops.clock import stamp, system_clock
-from greenops.direct.records import pass_instant
+from greenops.direct.records import observation, pass_instant
 from greenops.errors import GreenOpsError, field_errors
 from greenops.models import Decision, Provisioning, Workload, spec_digest
 from greenops.placement import SchedulerClient, place
@@ -157,8 +157,13 @@ class PlacementProvider(ResourceProvider):
     # -- create -------------------------------------------------------------------------------
     def create(self, props: dict[str, Any]) -> CreateResult:
         now = self.pass_now(props)
-        if _direct(props) and (props["direct"].get("basis") or props["direct"].get("declared")):
-            raise GreenOpsError(_stale(props, None))
+        if _direct(props) and props["direct"].get("declared"):
+            # A VM declared for a placement that does not exist: its record outlived it.
+            raise GreenOpsError(
+                f"workload {_name(props)!r}: this pass declared its VM from a record in the stack's outputs, "
+                "but the state has no placement of it (removed from the state?): nothing was changed; run "
+                "`greenops up` once, which reads the record from the state itself"
+            )
         workload = _workload(props, now)
         decision = self._place(props, workload, now)
         lifecycle = Lifecycle.placed(now, f"placed: {decision.provider}/{decision.region} from {_stamp(decision)}")
@@ -215,7 +220,7 @@ class PlacementProvider(ResourceProvider):
         workload = _workload(news, now, check_deadline=False)
         decision = Decision.from_document(olds["decision"])
         before = from_outputs(olds, _window(news, workload, decision))
-        if _mode(olds) != _mode(news) and before.phase.materialised:
+        if _mode(olds) != _mode(news) and _vm_may_exist(olds, before):
             raise GreenOpsError(
                 f"workload {workload.name!r} is {before.phase.value}: its provisioning cannot change from "
                 f"{_mode(olds)} to {_mode(news)} until the run ends (a new VM would start the run again); "
@@ -235,7 +240,8 @@ class PlacementProvider(ResourceProvider):
         return ReadResult(id_, props)
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        # The VM's objects belong to the workload's ConfigGroup, which deletes them; the booking is
+        # The VM belongs to the workload's ConfigGroup (operator mode) or its direct set, which delete
+        # it (before this, as they depend on the Placement); the booking is
         # ours. If the scheduler cannot be reached the delete fails, and the next run releases it.
         key = (props.get("reservation") or {}).get("key") or reservation_key(props)
         with self._scheduler(props) as scheduler:
@@ -358,6 +364,7 @@ class PlacementProvider(ResourceProvider):
             upcoming = pass_instant(props["direct"])  # the next pass declares the VM: due at once
         return {
             **props,
+            **({"direct": _without_basis(props["direct"])} if _direct(props) else {}),
             "decision": decision.document(),
             "phase": lifecycle.phase.value,
             "lifecycle": lifecycle.document(),
@@ -393,17 +400,20 @@ def _materialised(
 def _direct_step(
     props: dict[str, Any], workload: Workload, lifecycle: Lifecycle, window: Window, now: datetime, just_placed: bool
 ) -> Step:
-    """The step of a direct workload: as the program's verdict had it (a declared VM counts as
-    running), or, for a decision made in this pass, at most the gate opening."""
-    declared = bool(props["direct"].get("declared")) and not just_placed
-    step = advance(lifecycle, window, now, None if declared else lambda: NOT_DECLARED)
+    """The step of a direct workload, as the program's verdict had it: the VM an earlier pass created
+    (the record's machine) is the observation; for a decision made in this pass, at most the gate
+    opens (the program had no record of it, so its VM comes on the next pass)."""
+    direct = props["direct"]
+    declared = bool(direct.get("declared"))
+    seen = NOT_DECLARED if just_placed else observation(direct.get("machine"))
+    step = advance(lifecycle, window, now, lambda: seen)
     step = Step(_in_direct_words(lifecycle, step.lifecycle, declared), step.replace)
-    phase = step.lifecycle.phase
-    if (phase is Phase.RUNNING and not declared) or (declared and not phase.materialised):
-        # Equal records at one instant give equal steps: this is a bug, and nothing is changed.
+    due = step.replace is None and step.lifecycle.phase.materialised
+    if not just_placed and declared != due:
+        # Equal records and machines at one instant give equal steps: this is a bug; nothing is changed.
         raise GreenOpsError(
             f"workload {workload.name!r}: the program {'declared' if declared else 'did not declare'} the VM, "
-            f"but the placement's record moves to {phase.value}; nothing was changed"
+            f"but the placement's record moves to {step.lifecycle.phase.value}; nothing was changed"
         )
     return step
 
@@ -414,10 +424,15 @@ def _in_direct_words(before: Lifecycle, after: Lifecycle, declared: bool) -> Lif
         Phase.PROVISIONING: "gate opened: the VM is declared in this pass"
         if declared
         else "gate opened: the VM is declared on the next pass, from this placement's record",
-        Phase.RUNNING: "running: the VM was declared in this pass (Pulumi's create returns once the cloud "
-        "reports it running); the run counts from this pass",
+        Phase.RUNNING: f"running: the VM exists since {stamp(after.running_since)}, when a pass created it "
+        "(Pulumi's create returns once the cloud reports it running)"
+        if after.running_since
+        else "running",
     }
-    if after == before:
+    waiting = "waiting for the operator to report the VM ready: "
+    if after.reason.startswith(waiting):  # (no operator here: the wait is for the cloud's provider)
+        after = after.model_copy(update={"reason": "waiting for the VM: " + after.reason.removeprefix(waiting)})
+    if after.events == before.events:
         return after
     # this pass's events are the ones not recorded before (the oldest may have been dropped: MAX_EVENTS)
     events = [
@@ -426,15 +441,30 @@ def _in_direct_words(before: Lifecycle, after: Lifecycle, declared: bool) -> Lif
     return after.model_copy(update={"events": tuple(events), "reason": events[-1].reason})
 
 
+def _without_basis(direct: dict[str, Any]) -> dict[str, Any]:
+    """The verdict as kept in the outputs: its basis is the lifecycle recorded beside it."""
+    return {k: v for k, v in direct.items() if k != "basis"}
+
+
+def _vm_may_exist(olds: dict[str, Any], before: Lifecycle) -> bool:
+    """A VM exists, or is being created, for this placement: it cannot change mode now."""
+    if before.phase is Phase.RUNNING:
+        return True
+    # (direct mode's Provisioning before its VM is declared has none yet)
+    return before.phase is Phase.PROVISIONING and (
+        not _direct(olds) or bool((olds.get("direct") or {}).get("declared"))
+    )
+
+
 def _stale(props: dict[str, Any], recorded: dict[str, Any] | None) -> str:
     basis = props["direct"].get("basis")
     said = (basis or {}).get("phase", "no record")
     has = (recorded or {}).get("phase", "no record")
     return (
-        f"workload {_name(props)!r}: this pass read the placement as {said}, but its record says {has} "
-        "(the stack's outputs are those of the last successful update, and a later one failed): "
-        "nothing was changed; run `greenops up` or `greenops reconcile` once, which read the record "
-        "from the state itself"
+        f"workload {_name(props)!r}: this pass read the placement's record as {said}, but the placement's "
+        f"own says {has}: nothing was changed. Under `pulumi up` the record is the stack's outputs, which "
+        "are those of the last successful update; run `greenops up` or `greenops reconcile` once, which "
+        "read the record from the state itself"
     )
 
 
@@ -475,6 +505,7 @@ class Placement(Resource):
     resolved: pulumi.Output[dict[str, Any]]  # what the cluster reported that the manifests were rendered with
     held: pulumi.Output[list[str]]  # objects not rendered yet, each with what it waits for
     reservation: pulumi.Output[dict[str, Any]]
+    workload: pulumi.Output[dict[str, Any]]  # the spec as the Placement holds it (an input, echoed)
 
     def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions | None = None):
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=SECRET_INPUTS))

@@ -1,7 +1,7 @@
 """Direct mode through the real Pulumi engine, OPA and scheduler on loopback.
 
-The cloud provider plugins cannot be had here (neither downloaded nor built from the Go module
-proxy), so the engine talks to tests/cloud_standin.py in their place: the real plugin protocol,
+No cloud plugin or credentials are needed: the engine talks to tests/cloud_standin.py in the cloud
+plugins' place: the real plugin protocol,
 each input checked against the providers' published schema subsets, and a journal standing for
 the cloud's inventory. Everything on our side (program, SDKs, preview, up, the Placement's steps,
 the records a pass declares from) is the real thing.
@@ -87,12 +87,16 @@ def test_vm_previewed_created_and_retired_per_cloud(tmp_path, servers):
         assert preview.change_summary.get("create", 0) >= 15  # 3 providers and 12 resources
         assert inventory(journal) == {}
 
-        # The up creates exactly that; the runs count from this pass.
+        # The up creates exactly that; the next pass finds each VM there and counts its run from
+        # the pass that created it.
+        rows = _rows(stack.up())
+        assert {r["phase"] for r in rows.values()} == {"Provisioning"}
+        _at(stack, now + timedelta(minutes=2))
         rows = _rows(stack.up())
         cloud = inventory(journal)
         for c, vm_type in VM_TYPES.items():
             row = rows[f"{c}-job"]
-            assert row["phase"] == "Running" and row["runningSince"] == iso(now + timedelta(minutes=1))
+            assert row["phase"] == "Running" and row["runningSince"] == iso(now + timedelta(minutes=1)), row
             assert row["provider"] == c and row["region"] == REGIONS[c]
             assert cloud[row["resourceId"]]["type"] == vm_type
             assert row["privateIp"].startswith("10.0.1.")
@@ -123,7 +127,7 @@ def test_a_stale_record_changes_nothing_and_the_state_record_recovers(tmp_path, 
     try:
         assert _rows(stack.up())["aws-job"]["phase"] == "Provisioning"
 
-        # The cloud refuses the instance: the update fails after the Placement recorded Running.
+        # The cloud refuses the instance: the update fails after the Placement recorded its step.
         _at(stack, now + timedelta(minutes=1))
         stack.workspace.env_vars[REFUSE_ENV] = VM_TYPES["aws"]
         with pytest.raises(auto.CommandError, match="the cloud refused to create it"):
@@ -138,13 +142,15 @@ def test_a_stale_record_changes_nothing_and_the_state_record_recovers(tmp_path, 
             stack.up()
         assert inventory(journal) == before
 
-        # The Automation API reads the record from the state, and the instance is created.
+        # The Automation API reads the record from the state, and the instance is created; the run
+        # counts from the pass that created it, not from the one the cloud refused.
         st = automation.stack("direct", work_dir=tmp_path, env=dict(stack.workspace.env_vars))
-        rows = _rows(automation.run(st, "up", stream=False))
-        row = rows["aws-job"]
-        assert row["phase"] == "Running"
-        assert row["runningSince"] == iso(now + timedelta(minutes=1))  # counted from the pass that declared it
+        row = _rows(automation.run(st, "up", stream=False))["aws-job"]
+        assert row["phase"] == "Provisioning"
         assert inventory(journal)[row["resourceId"]]["type"] == VM_TYPES["aws"]
+        st.workspace.env_vars["GREENOPS_NOW"] = iso(now + timedelta(minutes=3))
+        row = _rows(automation.run(st, "up", stream=False))["aws-job"]
+        assert row["phase"] == "Running" and row["runningSince"] == iso(now + timedelta(minutes=2))
     finally:
         stack.workspace.env_vars.pop(REFUSE_ENV, None)
         stack.destroy()
