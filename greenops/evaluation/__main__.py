@@ -3,6 +3,7 @@
     greenops-eval [--data ../shared/data] [--out build/eval] [--jobs 2000] [--oip URL]
                   [--holdout-from 2023-11-01] [--holdout-jobs 600]
     greenops-eval --scenario lwa [--lwa-steps 0 4 8 12 16] [--lwa-seeds 10]
+    greenops-eval --scenario geo-constrained [--jobs 2000]
 
 With --oip, model forecasts served over OIP v2 (greenops-forecast serve) join the comparison; the
 held-out scenario then measures them only on the period their training left out.
@@ -22,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from greenops.evaluation import lwa, lwa_report
+from greenops.evaluation import capture, geo_constrained_report, lwa, lwa_report
 from greenops.evaluation.scenarios import (
     burst_arrivals,
     geo_arrivals,
@@ -190,9 +191,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--holdout-jobs", type=int, default=600)
     parser.add_argument(
         "--scenario",
-        choices=["all", "lwa"],
+        choices=["all", "lwa", "geo-constrained", "capture"],
         default="all",
-        help="all: every scenario below; lwa: Let's Wait Awhile's Scenario I replicated (and the nightly gap)",
+        help="all: every scenario below; lwa: Let's Wait Awhile's Scenario I replicated (and the nightly gap); "
+        "geo-constrained: --jobs jobs with residency, latency and provider constraints (geo_constrained.py); "
+        "capture: each forecaster's share of the oracle's saving on LWA's set-up, point vs sure rule (capture.py)",
     )
     parser.add_argument(
         "--lwa-steps",
@@ -210,6 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.scenario == "lwa":
         return replicate_lwa(args.data, args.out, args.lwa_steps, args.lwa_seeds)
+    if args.scenario == "capture":
+        return capture.cli(args.data, args.out, args.oip, args.holdout_from, args.holdout_jobs)
+    if args.scenario == "geo-constrained":
+        return geo_constrained_report.cli(args.data, args.out, args.jobs)
     if not (args.data / "greendcc_ci_2023").is_dir():
         print(f"greenops-eval: the public traces are not in {args.data} (use --data)", file=sys.stderr)
         return 2
@@ -224,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         "geo_temporal_holdout": geo_temporal(truth, args.holdout_jobs, args.oip, since=holdout),
         "burst_without_capacity": burst(truth, args.burst, None),
         "burst_with_capacity": burst(truth, args.burst, args.capacity_vcpu),
+        "geo_constrained": geo_constrained_report.build(truth, args.jobs),
     }
     report["settings"] = {
         "jobs": args.jobs,
@@ -261,8 +269,10 @@ def main(argv: list[str] | None = None) -> int:
     print_table(
         f"Burst: {args.burst} jobs within 2 h, {args.capacity_vcpu:g} vCPU per zone-hour", report["burst_with_capacity"]
     )
-    print(f"\nwrote {args.out / 'report.json'} and {args.out / 'report.png'} in {report['settings']['seconds']} s")
-    return 0
+    print()
+    geo_constrained_report.print_report(report["geo_constrained"], by=("profile",))
+    print(f"\nwrote {args.out / 'report.json'} and {args.out / 'report.png'} in {report['settings']['seconds']} s\n")
+    return capture.cli(args.data, args.out, args.oip, args.holdout_from, args.holdout_jobs)
 
 
 if __name__ == "__main__":

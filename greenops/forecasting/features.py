@@ -15,6 +15,9 @@ HISTORY_HOURS = 168
 CALENDAR = ("hour", "weekday", "month")
 FEATURES = HISTORY_HOURS + len(CALENDAR)
 INPUT_NAME = "features"
+# The model's output tensors, read by name by the scheduler's OIP client: the forecast, then the
+# prediction interval's bounds (a model without intervals answers the forecast alone)
+OUTPUT_NAMES = ("forecast", "lower", "upper")
 
 
 def feature_row(history: np.ndarray, start: float) -> list[float]:

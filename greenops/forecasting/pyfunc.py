@@ -1,8 +1,11 @@
 """The MLflow pyfunc wrapper MLServer's MLflow runtime serves.
 
 MLServer decodes an OIP v2 request into a dict of named tensors; this wrapper takes the
-``features`` tensor and answers one plain [n, H] FP64 tensor, the shape the scheduler reads (the
-thesis wrapped its PyTorch forecaster's custom output class the same way).
+``features`` tensor and answers plain [n, H] FP64 tensors, the shape the scheduler reads (the
+thesis wrapped its PyTorch forecaster's custom output class the same way). A calibrated model
+answers three named tensors, ``forecast`` first, then the prediction interval's ``lower`` and
+``upper`` bound (MLServer's MLflow runtime sends a dict of arrays as one output per key, in order);
+a model without intervals answers the single plain tensor it always has.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import numpy as np
 from mlflow.pyfunc.model import PythonModel  # what mlflow.pyfunc.PythonModel is (mypy sees mlflow.pyfunc as lazy)
 
 from .estimator import CarbonForecastRegressor
-from .features import FEATURES, INPUT_NAME
+from .features import FEATURES, INPUT_NAME, OUTPUT_NAMES
 
 
 class OipForecaster(PythonModel):
@@ -24,7 +27,7 @@ class OipForecaster(PythonModel):
 
     # MLflow reads predict's parameter annotations when it logs and serves the model (signature inference,
     # input conversion), so they stay unannotated and the model behaves as it always has
-    def predict(self, context, model_input, params=None) -> np.ndarray:  # type: ignore[no-untyped-def]
+    def predict(self, context, model_input, params=None) -> np.ndarray | dict[str, np.ndarray]:  # type: ignore[no-untyped-def]
         if isinstance(model_input, dict):
             if INPUT_NAME not in model_input:
                 raise ValueError(f"expected an input tensor named {INPUT_NAME!r}, got {sorted(model_input)}")
@@ -32,5 +35,8 @@ class OipForecaster(PythonModel):
         elif hasattr(model_input, "to_numpy"):
             model_input = model_input.to_numpy()
         rows = np.asarray(model_input, dtype=float).reshape(-1, FEATURES)
-        clipped: np.ndarray = np.clip(self.estimator.predict(rows), 0.0, None)
-        return clipped
+        if getattr(self.estimator, "log_bounds", None) is None:  # also a model pickled before intervals
+            clipped: np.ndarray = np.clip(self.estimator.predict(rows), 0.0, None)
+            return clipped
+        tensors = self.estimator.predict_interval(rows)
+        return {name: np.clip(t, 0.0, None) for name, t in zip(OUTPUT_NAMES, tensors, strict=True)}

@@ -3,6 +3,13 @@
 Every zone's hourly trace is cut at ``holdout_from``: a model learns from forecasts whose whole
 target window ends before it, and is scored on every forecast starting at or after it, beside the
 baselines computed from the same rows. The generic model learns from every zone's training rows.
+
+Prediction intervals are split-conformal: a twin of each model is fitted on the training forecasts
+that end before the last ``CALIBRATION_SHARE`` of the training period begins, and its misses on that
+last block calibrate the bounds (``CarbonForecastRegressor.calibrate``). The registered model is then
+fitted on every training row, as before, and carries the twin's bounds: fitted on more data, it
+misses no more than its twin, so its intervals are if anything a little wide. The held-out report
+gives their real coverage (``coverage_24h``: the share of held-out hours within the bounds).
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ from .names import model_name
 
 DEFAULT_HORIZON = 72
 MAX_GAP_HOURS = 6
+CALIBRATION_SHARE = 0.2  # the last fifth of the training forecasts calibrates the intervals
+COVERAGE = 0.8  # central 80 % prediction intervals
 
 
 @dataclass
@@ -99,8 +108,30 @@ def default_holdout(traces: TraceSource, days: int) -> datetime:
     return last - timedelta(days=days)
 
 
+def coverage(model: CarbonForecastRegressor, rows: np.ndarray, targets: np.ndarray, hours: int = 24) -> float:
+    """The share of the first ``hours`` of actual values that fall within the model's bounds."""
+    _, lower, upper = model.predict_interval(rows)
+    inside = (targets[:, :hours] >= lower[:, :hours]) & (targets[:, :hours] <= upper[:, :hours])
+    return round(float(inside.mean()), 4)
+
+
+def calibrated(train: ZoneWindows, horizon: int, alpha: float) -> CarbonForecastRegressor:
+    """The model fitted on every training row, with bounds from a twin that did not see the last block."""
+    model = CarbonForecastRegressor(alpha=alpha).fit(train.rows, train.targets)
+    cut = float(np.quantile(train.starts, 1 - CALIBRATION_SHARE))
+    fit = train.starts + horizon * HOUR <= cut
+    block = train.starts >= cut
+    if fit.sum() == 0 or block.sum() == 0:
+        raise ValueError(f"zone {train.zone}: too few training forecasts to calibrate intervals")
+    twin = CarbonForecastRegressor(alpha=alpha).fit(train.rows[fit], train.targets[fit])
+    twin.calibrate(train.rows[block], train.targets[block], COVERAGE)
+    model.log_bounds, model.coverage = twin.log_bounds, twin.coverage
+    return model
+
+
 def _evaluate(model: CarbonForecastRegressor, test: ZoneWindows, horizon: int) -> dict[str, dict[str, float]]:
     out = {"model": scores(model.predict(test.rows), test.targets)}
+    out["model"]["coverage_24h"] = coverage(model, test.rows, test.targets)
     for name, baseline in BASELINES.items():
         out[name] = scores(baseline(test.rows, horizon), test.targets)
     return out
@@ -113,7 +144,7 @@ def _fit(zone: str, train: ZoneWindows, test: ZoneWindows, horizon: int, alpha: 
             "the trace must cover a week of history plus the horizon on both sides of the holdout"
         )
     started = time.perf_counter()
-    model = CarbonForecastRegressor(alpha=alpha).fit(train.rows, train.targets)
+    model = calibrated(train, horizon, alpha)
     seconds = time.perf_counter() - started
     return ZoneResult(
         zone, model, len(train.rows), len(test.rows), round(seconds, 3), _evaluate(model, test, horizon), test

@@ -10,6 +10,26 @@ start) finds the exact optimum at the data's own resolution.
 Capacity: each zone offers ``capacity_vcpu`` per hourly slot. A placement reserves its vCPUs in
 every slot it overlaps, so a burst of jobs spreads over zones and times instead of piling into
 the single greenest window (the "black hole").
+
+Rules (``decide``). ``point``, the default, trusts the point forecast: the lowest forecast mean
+wins. The other two move a job away from its default run (the earliest start, at the origin) only
+when the expected gain beats the forecast's uncertainty, in the spirit of uncertainty-aware shifting
+(e.g. UQ-Advice, 2025): wait only when sure enough.
+
+- ``sure`` judges the forecast by its record on this very decision: the same request replayed on
+  the forecasts issued one, two, ... ``TRACK_DAYS`` days earlier (``sources.track``), each charged
+  what then really happened. The job moves only if the mean realised gain of those moves exceeds
+  its standard error (``sure_enough``). It measures the uncertainty of the *decision*, selection
+  included: the best of many noisy windows is too good to be true in a way no per-hour interval
+  shows, and on the Let's Wait Awhile traces this is what keeps a poor forecaster from doing worse
+  than not moving (greenops/evaluation/README.md).
+- ``interval`` uses the source's prediction intervals (``bands``): the job moves only when the
+  pessimistic end of the chosen window's interval is below the optimistic end of the default's
+  (``worth_moving``). Per-hour intervals carry the day-to-day level error that both windows share, so
+  this rule is the more cautious one.
+
+Without a record (a source that cannot replay its past) ``sure`` keeps the default run; without
+bands ``interval`` acts as ``point`` (no uncertainty claimed).
 """
 
 from __future__ import annotations
@@ -18,13 +38,20 @@ import math
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
 from greenops.errors import GreenOpsError
 from greenops.scheduler.series import Series
+from greenops.scheduler.sources.base import Bands
 
 SLOT = 3600.0
+Rule = Literal["point", "interval", "sure"]
+RULES: tuple[Rule, ...] = ("point", "interval", "sure")
+TRACK_DAYS = 28  # how many earlier days of the same decision the sure rule replays
+MIN_TRACK = 14  # fewer replayed decisions than this say nothing: stay at the default run
+SURE_Z = 1.0  # the mean realised gain must exceed this many standard errors
 
 
 class NoFeasibleWindow(GreenOpsError):
@@ -143,6 +170,90 @@ def best_placement(
     return Placement(best[2], best[1], best[0])
 
 
+def window_bounds(bands: Bands | None, p: Placement, duration: float) -> tuple[float, float]:
+    """The interval of ``p``'s window mean: the mean of the lower and of the upper band over the run
+    (errors of neighbouring hours move together, so their bounds are averaged, not shrunk). Without
+    bands, the point forecast itself."""
+    if bands is None:
+        return p.mean_intensity, p.mean_intensity
+    at = np.array([p.start])
+    return float(bands.lower.window_means(at, duration)[0]), float(bands.upper.window_means(at, duration)[0])
+
+
+def worth_moving(best: Placement, default: Placement, bands: dict[str, Bands | None], duration: float) -> bool:
+    """Whether the forecast is sure enough that ``best`` beats ``default``: the expected gain
+    (``default`` minus ``best``, point forecasts) exceeds the uncertainty against it (how much
+    higher ``best`` may turn out, plus how much lower ``default`` may), i.e. the upper bound of
+    ``best``'s window is below the lower bound of ``default``'s."""
+    if (best.zone, best.start) == (default.zone, default.start):
+        return False
+    _, best_high = window_bounds(bands.get(best.zone), best, duration)
+    default_low, _ = window_bounds(bands.get(default.zone), default, duration)
+    gain = default.mean_intensity - best.mean_intensity
+    uncertainty = (best_high - best.mean_intensity) + (default.mean_intensity - default_low)
+    return gain > uncertainty
+
+
+def sure_enough(gains: np.ndarray, z: float = SURE_Z, min_track: int = MIN_TRACK) -> bool:
+    """Whether the realised ``gains`` of a forecast's earlier moves (default minus chosen window, actual
+    g/kWh; 0 where it did not move) show it earns: their mean beats ``z`` standard errors."""
+    g = np.asarray(gains, dtype=float)
+    g = g[np.isfinite(g)]
+    if g.size < max(min_track, 2):
+        return False
+    return bool(g.mean() - z * g.std(ddof=1) / math.sqrt(g.size) > 0)
+
+
+def default_placement(
+    forecasts: dict[str, Series], job: Job, start: float, ledger: CapacityLedger, zone: str | None = None
+) -> Placement | None:
+    """The run the ``sure`` rule falls back on: at ``start`` in ``zone`` (the origin), or without one
+    in the zone with the lowest forecast for a run from ``start``; None when it has no room."""
+    zones = [zone] if zone is not None else sorted(forecasts)
+    at = np.array([start])
+    options = [
+        Placement(z, start, float(np.round(forecasts[z].window_means(at, job.duration)[0], 9)))
+        for z in zones
+        if z in forecasts
+        and forecasts[z].covers(start, start + job.duration)
+        and _feasible(ledger, z, at, job.duration, job.cpu)[0]
+    ]
+    return min(options, key=lambda p: (p.mean_intensity, p.zone)) if options else None
+
+
+def decide(
+    forecasts: dict[str, Series],
+    job: Job,
+    now: float,
+    deadline: float,
+    ledger: CapacityLedger,
+    rule: Rule = "point",
+    bands: dict[str, Bands | None] | None = None,
+    default_zone: str | None = None,
+    default_start: float | None = None,
+    give_up_at: float | None = None,
+    weighed: list[Placement] | None = None,
+    track: np.ndarray | None = None,
+) -> Placement:
+    """One job by ``rule``: ``point`` is best_placement; ``interval`` and ``sure`` keep the default
+    run (from ``default_start``, the earliest start unless given, in ``default_zone``) unless the best
+    window is ``worth_moving`` to by the ``bands``, or the forecast's ``track`` record is
+    ``sure_enough``."""
+    if rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r}: one of {', '.join(RULES)}")
+    best = best_placement(forecasts, job, now, deadline, ledger, give_up_at, weighed)
+    if rule == "point":
+        return best
+    default = default_placement(forecasts, job, now if default_start is None else default_start, ledger, default_zone)
+    if default is None or (best.zone, best.start) == (default.zone, default.start):
+        return best
+    if rule == "interval":
+        move = worth_moving(best, default, bands or {}, job.duration)
+    else:
+        move = best.mean_intensity < default.mean_intensity and track is not None and sure_enough(track)
+    return best if move else default
+
+
 def place_batch(
     forecasts: dict[str, Series],
     job: Job,
@@ -152,12 +263,29 @@ def place_batch(
     ledger: CapacityLedger,
     give_up_at: float | None = None,
     weighed: list[Placement] | None = None,
+    rule: Rule = "point",
+    bands: dict[str, Bands | None] | None = None,
+    default_zone: str | None = None,
+    track: np.ndarray | None = None,
 ) -> list[Placement]:
-    """``n`` identical jobs, greedily: each takes the best window left by the ones before it.
-    ``weighed`` receives what the first job weighed (see best_placement)."""
+    """``n`` identical jobs, greedily: each takes the best window left by the ones before it (by
+    ``rule``, see decide). ``weighed`` receives what the first job weighed (see best_placement)."""
     out = []
     for i in range(n):
-        p = best_placement(forecasts, job, now, deadline, ledger, give_up_at, weighed if i == 0 else None)
+        p = decide(
+            forecasts,
+            job,
+            now,
+            deadline,
+            ledger,
+            rule,
+            bands,
+            default_zone,
+            None,
+            give_up_at,
+            weighed if i == 0 else None,
+            track,
+        )
         ledger.reserve(p.zone, p.start, job.duration, job.cpu)
         out.append(p)
     return out
@@ -171,11 +299,17 @@ def search(
     deadline: float,
     ledger: CapacityLedger,
     give_up_at: float | None = None,
+    rule: Rule = "point",
+    bands: dict[str, Bands | None] | None = None,
+    default_zone: str | None = None,
+    track: np.ndarray | None = None,
 ) -> tuple[list[Placement], list[Placement]]:
     """``place_batch``, and what its first job weighed: each zone's best window with room, best
     first (recorded with the answer, so a decision can be explained without recomputing it)."""
     weighed: list[Placement] = []
-    placements = place_batch(forecasts, job, n, now, deadline, ledger, give_up_at, weighed)
+    placements = place_batch(
+        forecasts, job, n, now, deadline, ledger, give_up_at, weighed, rule, bands, default_zone, track
+    )
     return placements, sorted(weighed, key=lambda p: (p.mean_intensity, p.start, p.zone))
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from greenops.models.workload import DEFAULT_TENANT
+from greenops.scheduler.algorithm import Rule
 
 # A Kubernetes label value, as tenants are on both paths
 Name = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")]
@@ -55,6 +56,12 @@ class SchedulingRequest(BaseModel):
         description="policy's account of the eligible set (its constraint chain, and what each zone "
         "maps back to), kept with the booking for `greenops explain`; not part of the spec",
     )
+    rule: Rule = Field(
+        default="point",
+        description="point: the lowest forecast wins; sure: move away from running at once (at the "
+        "origin) only when the forecast's record on this decision shows a gain beyond its "
+        "uncertainty; interval: only when the prediction intervals do not overlap",
+    )
 
     @field_validator("eligible_regions")
     @classmethod
@@ -83,6 +90,7 @@ class SchedulingResponse(PlacementOut):
         default=None,
         description="where the search began (the later of now and earliest_start): the baseline run starts then",
     )
+    rule: Rule = Field(default="point", description="the rule that decided")
     considered: list[Considered] | None = Field(
         default=None,
         description="each eligible zone's best window with room, best first: the alternatives the "

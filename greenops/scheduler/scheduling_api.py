@@ -21,19 +21,23 @@ from fastapi.responses import JSONResponse
 from greenops.clock import stamp
 from greenops.reservations import QuotaExceeded, ReservationStore
 from greenops.scheduler.algorithm import (
+    TRACK_DAYS,
     CapacityLedger,
     DecisionTimeout,
     Job,
     NoFeasibleWindow,
     Placement,
+    Rule,
     run_now_mean,
 )
+from greenops.scheduler.algorithm import search as search_by_rule
 from greenops.scheduler.booking import Ask, Outcome, book, replay
 from greenops.scheduler.contract import Considered, PlacementOut, SchedulingRequest, SchedulingResponse
 from greenops.scheduler.offload import SearchPool
 from greenops.scheduler.ratelimit import TenantRateLimit
 from greenops.scheduler.series import ceil_second, to_epoch
-from greenops.scheduler.sources.base import CarbonSource, SourceUnavailable, UnknownZone
+from greenops.scheduler.sources.base import Bands, CarbonSource, SourceUnavailable, UnknownZone
+from greenops.scheduler.sources.track import track_record
 from greenops.scheduler.state import Clock, ClockDep, SourceDep, StateDep, StoreDep
 
 log = structlog.get_logger("greenops.scheduler")
@@ -79,7 +83,9 @@ class Decider:
         give_up_at = started + req.req_timeout
         if self.rate_limit and (refused := self.rate_limit.refuse(req.tenant)):
             return refused
-        request = req.model_dump(mode="json", exclude={"key"})
+        # the default rule stays out of the request as stored, so bookings made before the field
+        # existed still replay (their spec hash has no rule in it)
+        request = req.model_dump(mode="json", exclude={"key"} | ({"rule"} if req.rule == "point" else set()))
         row = self.store.get(key)
         if not req.dry_run and (done := replay(row, request)):
             return _answer(done)
@@ -106,6 +112,13 @@ class Decider:
                 f"{horizon_hours} h of horizon is {work} slot evaluations, above "
                 f"the limit of {MAX_WORK}: send fewer jobs or zones per request, or an earlier deadline",
             )
+        replays = TRACK_DAYS * len(req.eligible_regions) * horizon_hours
+        if req.rule == "sure" and replays > MAX_WORK:
+            return _field_error(
+                "rule",
+                f"sure replays the search on {TRACK_DAYS} earlier days: {replays} slot evaluations, above the "
+                f"limit of {MAX_WORK}; use point or interval, or send fewer zones or an earlier deadline",
+            )
         known = self.source.zones()
         unknown = [z for z in req.eligible_regions if z not in known]
         if unknown:
@@ -126,17 +139,48 @@ class Decider:
 
             job = Job(req.cpu, req.memory, duration)
             weighed: list[Placement] = []  # what the latest search's first job weighed, for its answer
+            bands: dict[str, Bands | None] | None = None
+            track = None
+            if req.rule == "interval":
+                bands = {z: self.source.bands(z, begin, deadline, now) for z in req.eligible_regions}
+            elif req.rule == "sure":
+                track = track_record(self.source, req.eligible_regions, job, begin, deadline, now, req.origin_zone)
+            if time.monotonic() > give_up_at:
+                raise DecisionTimeout("weighing the forecast's uncertainty took longer than req_timeout")
 
             def search(ledger: CapacityLedger) -> list[Placement]:
-                placements, weighed[:] = self.searches.place(
-                    work, forecasts, job, req.number_of_jobs, begin, deadline, ledger, give_up_at
-                )
+                if req.rule == "point":
+                    placements, weighed[:] = self.searches.place(
+                        work, forecasts, job, req.number_of_jobs, begin, deadline, ledger, give_up_at
+                    )
+                else:
+                    # the worker pool runs the point search only; a rule's search runs in this thread
+                    placements, weighed[:] = search_by_rule(
+                        forecasts,
+                        job,
+                        req.number_of_jobs,
+                        begin,
+                        deadline,
+                        ledger,
+                        give_up_at,
+                        req.rule,
+                        bands,
+                        req.origin_zone,
+                        track,
+                    )
                 return placements
 
             def answer_of(placements: list[Placement]) -> dict[str, Any]:
                 considered = [(p, run_now_mean(forecasts[p.zone], begin, duration)) for p in weighed]
                 return _response(
-                    placements, baseline, what, None if req.dry_run else key, self.source.describe(), begin, considered
+                    placements,
+                    baseline,
+                    what,
+                    None if req.dry_run else key,
+                    self.source.describe(),
+                    begin,
+                    considered,
+                    req.rule,
                 )
 
             ask = Ask(
@@ -214,6 +258,7 @@ def _response(
     source: str,
     begin: float,
     considered: list[tuple[Placement, float]],
+    rule: Rule = "point",
 ) -> dict[str, Any]:
     first = placements[0]
     mean_expected = sum(p.mean_intensity for p in placements) / len(placements)
@@ -236,6 +281,7 @@ def _response(
             for p in placements
         ],
         searched_from=_rfc3339(begin),
+        rule=rule,
         considered=[
             Considered(
                 scheduling_location=p.zone,

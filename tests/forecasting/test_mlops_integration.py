@@ -75,9 +75,28 @@ def test_mlserver_serves_the_registered_model_over_oip_v2(mlops, spring_traces):
     out = httpx.post(f"{server.url}/v2/models/forecaster-de/infer", json=body, timeout=10).json()["outputs"][0]
     assert out["shape"] == [1, 72] and out["datatype"] == "FP64"
     local = mlflow.pyfunc.load_model(str(exported["forecaster-de"]))
-    assert np.allclose(out["data"], local.predict({"features": np.array([row])})[0])
+    assert np.allclose(out["data"], local.predict({"features": np.array([row])})["forecast"][0])
     missing = httpx.post(f"{server.url}/v2/models/forecaster-xx/infer", json=body, timeout=10)
     assert missing.status_code == 404
+
+
+def test_the_served_model_answers_its_interval_and_the_source_reads_it(mlops, spring_slice, spring_traces):
+    _, server, exported = mlops
+    de = spring_traces.full("DE")
+    start = to_epoch(NOW)
+    row = feature_row(de.value_at(start - HOUR * np.arange(HISTORY_HOURS, 0, -1)), start)
+    body = {"inputs": [{"name": "features", "shape": [1, 171], "datatype": "FP64", "data": row}]}
+    outputs = httpx.post(f"{server.url}/v2/models/forecaster-de/infer", json=body, timeout=10).json()["outputs"]
+    assert [o["name"] for o in outputs] == ["forecast", "lower", "upper"]
+    assert all(o["shape"] == [1, 72] and o["datatype"] == "FP64" for o in outputs)
+    forecast, lower, upper = (np.array(o["data"]) for o in outputs)
+    assert (lower <= forecast).all() and (forecast <= upper).all() and (upper - lower)[-1] > (upper - lower)[0]
+    # the scheduler's OIP source carries them as the source's bands, on the forecast's own grid
+    source = OipSource(server.url, history=TraceSource.from_directory(spring_slice))
+    bands = source.bands("DE", start, start + 24 * HOUR, start)
+    assert bands is not None
+    assert np.allclose(bands.lower.values, lower[:24]) and np.allclose(bands.upper.values, upper[:24])
+    assert np.allclose(source.series("DE", start, start + 24 * HOUR, start).values, forecast[:24])
 
 
 def test_scheduler_decides_on_the_served_forecast(mlops, spring_slice):

@@ -139,7 +139,10 @@ def test_what_kserve_downloads_with_its_secret_is_the_registered_model(stack, tm
     local = mlflow.pyfunc.load_model(str(root / "published" / "forecaster-de"))
     rows = np.random.default_rng(0).uniform(100, 400, size=(2, FEATURES))
     rows[:, -3:] = [[6, 0, 4], [18, 2, 4]]  # hour, weekday, month
-    np.testing.assert_allclose(served.predict({INPUT_NAME: rows}), local.predict({INPUT_NAME: rows}))
+    got, expected = served.predict({INPUT_NAME: rows}), local.predict({INPUT_NAME: rows})
+    assert list(got) == list(expected) == ["forecast", "lower", "upper"]  # the interval travels too
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name])
 
 
 def test_publish_with_the_wrong_keys_writes_nothing_and_says_why(stack, monkeypatch, capsys):

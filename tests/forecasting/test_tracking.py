@@ -49,7 +49,10 @@ def test_logs_registers_with_alias_and_loads_back(store, spring_traces):
     assert run.data.metrics["mape_24h"] < run.data.metrics["seasonal_naive_24h.mape_24h"]
     loaded = mlflow.pyfunc.load_model("models:/forecaster-de@champion")
     rows = report.zones[0].test.rows[:4]
-    assert np.allclose(loaded.predict({"features": rows}), report.zones[0].model.predict(rows))
+    answer = loaded.predict({"features": rows})
+    forecast, lower, upper = report.zones[0].model.predict_interval(rows)
+    assert np.allclose(answer["forecast"], forecast)
+    assert np.allclose(answer["lower"], lower) and np.allclose(answer["upper"], upper)
     # nothing left in the working directory: artifacts go beside the store
     assert list((store / "artifacts").iterdir())
     # a second training is version 2 and takes the alias

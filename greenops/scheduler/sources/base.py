@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 
 from greenops.errors import GreenOpsError
 from greenops.scheduler.series import Series
@@ -14,6 +15,19 @@ class SourceUnavailable(GreenOpsError):
 
 class UnknownZone(GreenOpsError):
     """The source has no data for a zone; the API answers 422 naming it."""
+
+
+@dataclass(frozen=True)
+class Bands:
+    """A prediction interval around a forecast: ``lower`` and ``upper`` on the forecast's own grid,
+    holding the true value with probability ``coverage`` (on average over the source's calibration
+    data; None when the source does not say, as a served model does not). Observed values have
+    ``lower == upper``."""
+
+    lower: Series
+    upper: Series
+    coverage: float | None
+    method: str  # how the interval was made, e.g. "split-conformal, last 28 days"
 
 
 class CarbonSource(ABC):
@@ -31,6 +45,16 @@ class CarbonSource(ABC):
 
         Raises UnknownZone or SourceUnavailable.
         """
+
+    def bands(self, zone: str, t0: float, t1: float, now: float) -> Bands | None:
+        """A prediction interval for ``series(zone, t0, t1, now)``, or None when the source says
+        nothing about its uncertainty (a trace is what happened; a profile is no forecast of errors)."""
+        return None
+
+    def observed(self, zone: str, t0: float, t1: float) -> Series | None:
+        """What actually happened over the past ``[t0, t1)``, for judging earlier forecasts; None
+        when the source has no record of it."""
+        return None
 
     def describe(self) -> str:
         return self.name

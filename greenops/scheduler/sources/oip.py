@@ -5,7 +5,9 @@ Contract with the forecasting models (the row is defined in greenops.forecasting
   inputs:  "features", FP64, shape [1, 171]: the last 168 hourly intensities (oldest first, ending
            at the forecast start), then the forecast start's UTC hour (0-23), weekday (0=Monday)
            and month (1-12)
-  outputs: the first output, shape [1, H]: H hourly intensities from the forecast start
+  outputs: the output named "forecast" (else the first output), shape [1, H]: H hourly intensities
+           from the forecast start; a model with prediction intervals adds "lower" and "upper",
+           the same shape (``bands``). A model with one output has no intervals: ``bands`` is None.
 Beyond the horizon H, and when neither model answers, the fallback source fills in.
 
 One server (MLServer with every model, as ``greenops-forecast serve`` runs it) is a plain URL.
@@ -22,11 +24,11 @@ import httpx
 import numpy as np
 import structlog
 
-from greenops.forecasting.features import HISTORY_HOURS, HOUR, INPUT_NAME, feature_row
+from greenops.forecasting.features import HISTORY_HOURS, HOUR, INPUT_NAME, OUTPUT_NAMES, feature_row
 from greenops.forecasting.names import GENERIC_MODEL, model_name
 from greenops.scheduler.series import Series
 
-from .base import CarbonSource, SourceUnavailable, UnknownZone, extend_with
+from .base import Bands, CarbonSource, SourceUnavailable, UnknownZone, extend_with
 
 log = structlog.get_logger("greenops.scheduler.oip")
 
@@ -49,7 +51,7 @@ class OipSource(CarbonSource):
         self.history: CarbonSource = history
         self.name = f"oip({self.url})" + (f"+{fallback.name}" if fallback else "")
         self._client = httpx.Client(timeout=timeout, transport=transport)
-        self._cache: dict[tuple[str, float], tuple[float, Series]] = {}
+        self._cache: dict[tuple[str, float], tuple[float, Series, Bands | None]] = {}
         self.cache_ttl = cache_ttl
         # what answered: "zone" model, "generic" model or the "fallback" source (reports, tests)
         self.answers = {"zone": 0, "generic": 0, "fallback": 0}
@@ -57,11 +59,15 @@ class OipSource(CarbonSource):
     def zones(self) -> frozenset[str]:
         return self.history.zones()
 
+    def observed(self, zone: str, t0: float, t1: float) -> Series | None:
+        return self.history.observed(zone, t0, t1)
+
     def endpoint(self, model: str) -> str:
         base = self.url.replace("{model}", model)
         return f"{base}/v2/models/{model}/infer"
 
-    def _infer(self, model: str, row: list[float], absent_if_unreachable: bool = False) -> np.ndarray | None:
+    def _infer(self, model: str, row: list[float], absent_if_unreachable: bool = False) -> dict[str, np.ndarray] | None:
+        """The model's named outputs ("forecast", and "lower"/"upper" when it has them); None if absent."""
         body = {"inputs": [{"name": INPUT_NAME, "shape": [1, len(row)], "datatype": "FP64", "data": row}]}
         try:
             r = self._client.post(self.endpoint(model), json=body)
@@ -77,18 +83,30 @@ class OipSource(CarbonSource):
         outputs = r.json().get("outputs") or []
         if not outputs or not outputs[0].get("data"):
             raise SourceUnavailable(f"model {model} answered without an output tensor")
-        values = np.asarray(outputs[0]["data"], dtype=float).reshape(-1)
-        if not np.all(np.isfinite(values)):
-            raise SourceUnavailable(f"model {model} answered non-finite values")
-        clipped: np.ndarray = np.clip(values, 0, None)
-        return clipped
+        named = {o.get("name"): o for o in outputs}
+        point, lower, upper = (named.get(n) for n in OUTPUT_NAMES)
+        tensors = {"forecast": point or outputs[0]}
+        if lower is not None and upper is not None:
+            tensors.update(lower=lower, upper=upper)
+        out = {}
+        for name, tensor in tensors.items():
+            values = np.asarray(tensor.get("data") or [], dtype=float).reshape(-1)
+            if values.size == 0 or not np.all(np.isfinite(values)):
+                raise SourceUnavailable(f"model {model} answered an empty or non-finite {name!r} tensor")
+            out[name] = np.clip(values, 0, None)
+        if len(out) == 3 and not (len(out["lower"]) == len(out["upper"]) == len(out["forecast"])):
+            raise SourceUnavailable(f"model {model} answered bounds of another length than its forecast")
+        return out
 
     def forecast(self, zone: str, now: float) -> Series:
         """The model's forecast from the current hour; cached per zone and hour."""
+        return self._forecast(zone, now)[0]
+
+    def _forecast(self, zone: str, now: float) -> tuple[Series, Bands | None]:
         start = np.floor(now / HOUR) * HOUR
         hit = self._cache.get((zone, start))
         if hit and time.monotonic() - hit[0] < self.cache_ttl:
-            return hit[1]
+            return hit[1], hit[2]
         past = self.history.series(zone, start - HISTORY_HOURS * HOUR, start, now)
         hours = start - HOUR * np.arange(HISTORY_HOURS, 0, -1)
         row = feature_row(past.value_at(hours), start)
@@ -101,9 +119,26 @@ class OipSource(CarbonSource):
         if values is None:
             raise SourceUnavailable(f"neither {model_name(zone)} nor {GENERIC_MODEL} is served at {self.url}")
         self.answers[answered] += 1
-        series = Series(float(start), HOUR, values)
-        self._cache[(zone, start)] = (time.monotonic(), series)
-        return series
+        series = Series(float(start), HOUR, values["forecast"])
+        bands = None
+        if "lower" in values:
+            lower, upper = Series(float(start), HOUR, values["lower"]), Series(float(start), HOUR, values["upper"])
+            bands = Bands(lower, upper, None, f"the model's own ({answered} model; coverage as it was calibrated)")
+        self._cache[(zone, start)] = (time.monotonic(), series, bands)
+        return series, bands
+
+    def bands(self, zone: str, t0: float, t1: float, now: float) -> Bands | None:
+        """The model's interval over ``[t0, t1)``; None when the model has none, does not answer, or
+        its horizon ends first (the fallback beyond it claims no uncertainty of its own)."""
+        if zone not in self.zones():
+            raise UnknownZone(f"no history for zone {zone}")
+        try:
+            _, bands = self._forecast(zone, now)
+        except SourceUnavailable:
+            return None
+        if bands is None or not bands.lower.covers(t0, t1):
+            return None
+        return Bands(bands.lower.slice(t0, t1), bands.upper.slice(t0, t1), bands.coverage, bands.method)
 
     def series(self, zone: str, t0: float, t1: float, now: float) -> Series:
         if zone not in self.zones():

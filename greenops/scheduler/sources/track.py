@@ -1,0 +1,78 @@
+"""A forecast's record on one decision, for the ``sure`` rule (greenops.scheduler.algorithm).
+
+The same request is replayed as if it had come ``j`` whole days earlier, for ``TRACK_DAYS`` values
+of ``j``: on the forecasts the source issued then, by the point rule, against the same default run.
+Each replay is charged what then really happened (``CarbonSource.observed``): the realised gain of
+its move, 0 where it did not move. Whole days keep the time of day, which is what a nightly job's
+choice depends on. Only replays that had ended before ``now`` count, so nothing looks ahead.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from greenops.scheduler.algorithm import (
+    TRACK_DAYS,
+    CapacityLedger,
+    Job,
+    NoFeasibleWindow,
+    Placement,
+    best_placement,
+    default_placement,
+)
+from greenops.scheduler.series import Series
+
+from .base import CarbonSource, SourceUnavailable, UnknownZone
+
+DAY = 86400.0
+
+
+def realised_gain(best: Placement, default: Placement | None, observed: dict[str, Series], duration: float) -> float:
+    """What moving from ``default`` to ``best`` really saved (g/kWh); 0 when it did not move."""
+    if default is None or (best.zone, best.start) == (default.zone, default.start):
+        return 0.0
+    if best.mean_intensity >= default.mean_intensity:
+        return 0.0
+
+    def actual(p: Placement) -> float:
+        return float(observed[p.zone].window_means(np.array([p.start]), duration)[0])
+
+    return actual(default) - actual(best)
+
+
+def track_record(
+    source: CarbonSource,
+    zones: list[str],
+    job: Job,
+    begin: float,
+    deadline: float,
+    now: float,
+    default_zone: str | None = None,
+    default_start: float | None = None,
+    days: int = TRACK_DAYS,
+) -> np.ndarray | None:
+    """The realised gains of the point rule on this request replayed 1..``days`` days back (the
+    first replay that had ended by ``now``); None when the source has no record of the past. A day
+    the source cannot forecast is NaN."""
+    first = max(1, math.ceil((deadline - now) / DAY))
+    start = begin if default_start is None else default_start
+    gains = np.full(days, np.nan)
+    for i, j in enumerate(range(first, first + days)):
+        shift = j * DAY
+        try:
+            forecasts = {z: source.series(z, begin - shift, deadline - shift, now - shift) for z in zones}
+            observed = {z: source.observed(z, begin - shift, deadline - shift) for z in zones}
+        except (UnknownZone, SourceUnavailable):
+            continue
+        known = {z: s for z, s in observed.items() if s is not None}
+        if len(known) < len(zones):
+            return None
+        try:
+            best = best_placement(forecasts, job, begin - shift, deadline - shift)
+        except NoFeasibleWindow:
+            continue
+        default = default_placement(forecasts, job, start - shift, CapacityLedger(), default_zone)
+        gains[i] = realised_gain(best, default, known, job.duration)
+    return gains
