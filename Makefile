@@ -72,9 +72,12 @@ bench-policy: setup tools
 scheduler: setup
 	$(PY) -m greenops.scheduler --host 127.0.0.1 --port 8080 --log-format console
 
-# Scheduler vs baselines and the oracle on the public traces -> build/eval/report.{json,png}
+# Scheduler vs baselines and the oracle on the public traces, the constrained geographic scenario and
+# forecast capture with the uncertainty rules -> build/eval/report.{json,png}, geo_constrained.json,
+# capture.json; then Let's Wait Awhile replicated -> build/eval/lwa.json
 eval: setup
 	$(VENV)/bin/greenops-eval --out build/eval
+	$(VENV)/bin/greenops-eval --scenario lwa --out build/eval
 
 # Forecasters: train per zone + generic on the public traces, evaluate on the held-out period,
 # log and register in MLflow (build/mlflow unless MLFLOW_TRACKING_URI) -> build/forecast/report.*
