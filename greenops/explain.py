@@ -35,8 +35,16 @@ def account(row: dict[str, Any]) -> dict[str, Any]:
     considered = answer.get("considered")
     others = [c for c in considered or [] if c["scheduling_location"] != chosen]
     best_other = min(others, key=lambda c: c["expected_intensity"], default=None)
+    rule = answer.get("rule") or "point"
+    beaten = best_other is not None and best_other["expected_intensity"] < answer["expected_intensity"]
     if considered is None:
         why = "the alternatives were not recorded (booked by a scheduler that did not keep them)"
+    elif rule != "point" and beaten and best_other is not None:
+        why = (
+            f"rule {rule!r} kept the run at the earliest start in {chosen} ({answer['expected_intensity']:g} g/kWh): "
+            f"the forecast favoured {best_other['scheduling_location']} ({best_other['expected_intensity']:g}), "
+            "but its uncertainty (interval) or its record on the days before (sure) did not justify moving"
+        )
     elif best_other is None:
         why = f"{chosen} was the only eligible zone; its cleanest window before the deadline won"
     else:

@@ -184,13 +184,17 @@ def worth_moving(best: Placement, default: Placement, bands: dict[str, Bands | N
     """Whether the forecast is sure enough that ``best`` beats ``default``: the expected gain
     (``default`` minus ``best``, point forecasts) exceeds the uncertainty against it (how much
     higher ``best`` may turn out, plus how much lower ``default`` may), i.e. the upper bound of
-    ``best``'s window is below the lower bound of ``default``'s."""
+    ``best``'s window is below the lower bound of ``default``'s. Without bands for either zone the
+    uncertainty is unknown, not zero, so nothing moves (a zone without intervals is no safer)."""
     if (best.zone, best.start) == (default.zone, default.start):
+        return False
+    if bands.get(best.zone) is None or bands.get(default.zone) is None:
         return False
     _, best_high = window_bounds(bands.get(best.zone), best, duration)
     default_low, _ = window_bounds(bands.get(default.zone), default, duration)
     gain = default.mean_intensity - best.mean_intensity
-    uncertainty = (best_high - best.mean_intensity) + (default.mean_intensity - default_low)
+    # (a biased model's bound can sit on the wrong side of its forecast: that is no negative doubt)
+    uncertainty = max(0.0, best_high - best.mean_intensity) + max(0.0, default.mean_intensity - default_low)
     return gain > uncertainty
 
 
@@ -244,7 +248,12 @@ def decide(
     best = best_placement(forecasts, job, now, deadline, ledger, give_up_at, weighed)
     if rule == "point":
         return best
-    default = default_placement(forecasts, job, now if default_start is None else default_start, ledger, default_zone)
+    start = now if default_start is None else default_start
+    default = default_placement(forecasts, job, start, ledger, default_zone)
+    if default is None and default_zone is not None:
+        # the origin is not among the eligible zones (or has no forecast): the default run is then
+        # the cleanest eligible zone at the earliest start, still "run now", never the best window
+        default = default_placement(forecasts, job, start, ledger)
     if default is None or (best.zone, best.start) == (default.zone, default.start):
         return best
     if rule == "interval":

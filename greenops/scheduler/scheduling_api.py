@@ -144,7 +144,9 @@ class Decider:
             if req.rule == "interval":
                 bands = {z: self.source.bands(z, begin, deadline, now) for z in req.eligible_regions}
             elif req.rule == "sure":
-                track = track_record(self.source, req.eligible_regions, job, begin, deadline, now, req.origin_zone)
+                track = track_record(
+                    self.source, req.eligible_regions, job, begin, deadline, now, req.origin_zone, give_up_at=give_up_at
+                )
             if time.monotonic() > give_up_at:
                 raise DecisionTimeout("weighing the forecast's uncertainty took longer than req_timeout")
 

@@ -64,8 +64,14 @@ def test_a_model_with_one_output_has_no_bands_and_the_order_does_not_matter():
         ),
     ],
 )
-def test_bad_bounds_are_named(outputs, message):
+def test_bad_bounds_cost_the_intervals_not_the_forecast(outputs, message):
     src = OipSource("http://oip", history=ProfileSource(), transport=server(outputs))
-    with pytest.raises(SourceUnavailable, match=message):
+    assert src.series("FR", NOW, NOW + 5 * H, NOW).values[0] == 1.0  # the model's own forecast, not a fallback
+    assert src.bands("FR", NOW, NOW + 5 * H, NOW) is None  # bounds it could not give are not claimed
+
+
+def test_a_bad_forecast_tensor_is_named():
+    bad = [tensor("forecast", [None] * 72), tensor("lower", [1.0] * 72), tensor("upper", [1.0] * 72)]
+    src = OipSource("http://oip", history=ProfileSource(), transport=server(bad))
+    with pytest.raises(SourceUnavailable, match="'forecast'"):
         src.series("FR", NOW, NOW + 5 * H, NOW)
-    assert src.bands("FR", NOW, NOW + 5 * H, NOW) is None  # a model that fails claims nothing

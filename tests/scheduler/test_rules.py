@@ -74,7 +74,9 @@ def test_interval_rule_moves_only_when_the_intervals_do_not_overlap():
     narrow, wide = {"ZZ": flat_bands(forecast, 20)}, {"ZZ": flat_bands(forecast, 30)}
     assert decide(*args, bands=narrow, default_zone="ZZ").start == T0 + 4 * H  # 50 + 20 < 100 - 20
     assert decide(*args, bands=wide, default_zone="ZZ").start == T0  # 50 + 30 > 100 - 30: stay
-    assert decide(*args, bands={"ZZ": None}, default_zone="ZZ").start == T0 + 4 * H  # no claim: point
+    assert decide(*args, bands={"ZZ": None}, default_zone="ZZ").start == T0  # no interval: not sure, stay
+    best, default = Placement("YY", T0 + 4 * H, 50.0), Placement("ZZ", T0, 100.0)
+    assert not worth_moving(best, default, {"YY": None, "ZZ": flat_bands(forecast, 1)}, H)  # one side unknown
     best, default = Placement("ZZ", T0 + 4 * H, 50.0), Placement("ZZ", T0, 100.0)
     assert worth_moving(best, default, narrow, H) and not worth_moving(best, default, wide, H)
     assert not worth_moving(default, default, narrow, H)  # staying is no move
@@ -192,3 +194,40 @@ def test_scheduling_takes_the_rule_and_stays_when_the_record_says_so(tmp_path, m
             assert again.headers.get("Idempotent-Replayed") == "true" and again.json() == booked.json()
     finally:
         store.close()
+
+
+def test_an_origin_outside_the_eligible_zones_still_runs_now_unless_sure():
+    forecast = {"ZZ": nightly(40, "always").full("ZZ").slice(T0, T0 + 10 * H)}
+    args = (forecast, JOB, T0, T0 + 10 * H, CapacityLedger(), "sure")
+    # the origin "XX" has no forecast here: the default run is the cleanest eligible zone now, not the best window
+    assert decide(*args, default_zone="XX").start == T0
+    assert decide(*args, default_zone="XX", track=np.full(TRACK_DAYS, 50.0)).start == T0 + 4 * H
+
+
+def test_explain_says_when_a_rule_kept_the_default_run():
+    from greenops.explain import account
+
+    answer = {
+        "scheduling_location": "FR",
+        "scheduling_time": "2030-01-01T00:00:00Z",
+        "expected_intensity": 60.0,
+        "rule": "sure",
+        "considered": [
+            {"scheduling_location": "FR", "expected_intensity": 60.0},
+            {"scheduling_location": "SE", "expected_intensity": 20.0},
+        ],
+    }
+    row = {"key": "k", "path": "pulumi", "phase": "Scheduled", "tenant": "t", "answer": answer}
+    why = account(row)["why"]
+    assert why.startswith("rule 'sure' kept the run at the earliest start in FR") and "SE (20)" in why
+    assert account({**row, "answer": {**answer, "rule": "point"}})["why"].startswith("FR had the lowest")
+
+
+def test_the_replays_count_against_the_requests_timeout():
+    import time
+
+    from greenops.scheduler.algorithm import DecisionTimeout
+
+    source = SeasonalNaiveSource(nightly(40, "always"))
+    with pytest.raises(DecisionTimeout, match="replaying the decision on earlier days"):
+        track_record(source, ["ZZ"], JOB, T0, T0 + 10 * H, T0, "ZZ", give_up_at=time.monotonic() - 1)

@@ -19,6 +19,7 @@ does not answer counts as absent, so the generic model is asked next.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import httpx
 import numpy as np
@@ -85,18 +86,18 @@ class OipSource(CarbonSource):
             raise SourceUnavailable(f"model {model} answered without an output tensor")
         named = {o.get("name"): o for o in outputs}
         point, lower, upper = (named.get(n) for n in OUTPUT_NAMES)
-        tensors = {"forecast": point or outputs[0]}
-        if lower is not None and upper is not None:
-            tensors.update(lower=lower, upper=upper)
-        out = {}
-        for name, tensor in tensors.items():
-            values = np.asarray(tensor.get("data") or [], dtype=float).reshape(-1)
-            if values.size == 0 or not np.all(np.isfinite(values)):
-                raise SourceUnavailable(f"model {model} answered an empty or non-finite {name!r} tensor")
-            out[name] = np.clip(values, 0, None)
-        if len(out) == 3 and not (len(out["lower"]) == len(out["upper"]) == len(out["forecast"])):
-            raise SourceUnavailable(f"model {model} answered bounds of another length than its forecast")
-        return out
+        forecast = _finite(point or outputs[0])
+        if forecast is None:
+            raise SourceUnavailable(f"model {model} answered an empty or non-finite 'forecast' tensor")
+        out = {"forecast": forecast}
+        if lower is None or upper is None:
+            return out  # a model from before the intervals: one tensor
+        low, high = _finite(lower), _finite(upper)
+        if low is None or high is None or not (len(low) == len(high) == len(forecast)):
+            # Bad bounds cost the intervals, never the forecast: the point rule does not need them.
+            log.warning("oip.bounds_dropped", model=model, reason="empty, non-finite or of another length")
+            return out
+        return {**out, "lower": low, "upper": high}
 
     def forecast(self, zone: str, now: float) -> Series:
         """The model's forecast from the current hour; cached per zone and hour."""
@@ -156,3 +157,12 @@ class OipSource(CarbonSource):
         if not predicted.covers(t0, t1):
             raise SourceUnavailable(f"forecast for {zone} ends before the requested period")
         return predicted.slice(t0, t1)
+
+
+def _finite(tensor: dict[str, Any]) -> np.ndarray | None:
+    """A tensor's values, clipped at 0; None when empty or not all finite."""
+    values = np.asarray(tensor.get("data") or [], dtype=float).reshape(-1)
+    if values.size == 0 or not np.all(np.isfinite(values)):
+        return None
+    clipped: np.ndarray = np.clip(values, 0, None)
+    return clipped

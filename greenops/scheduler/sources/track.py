@@ -10,12 +10,14 @@ choice depends on. Only replays that had ended before ``now`` count, so nothing 
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
 from greenops.scheduler.algorithm import (
     TRACK_DAYS,
     CapacityLedger,
+    DecisionTimeout,
     Job,
     NoFeasibleWindow,
     Placement,
@@ -52,25 +54,30 @@ def track_record(
     default_zone: str | None = None,
     default_start: float | None = None,
     days: int = TRACK_DAYS,
+    give_up_at: float | None = None,
 ) -> np.ndarray | None:
     """The realised gains of the point rule on this request replayed 1..``days`` days back (the
     first replay that had ended by ``now``); None when the source has no record of the past. A day
-    the source cannot forecast is NaN."""
+    the source cannot forecast is NaN. Past ``give_up_at`` (monotonic) it raises DecisionTimeout, as
+    the search does: the replays count against the request's req_timeout."""
     first = max(1, math.ceil((deadline - now) / DAY))
     start = begin if default_start is None else default_start
     gains = np.full(days, np.nan)
     for i, j in enumerate(range(first, first + days)):
+        if give_up_at is not None and time.monotonic() > give_up_at:
+            raise DecisionTimeout(f"replaying the decision on earlier days passed req_timeout at day {i}")
         shift = j * DAY
         try:
-            forecasts = {z: source.series(z, begin - shift, deadline - shift, now - shift) for z in zones}
+            # what really happened first: a source with no record of the past is asked for no forecast
             observed = {z: source.observed(z, begin - shift, deadline - shift) for z in zones}
+            known = {z: s for z, s in observed.items() if s is not None}
+            if len(known) < len(zones):
+                return None
+            forecasts = {z: source.series(z, begin - shift, deadline - shift, now - shift) for z in zones}
         except (UnknownZone, SourceUnavailable):
             continue
-        known = {z: s for z, s in observed.items() if s is not None}
-        if len(known) < len(zones):
-            return None
         try:
-            best = best_placement(forecasts, job, begin - shift, deadline - shift)
+            best = best_placement(forecasts, job, begin - shift, deadline - shift, give_up_at=give_up_at)
         except NoFeasibleWindow:
             continue
         default = default_placement(forecasts, job, start - shift, CapacityLedger(), default_zone)
