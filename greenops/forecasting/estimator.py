@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.linear_model import Ridge
 
+from .conformal import conformal_offsets
 from .features import FEATURES, HISTORY_HOURS
 
 LEVEL_HOURS = 24
@@ -75,16 +76,12 @@ class CarbonForecastRegressor:
 
     def calibrate(self, rows: np.ndarray, targets: np.ndarray, coverage: float = 0.8) -> CarbonForecastRegressor:
         """Conformal bounds from the misses on ``rows``/``targets``, which the fit must not have seen."""
-        if not 0 < coverage < 1:
-            raise ValueError(f"coverage must be between 0 and 1, got {coverage}")
         predicted = self.predict(rows)
         targets = np.asarray(targets, dtype=float)
         if targets.shape != predicted.shape:
             raise ValueError(f"targets must be {list(predicted.shape)}, got {list(targets.shape)}")
         misses = np.log(np.maximum(targets, FLOOR) / np.maximum(predicted, FLOOR))
-        # taken outwards, so a finite calibration set never narrows the interval
-        lower = np.quantile(misses, (1 - coverage) / 2, axis=0, method="lower")
-        upper = np.quantile(misses, (1 + coverage) / 2, axis=0, method="higher")
+        lower, upper = conformal_offsets(misses, coverage, axis=0)  # per horizon hour
         self.log_bounds = np.vstack([np.minimum.accumulate(lower), np.maximum.accumulate(upper)])
         self.coverage = coverage
         return self

@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from greenops.clock import stamp
+from greenops.forecasting.conformal import conformal_offsets
 from greenops.reservations import ReservationStore
 from greenops.scheduler import scheduling_api
 from greenops.scheduler.algorithm import (
@@ -26,7 +27,7 @@ from greenops.scheduler.algorithm import (
 from greenops.scheduler.api import create_app
 from greenops.scheduler.series import Series
 from greenops.scheduler.sources import Bands, SeasonalNaiveSource, TraceSource
-from greenops.scheduler.sources.naive import SeasonalMeanSource, conformal_offsets
+from greenops.scheduler.sources.naive import SeasonalMeanSource
 from greenops.scheduler.sources.track import track_record
 
 H = 3600.0

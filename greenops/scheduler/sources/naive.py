@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from greenops.forecasting.conformal import conformal_offsets
 from greenops.scheduler.series import Series
 
 from .base import Bands, CarbonSource, UnknownZone
@@ -25,16 +26,6 @@ DAY = 86400.0
 CALIBRATION_DAYS = 28
 COVERAGE = 0.8
 MIN_RESIDUALS = 48  # fewer misses than a day of half hours calibrate nothing
-
-
-def conformal_offsets(residuals: np.ndarray, coverage: float) -> tuple[float, float]:
-    """The lower and upper quantiles of ``residuals`` (actual - forecast) for a central interval of
-    ``coverage``, taken outwards (``lower``/``higher``) so that a finite sample never narrows it."""
-    if not 0 < coverage < 1:
-        raise ValueError(f"coverage must be between 0 and 1, got {coverage}")
-    lo = float(np.quantile(residuals, (1 - coverage) / 2, method="lower"))
-    hi = float(np.quantile(residuals, (1 + coverage) / 2, method="higher"))
-    return lo, hi
 
 
 def seasonal_bands(
@@ -63,7 +54,7 @@ def seasonal_bands(
         known = np.isfinite(predicted)
         if known.sum() < MIN_RESIDUALS:
             return None
-        lo, hi = conformal_offsets(full.value_at(u[known]) - predicted[known], coverage)
+        lo, hi = (float(b) for b in conformal_offsets(full.value_at(u[known]) - predicted[known], coverage))
         sel = ahead & (lags == lag)
         lower[sel] += lo
         upper[sel] += hi
