@@ -10,6 +10,7 @@ from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, 
 from pydantic.alias_generators import to_camel
 
 from greenops import endpoints
+from greenops.direct.base import NEEDS, missing_settings
 from greenops.errors import GreenOpsError, field_errors
 from greenops.models import Provisioning, Workload
 from greenops.renderers import RenderSettings
@@ -206,15 +207,6 @@ def _declared_workloads(raw: dict[str, Any], root: Path) -> list[Declared]:
     return declared
 
 
-# What each cloud's direct set cannot do without: render settings a provider would otherwise take
-# from the ambient account (or that a VM needs), by the greenops:render key that sets them.
-DIRECT_NEEDS = {
-    "azure": (("azureSubscriptionId", "azure_subscription_id"), ("sshPublicKey", "ssh_public_key")),
-    "gcp": (("gcpProject", "gcp_project"),),
-    "aws": (),
-}
-
-
 def direct_settings_problems(workloads: list[Workload], default: Provisioning, render: RenderSettings) -> list[str]:
     """Refused at preview, not when a gate opens hours later: a direct workload that may be placed
     on a cloud whose direct set needs a render setting that is not there."""
@@ -222,14 +214,13 @@ def direct_settings_problems(workloads: list[Workload], default: Provisioning, r
     for w in workloads:
         if (w.provisioning or default) is not Provisioning.DIRECT:
             continue
-        clouds = [w.provider] if w.provider else list(w.eligible_providers or DIRECT_NEEDS)
+        clouds = [w.provider] if w.provider else list(w.eligible_providers or NEEDS)
         for cloud in clouds:
-            for key, attr in DIRECT_NEEDS.get(cloud, ()):
-                if not getattr(render, attr):
-                    problems.append(
-                        f"greenops:render.{key}: workload {w.name!r} is provisioned directly and may be placed "
-                        f"on {cloud}, whose direct set needs it"
-                    )
+            for key in missing_settings(cloud, render):
+                problems.append(
+                    f"greenops:render.{key}: workload {w.name!r} is provisioned directly and may be placed "
+                    f"on {cloud}, whose direct set needs it"
+                )
     return problems
 
 

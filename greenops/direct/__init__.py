@@ -15,7 +15,7 @@ from greenops.errors import RenderError
 from greenops.models import Decision, Workload
 from greenops.renderers import RenderContext, RenderSettings
 
-from .base import DirectSet, Placed
+from .base import DirectSet, Placed, require_settings
 
 CLOUDS = ("aws", "azure", "gcp")
 
@@ -35,6 +35,7 @@ def build(
     module is imported only when a decision needs it (the SDKs are large). Names, labels and tags
     come from the renderers' own context, as in operator mode."""
     ctx = RenderContext(workload, decision, settings, catalog or load_catalog())
+    require_settings(ctx)
     placed = Placed(parent, tuple(depends_on))
     if decision.provider == "azure":
         from . import azure

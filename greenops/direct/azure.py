@@ -12,7 +12,6 @@ import pulumi
 import pulumi_azure_native as azure_native
 from pulumi_azure_native import compute, network, resources
 
-from greenops.errors import RenderError
 from greenops.renderers import RenderContext
 from greenops.renderers.providers.azure import SUBNET_CIDR, VNET_CIDR, _image_reference
 
@@ -27,7 +26,6 @@ def build(ctx: RenderContext, placed: Placed, *, existing_group: bool = False) -
     created in the decision's region, so the workload's resources come and go together.
     """
     workload, decision, settings = ctx.workload, ctx.decision, ctx.settings
-    _require(ctx)
     region, s = decision.region, settings
     provider = azure_native.Provider(
         ctx.name("provider"),
@@ -133,17 +131,3 @@ def _os_profile(ctx: RenderContext, computer_name: str) -> compute.OSProfileArgs
             ),
         ),
     )
-
-
-def _require(ctx: RenderContext) -> None:
-    s, name = ctx.settings, ctx.workload.name
-    if not s.ssh_public_key:
-        raise RenderError(
-            f"workload {name!r}: Azure Linux VMs need an SSH public key; set sshPublicKey in the render settings"
-        )
-    # Without it the provider would create wherever the ambient credentials' default subscription is.
-    if not s.azure_subscription_id:
-        raise RenderError(
-            f"workload {name!r}: the Azure provider must be told its subscription; set azureSubscriptionId in the "
-            "render settings"
-        )

@@ -7,6 +7,39 @@ from dataclasses import dataclass
 
 import pulumi
 
+from greenops.errors import RenderError
+from greenops.renderers import RenderContext, RenderSettings
+
+# What each cloud's direct set cannot do without, by greenops:render key, and why. Config Connector
+# and ASO fall back to their namespace's project or the owner's id; a direct provider told nothing
+# falls back to whatever the ambient credentials name.
+NEEDS: dict[str, dict[str, str]] = {
+    "azure": {
+        "azureSubscriptionId": "the Azure provider must be told its subscription",
+        "sshPublicKey": "Azure Linux VMs need an SSH public key",
+    },
+    "gcp": {"gcpProject": "the GCP provider must be told its project"},
+    "aws": {},
+}
+
+
+def missing_settings(cloud: str, settings: RenderSettings) -> dict[str, str]:
+    """The render settings ``cloud``'s direct set needs that ``settings`` lack: key -> why."""
+    given = settings.model_dump(by_alias=True)
+    return {key: why for key, why in NEEDS.get(cloud, {}).items() if not given.get(key)}
+
+
+def require_settings(ctx: RenderContext) -> None:
+    """Refuse to build a set whose provider would fall back to the ambient account."""
+    missing = missing_settings(ctx.decision.provider, ctx.settings)
+    if missing:
+        raise RenderError(
+            "; ".join(
+                f"workload {ctx.workload.name!r}: {why}; set {key} in the render settings"
+                for key, why in missing.items()
+            )
+        )
+
 
 @dataclass(frozen=True)
 class DirectSet:

@@ -21,13 +21,6 @@ def build(ctx: RenderContext, placed: Placed) -> DirectSet:
     zones = ctx.catalog.region("gcp", region).availabilityZones
     if not zones:
         raise RenderError(f"workload {workload.name!r}: no compute zone is known for GCP region {region!r}")
-    # Config Connector falls back to its namespace's project; a direct provider would fall back to
-    # whatever project the ambient credentials name, so the stack must say.
-    if not settings.gcp_project:
-        raise RenderError(
-            f"workload {workload.name!r}: the GCP provider must be told its project; set gcpProject in the render "
-            "settings"
-        )
     provider = gcp.Provider(
         ctx.name("provider"),
         gcp.ProviderArgs(project=settings.gcp_project, region=region),
