@@ -139,32 +139,48 @@ class Step:
     replace: str | None = None  # set when the window was missed with room left: place again, this is why
 
 
+@dataclass(frozen=True)
+class Voice:
+    """How a pass words the reasons it records: who brings the VM up, and who says it is up. The
+    phases do not depend on it."""
+
+    gate_opened: str = "gate opened: objects applied, waiting for the operator to report the VM ready"
+    waiting: str = "waiting for the operator to report the VM ready"  # followed by ": <what it reports>"
+    ready: str = "the operator reports the VM ready since {since}"  # after "running: "
+
+
+OPERATOR = Voice()
+
 APPLIED = "no operator is watched here (readiness: applied), so the run counts from when its objects were applied"
 
 
-def advance(lc: Lifecycle, window: Window, now: datetime, observe: Callable[[], Observation] | None = None) -> Step:
+def advance(
+    lc: Lifecycle,
+    window: Window,
+    now: datetime,
+    observe: Callable[[], Observation] | None = None,
+    voice: Voice = OPERATOR,
+) -> Step:
     """The lifecycle after a pass at ``now``. ``observe`` reads the operator's verdict (only called
-    while the objects exist); without it, objects count as running once applied (render mode)."""
+    while the objects exist); without it, objects count as running once applied (render mode).
+    ``voice`` words the reasons (direct mode has no operator)."""
     if lc.phase.terminal:
         return Step(lc)
     if lc.phase is Phase.SCHEDULED:
-        return _scheduled(lc, window, now, observe)
+        return _scheduled(lc, window, now, observe, voice)
     obs = observe() if observe else None
     if lc.phase is Phase.PROVISIONING:
-        return _provisioning(lc, window, now, obs)
+        return _provisioning(lc, window, now, obs, voice)
     return _running(lc, window, now, obs)
 
 
-def _scheduled(lc: Lifecycle, w: Window, now: datetime, observe: Callable[[], Observation] | None) -> Step:
+def _scheduled(
+    lc: Lifecycle, w: Window, now: datetime, observe: Callable[[], Observation] | None, voice: Voice
+) -> Step:
     if now < w.gate:
         return Step(lc)
     if now <= w.start:
-        opened = lc.to(
-            Phase.PROVISIONING,
-            now,
-            "gate opened: objects applied, waiting for the operator to report the VM ready",
-            gate_opened_at=now,
-        )
+        opened = lc.to(Phase.PROVISIONING, now, voice.gate_opened, gate_opened_at=now)
         if observe is None:
             return Step(opened.to(Phase.RUNNING, now, f"running: {APPLIED}", running_since=now))
         return Step(opened)
@@ -184,7 +200,7 @@ def _scheduled(lc: Lifecycle, w: Window, now: datetime, observe: Callable[[], Ob
     )
 
 
-def _provisioning(lc: Lifecycle, w: Window, now: datetime, obs: Observation | None) -> Step:
+def _provisioning(lc: Lifecycle, w: Window, now: datetime, obs: Observation | None, voice: Voice) -> Step:
     if obs is None:
         return _then_running(lc.to(Phase.RUNNING, now, f"running: {APPLIED}", running_since=now), w, now)
     if obs.failure:
@@ -209,7 +225,7 @@ def _provisioning(lc: Lifecycle, w: Window, now: datetime, obs: Observation | No
             lc.to(
                 Phase.RUNNING,
                 now,
-                f"running: the operator reports the VM ready since {stamp(since)}",
+                f"running: {voice.ready.format(since=stamp(since))}",
                 running_since=since,
             ),
             w,
@@ -227,7 +243,7 @@ def _provisioning(lc: Lifecycle, w: Window, now: datetime, obs: Observation | No
         )
     if not obs.detail:  # the operator has said nothing yet: the gate-opened record stands (stable previews)
         return Step(lc)
-    waiting = f"waiting for the operator to report the VM ready: {obs.detail}"
+    waiting = f"{voice.waiting}: {obs.detail}"
     return Step(lc if lc.reason == waiting else lc.model_copy(update={"reason": waiting}))
 
 

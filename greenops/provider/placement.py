@@ -40,6 +40,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -63,7 +64,17 @@ from greenops.direct.records import observation, pass_instant
 from greenops.errors import GreenOpsError, field_errors
 from greenops.models import Decision, Provisioning, Workload, spec_digest
 from greenops.placement import SchedulerClient, place
-from greenops.placement.lifecycle import Lifecycle, Observation, Phase, Step, Window, advance, from_outputs, next_change
+from greenops.placement.lifecycle import (
+    Lifecycle,
+    Observation,
+    Phase,
+    Step,
+    Voice,
+    Window,
+    advance,
+    from_outputs,
+    next_change,
+)
 from greenops.policies.client import OpaClient
 from greenops.renderers import Rendered, RenderSettings, render_set
 
@@ -87,6 +98,16 @@ SETTINGS_KEYS = (
 )
 # What a workload that has not been declared in this pass is seen as by the lifecycle (direct mode).
 NOT_DECLARED = Observation(ready=False, detail="the VM is declared on the next pass, from this placement's record")
+# How direct mode words its reasons: no operator objects and no operator; the VM is the cloud's.
+DIRECT_DECLARED = Voice(
+    gate_opened="gate opened: the VM is declared in this pass",
+    waiting="waiting for the VM",
+    ready="the VM exists since {since}, when a pass created it (Pulumi's create returns once the cloud reports it "
+    "running)",
+)
+DIRECT_NOT_DECLARED = replace(
+    DIRECT_DECLARED, gate_opened="gate opened: the VM is declared on the next pass, from this placement's record"
+)
 
 
 def _workload(props: dict[str, Any], now: datetime, check_deadline: bool = True) -> Workload:
@@ -406,8 +427,7 @@ def _direct_step(
     direct = props["direct"]
     declared = bool(direct.get("declared"))
     seen = NOT_DECLARED if just_placed else observation(direct.get("machine"))
-    step = advance(lifecycle, window, now, lambda: seen)
-    step = Step(_in_direct_words(lifecycle, step.lifecycle, declared), step.replace)
+    step = advance(lifecycle, window, now, lambda: seen, DIRECT_DECLARED if declared else DIRECT_NOT_DECLARED)
     due = step.replace is None and step.lifecycle.phase.materialised
     if not just_placed and declared != due:
         # Equal records and machines at one instant give equal steps: this is a bug; nothing is changed.
@@ -416,29 +436,6 @@ def _direct_step(
             f"but the placement's record moves to {step.lifecycle.phase.value}; nothing was changed"
         )
     return step
-
-
-def _in_direct_words(before: Lifecycle, after: Lifecycle, declared: bool) -> Lifecycle:
-    """The new events' reasons as they are in direct mode: no operator objects and no operator."""
-    words = {
-        Phase.PROVISIONING: "gate opened: the VM is declared in this pass"
-        if declared
-        else "gate opened: the VM is declared on the next pass, from this placement's record",
-        Phase.RUNNING: f"running: the VM exists since {stamp(after.running_since)}, when a pass created it "
-        "(Pulumi's create returns once the cloud reports it running)"
-        if after.running_since
-        else "running",
-    }
-    waiting = "waiting for the operator to report the VM ready: "
-    if after.reason.startswith(waiting):  # (no operator here: the wait is for the cloud's provider)
-        after = after.model_copy(update={"reason": "waiting for the VM: " + after.reason.removeprefix(waiting)})
-    if after.events == before.events:
-        return after
-    # this pass's events are the ones not recorded before (the oldest may have been dropped: MAX_EVENTS)
-    events = [
-        e if e in before.events else e.model_copy(update={"reason": words.get(e.phase, e.reason)}) for e in after.events
-    ]
-    return after.model_copy(update={"events": tuple(events), "reason": events[-1].reason})
 
 
 def _without_basis(direct: dict[str, Any]) -> dict[str, Any]:
