@@ -267,33 +267,25 @@ def _response(
     saving = 100 * (1 - mean_expected / baseline) if baseline > 0 else None
     return SchedulingResponse(
         key=key,
-        scheduling_location=first.zone,
-        scheduling_time=_rfc3339(first.start),
-        expected_intensity=round(first.mean_intensity, 2),
+        **_placed(first),
         baseline_intensity=round(baseline, 2),
         baseline=what,
         saving_percent=None if saving is None else round(saving, 2),
         source=source,
-        placements=[
-            PlacementOut(
-                scheduling_location=p.zone,
-                scheduling_time=_rfc3339(p.start),
-                expected_intensity=round(p.mean_intensity, 2),
-            )
-            for p in placements
-        ],
+        placements=[PlacementOut(**_placed(p)) for p in placements],
         searched_from=_rfc3339(begin),
         rule=rule,
-        considered=[
-            Considered(
-                scheduling_location=p.zone,
-                scheduling_time=_rfc3339(p.start),
-                expected_intensity=round(p.mean_intensity, 2),
-                run_now_intensity=round(now, 2),
-            )
-            for p, now in considered
-        ],
+        considered=[Considered(**_placed(p), run_now_intensity=round(now, 2)) for p, now in considered],
     ).model_dump(mode="json")
+
+
+def _placed(p: Placement) -> dict[str, Any]:
+    """A placement as every answer writes one (PlacementOut's fields)."""
+    return {
+        "scheduling_location": p.zone,
+        "scheduling_time": _rfc3339(p.start),
+        "expected_intensity": round(p.mean_intensity, 2),
+    }
 
 
 def _answer(done: Outcome) -> JSONResponse:
