@@ -15,3 +15,8 @@ ATTEMPTS = 3
 
 def in_cluster_scheduler_url(namespace: str = SCHEDULER_NAMESPACE) -> str:
     return f"http://{SCHEDULER_SERVICE}.{namespace}.svc:{SCHEDULER_PORT}"
+
+
+# The variable a client (the CLI, Placement without a stack credential, OPA's http.send) reads the
+# credential it presents to the scheduler from. The scheduler itself never reads it.
+SCHEDULER_TOKEN_VARIABLE = "GREENOPS_SCHEDULER_TOKEN"

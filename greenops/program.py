@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
@@ -213,6 +214,7 @@ def run(
     rows: list[pulumi.Output[dict[str, Any]]] = []
     components: list[GreenWorkload] = []
     kept: dict[str, pulumi.Output[Any]] = {}
+    credential = scheduler_credentials(cfg, config.workloads)
     for w in config.workloads:
         mode = config.provisioning_of(w)
         direct_args = DirectArgs(now=now, azure_existing_group=config.direct.azure_existing_resource_group)
@@ -220,7 +222,9 @@ def run(
             direct_args.record = recorded.apply(_entry(w.name))
         component = GreenWorkload(
             w.name,
-            GreenWorkloadArgs(w, endpoints, config.render, mode, direct_args),
+            GreenWorkloadArgs(
+                w, replace(endpoints, scheduler_token=credential(w.tenant)), config.render, mode, direct_args
+            ),
             pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends),
         )
         components.append(component)
@@ -236,6 +240,40 @@ def run(
     if direct_ones:
         pulumi.export(RECORDS_OUTPUT, pulumi.Output.all(**kept))
     return components
+
+
+def scheduler_credentials(
+    cfg: pulumi.Config, workloads: Sequence[Workload]
+) -> Callable[[str], pulumi.Input[str] | None]:
+    """Which credential each workload's Placement presents to the scheduler: its tenant's token from
+    the secret map ``greenops:schedulerTokens`` (tenant -> token, one per tenant), else the stack's
+    ``greenops:schedulerToken`` (one token whose principal acts for several tenants). A tenant with
+    neither is refused here, by name, rather than by the scheduler at the first booking."""
+    shared = cfg.get_secret("schedulerToken")
+    try:
+        # get_object reads the plaintext; every token is wrapped as a secret again below
+        per_tenant = cfg.get_object("schedulerTokens")
+    except pulumi.ConfigTypeError:
+        per_tenant = ""  # refused just below, without quoting the value
+    if per_tenant is not None and not (
+        isinstance(per_tenant, dict) and all(isinstance(v, str) and v for v in per_tenant.values())
+    ):
+        raise pulumi.RunError("greenops:schedulerTokens: must map each tenant to its token (a non-empty string)")
+    tokens: dict[str, str] = per_tenant or {}
+    if tokens and shared is None:
+        missing = sorted({w.tenant for w in workloads} - tokens.keys())
+        if missing:
+            named = ", ".join(f"{w.name} ({w.tenant})" for w in workloads if w.tenant in missing)
+            raise pulumi.RunError(
+                f"greenops:schedulerTokens: no token for tenant(s) {', '.join(missing)}, used by {named}: "
+                "add one (greenops token issue --tenant ...) or set greenops:schedulerToken"
+            )
+
+    def credential(tenant: str) -> pulumi.Input[str] | None:
+        token = tokens.get(tenant)
+        return pulumi.Output.secret(token) if token is not None else shared
+
+    return credential
 
 
 def _entry(name: str) -> Callable[[dict[str, Any]], dict[str, Any] | None]:

@@ -35,6 +35,11 @@ class PolicySettings(BaseModel):
     )
     scheduler: SchedulerCall = Field(default_factory=SchedulerCall)
 
+    def cap(self, tenant: str) -> float | None:
+        """The tenant's vCPU quota, as greenops.quota.cap reads the same settings in the bundle."""
+        limit = self.tenant_vcpu_quota.get(tenant, self.default_tenant_vcpu_quota)
+        return None if limit is None else float(limit)
+
     def document(self) -> dict[str, Any]:
         """The bundle's data.greenops.config: these settings, and the default tenant (a fact of
         the workload model, not a setting)."""
