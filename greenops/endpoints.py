@@ -20,3 +20,4 @@ def in_cluster_scheduler_url(namespace: str = SCHEDULER_NAMESPACE) -> str:
 # The variable a client (the CLI, Placement without a stack credential, OPA's http.send) reads the
 # credential it presents to the scheduler from. The scheduler itself never reads it.
 SCHEDULER_TOKEN_VARIABLE = "GREENOPS_SCHEDULER_TOKEN"
+OPA_TOKEN_VARIABLE = "GREENOPS_OPA_TOKEN"  # a client's query token for OPA's decisions, likewise

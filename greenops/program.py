@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -18,6 +18,10 @@ from greenops.direct.records import RECORDS_OUTPUT, record_of
 from greenops.models import Provisioning, Workload
 from greenops.outputs import gather, sdk_waits_cheaply
 from greenops.stack_config import KEYS, StackConfig, StackConfigError, parse_stack_config
+
+if TYPE_CHECKING:  # the platform's modules load only for a stack that installs it
+    from components.config import PlatformConfig
+    from components.platform import PlatformSecrets
 
 PLATFORM_SECRETS = ("mlflowDbPassword", "s3AccessKey", "s3SecretKey")
 
@@ -96,6 +100,34 @@ def _row_of(w: Workload) -> Callable[[list[Any]], dict[str, Any]]:
     return lambda ds: placement_row(w, *ds)
 
 
+def missing_credentials(platform_config: PlatformConfig, secrets: PlatformSecrets) -> str | None:
+    """Why the platform cannot be installed securely with these secrets, or None. A cluster install
+    never runs an open scheduler or an open OPA API: the credentials it needs are refused by name
+    at preview, not warned about after the fact."""
+    c = platform_config
+    needed = {
+        "schedulerAdminToken": c.scheduler.enabled,  # the bootstrap admin: issues the tenants' tokens
+        "opaSchedulerToken": c.policy.enabled,  # OPA's own principal at the scheduler (cluster path only)
+        "opaToken": c.policy.enabled,  # decision queries (Placement's)
+        "opaAdminToken": c.policy.enabled,  # kube-mgmt's writes
+    }
+    given = {
+        "schedulerAdminToken": secrets.scheduler_admin_token,
+        "opaSchedulerToken": secrets.opa_scheduler_token,
+        "opaToken": secrets.opa_token,
+        "opaAdminToken": secrets.opa_admin_token,
+    }
+    missing = [f"greenops:{k}" for k, wanted in needed.items() if wanted and given[k] is None]
+    if not missing:
+        return None
+    why = " (external access exposes both services beyond the cluster)" if c.external_access.enabled else ""
+    return (
+        f"the platform needs the secret(s) {', '.join(missing)}{why}: set each to its own random value with "
+        '`pulumi config set --secret <key> "$(openssl rand -hex 32)"` (see stacks/Pulumi.prod.yaml); '
+        "an open scheduler or OPA API is never installed"
+    )
+
+
 def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) -> None:
     """The control plane (greenops:platform), when the stack declares one."""
     from pydantic import ValidationError
@@ -128,12 +160,15 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
         mlflow_db_password,
         s3_access_key,
         s3_secret_key,
-        scheduler_token=cfg.get_secret("schedulerToken"),
+        scheduler_admin_token=cfg.get_secret("schedulerAdminToken"),
+        opa_scheduler_token=cfg.get_secret("opaSchedulerToken"),
         opa_token=cfg.get_secret("opaToken"),
         opa_admin_token=cfg.get_secret("opaAdminToken"),
         scheduler_database_url=cfg.get_secret("schedulerDatabaseUrl"),
         scheduler_db_password=cfg.get_secret("schedulerDbPassword"),
     )
+    if missing := missing_credentials(platform_config, secrets):
+        raise pulumi.RunError(missing)
     if (
         platform_config.scheduler.enabled
         and secrets.scheduler_database_url is None

@@ -62,7 +62,7 @@ from greenops import endpoints
 from greenops.catalog import load_catalog
 from greenops.clock import stamp, system_clock
 from greenops.direct.records import observation, pass_instant
-from greenops.endpoints import SCHEDULER_TOKEN_VARIABLE
+from greenops.endpoints import OPA_TOKEN_VARIABLE, SCHEDULER_TOKEN_VARIABLE
 from greenops.errors import GreenOpsError, field_errors
 from greenops.models import Decision, Provisioning, Workload, spec_digest
 from greenops.placement import SchedulerClient, place
@@ -283,7 +283,7 @@ class PlacementProvider(ResourceProvider):
             props["opaUrl"],
             timeout=timeout,
             attempts=attempts,
-            token=props.get("opaToken"),
+            token=props.get("opaToken") or os.environ.get(OPA_TOKEN_VARIABLE),
             ca_certificate=props.get("caCertificate"),
         )
         scheduler = self._scheduler(props)
