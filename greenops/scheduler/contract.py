@@ -22,8 +22,10 @@ class SchedulingRequest(BaseModel):
     eligible_regions: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(min_length=1, max_length=500)
     deadline: AwareDatetime
     duration: Annotated[float, Field(strict=True, gt=0, le=24 * 31, description="hours")]
-    cpu: Annotated[float, Field(strict=True, gt=0, le=100000)]
-    memory: Annotated[float, Field(strict=True, gt=0, le=1000000, description="GB")]
+    # The record counts whole milli-vCPUs: less than one would book nothing (1e-300 x 10 000 jobs
+    # booked 0.0 vCPU) and a memory below a megabyte is no VM.
+    cpu: Annotated[float, Field(strict=True, ge=0.001, le=100000, description="vCPUs; at least one millicore")]
+    memory: Annotated[float, Field(strict=True, ge=0.001, le=1000000, description="GB")]
     req_timeout: Annotated[float, Field(strict=True, gt=0, le=300, description="seconds")] = 10
     origin_zone: str | None = Field(default=None, description="zone of the origin region, for the baseline")
     earliest_start: AwareDatetime | None = Field(
