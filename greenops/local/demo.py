@@ -247,7 +247,7 @@ def _demo(running: Running, work: Path, record: Path, t0: datetime, hours: float
         f"  reservation record {record}: {len(earlier)} active from earlier runs "
         "(the same workloads are booked under the same keys, never twice)"
     )
-    install_admission(cp, opa.url, running.ca_pem, ("greenops", "demo"))
+    install_admission(cp, opa.url, running.ca_pem, ("greenops", "demo"), token=opa.admin_token)
     say(
         "  installed: the VmTemplate CRD and the mutating webhook (VmTemplate CREATE/UPDATE -> OPA places and "
         "books; DELETE -> OPA releases)"

@@ -125,12 +125,17 @@ def vmtemplate_crd() -> dict[str, Any]:
 
 
 def install_admission(
-    cp: LocalControlPlane, opa_url: str, ca_pem: bytes, namespaces: Iterable[str] | Mapping[str, str | None] = ()
+    cp: LocalControlPlane,
+    opa_url: str,
+    ca_pem: bytes,
+    namespaces: Iterable[str] | Mapping[str, str | None] = (),
+    token: str | None = None,
 ) -> None:
     """The VmTemplate CRD, the webhook to OPA and the given namespaces, on a local control plane.
 
     A namespace given by name alone is its own tenant (label greenops.io/tenant=<name>); a mapping
-    gives each namespace's tenant, None for no label. The namespaces are then copied into OPA.
+    gives each namespace's tenant, None for no label. The namespaces are then copied into OPA, with
+    ``token``, its admin token (kube-mgmt's).
     """
     tenants = dict(namespaces) if isinstance(namespaces, Mapping) else {ns: ns for ns in namespaces}
     cp.create_crd(vmtemplate_crd())
@@ -141,7 +146,7 @@ def install_admission(
         ).raise_for_status()
         for ns, tenant in tenants.items():
             k.post("/api/v1/namespaces", json=namespace_manifest(ns, tenant))
-    replicate_namespaces(cp, opa_url, ca_pem)
+    replicate_namespaces(cp, opa_url, ca_pem, token)
 
 
 def namespace_manifest(name: str, tenant: str | None) -> dict[str, Any]:
