@@ -74,7 +74,10 @@ def test_a_service_account_not_listed_is_refused(cluster):
     with cp.client() as k:
         token = token_for(k, "stranger", AUDIENCE)
     r = call(s, token, "/reservations/team-a/stranger", json=booking())
-    assert r.status_code == 401 and "ServiceAccount ci/stranger is not one of the scheduler's principals" in r.json()["detail"]
+    assert (
+        r.status_code == 401
+        and "ServiceAccount ci/stranger is not one of the scheduler's principals" in r.json()["detail"]
+    )
 
 
 def test_a_forged_jwt_is_refused(cluster):
