@@ -66,6 +66,7 @@ def review(op="CREATE", obj=None, old=None, kind="VmTemplate"):
 
 
 def admit(opa, body) -> dict:
+    # POST / is the webhook's call: open, protected by TLS and the Service (system.authz)
     r = httpx.post(f"{opa.url}/", json=body, timeout=10)
     assert r.status_code == 200, r.text
     return r.json()
@@ -87,7 +88,7 @@ def recorded_by(answer) -> dict:
 
 # --- the Data API decision -------------------------------------------------------------------
 def test_thesis_latency_example_on_the_real_catalog(opa, catalog):
-    with OpaClient(opa.url) as c:
+    with OpaClient(opa.url, token=opa.query_token) as c:
         d = c.decision(dict(WORKLOAD, eligibleProviders=["azure"], maxLatency=100))
     azure = d["eligible"]["azure"]
     assert {"italynorth", "francecentral"} <= set(azure)
@@ -97,7 +98,7 @@ def test_thesis_latency_example_on_the_real_catalog(opa, catalog):
 
 
 def test_eu_residency_on_the_real_catalog(opa, catalog):
-    with OpaClient(opa.url) as c:
+    with OpaClient(opa.url, token=opa.query_token) as c:
         d = c.decision(dict(WORKLOAD, dataResidency="eu"))
     regions = [(p, r) for p, rs in d["eligible"].items() for r in rs]
     assert len(regions) > 20
@@ -106,7 +107,11 @@ def test_eu_residency_on_the_real_catalog(opa, catalog):
 
 
 def candidates(opa, workload) -> list[dict]:
-    r = httpx.post(f"{opa.url}/v1/data/greenops/placement/candidates", json={"input": {"workload": workload}})
+    r = httpx.post(
+        f"{opa.url}/v1/data/greenops/placement/candidates",
+        json={"input": {"workload": workload}},
+        headers=opa.query_headers,
+    )
     return r.json()["result"]
 
 
@@ -119,7 +124,7 @@ def test_rego_picks_the_same_size_as_python(opa, catalog):
 
 
 def test_zone_maps_back_to_a_candidate(opa, catalog):
-    with OpaClient(opa.url) as c:
+    with OpaClient(opa.url, token=opa.query_token) as c:
         d = c.decision(dict(WORKLOAD, dataResidency="eu"), zone="FR")
     sel = d["selection"]
     assert sel["zone"] == "FR" and catalog.region(sel["provider"], sel["region"]).zone == "FR"
@@ -128,14 +133,14 @@ def test_zone_maps_back_to_a_candidate(opa, catalog):
 
 
 def test_conflict_is_refused_with_the_constraint_chain(opa):
-    with OpaClient(opa.url) as c, pytest.raises(PolicyDenied) as info:
+    with OpaClient(opa.url, token=opa.query_token) as c, pytest.raises(PolicyDenied) as info:
         c.require_allowed(dict(WORKLOAD, originRegion="westus", dataResidency="eu", maxLatency=20))
     assert "dataResidency eu leaves" in str(info.value) and "maxLatency 20 ms from westus leaves 0" in str(info.value)
 
 
 def test_the_decision_hands_the_tenants_quota_to_the_scheduler(opa):
     """Policy sets the cap; the scheduler counts the tenant's active reservations of both paths."""
-    with OpaClient(opa.url) as c:
+    with OpaClient(opa.url, token=opa.query_token) as c:
         d = c.decision(dict(WORKLOAD, tenant="research"))
     assert d["allowed"] and d["errors"] == []
     assert d["tenantQuotaVcpu"] == 256
@@ -230,7 +235,7 @@ def test_the_pulumi_path_releases_a_booking_it_cannot_map(opa, scheduler):
     scheduler.released.clear()
     workload = Workload.model_validate(dict(WORKLOAD, name="etl", dataResidency="eu"))
     try:
-        with OpaClient(opa.url) as o, SchedulerClient(scheduler.url) as s, pytest.raises(PlacementError) as info:
+        with OpaClient(opa.url, token=opa.query_token) as o, SchedulerClient(scheduler.url) as s, pytest.raises(PlacementError) as info:
             place(workload, o, s, key="dev/etl/abc")
     finally:
         scheduler.mode = "first"
@@ -266,7 +271,9 @@ def test_a_spec_tenant_not_the_namespaces_is_denied(opa, scheduler):
 def test_the_tenant_label_is_the_one_python_sets(opa):
     from greenops.policies.webhook import TENANT_LABEL
 
-    assert httpx.get(f"{opa.url}/v1/data/greenops/tenancy/label").json()["result"] == TENANT_LABEL
+    # greenops.tenancy is no decision package: only the admin token reads it
+    label = httpx.get(f"{opa.url}/v1/data/greenops/tenancy/label", headers=opa.admin_headers)
+    assert label.json()["result"] == TENANT_LABEL
 
 
 # Visibility reads the real scheduler's record, not replicated VmTemplates:
