@@ -62,7 +62,7 @@ from greenops import endpoints
 from greenops.catalog import load_catalog
 from greenops.clock import stamp, system_clock
 from greenops.direct.records import observation, pass_instant
-from greenops.endpoints import OPA_TOKEN_VARIABLE, SCHEDULER_TOKEN_VARIABLE
+from greenops.endpoints import OPA_TOKEN_VARIABLE
 from greenops.errors import GreenOpsError, field_errors
 from greenops.models import Decision, Provisioning, Workload, spec_digest
 from greenops.placement import SchedulerClient, place
@@ -302,8 +302,8 @@ class PlacementProvider(ResourceProvider):
             timeout=float(props.get("timeoutSeconds") or endpoints.TIMEOUT_SECONDS),
             attempts=int(props.get("attempts") or endpoints.ATTEMPTS),
             # the stack's credential, else the ambient one (a CI step's secret, `greenops serve`'s
-            # export), like KUBECONFIG; it never enters the state that way
-            token=props.get("schedulerToken") or os.environ.get(SCHEDULER_TOKEN_VARIABLE),
+            # export, a pod's projected ServiceAccount token), like KUBECONFIG; never in the state
+            token=props.get("schedulerToken") or endpoints.ambient_scheduler_token(),
             ca_certificate=props.get("caCertificate"),
         )
 
