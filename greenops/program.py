@@ -14,6 +14,7 @@ from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import DirectArgs, Endpoints, GreenWorkload, GreenWorkloadArgs
 from greenops.clock import stamp, system_clock
 from greenops.direct.records import RECORDS_OUTPUT, record_of
+from greenops.inline_config import too_large_for_environment
 from greenops.models import Provisioning, Workload
 from greenops.outputs import gather, sdk_waits_cheaply
 from greenops.stack_config import KEYS, StackConfig, StackConfigError, parse_stack_config
@@ -30,6 +31,13 @@ def project_root() -> Path:
 
 def _raw_config(cfg: pulumi.Config) -> dict[str, Any]:
     return {key: _value(cfg, key) for key in KEYS if cfg.get(key) is not None}
+
+
+def _all_config() -> dict[str, str]:
+    """The whole stack config the program sees, every namespace, as the engine handed it."""
+    from pulumi.runtime import config as runtime_config
+
+    return {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
 
 
 def _value(cfg: pulumi.Config, key: str) -> Any:
@@ -181,6 +189,12 @@ def run(
     reads the placements' records as the state has them, when a workload is direct (see
     recorded_placements); ``now`` is the pass's instant (default: the platform's clock)."""
     sdk_waits_cheaply()
+    # An inline Automation API program is handed its config without an environment, but the CLI and
+    # the Pulumi Kubernetes Operator start the program with it in one (greenops/inline_config.py):
+    # a stack that only one path can run is refused on all of them.
+    problem = too_large_for_environment(_all_config())
+    if problem:
+        raise pulumi.RunError(problem)
     cfg = pulumi.Config("greenops")
     try:
         config = parse_stack_config(_raw_config(cfg), root=root or project_root())

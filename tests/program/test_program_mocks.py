@@ -142,3 +142,15 @@ def test_bad_endpoint_config_names_the_key():
 
     with pytest.raises(pulumi.RunError, match=r"greenops:endpoints\.opaUrl"):
         program.run()
+
+
+def test_too_much_inline_config_is_refused_naming_workloads_from():
+    """The Automation API hands an inline program its config without an environment, but the CLI and
+    the Pulumi Kubernetes Operator cannot: the same stack is refused on every path."""
+    pulumi.runtime.set_mocks(Mocks(), project="greenops-platform", stack="test", preview=True)
+    many = [dict(NOW_SPEC, name=f"job-{i}") for i in range(1000)]
+    pulumi.runtime.set_all_config({"greenops:workloads": json.dumps(many)})
+    from greenops import program
+
+    with pytest.raises(pulumi.RunError, match=r"^the stack's config is \d+ bytes .*greenops:workloadsFrom"):
+        program.run()
