@@ -86,8 +86,15 @@ def field_path(loc: Sequence[int | str]) -> str:
     A key comes from the input (an unknown key of any length), so each part is cut."""
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{cut(str(part))}" if out else cut(str(part)))
+        out += f"[{part}]" if isinstance(part, int) else (f".{shown(part)}" if out else shown(part))
     return out
+
+
+def shown(name: object) -> str:
+    """A key or path as written (cut) when it reads as one; quoted when empty or holding spaces or
+    control characters, which would make the message ambiguous or break its line."""
+    text = str(name)
+    return cut(text) if text and text.isprintable() and " " not in text else quote(text)
 
 
 def field_errors(

@@ -90,9 +90,8 @@ def load_yaml_text(text: str | bytes, label: str) -> Any:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise UserYamlError(f"{label}: not UTF-8 text (byte {exc.start})") from None
-    loader = PlainLoader(text)
     try:
-        return loader.get_single_data()
+        return _single_document(text)
     except _Refused as exc:
         raise UserYamlError(f"{label}: {_at(exc)}{one_line(exc.problem or '')}") from None
     except yaml.MarkedYAMLError as exc:
@@ -102,6 +101,12 @@ def load_yaml_text(text: str | bytes, label: str) -> Any:
         position = getattr(exc, "position", None)
         where = f" (character {position})" if position is not None else ""
         raise UserYamlError(f"{label}: not readable as YAML: {one_line(str(reason))}{where}") from None
+
+
+def _single_document(text: str) -> Any:
+    loader = PlainLoader(text)  # its reader already refuses characters YAML does not allow
+    try:
+        return loader.get_single_data()
     finally:
         loader.dispose()
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from greenops.errors import GreenOpsError, cut, quote
+from greenops.errors import GreenOpsError, quote, shown
 from greenops.user_yaml import UserYamlError, load_yaml_file
 
 SETTING = "greenops:workloadsFrom"
@@ -48,7 +48,7 @@ def workload_files(entries: list[str], root: Path) -> list[Path]:
             files += _files_of(entry, base, root)
         except (OSError, ValueError) as exc:  # a NUL byte, a name too long, a loop of links
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise WorkloadFileError(f"{SETTING}: {quote(entry)}: not a usable path ({reason})") from None
+            raise WorkloadFileError(f"{SETTING}: {shown(entry)}: not a usable path ({reason})") from None
         if len(files) > MAX_WORKLOADS:  # a file holds one workload or more
             raise WorkloadFileError(f"{SETTING}: more than {MAX_WORKLOADS} files: split them over stacks")
     return files
@@ -59,7 +59,7 @@ def _files_of(entry: str, base: Path, root: Path) -> list[Path]:
     if path.is_dir():
         found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
         if not found:
-            raise WorkloadFileError(f"{SETTING}: {cut(entry)}: no *.yaml file in this folder")
+            raise WorkloadFileError(f"{SETTING}: {shown(entry)}: no *.yaml file in this folder")
         for file in found:
             if not file.resolve().is_relative_to(base):
                 raise WorkloadFileError(
@@ -69,7 +69,7 @@ def _files_of(entry: str, base: Path, root: Path) -> list[Path]:
         return [f.resolve() for f in found]
     if path.is_file():
         return [path]
-    raise WorkloadFileError(f"{SETTING}: {cut(entry)}: no such file or folder under {root}")
+    raise WorkloadFileError(f"{SETTING}: {shown(entry)}: no such file or folder under {root}")
 
 
 def _inside(entry: str, base: Path) -> Path:
@@ -85,7 +85,7 @@ def _inside(entry: str, base: Path) -> Path:
     else:
         reason = "a symbolic link to outside the project folder"
     raise WorkloadFileError(
-        f"{SETTING}: {quote(entry)}: {reason}; name files or folders inside the project, relative to it"
+        f"{SETTING}: {shown(entry)}: {reason}; name files or folders inside the project, relative to it"
     )
 
 
