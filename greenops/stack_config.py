@@ -11,7 +11,7 @@ from pydantic.alias_generators import to_camel
 
 from greenops import endpoints
 from greenops.direct.base import NEEDS, missing_settings
-from greenops.errors import GreenOpsError, field_errors, quote
+from greenops.errors import GreenOpsError, field_errors, quote, shown
 from greenops.models import Provisioning, Workload
 from greenops.renderers import RenderSettings
 from greenops.shards import shard_of
@@ -210,20 +210,20 @@ def _declared_workloads(raw: dict[str, Any], root: Path) -> list[Declared]:
             where.setdefault(d.spec["name"], []).append(d.where)
     dupes = sorted((n, places) for n, places in where.items() if len(places) > 1)
     if dupes:
-        shown = [f"{quote(n)} in {', '.join(p[:3])}{' and more' if len(p) > 3 else ''}" for n, p in dupes]
+        listed = [f"{quote(n)} in {', '.join(p[:3])}{' and more' if len(p) > 3 else ''}" for n, p in dupes]
         raise StackConfigError(
             "duplicate workload names: "
-            + "; ".join(shown[:MAX_REPORTED_ERRORS])
-            + (f"; and {len(shown) - MAX_REPORTED_ERRORS} more" if len(shown) > MAX_REPORTED_ERRORS else "")
+            + "; ".join(listed[:MAX_REPORTED_ERRORS])
+            + (f"; and {len(listed) - MAX_REPORTED_ERRORS} more" if len(listed) > MAX_REPORTED_ERRORS else "")
         )
     return declared
 
 
 def _joined(errors: list[str], stopped: bool = False) -> str:
     """The errors as one line: the first MAX_REPORTED_ERRORS, and whether there were more."""
-    shown = "; ".join(errors[:MAX_REPORTED_ERRORS])
+    listed = "; ".join(errors[:MAX_REPORTED_ERRORS])
     stopped = stopped or len(errors) > MAX_REPORTED_ERRORS
-    return shown + (f" (stopped after {MAX_REPORTED_ERRORS} errors)" if stopped else "")
+    return listed + (f" (stopped after {MAX_REPORTED_ERRORS} errors)" if stopped else "")
 
 
 def direct_settings_problems(workloads: list[Workload], default: Provisioning, render: RenderSettings) -> list[str]:
@@ -273,7 +273,7 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
             workloads.append(Workload.model_validate(d.spec, context=ctx))
         except ValidationError as exc:
             name = d.spec.get("name") if isinstance(d.spec, dict) else None
-            named = f" ({quote(name)[1:-1]})" if isinstance(name, str) and name else ""
+            named = f" ({shown(name)})" if isinstance(name, str) and name else ""
             errors += _describe(exc, d.where + named)
 
     def section(key: str, model: type[_Section_T]) -> _Section_T | None:
@@ -292,7 +292,7 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
     direct = section("direct", DirectConfig)
     provisioning = _provisioning(raw.get("provisioning"), errors)
     # greenops:platform is validated by components.config.PlatformConfig (the program does both)
-    unknown = sorted(quote(f"greenops:{k}")[1:-1] for k in set(raw) - {*KEYS, "platform"})
+    unknown = sorted(shown(f"greenops:{k}") for k in set(raw) - {*KEYS, "platform"})
     if unknown:
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
         errors.append(f"unknown key(s) {', '.join(unknown[:5])}{more}")
