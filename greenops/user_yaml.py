@@ -68,7 +68,7 @@ class PlainLoader(yaml.SafeLoader):
 
 
 def load_yaml_file(path: Path, label: str) -> Any:
-    """The document in ``path``, named ``label`` in errors; its size is checked before it is read."""
+    """The document in ``path``, named ``label`` in errors; never read past one byte over the limit."""
     try:
         with path.open("rb") as fh:
             data = fh.read(MAX_YAML_BYTES + 1)
@@ -113,11 +113,11 @@ def _single_document(text: str) -> Any:
 
 def _reason(exc: yaml.MarkedYAMLError) -> str:
     """PyYAML's problem and context, without the snippet of the document its str() shows."""
-    reason = exc.problem or type(exc).__name__
-    if exc.context:
-        start = exc.context_mark
-        reason += f" ({exc.context}{f' from line {start.line + 1}' if start else ''})"
-    return reason
+    problem = exc.problem or type(exc).__name__
+    if not exc.context:
+        return problem
+    start = f" from line {exc.context_mark.line + 1}" if exc.context_mark else ""
+    return f"{exc.context}{start}: {problem}"  # as PyYAML words them: "while parsing ...: expected ..."
 
 
 def _at(exc: yaml.MarkedYAMLError) -> str:
