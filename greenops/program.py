@@ -17,7 +17,7 @@ from greenops.direct.records import RECORDS_OUTPUT, record_of
 from greenops.inline_config import too_large_for_environment
 from greenops.models import Provisioning, Workload
 from greenops.outputs import gather, sdk_waits_cheaply
-from greenops.stack_config import KEYS, StackConfig, StackConfigError, parse_stack_config
+from greenops.stack_config import KEYS, StackConfig, StackConfigError, joined_errors, parse_stack_config
 
 PLATFORM_SECRETS = ("mlflowDbPassword", "s3AccessKey", "s3SecretKey")
 
@@ -113,15 +113,16 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
     from components.policy_engine import PolicyEngine
     from greenops.errors import field_errors
 
-    raw = cfg.get_object("platform")
+    # not get_object: its error for a value that is not JSON quotes the whole value
+    raw = _value(cfg, "platform")
     if raw is None:
         return
     interval = config.reconcile.interval_seconds  # the in-cluster resync is the gates' reconcile interval
     try:
         platform_config = PlatformConfig.model_validate(raw)
     except ValidationError as exc:
-        lines = [f"greenops:platform.{field}: {msg}" for field, msg in field_errors(exc.errors())]
-        raise pulumi.RunError("; ".join(lines)) from None
+        lines = [f"greenops:platform{'.' + field if field else ''}: {msg}" for field, msg in field_errors(exc.errors())]
+        raise pulumi.RunError(joined_errors(lines)) from None
     # the object-store keys: MLflow's artifacts and SeaweedFS, and the models KServe reads
     needed = {
         "mlflowDbPassword": platform_config.mlflow.enabled,

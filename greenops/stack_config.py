@@ -219,7 +219,7 @@ def _declared_workloads(raw: dict[str, Any], root: Path) -> list[Declared]:
     return declared
 
 
-def _joined(errors: list[str], stopped: bool = False) -> str:
+def joined_errors(errors: list[str], stopped: bool = False) -> str:
     """The errors as one line: the first MAX_REPORTED_ERRORS, and whether there were more."""
     listed = "; ".join(errors[:MAX_REPORTED_ERRORS])
     stopped = stopped or len(errors) > MAX_REPORTED_ERRORS
@@ -268,7 +268,7 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
     errors: list[str] = []
     for d in declared:
         if len(errors) >= MAX_REPORTED_ERRORS:
-            raise StackConfigError(_joined(errors, stopped=True))
+            raise StackConfigError(joined_errors(errors, stopped=True))
         try:
             workloads.append(Workload.model_validate(d.spec, context=ctx))
         except ValidationError as exc:
@@ -312,7 +312,7 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
         or direct is None
         or provisioning is None
     ):
-        raise StackConfigError(_joined(errors))
+        raise StackConfigError(joined_errors(errors))
     if shard is not None:  # every shard reads all files and keeps its own: names stay unique stack-wide
         workloads = [w for w in workloads if shard_of(w.name, shard.count) == shard.index]
     # shard is passed only when configured, as before
