@@ -16,7 +16,7 @@ from greenops import automation
 from greenops.errors import GreenOpsError
 from greenops.inline_config import ENVIRONMENT_STRING_LIMIT
 from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
-from tests.conftest import AZURE_SUBSCRIPTION
+from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 from tests.engine import KEY, require_engine, small_job
 
 pytestmark = pytest.mark.e2e
@@ -65,6 +65,7 @@ def env_of(folder) -> dict[str, str]:
 
 
 def test_the_cli_refuses_inline_config_too_large_for_the_environment(project):
+    require_tool("pulumi-language-python")  # the language host that starts the program
     automation.stack("inline", work_dir=project, env=env_of(project))  # the stack exists
     result = subprocess.run(
         [str(TOOLS_BIN / "pulumi"), "preview", "--stack", "inline", "--non-interactive", "--color", "never"],
