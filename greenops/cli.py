@@ -27,6 +27,7 @@ from greenops.httpclient import RetryingClient
 from greenops.models import Decision
 from greenops.renderers import render_set
 from greenops.stack_config import parse_stack_config
+from greenops.stack_files import greenops_config, read_stack_file
 from greenops.validation import CrdSchemas, default_crd_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,8 +37,7 @@ def _stack_raw(stack: str, project: Path = REPO) -> dict[str, Any]:
     path = project / "stacks" / f"Pulumi.{stack}.yaml"
     if not path.exists():
         raise GreenOpsError(f"stack {stack!r}: {path.name} not found in stacks/")
-    config = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("config") or {}
-    return {k.split(":", 1)[1]: v for k, v in config.items() if k.startswith("greenops:")}
+    return greenops_config(read_stack_file(path, project))
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:

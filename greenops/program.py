@@ -15,9 +15,10 @@ from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import DirectArgs, Endpoints, GreenWorkload, GreenWorkloadArgs
 from greenops.clock import stamp, system_clock
 from greenops.direct.records import RECORDS_OUTPUT, record_of
+from greenops.inline_config import too_large_for_environment
 from greenops.models import Provisioning, Workload
 from greenops.outputs import gather, sdk_waits_cheaply
-from greenops.stack_config import KEYS, StackConfig, StackConfigError, parse_stack_config
+from greenops.stack_config import KEYS, StackConfig, StackConfigError, joined_errors, parse_stack_config
 
 if TYPE_CHECKING:  # the platform's modules load only for a stack that installs it
     from components.config import PlatformConfig
@@ -35,6 +36,13 @@ def project_root() -> Path:
 
 def _raw_config(cfg: pulumi.Config) -> dict[str, Any]:
     return {key: _value(cfg, key) for key in KEYS if cfg.get(key) is not None}
+
+
+def _all_config() -> dict[str, str]:
+    """The whole stack config the program sees, every namespace, as the engine handed it."""
+    from pulumi.runtime import config as runtime_config
+
+    return {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
 
 
 def _value(cfg: pulumi.Config, key: str) -> Any:
@@ -138,15 +146,16 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
     from components.policy_engine import PolicyEngine
     from greenops.errors import field_errors
 
-    raw = cfg.get_object("platform")
+    # not get_object: its error for a value that is not JSON quotes the whole value
+    raw = _value(cfg, "platform")
     if raw is None:
         return
     interval = config.reconcile.interval_seconds  # the in-cluster resync is the gates' reconcile interval
     try:
         platform_config = PlatformConfig.model_validate(raw)
     except ValidationError as exc:
-        lines = [f"greenops:platform.{field}: {msg}" for field, msg in field_errors(exc.errors())]
-        raise pulumi.RunError("; ".join(lines)) from None
+        lines = [f"greenops:platform{'.' + field if field else ''}: {msg}" for field, msg in field_errors(exc.errors())]
+        raise pulumi.RunError(joined_errors(lines)) from None
     # the object-store keys: MLflow's artifacts and SeaweedFS, and the models KServe reads
     needed = {
         "mlflowDbPassword": platform_config.mlflow.enabled,
@@ -217,6 +226,12 @@ def run(
     reads the placements' records as the state has them, when a workload is direct (see
     recorded_placements); ``now`` is the pass's instant (default: the platform's clock)."""
     sdk_waits_cheaply()
+    # An inline Automation API program is handed its config without an environment, but the CLI and
+    # the Pulumi Kubernetes Operator start the program with it in one (greenops/inline_config.py):
+    # a stack that only one path can run is refused on all of them.
+    problem = too_large_for_environment(_all_config())
+    if problem:
+        raise pulumi.RunError(problem)
     cfg = pulumi.Config("greenops")
     try:
         config = parse_stack_config(_raw_config(cfg), root=root or project_root())

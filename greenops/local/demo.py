@@ -38,6 +38,7 @@ from greenops.policies.webhook import VMTEMPLATE_GROUP as GROUP
 from greenops.policies.webhook import VMTEMPLATE_VERSION as VERSION
 from greenops.reconcile import WAKE_MARGIN, Pass, reconcile_once
 from greenops.renderers import registry
+from greenops.stack_files import read_stack_file
 from greenops.toolpaths import REPO
 
 
@@ -85,7 +86,7 @@ def demo_project(
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy2(REPO / "Pulumi.yaml", folder / "Pulumi.yaml")
     (folder / "stacks").mkdir(exist_ok=True)
-    config = yaml.safe_load((REPO / "stacks" / "Pulumi.dev.yaml").read_text())["config"]
+    config = read_stack_file(REPO / "stacks" / "Pulumi.dev.yaml", REPO)["config"]
     # Placement trusts the local OPA's throw-away CA as a prod stack trusts the platform's (caCertificate)
     config["greenops:endpoints"] = {
         "opaUrl": opa_url,

@@ -142,3 +142,27 @@ def test_bad_endpoint_config_names_the_key():
 
     with pytest.raises(pulumi.RunError, match=r"greenops:endpoints\.opaUrl"):
         program.run()
+
+
+def test_too_much_inline_config_is_refused_naming_workloads_from():
+    """The Automation API hands an inline program its config without an environment, but the CLI and
+    the Pulumi Kubernetes Operator cannot: the same stack is refused on every path."""
+    pulumi.runtime.set_mocks(Mocks(), project="greenops-platform", stack="test", preview=True)
+    many = [dict(NOW_SPEC, name=f"job-{i}") for i in range(1000)]
+    pulumi.runtime.set_all_config({"greenops:workloads": json.dumps(many)})
+    from greenops import program
+
+    with pytest.raises(pulumi.RunError, match=r"^the stack's config is \d+ bytes .*greenops:workloadsFrom"):
+        program.run()
+
+
+def test_platform_config_that_is_not_json_is_named_without_quoting_it():
+    pulumi.runtime.set_mocks(Mocks(), project="greenops-platform", stack="test", preview=True)
+    pulumi.runtime.set_all_config({"greenops:platform": "hunter2-" + "x" * 100_000})
+    from greenops import program
+
+    with pytest.raises(pulumi.RunError) as info:
+        program.run()
+    msg = str(info.value)
+    assert msg.startswith("greenops:platform: Input should be a valid dictionary")
+    assert "hunter2" not in msg and "\n" not in msg
