@@ -235,7 +235,11 @@ def test_the_pulumi_path_releases_a_booking_it_cannot_map(opa, scheduler):
     scheduler.released.clear()
     workload = Workload.model_validate(dict(WORKLOAD, name="etl", dataResidency="eu"))
     try:
-        with OpaClient(opa.url, token=opa.query_token) as o, SchedulerClient(scheduler.url) as s, pytest.raises(PlacementError) as info:
+        with (
+            OpaClient(opa.url, token=opa.query_token) as o,
+            SchedulerClient(scheduler.url) as s,
+            pytest.raises(PlacementError) as info,
+        ):
             place(workload, o, s, key="dev/etl/abc")
     finally:
         scheduler.mode = "first"

@@ -27,6 +27,7 @@ from greenops.scheduler.state import get_clock, get_source
 NOW = datetime(2031, 3, 4, 5, 0, tzinfo=UTC)
 TOKEN = "in-process-token"  # the bootstrap admin's
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+SHORT_ADMIN_TOKEN = "the admin token must be at least 16 characters (e.g. openssl rand -hex 32)"
 SETTINGS_VARIABLES = (
     "GREENOPS_CARBON_SOURCE",
     "GREENOPS_CAPACITY_VCPU",
@@ -181,7 +182,13 @@ def test_without_the_token_it_is_401_and_the_probes_stay_open(clock, store):
             "(greenops token issue)"
         }
         # the credential guards every router but the probes, invalid bodies included: auth comes first
-        for path in ("/reservations", "/reservations/some/key", "/dashboard", "/dashboard/api/placements", "/credentials"):
+        for path in (
+            "/reservations",
+            "/reservations/some/key",
+            "/dashboard",
+            "/dashboard/api/placements",
+            "/credentials",
+        ):
             assert c.get(path).status_code == 401, path
         assert c.post("/scheduling", json={"cpu": "x"}).status_code == 401
         assert c.put("/reservations/k", json=body()).status_code == 401
@@ -270,12 +277,12 @@ def test_flags_override_the_environment(env, tmp_path):
         (
             {"GREENOPS_SCHEDULER_ADMIN_TOKEN": ""},
             [],
-            "GREENOPS_SCHEDULER_ADMIN_TOKEN: the admin token must be at least 16 characters (e.g. openssl rand -hex 32)",
+            "GREENOPS_SCHEDULER_ADMIN_TOKEN: " + SHORT_ADMIN_TOKEN,
         ),
         (
             {"GREENOPS_SCHEDULER_ADMIN_TOKEN": "p4ssw0rd"},
             [],
-            "GREENOPS_SCHEDULER_ADMIN_TOKEN: the admin token must be at least 16 characters (e.g. openssl rand -hex 32)",
+            "GREENOPS_SCHEDULER_ADMIN_TOKEN: " + SHORT_ADMIN_TOKEN,
         ),
         (
             {"GREENOPS_CARBON_SOURCE": "nowhere"},

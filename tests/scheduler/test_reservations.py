@@ -46,7 +46,9 @@ def issue(client: TestClient, name: str, tenants: list[str], paths=("pulumi", "a
 
 @pytest.fixture
 def client(store):
-    return authorized(create_app(ProfileSource(), capacity_vcpu=8, clock=lambda: NOW, store=store, admin_tokens=[ADMIN]))
+    return authorized(
+        create_app(ProfileSource(), capacity_vcpu=8, clock=lambda: NOW, store=store, admin_tokens=[ADMIN])
+    )
 
 
 def test_a_retry_with_the_same_key_gets_the_same_answer_and_books_nothing(client, store):
