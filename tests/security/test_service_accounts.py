@@ -12,6 +12,7 @@ import yaml
 from greenops.identity.kubernetes import AUDIENCE
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.scheduler import SchedulerServer
+from tests.conftest import require_tool
 from tests.security.conftest import NOW, booking
 
 pytestmark = [pytest.mark.integration, pytest.mark.tools]
@@ -31,6 +32,8 @@ def token_for(k: httpx.Client, account: str, audience: str) -> str:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
+    for tool in ("etcd", "kube-apiserver"):
+        require_tool(tool)
     with LocalControlPlane() as cp:
         with cp.client() as k:
             k.post("/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}})
