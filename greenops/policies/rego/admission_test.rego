@@ -86,6 +86,7 @@ answer_in(rev, mode, replicated) := r if {
 	r := admission.main with input as rev
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
+		with data.greenops.string_rules as testdata.string_rules
 		with data.kubernetes.namespaces as replicated
 		with opa.runtime as {"env": {"SCHEDULER_URL": "http://127.0.0.1:9/"}}
 		with http.send as mock
@@ -154,6 +155,7 @@ test_scheduler_receives_the_thesis_body if {
 	r := admission.main with input as review("CREATE", vm(spec), null)
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
+		with data.greenops.string_rules as testdata.string_rules
 		with data.kubernetes.namespaces as namespaces
 		with opa.runtime as {"env": {"SCHEDULER_URL": "http://sched:8080/"}}
 		with http.send as echo_request
@@ -217,6 +219,7 @@ test_missing_scheduler_url_fails_closed if {
 	r := admission.main with input as review("CREATE", vm(spec), null)
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
+		with data.greenops.string_rules as testdata.string_rules
 		with data.kubernetes.namespaces as namespaces
 		with opa.runtime as {"env": {}}
 		with http.send as mock_fr

@@ -102,3 +102,96 @@ test_recorded_reservation_ignores_what_the_scheduler_would_refuse if {
 	not admission.recorded_reservation({"metadata": {"annotations": "x"}})
 	admission.recorded_reservation({"metadata": {"annotations": {"greenops.io/reservation": "ns/a/u"}}}) == "ns/a/u"
 }
+
+# --- Only the cluster path's keys of the review's own namespace are booked or released --------
+# The stored object as a forged (or tampered) one would record it: key k on the annotation.
+recording(k) := json.patch(t.placed, [{
+	"op": "replace", "path": "/metadata/annotations/greenops.io~1reservation",
+	"value": k,
+}])
+
+# A DELETE whose recorded key is refused: allowed, nothing sent to the scheduler (the "echo" mock
+# would have failed a release and the warning would say so), one warning naming key and reason.
+refused_delete(k, why) if {
+	r := t.answer(t.review("DELETE", null, recording(k)), "echo")
+	r.response == {"uid": "uid-1", "allowed": true, "warnings": [sprintf(
+		"VmTemplate greenops/vm-1 deleted; its recorded reservation %v was not released: %v",
+		[json.marshal(k), why],
+	)]}
+}
+
+test_a_delete_naming_a_pulumi_path_key_releases_nothing if {
+	refused_delete("stack/workload", concat("", [
+		"it has 2 segment(s), not the cluster form <namespace>/<name>/<uid> ",
+		"(a Pulumi-path key is <stack>/<workload>)",
+	]))
+}
+
+test_a_delete_naming_another_namespaces_key_releases_nothing if {
+	refused_delete("team-b/vm-1/uid-1", "it belongs to namespace team-b, not this object's greenops")
+}
+
+test_a_delete_naming_a_key_with_the_wrong_segment_count_releases_nothing if {
+	refused_delete("greenops/vm-1/uid-1/x", concat("", [
+		"it has 4 segment(s), not the cluster form <namespace>/<name>/<uid> ",
+		"(a Pulumi-path key is <stack>/<workload>)",
+	]))
+	refused_delete("greenops", concat("", [
+		"it has 1 segment(s), not the cluster form <namespace>/<name>/<uid> ",
+		"(a Pulumi-path key is <stack>/<workload>)",
+	]))
+	refused_delete("greenops//uid-1", "it has an empty name or uid segment")
+}
+
+test_a_delete_naming_a_key_the_scheduler_refuses_releases_nothing if {
+	refused_delete(
+		"greenops/vm 1/uid-1",
+		"it is not a key the scheduler accepts (1-512 printable ASCII characters, no spaces)",
+	)
+	refused_delete(7, "it is not a string")
+}
+
+test_a_delete_of_an_object_stored_in_another_namespace_releases_nothing if {
+	# A forged review: the request says greenops, the stored object another namespace (whose key it
+	# carries): neither namespace's reservation goes.
+	elsewhere := json.patch(recording("team-b/vm-1/uid-1"), [{
+		"op": "replace", "path": "/metadata/namespace",
+		"value": "team-b",
+	}])
+	r := t.answer(t.review("DELETE", null, elsewhere), "echo")
+	r.response.warnings == [concat("", [
+		`VmTemplate greenops/vm-1 deleted; its recorded reservation "team-b/vm-1/uid-1" was not released: `,
+		"the object is stored in namespace team-b, not the review's greenops",
+	])]
+}
+
+test_a_refused_record_does_not_fall_back_to_the_uid_key_on_delete if {
+	# The uid key would be this namespace's, but the object says it booked under another key: the
+	# record is wrong, and guessing could release a reservation that is not this object's.
+	with_uid := json.patch(recording("stack/workload"), [{"op": "add", "path": "/metadata/uid", "value": "6f1e"}])
+	r := t.answer(t.review("DELETE", null, with_uid), "echo")
+	count(r.response.warnings) == 1
+	contains(r.response.warnings[0], "its recorded reservation \"stack/workload\" was not released")
+}
+
+test_an_update_ignores_a_refused_record_and_books_under_the_uid_key if {
+	forged := json.patch(recording("team-b/vm-1/uid-1"), [{"op": "add", "path": "/metadata/uid", "value": "6f1e"}])
+	changed := json.patch(forged, [{"op": "replace", "path": "/spec/cpu", "value": 4}])
+	rev := t.review("UPDATE", changed, forged)
+	sent(rev).key == "greenops/vm-1/6f1e"
+	stored := t.patched(rev, t.answer(rev, "it"))
+	stored.metadata.annotations["greenops.io/reservation"] == "greenops/vm-1/6f1e"
+}
+
+test_an_update_without_a_usable_key_books_under_none if {
+	# No acceptable record and no uid: the scheduler makes a key up, nothing of another namespace.
+	changed := json.patch(recording("stack/workload"), [{"op": "replace", "path": "/spec/cpu", "value": 4}])
+	body := sent(t.review("UPDATE", changed, recording("stack/workload")))
+	body.path == "cluster"
+	not "key" in object.keys(body)
+}
+
+test_cluster_key_problem_accepts_the_namespaces_own_keys if {
+	not admission.cluster_key_problem("greenops/vm-1/uid-1", "greenops", "greenops")
+	not admission.cluster_key_problem("greenops/train-/0f9e-11", "greenops", "greenops") # generateName
+}
