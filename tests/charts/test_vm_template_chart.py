@@ -54,10 +54,10 @@ def chart(tmp_path_factory):
 
 
 def helm_run(
-    chart: Path, values: dict, namespace: str = NAMESPACE, release: str = RELEASE
+    chart: Path, values: dict, namespace: str = NAMESPACE, release: str = RELEASE, extra: list[str] | None = None
 ) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [require_tool("helm"), "template", release, str(chart), "-n", namespace, "-f", "-"],
+        [require_tool("helm"), "template", release, str(chart), "-n", namespace, "-f", "-", *(extra or [])],
         input=json.dumps(values),
         capture_output=True,
         text=True,
