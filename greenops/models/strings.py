@@ -66,7 +66,7 @@ class StringRule:
         if len(value) > self.max_length:
             return f"is {len(value)} characters long, more than {self.max_length} ({self.expected})"
         if value in self.reserved:
-            return f"{value!r} is reserved by {self.reserved_by}; choose another name"
+            return f"{_shown(value)} is reserved by {self.reserved_by}; choose another name"
         if not re.fullmatch(self.pattern, value):
             return f"{_shown(value)} is not valid: {self.expected}"
         return None
