@@ -244,10 +244,11 @@ _tenant_problem := e if {
 # annotation existed is keyed "<namespace>/<name>/<metadata.uid>". Why, and what it costs: the
 # README, "The cluster path's reservations and tenants".
 #
-# A review books and releases only keys of the cluster form with its own namespace first: a
-# recorded key that is not one (a Pulumi-path key "<stack>/<workload>", another namespace's, a
-# forged review's) is never used. An UPDATE then falls back to the uid key and records it; a DELETE
-# releases nothing and warns, naming the key and why.
+# A review books and releases only keys of the cluster form with its own namespace first and a
+# Kubernetes uid (a UUID: the API server's request and object uids are UUIDs) last: a recorded key
+# that is not one (a Pulumi-path key "<stack>/<workload>/<spec digest>", even of a stack named like
+# the namespace, another namespace's, a forged review's) is never used. An UPDATE then falls back
+# to the uid key and records it; a DELETE releases nothing and warns, naming the key and why.
 reservation_annotation := "greenops.io/reservation"
 
 _old_name := object.get(_old_metadata, "name", object.get(request, "name", ""))
@@ -289,19 +290,27 @@ else := sprintf("the object is stored in namespace %v, not the review's %v", [st
 	stored_ns != ns
 }
 
-else := sprintf(
-	"it has %v segment(s), not the cluster form <namespace>/<name>/<uid> (a Pulumi-path key is <stack>/<workload>)",
-	[count(split(key, "/"))],
+else := _segments_problem(split(key, "/"), ns)
+
+# _segments_problem(parts, ns): why a key's "/"-separated parts are not [ns, name, uid].
+_segments_problem(parts, ns) := sprintf(
+	"it has %v segment(s), not the cluster form <namespace>/<name>/<uid>",
+	[count(parts)],
 ) if {
-	count(split(key, "/")) != 3
+	count(parts) != 3
 }
 
-else := sprintf("it belongs to namespace %v, not this object's %v", [split(key, "/")[0], ns]) if {
-	split(key, "/")[0] != ns
+else := sprintf("it belongs to namespace %v, not this object's %v", [parts[0], ns]) if {
+	parts[0] != ns
 }
 
-else := "it has an empty name or uid segment" if {
-	"" in split(key, "/")
+else := "it has an empty name segment" if parts[1] == ""
+
+else := sprintf(
+	"its last segment %v is not a Kubernetes uid (a UUID; a Pulumi-path key ends in its spec's digest)",
+	[parts[2]],
+) if {
+	not regex.match(`^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$`, parts[2])
 }
 
 _created_name := n if {
