@@ -77,12 +77,17 @@ def loopback_tls(folder: Path) -> TlsIdentity:
     return TlsIdentity(ca.public_bytes(serialization.Encoding.PEM), cert_file, key_file)
 
 
+# The schema keywords carried into the CRD as they are: the string rules (pattern, maxLength, the
+# reserved names under "not") must reach the API server, which checks every VmTemplate with them.
+_CRD_KEYWORDS = ("description", "enum", "minimum", "pattern", "items", "maxLength", "maxItems", "not")
+
+
 def vmtemplate_crd() -> dict[str, Any]:
     """The VmTemplate CRD as Krateo core-provider generates it from values.schema.json."""
     schema = json.loads((CHART_SOURCE / "values.schema.json").read_text())
     props: dict[str, dict[str, Any]] = {}
     for name, prop in schema["properties"].items():
-        p = {k: v for k, v in prop.items() if k in ("description", "enum", "minimum", "pattern", "items")}
+        p = {k: v for k, v in prop.items() if k in _CRD_KEYWORDS}
         types = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
         if len(types) > 1:
             p["x-kubernetes-int-or-string"] = True

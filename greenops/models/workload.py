@@ -27,6 +27,7 @@ from pydantic.alias_generators import to_camel
 
 from greenops.clock import stamp
 
+from . import strings
 from .duration import format_duration, parse_duration
 
 if TYPE_CHECKING:
@@ -46,9 +47,10 @@ MAX_MEMORY_GB = 1_000_000
 MAX_LATENCY_MS = 1_000_000
 
 # Workload names become Kubernetes object names with suffixes such as "-subnet" appended, and
-# Azure/GCP resource names: keep them short DNS-1123 labels.
-_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+# Azure/GCP resource names: short DNS-1123 labels (the rule is in .strings, shared with the chart
+# and the policy).
+_NAME = re.compile(strings.VM_NAME)
+_LABEL_VALUE = re.compile(strings.LABEL_VALUE)
 
 
 # Whose quota a workload without a tenant counts against: the same on both paths, in the scheduler
@@ -126,7 +128,7 @@ class Workload(_Model):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not _NAME.match(v):
+        if not _NAME.fullmatch(v):
             raise ValueError(
                 f"{v!r} is not a valid workload name: use 1-40 lowercase letters, digits and '-', "
                 "starting with a letter and not ending with '-'"
@@ -136,7 +138,7 @@ class Workload(_Model):
     @field_validator("tenant")
     @classmethod
     def _tenant(cls, v: str) -> str:
-        if not _LABEL_VALUE.match(v):
+        if not _LABEL_VALUE.fullmatch(v):
             raise ValueError(
                 f"{v!r} is not a valid tenant: it must be a Kubernetes label value (1-63 of A-Z a-z 0-9 - _ .)"
             )

@@ -16,6 +16,8 @@ from greenops.policies.bundle import ROOTS, build, stage
 from greenops.policies.client import OpaClient, PolicyDenied, PolicyUnavailable
 
 pytestmark = pytest.mark.integration
+# The review's uid: the API server's are UUIDs, and admission books and releases only keys ending in one.
+UID = "1f1c0a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
 
 WORKLOAD = {
     "name": "etl",
@@ -54,7 +56,7 @@ def review(op="CREATE", obj=None, old=None, kind="VmTemplate"):
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
         "request": {
-            "uid": "1f1c",
+            "uid": UID,
             "kind": {"group": "composition.krateo.io", "version": "v1-2-0", "kind": kind},
             "operation": op,
             "namespace": "greenops",
@@ -160,7 +162,7 @@ def test_create_is_patched_from_the_schedulers_answer(opa, scheduler, catalog):
     scheduler.mode = "zone:FR"
     scheduler.requests.clear()
     answer = admit(opa, review(obj=vmtemplate()))
-    assert answer["response"]["uid"] == "1f1c" and answer["response"]["allowed"] is True
+    assert answer["response"]["uid"] == UID and answer["response"]["allowed"] is True
     patch = patch_of(answer)
     # Zone FR maps back to the Azure region in FR nearest to the origin (France South, 12 ms).
     fr = [r.name for r in catalog.regions_in_zone("FR", "azure")]
@@ -178,7 +180,7 @@ def test_create_is_patched_from_the_schedulers_answer(opa, scheduler, catalog):
     assert sent["deadline"] == "2030-01-01T00:00:00Z"
     assert sent["origin_zone"] == "IT-NO"  # italynorth's zone, for the scheduler's baseline
     # booked as the object's reservation, under its namespace's tenant
-    assert sent["key"] == "greenops/vm-1/1f1c" and sent["path"] == "cluster" and sent["tenant"] == "t1"
+    assert sent["key"] == f"greenops/vm-1/{UID}" and sent["path"] == "cluster" and sent["tenant"] == "t1"
     assert sent["dry_run"] is False and sent["regions"]["FR"] == f"azure/{nearest}"
     assert sent["workload"]["cpu"] == 2 and sent["tenant_quota_vcpu"] == 512  # the default cap
 
@@ -221,9 +223,9 @@ def test_a_denial_after_booking_releases_the_booking(opa, scheduler):
         scheduler.mode = "first"
     msg = answer["response"]["status"]["message"]
     assert answer["response"]["allowed"] is False and "the scheduler chose zone US-CAL-CISO" in msg
-    assert msg.endswith("its reservation greenops/vm-1/1f1c was released")
+    assert msg.endswith(f"its reservation greenops/vm-1/{UID} was released")
     [released] = scheduler.released
-    assert released.startswith("/reservations/greenops/vm-1/1f1c?reason=admission+denied")
+    assert released.startswith(f"/reservations/greenops/vm-1/{UID}?reason=admission+denied")
 
 
 def test_the_pulumi_path_releases_a_booking_it_cannot_map(opa, scheduler):
@@ -253,11 +255,12 @@ def test_the_pulumi_path_releases_a_booking_it_cannot_map(opa, scheduler):
 
 def test_delete_releases_and_is_allowed(opa, scheduler):
     placed = vmtemplate()
-    placed["metadata"]["annotations"] = {"greenops.io/reservation": "greenops/vm-1/0a9d"}
+    key = "greenops/vm-1/0a9d8c7b-6e5f-4a3b-9c2d-1e0f9a8b7c6d"  # the uid of the CREATE's review
+    placed["metadata"]["annotations"] = {"greenops.io/reservation": key}
     scheduler.released.clear()
     answer = admit(opa, review(op="DELETE", old=placed))
-    assert answer["response"] == {"uid": "1f1c", "allowed": True}
-    assert scheduler.released == ["/reservations/greenops/vm-1/0a9d?reason=VmTemplate+greenops%2Fvm-1+deleted"]
+    assert answer["response"] == {"uid": UID, "allowed": True}
+    assert scheduler.released == [f"/reservations/{key}?reason=VmTemplate+greenops%2Fvm-1+deleted"]
     dry = review(op="DELETE", old=placed)
     dry["request"]["dryRun"] = True
     assert admit(opa, dry)["response"]["allowed"] and len(scheduler.released) == 1  # a dry run releases nothing
@@ -325,9 +328,12 @@ def test_malformed_reviews_get_a_clean_answer(opa, body, message):
     "spec_patch,fragment",
     [
         ({"cpu": "four"}, "cpu: must be a whole number"),
-        ({"deadline": 12}, "deadline: 12 is not an RFC 3339 time"),
+        # strings are checked against their rules first (spec_fields.rego)
+        ({"deadline": 12}, "spec.deadline: must be a string (an RFC 3339 time"),
+        ({"deadline": "2030-13-45T00:00:00Z"}, "deadline: 2030-13-45T00:00:00Z is not an RFC 3339 time"),
         ({"eligibleProviders": "azure"}, "eligibleProviders: must be a list"),
-        ({"originRegion": None}, "originRegion: unknown region"),
+        ({"originRegion": None}, "spec.originRegion: must be a string (a cloud region name"),
+        ({"originRegion": "atlantis"}, "originRegion: unknown region atlantis"),
     ],
 )
 def test_wrong_types_in_the_spec_are_named(opa, spec_patch, fragment):
@@ -342,7 +348,7 @@ def test_vmtemplate_without_spec(opa):
 
 def test_unknown_kinds_pass_unchanged(opa):
     answer = admit(opa, review(obj={"metadata": {"name": "cm"}, "data": {}}, kind="ConfigMap"))
-    assert answer["response"] == {"uid": "1f1c", "allowed": True}
+    assert answer["response"] == {"uid": UID, "allowed": True}
 
 
 # --- the bundle ------------------------------------------------------------------------------
@@ -356,7 +362,7 @@ def test_bundle_manifest_roots_and_revision(opa_binary, tmp_path):
     assert {"/admission.rego", "/placement.rego", "/system.rego", "/authz.rego", "/data.json"} <= names
     assert "/constraints.rego" in names  # placement.rego's constraint chain, a package of its own
     assert not [n for n in names if n.endswith("_test.rego")]
-    assert set(data["greenops"]) == {"catalog", "config"}
+    assert set(data["greenops"]) == {"catalog", "config", "string_rules"}
 
 
 def test_rego_unit_tests_pass(opa_binary, tmp_path):

@@ -46,7 +46,7 @@ def review(deadline: str) -> dict:
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
         "request": {
-            "uid": "u-1",
+            "uid": "5d0e1f2a-3b4c-4d5e-9f60-718293a4b5c1",
             "kind": {"group": "composition.krateo.io", "version": "v1", "kind": "VmTemplate"},
             "operation": "CREATE",
             "object": {"metadata": {"name": "train", "namespace": "ml"}, "spec": spec},
@@ -85,7 +85,7 @@ def admission(op: str, obj: dict, old: dict | None = None) -> dict:
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
         "request": {
-            "uid": "u-2",
+            "uid": "5d0e1f2a-3b4c-4d5e-9f60-718293a4b5c2",
             "kind": {"group": "composition.krateo.io", "version": "v1", "kind": "VmTemplate"},
             "operation": op,
             "namespace": "ml",
@@ -186,3 +186,65 @@ def test_opa_presents_the_schedulers_token_and_fails_closed_without_it(opa_binar
     assert "bearer token is required" in denied["status"]["message"]
     assert wrong_path["allowed"] is False and "answered HTTP 403" in wrong_path["status"]["message"]
     assert "may not book on path cluster" in wrong_path["status"]["message"]
+
+
+# --- forged DELETE reviews release nothing that is not theirs -----------------------------------
+def test_a_forged_delete_releases_no_reservation_of_another_path_or_namespace(opa_binary, tmp_path):
+    """The real scheduler holds Pulumi-path bookings (one of a stack named like the namespace, one
+    with a two-segment key) and a VmTemplate's of namespace team-b. DELETE reviews for namespace ml
+    that name them in oldObject's annotation are allowed, warn, and release none; ml's own is."""
+    from greenops.placement.scheduler_client import Reservation, SchedulerClient
+
+    port = free_port()
+    deadline = datetime.now(UTC) + timedelta(days=2)
+    declared = declare_opa(tmp_path)
+    with (
+        tenant_opa(scheduler_url=f"http://127.0.0.1:{port}", scheduler_token=declared.tokens["opa"]) as opa,
+        SchedulerServer(port=port, principals=declared.path) as server,
+    ):
+        put_namespaces(opa.url, {ns: namespace_manifest(ns, ns) for ns in ("ml", "team-b")}, token=opa.admin_token)
+        ml = server.issue("ml-ci", ["ml"], paths=["pulumi"])
+
+        def admit(body):
+            return httpx.post(f"{opa.url}/", json=body, timeout=20).json()["response"]
+
+        def active() -> set[str]:
+            listed = httpx.get(f"{server.url}/reservations", headers=server.admin_headers, timeout=10)
+            return {r["key"] for r in listed.json()["reservations"]}
+
+        def delete(key: str) -> dict:
+            stored = {"metadata": {"name": "train", "namespace": "ml", "annotations": {RESERVATION: key}}}
+            forged = admission("DELETE", stored, stored)
+            forged["request"]["object"] = None
+            return admit(forged)
+
+        with SchedulerClient(server.url, token=ml) as s:
+            for key in ("ml/etl/3f2a9c1e7b4d", "stack/workload"):
+                s.schedule(["FR"], deadline, 2, 2, 4, reservation=Reservation(key=key, tenant="ml", path="pulumi"))
+        theirs = review(stamp(deadline))
+        theirs["request"].update(namespace="team-b", uid="7c6b5a49-3827-4165-8f4e-3d2c1b0a9f8e")
+        theirs["request"]["object"]["metadata"]["namespace"] = "team-b"
+        theirs["request"]["object"]["spec"]["tenant"] = "team-b"
+        assert admit(theirs)["allowed"]
+        assert admit(review(stamp(deadline)))["allowed"]
+        team_b = "team-b/train/7c6b5a49-3827-4165-8f4e-3d2c1b0a9f8e"
+        own = f"ml/train/{review(stamp(deadline))['request']['uid']}"
+        before = active()
+        assert {"ml/etl/3f2a9c1e7b4d", "stack/workload", team_b, own} <= before
+
+        for key, why in [
+            ("ml/etl/3f2a9c1e7b4d", "its last segment 3f2a9c1e7b4d is not a Kubernetes uid"),
+            ("stack/workload", "it has 2 segment(s), not the cluster form <namespace>/<name>/<uid>"),
+            (team_b, "it belongs to namespace team-b, not this object's ml"),
+        ]:
+            answer = delete(key)
+            assert answer["allowed"] and len(answer["warnings"]) == 1, answer
+            assert f'its recorded reservation "{key}" was not released: {why}' in answer["warnings"][0]
+        assert active() == before  # nothing was released
+
+        answer = delete(own)  # the namespace's own cluster key: released
+        assert answer["allowed"] and "warnings" not in answer, answer
+        assert active() == before - {own}
+
+
+RESERVATION = "greenops.io/reservation"
