@@ -19,7 +19,7 @@ import pulumi
 import pytest
 import yaml
 
-from tests.components.test_platform_mocks import OPA_TOKENS, SECRET_SIG, Mocks
+from tests.components.test_platform_mocks import CREDENTIALS, SECRET_SIG, Mocks
 
 try:  # captured before tests/conftest.py's autouse fixture swaps in its stand-in archive
     from components.operator_bundle import fetch as REAL_FETCH
@@ -43,9 +43,9 @@ STACK_SECRETS = {
     "greenops:mlflowDbPassword": "db-pass",
     "greenops:s3AccessKey": "ak",
     "greenops:s3SecretKey": "sk",
-    "greenops:schedulerToken": "sched-tok",
     "greenops:schedulerDbPassword": "sched-db-pass",
-    **OPA_TOKENS,
+    # the scheduler's admin, OPA's token at the scheduler, OPA's query and admin tokens
+    **CREDENTIALS,
 }
 
 

@@ -78,7 +78,9 @@ def engine_stack(tmp_path: Path, name: str, now: datetime, config: dict, secrets
     made.append(stack)
     stack.set_all_config({f"greenops:{k}": auto.ConfigValue(json.dumps(v)) for k, v in config.items()})
     if secrets:
-        stack.set_all_config({f"greenops:{k}": auto.ConfigValue(v, secret=True) for k, v in secrets.items()})
+        from tests.loopback import set_secrets
+
+        set_secrets(stack, secrets)
     return stack
 
 
@@ -90,6 +92,16 @@ def project_with_stack(folder: Path, name: str, config: dict) -> Path:
         yaml.safe_dump({"config": {f"greenops:{k}": v for k, v in config.items()}})
     )
     return folder
+
+
+def set_project_secrets(project: Path, name: str, env: dict[str, str], secrets: dict[str, str]) -> None:
+    """``pulumi config set --secret greenops:<key>`` for each of ``secrets`` (tests.loopback.stack_secrets)
+    on stack ``name`` of ``project``, encrypted with the passphrase ``env`` gives (PULUMI_CONFIG_PASSPHRASE)
+    on the backend it names, as an operator sets them once; the stack is created when new."""
+    from tests.loopback import set_secrets
+
+    keep = ("PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE")
+    set_secrets(automation.stack(name, work_dir=project, env={k: env[k] for k in keep if k in env}), secrets)
 
 
 def rendered_workloads(folder: Path) -> set[str]:

@@ -37,6 +37,13 @@ def stack_secrets(scheduler: SchedulerServer, opa: OpaServer, tenants: Iterable[
     return {"schedulerTokens": json.dumps(tenant_tokens(scheduler, tenants)), "opaToken": opa.query_token}
 
 
+def set_secrets(stack: Any, secrets: dict[str, str]) -> None:
+    """Set ``secrets`` (stack_secrets) as secret ``greenops:*`` config of an Automation API stack."""
+    from pulumi import automation as auto
+
+    stack.set_all_config({f"greenops:{k}": auto.ConfigValue(v, secret=True) for k, v in secrets.items()})
+
+
 def tenants_of(workloads: Iterable[dict[str, Any]]) -> set[str]:
     """The tenants declared workloads name (the workload model's default tenant when none)."""
     from greenops.models.workload import DEFAULT_TENANT

@@ -15,6 +15,7 @@ from greenops.policies.config import load_policy_settings
 from greenops.toolpaths import REPO
 from tests.conftest import require_tool
 from tests.engine import iso
+from tests.loopback import set_secrets, stack_secrets, tenants_of
 
 # A tenant with a small vCPU quota, for the test that fills it from both paths.
 THRIFTY_QUOTA_VCPU = 6
@@ -33,13 +34,23 @@ def cluster(tmp_path_factory):
     config = config.model_copy(
         update={"tenant_vcpu_quota": {**config.tenant_vcpu_quota, "thrifty": THRIFTY_QUOTA_VCPU}}
     )
-    bundle = build(tmp_path_factory.mktemp("bundle") / "policy-bundle.tar.gz", default_revision(), config=config)
+    folder = tmp_path_factory.mktemp("bundle")
+    bundle = build(folder / "policy-bundle.tar.gz", default_revision(), config=config)
+    # one policy: the scheduler reads the tenants' quotas from the same settings the bundle ships
+    settings = folder / "policy.yaml"
+    settings.write_text(yaml.safe_dump(config.model_dump(mode="json")))
     with (
         LocalControlPlane(with_controller_manager=True) as cp,
-        SchedulerServer(capacity_vcpu=4) as sched,
-        OpaServer(scheduler_url=sched.url, tls_cert=tls.cert_file, tls_key=tls.key_file, bundle=bundle) as opa,
+        SchedulerServer(capacity_vcpu=4, env={"GREENOPS_SCHEDULER_POLICY_CONFIG": str(settings)}) as sched,
+        OpaServer(
+            scheduler_url=sched.url,
+            scheduler_token=sched.issue("opa", None, paths=["cluster"]),  # OPA's principal: the cluster path
+            tls_cert=tls.cert_file,
+            tls_key=tls.key_file,
+            bundle=bundle,
+        ) as opa,
     ):
-        install_admission(cp, opa.url, tls.ca_pem, NAMESPACES)
+        install_admission(cp, opa.url, tls.ca_pem, NAMESPACES, token=opa.admin_token)
         yield {"cp": cp, "scheduler": sched, "opa": opa, "tls": tls}
 
 
@@ -76,6 +87,8 @@ def cluster_stack(cluster, tmp_path, name: str, workloads: list[dict], render: d
     st.set_config(
         "greenops:kubeconfig", automation.auto.ConfigValue(cluster["cp"].kubeconfig_path.read_text(), secret=True)
     )
+    # each workload's tenant token at the scheduler, and OPA's query token
+    set_secrets(st, stack_secrets(cluster["scheduler"], cluster["opa"], tenants_of(workloads)))
 
     def reconcile(at) -> None:
         st.workspace.env_vars["GREENOPS_NOW"] = iso(at)

@@ -15,10 +15,9 @@ import yaml
 
 from greenops import automation
 from greenops.local.controlplane import LocalControlPlane
-from greenops.local.opa import OpaServer
-from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import namespace_manifest
 from greenops.toolpaths import REPO
+from tests import loopback
 from tests.conftest import require_tool
 from tests.e2e.test_aws_security_group import ack_objects
 from tests.engine import iso
@@ -32,8 +31,7 @@ def bare_cluster():
         require_tool(tool)
     with (
         LocalControlPlane(with_controller_manager=False) as cp,
-        SchedulerServer(capacity_vcpu=64) as sched,
-        OpaServer(scheduler_url=sched.url) as opa,
+        loopback.servers({"capacity_vcpu": 64}) as (sched, opa),
     ):
         with cp.client() as k:
             k.post("/api/v1/namespaces", json=namespace_manifest("greenops", None)).raise_for_status()
@@ -77,6 +75,9 @@ def test_a_finished_run_is_retired_without_a_garbage_collector(bare_cluster, tmp
         "bare", work_dir=project, env={"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "GREENOPS_NOW": iso(now)}
     )
     st.set_config("greenops:kubeconfig", automation.auto.ConfigValue(cp.kubeconfig_path.read_text(), secret=True))
+    loopback.set_secrets(
+        st, loopback.stack_secrets(bare_cluster["scheduler"], bare_cluster["opa"], loopback.tenants_of([workload]))
+    )
 
     def row_at(at: datetime) -> dict:
         st.workspace.env_vars["GREENOPS_NOW"] = iso(at)

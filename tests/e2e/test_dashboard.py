@@ -1,9 +1,10 @@
 """The dashboard in a real browser (Debian's headless Chromium) against a running stack on loopback:
-the real engine places three workloads through OPA and the scheduler (which requires a token), a
-VmTemplate's booking stands for the cluster path, and the page must show both paths' rows, the
-timeline with one bar per row (hover: the decision and the alternatives weighed) and the zones'
-forecasts, with no console error. Served by the scheduler itself (the in-cluster route, behind its
-token) and by `greenops dashboard`'s loopback app (no token in the browser)."""
+the real engine places three workloads through OPA and the scheduler (each tenant with its own
+token), a VmTemplate's booking (OPA's principal) stands for the cluster path, and the page must show
+both paths' rows, the timeline with one bar per row (hover: the decision and the alternatives
+weighed) and the zones' forecasts, with no console error. Served by the scheduler itself (the
+in-cluster route, behind a reader's token: it shows the tenants that principal reads) and by
+`greenops dashboard`'s loopback app (no token in the browser)."""
 
 from __future__ import annotations
 
@@ -22,13 +23,11 @@ from greenops.errors import GreenOpsError
 from greenops.httpclient import RetryingClient
 from greenops.local.controlplane import free_port
 from greenops.local.demo import next_evening
-from greenops.local.opa import OpaServer
-from greenops.local.scheduler import SchedulerServer
+from tests import loopback
 from tests.browser import headless_page, require_browser
 from tests.engine import engine_stack, iso, render_mode_config
 
 pytestmark = [pytest.mark.tools, pytest.mark.e2e]
-TOKEN = "dashboard-test-token"
 NAME = "batch<b>vm</b>"
 
 
@@ -135,22 +134,36 @@ def check_page(url: str, shot, keys: set[str], token: str | None = None) -> None
 
 def test_the_dashboard_in_a_real_browser(tmp_path):
     require_browser()
-    from pulumi import automation as auto
 
     t0 = next_evening(datetime.now(UTC))
-    with SchedulerServer(token=TOKEN) as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+    with loopback.servers() as (scheduler, opa):
         st = engine_stack(
             tmp_path,
             "board",
             t0,
             render_mode_config(opa.url, scheduler.url, tmp_path / "rendered", workloads=workloads(t0)),
+            secrets=loopback.stack_secrets(scheduler, opa, loopback.tenants_of(workloads(t0))),
         )
-        st.set_config("greenops:schedulerToken", auto.ConfigValue(TOKEN, secret=True))
         automation.run(st, "up", stream=False)
-        with httpx.Client(base_url=scheduler.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        # the platform's reader (every tenant, read only): what an on-call engineer's dashboard uses
+        TOKEN = scheduler.issue("dashboard-reader", None, paths=["api"], role="read")  # noqa: N806
+        webhook = scheduler.issue("webhook", None, paths=["cluster"])  # books as OPA's principal does
+        with httpx.Client(base_url=scheduler.url, headers={"Authorization": f"Bearer {webhook}"}) as client:
             cluster_key = cluster_booking(client, t0)
+        with httpx.Client(base_url=scheduler.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
             keys = {r["key"] for r in client.get("/reservations").json()["reservations"]}
+            # a reader may not book
+            refused = client.put(f"/reservations/{cluster_key}", json={})
+            assert refused.status_code == 403 and "needs the write role" in refused.text
         assert cluster_key in keys and len(keys) == 4
+
+        # a tenant's token sees its own tenant's rows only, on the same route
+        energy_only = scheduler.issue("energy-reader", ["energy"], paths=["api"], role="read")
+        with httpx.Client(base_url=scheduler.url, headers={"Authorization": f"Bearer {energy_only}"}) as client:
+            own = client.get("/dashboard/api/placements").json()["placements"]
+            assert [r["workload"] for r in own] == ["settle-de"]
+            assert client.get("/dashboard/api/placements", params={"tenant": "media"}).json()["placements"] == []
+            assert client.get(f"/dashboard/explain/{cluster_key}").status_code == 404  # another tenant's
 
         # the scheduler's own route carries the scheduler's authentication
         assert httpx.get(f"{scheduler.url}/dashboard").status_code == 401

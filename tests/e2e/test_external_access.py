@@ -5,7 +5,9 @@ TLS it verifies against the CA the stack exports (opaCaCertificate), with both t
 What is real: the prod stack's own declarations (evaluated under mocks, with the tls provider's
 certificates made for real from their inputs), nginx as the ingress data plane configured from the
 declared Ingresses and TLS Secrets (tests/ingress.py), OPA with the policy bundle and token
-authorization, the scheduler with its token, and Placement's own HTTP clients. What stands in: the
+authorization, the scheduler with the prod stack's admin token and OPA declared by its token's digest
+(as the scheduler component declares it), a tenant's token issued by that admin, and Placement's
+own HTTP clients. What stands in: the
 DNS entries for the two host names (pointed at loopback, as /etc/hosts would), and loopback
 addresses for the two Services.
 """
@@ -24,14 +26,14 @@ from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import loopback_tls
 from greenops.provider.placement import PlacementProvider
-from tests.components.test_platform_mocks import OPA_TOKENS
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 from tests.declared import STACK_SECRETS, evaluate_stack
 from tests.ingress import NginxIngress, nginx_binary
 
 pytestmark = pytest.mark.e2e
-SCHEDULER_TOKEN = STACK_SECRETS["greenops:schedulerToken"]
-QUERY_TOKEN, ADMIN_TOKEN = OPA_TOKENS["greenops:opaToken"], OPA_TOKENS["greenops:opaAdminToken"]
+QUERY_TOKEN, ADMIN_TOKEN = STACK_SECRETS["greenops:opaToken"], STACK_SECRETS["greenops:opaAdminToken"]
+SCHEDULER_ADMIN_TOKEN = STACK_SECRETS["greenops:schedulerAdminToken"]
+OPA_AT_SCHEDULER = STACK_SECRETS["greenops:opaSchedulerToken"]
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
 
 
@@ -51,11 +53,15 @@ def route(tmp_path_factory):
     ca = declared.mocks.outputs[("tls:index/selfSignedCert:SelfSignedCert", "opa-ca")]["certPem"]
     hosts = {i["metadata"]["name"]: i["spec"]["rules"][0]["host"] for i in ingresses}
     backend_tls = loopback_tls(tmp_path_factory.mktemp("opa-tls"))  # OPA's own serving certificate
+    # the principals file the prod stack declares: OPA, by the digest of its token
+    [principals] = [o for o in declared.objects if o["kind"] == "ConfigMap" and "principals.yaml" in o.get("data", {})]
+    principals_file = tmp_path_factory.mktemp("principals") / "principals.yaml"
+    principals_file.write_text(principals["data"]["principals.yaml"])
     with (
-        SchedulerServer(token=SCHEDULER_TOKEN) as scheduler,
+        SchedulerServer(admin_token=SCHEDULER_ADMIN_TOKEN, principals=principals_file) as scheduler,
         OpaServer(
             scheduler_url=scheduler.url,
-            scheduler_token=SCHEDULER_TOKEN,
+            scheduler_token=OPA_AT_SCHEDULER,
             query_token=QUERY_TOKEN,
             admin_token=ADMIN_TOKEN,
             tls_cert=backend_tls.cert_file,
@@ -68,6 +74,8 @@ def route(tmp_path_factory):
         }
         with NginxIngress(ingresses=ingresses, secrets=secrets, backends=backends) as ingress:
             yield {
+                # what the platform's admin issues the CI job of tenant data
+                "token": scheduler.issue("data-ci", ["data"], paths=["pulumi"]),
                 "opa": f"https://{hosts['greenops-opa']}:{ingress.port}",
                 "scheduler": f"https://{hosts['greenops-scheduler']}:{ingress.port}",
                 "hosts": set(hosts.values()),
@@ -105,7 +113,7 @@ def props(route, **over) -> dict:
         "timeoutSeconds": 5,
         "attempts": 2,
         "opaToken": QUERY_TOKEN,
-        "schedulerToken": SCHEDULER_TOKEN,
+        "schedulerToken": route["token"],
         "caCertificate": route["ca"],
         "stack": "ci",
         "render": {"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": AZURE_SUBSCRIPTION},
@@ -118,9 +126,10 @@ def test_placement_places_through_the_ingresses_with_verified_tls_and_both_token
     out = provider.create(props(route)).outs
     assert out["decision"]["zone"] and out["reservation"]["phase"] in ("Scheduled", "Running")
     # The booking is in the scheduler's record, read back through the same route.
-    with httpx.Client(verify=_context(route["ca"]), headers={"Authorization": f"Bearer {SCHEDULER_TOKEN}"}) as c:
+    with httpx.Client(verify=_context(route["ca"]), headers={"Authorization": f"Bearer {route['token']}"}) as c:
         r = c.get(f"{route['scheduler']}/reservations")
     assert r.status_code == 200 and out["reservation"]["key"] in {x["key"] for x in r.json()["reservations"]}
+    assert {x["tenant"] for x in r.json()["reservations"]} == {"data"}  # its own tenant's, only
     provider.delete("greenvm-from-ci", out)
 
 

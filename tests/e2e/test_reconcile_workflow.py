@@ -12,10 +12,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import yaml
 
-from greenops.local.opa import OpaServer
-from greenops.local.scheduler import SchedulerServer
 from greenops.toolpaths import REPO
-from tests.engine import iso, project_with_stack, render_mode_config, require_engine, small_job
+from tests import loopback
+from tests.engine import iso, project_with_stack, render_mode_config, require_engine, set_project_secrets, small_job
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 WORKFLOW = REPO / ".github" / "workflows" / "reconcile.yml"
@@ -61,7 +60,7 @@ def test_every_run_step_reconciles_a_stack(tmp_path):
     env.update({k: fill(str(v), values) for k, v in job()["env"].items()})
     steps = [s for s in job()["steps"] if "run" in s]
     assert [s["run"] for s in steps] == ["make setup tools", '.venv/bin/greenops reconcile --stack "$STACK"']
-    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+    with loopback.servers() as (scheduler, opa):
         project_with_stack(
             project,
             "ci",
@@ -72,6 +71,8 @@ def test_every_run_step_reconciles_a_stack(tmp_path):
                 workloads=[small_job("nightly", iso(now + timedelta(hours=1, minutes=2)), tenant="ci")],
             ),
         )
+        # the stack's credentials are its encrypted secrets: the job's passphrase opens them
+        set_project_secrets(project, "ci", env, loopback.stack_secrets(scheduler, opa, ["ci"]))
         outputs = []
         for _ in range(2):  # two scheduled runs: the first places and opens the gate, the second changes nothing
             for step in steps:

@@ -12,10 +12,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import yaml
 
-from greenops.local.opa import OpaServer
-from greenops.local.scheduler import SchedulerServer
 from greenops.shards import shard_of
 from greenops.toolpaths import REPO
+from tests import loopback
 from tests.engine import iso, project_with_stack, render_mode_config, require_engine
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
@@ -27,7 +26,7 @@ def test_up_across_shards_reports_the_failing_one_and_tables_the_rest(tmp_path):
     deadline = iso(datetime.now(UTC) + timedelta(days=1))
     good = [f"job-{i}" for i in range(9)]
     refused = "too-far"  # 10 ms from westus with EU residency: policy refuses it
-    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+    with loopback.servers() as (scheduler, opa):
         project = project_with_stack(
             tmp_path / "project",
             "batch",
@@ -70,6 +69,9 @@ def test_up_across_shards_reports_the_failing_one_and_tables_the_rest(tmp_path):
                 "GREENOPS_PROJECT_DIR": str(project),
                 "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
                 "PULUMI_CONFIG_PASSPHRASE": "shards",
+                # the ambient credentials, as a CI step's secrets: every shard's Placements present them
+                "GREENOPS_SCHEDULER_TOKEN": loopback.tenant_tokens(scheduler, ["ops"])["ops"],
+                "GREENOPS_OPA_TOKEN": opa.query_token,
             }
         )
         (tmp_path / "state").mkdir()

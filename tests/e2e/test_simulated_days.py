@@ -12,10 +12,9 @@ import pytest
 
 from greenops import automation, report
 from greenops.local.demo import next_evening
-from greenops.local.opa import OpaServer
-from greenops.local.scheduler import SchedulerServer
 from greenops.models.duration import parse_duration
 from greenops.reconcile import WAKE_MARGIN, reconcile_once
+from tests import loopback
 from tests.engine import at, at_once, engine_stack, iso, render_mode_config, rendered_workloads
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
@@ -56,7 +55,7 @@ def test_three_simulated_days(tmp_path):
     arrivals = {t0 + timedelta(days=1): added_later[:2], t0 + timedelta(days=2): added_later[2:]}
     departure = t0 + timedelta(days=1, hours=12)
     out = tmp_path / "rendered"
-    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+    with loopback.servers() as (scheduler, opa):
         st = engine_stack(
             tmp_path,
             "days",
@@ -68,6 +67,7 @@ def test_three_simulated_days(tmp_path):
                 workloads=initial,
                 reconcile={"intervalSeconds": INTERVAL, "provisioningMarginSeconds": MARGIN},
             ),
+            secrets=loopback.stack_secrets(scheduler, opa, loopback.tenants_of(initial + added_later)),
         )
 
         def declare(workloads: list[dict]) -> None:

@@ -13,9 +13,8 @@ import pytest
 
 from greenops import automation, placements
 from greenops.httpclient import RetryingClient
-from greenops.local.opa import OpaServer
-from greenops.local.scheduler import SchedulerServer
 from greenops.toolpaths import REPO
+from tests import loopback
 from tests.engine import iso, project_with_stack, render_mode_config, require_engine, small_job
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
@@ -26,7 +25,7 @@ def test_watch_passes_and_stops_between_passes_on_sigterm(tmp_path):
     project = tmp_path / "project"
     (tmp_path / "state").mkdir()
     deadline = iso(datetime.now(UTC) + timedelta(days=1))
-    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+    with loopback.servers() as (scheduler, opa):
         project_with_stack(
             project,
             "watch",
@@ -43,6 +42,9 @@ def test_watch_passes_and_stops_between_passes_on_sigterm(tmp_path):
                 "GREENOPS_PROJECT_DIR": str(project),
                 "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
                 "PULUMI_CONFIG_PASSPHRASE": "watch-test",
+                # greenops serve's exports: the stack's tenant token and OPA's query token
+                "GREENOPS_SCHEDULER_TOKEN": loopback.tenant_tokens(scheduler, ["ops"])["ops"],
+                "GREENOPS_OPA_TOKEN": opa.query_token,
             }
         )
         proc = subprocess.Popen(
@@ -77,7 +79,11 @@ def test_watch_passes_and_stops_between_passes_on_sigterm(tmp_path):
         st = automation.stack(
             "watch",
             work_dir=project,
-            env={"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "PULUMI_CONFIG_PASSPHRASE": "watch-test"},
+            env={
+                "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+                "PULUMI_CONFIG_PASSPHRASE": "watch-test",
+                **{k: env[k] for k in ("GREENOPS_SCHEDULER_TOKEN", "GREENOPS_OPA_TOKEN")},
+            },
         )
         assert set(st.preview().change_summary) == {"same"}
         assert not st.export_stack().deployment.get("pending_operations")
@@ -91,7 +97,7 @@ def test_a_watch_killed_mid_pass_leaves_a_lock_the_next_run_clears(tmp_path):
     project, locks = tmp_path / "project", tmp_path / "state" / ".pulumi" / "locks"
     (tmp_path / "state").mkdir()
     deadline = iso(datetime.now(UTC) + timedelta(hours=1, minutes=2))
-    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+    with loopback.servers() as (scheduler, opa):
         project_with_stack(
             project,
             "k9",
@@ -108,6 +114,9 @@ def test_a_watch_killed_mid_pass_leaves_a_lock_the_next_run_clears(tmp_path):
                 "GREENOPS_PROJECT_DIR": str(project),
                 "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
                 "PULUMI_CONFIG_PASSPHRASE": "k9-test",
+                # greenops serve's exports: the stack's tenant token and OPA's query token
+                "GREENOPS_SCHEDULER_TOKEN": loopback.tenant_tokens(scheduler, ["ops"])["ops"],
+                "GREENOPS_OPA_TOKEN": opa.query_token,
             }
         )
         greenops = str(REPO / ".venv" / "bin" / "greenops")
@@ -136,10 +145,15 @@ def test_a_watch_killed_mid_pass_leaves_a_lock_the_next_run_clears(tmp_path):
         assert again.returncode == 0, again.stdout + again.stderr
         assert again.stdout.startswith("cleared a stale lock of stack k9: pid "), again.stdout
         assert "and is gone" in again.stdout and not list(locks.glob("*/*/k9/*.json"))
+        credentials = ("GREENOPS_SCHEDULER_TOKEN", "GREENOPS_OPA_TOKEN")
         st = automation.stack(
             "k9",
             work_dir=project,
-            env={"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "PULUMI_CONFIG_PASSPHRASE": "k9-test"},
+            env={
+                "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+                "PULUMI_CONFIG_PASSPHRASE": "k9-test",
+                **{k: env[k] for k in credentials},
+            },
         )
         rows = automation.placements(st)
         assert {r["workload"] for r in rows} == {"etl-0", "etl-1", "etl-2"} and {r["phase"] for r in rows} == {
@@ -148,7 +162,7 @@ def test_a_watch_killed_mid_pass_leaves_a_lock_the_next_run_clears(tmp_path):
         assert set(st.preview().change_summary) == {"same"}
         # The state is written once per run, so the killed pass may have booked placements its
         # state never recorded: placing again replayed them under the same keys, booking nothing twice.
-        with RetryingClient(scheduler.url) as client:
+        with RetryingClient(scheduler.url, token=scheduler.admin_token) as client:
             booked = sorted(r["key"] for r in placements.active(client))
         assert [k.split("/")[1] for k in booked] == ["etl-0", "etl-1", "etl-2"], booked
         st.destroy()

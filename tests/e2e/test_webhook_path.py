@@ -45,8 +45,10 @@ def in_namespace(ns: str) -> str:
 
 
 def reservations(cluster, **query) -> list[dict]:
-    """The scheduler's record (GET /reservations): active ones, or every phase with all=true."""
-    r = httpx.get(f"{cluster['scheduler'].url}/reservations", params=query, timeout=10)
+    """The scheduler's record (GET /reservations) as its admin reads it: active ones, or every phase
+    with all=true."""
+    scheduler = cluster["scheduler"]
+    r = httpx.get(f"{scheduler.url}/reservations", params=query, headers=scheduler.admin_headers, timeout=10)
     assert r.status_code == 200, r.text
     return r.json()["reservations"]
 
@@ -111,19 +113,26 @@ def test_scheduler_down_fails_closed_then_recovers(tmp_path):
     from greenops.local.controlplane import LocalControlPlane, free_port
     from greenops.local.opa import OpaServer
     from greenops.local.webhook import install_admission, loopback_tls
+    from tests.principals import declare_opa
 
     port = free_port()
     tls = loopback_tls(tmp_path)
+    declared = declare_opa(tmp_path / "principals")  # OPA's principal, known to the scheduler when it starts
     with (
         LocalControlPlane() as cp,
-        OpaServer(scheduler_url=f"http://127.0.0.1:{port}", tls_cert=tls.cert_file, tls_key=tls.key_file) as opa,
+        OpaServer(
+            scheduler_url=f"http://127.0.0.1:{port}",
+            scheduler_token=declared.tokens["opa"],
+            tls_cert=tls.cert_file,
+            tls_key=tls.key_file,
+        ) as opa,
     ):
-        install_admission(cp, opa.url, tls.ca_pem, ("e2e",))
+        install_admission(cp, opa.url, tls.ca_pem, ("e2e",), token=opa.admin_token)
         with cp.client() as k:
             down = k.post(PATH, json=vmtemplate("while-down", originRegion="westeurope"))
             assert down.status_code == 403 and "failing closed" in down.json()["message"]
             assert k.get(f"{PATH}/while-down").status_code == 404  # nothing half-created
-            with SchedulerServer(port=port):
+            with SchedulerServer(port=port, principals=declared.path):
                 assert k.post(PATH, json=vmtemplate("after-restart", originRegion="westeurope")).status_code == 201
 
 
@@ -259,7 +268,12 @@ def test_quota_counts_both_paths(cluster):
         }
     )
     trust = httpx.HTTPTransport(verify=ssl.create_default_context(cadata=cluster["tls"].ca_pem.decode()))
-    with OpaClient(cluster["opa"].url, transport=trust) as opa, SchedulerClient(cluster["scheduler"].url) as sched:
+    scheduler = cluster["scheduler"]
+    thrifty = scheduler.issue("thrifty-stack", ["thrifty"], paths=["pulumi"])  # the tenant's own token
+    with (
+        OpaClient(cluster["opa"].url, transport=trust, token=cluster["opa"].query_token) as opa,
+        SchedulerClient(scheduler.url, token=thrifty) as sched,
+    ):
         place(batch, opa, sched, key="e2e-stack/batch")
     path = in_namespace("thrifty-batch")
     with cluster["cp"].client() as k:
