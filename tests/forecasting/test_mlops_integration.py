@@ -113,7 +113,8 @@ def test_scheduler_decides_on_the_served_forecast(mlops, spring_slice):
     with SchedulerServer(
         source=f"oip:{server.url}", history=f"traces:{spring_slice}", env={"GREENOPS_NOW": "2023-04-10T06:00:00Z"}
     ) as scheduler:
-        r = httpx.post(f"{scheduler.url}/scheduling", json=body, timeout=30)
+        auth = {"Authorization": f"Bearer {scheduler.issue('forecast-user', ['default'])}"}
+        r = httpx.post(f"{scheduler.url}/scheduling", json=body, timeout=30, headers=auth)
     assert r.status_code == 200, r.text
     decision = r.json()
     assert decision["source"].startswith(f"oip({server.url})")
