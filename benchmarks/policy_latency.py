@@ -66,7 +66,11 @@ def main() -> None:
     args = parser.parse_args()
     scheduler = SchedulerStandIn()
     try:
-        with OpaServer(scheduler_url=scheduler.url) as opa, httpx.Client(base_url=opa.url, timeout=10) as client:
+        # decisions with Placement's query token, as OPA always asks for one
+        with (
+            OpaServer(scheduler_url=scheduler.url) as opa,
+            httpx.Client(base_url=opa.url, timeout=10, headers=opa.query_headers) as client,
+        ):
             for w in workloads(200, seed=1):
                 timed(client, "/v1/data/greenops/placement/decision", {"input": {"workload": w}})
             decision = [
@@ -84,7 +88,7 @@ def main() -> None:
             print(f"decision  OPA handler time (same query, from OPA's metrics): {percentiles(handler)}")
             # as kube-mgmt would have replicated it: admission refuses a namespace OPA has no copy of
             bench_ns = {"bench": {"metadata": {"name": "bench", "labels": {"greenops.io/tenant": "bench"}}}}
-            client.put("/v1/data/kubernetes/namespaces", json=bench_ns).raise_for_status()
+            client.put("/v1/data/kubernetes/namespaces", json=bench_ns, headers=opa.admin_headers).raise_for_status()
             reviews = []
             for i, w in enumerate(workloads(args.reviews, seed=3)):
                 spec = dict(w, vmName=w.pop("name"))

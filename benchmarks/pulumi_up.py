@@ -67,47 +67,50 @@ def main() -> None:
     parser.add_argument("--workloads", type=int, nargs="+", default=[5, 100])
     parser.add_argument("--parallel", type=int, default=None, help="pulumi up --parallel")
     args = parser.parse_args()
-    with SchedulerServer(capacity_vcpu=1e9) as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
-        for n in args.workloads:
-            tmp = Path(tempfile.mkdtemp(prefix="greenops-bench-"))
-            (tmp / "state").mkdir()
-            stack = automation.inline_stack(
-                f"bench{n}", program.run, tmp, {"PULUMI_BACKEND_URL": f"file://{tmp / 'state'}"}
-            )
-            stack.set_all_config(
-                {
-                    "greenops:workloads": auto.ConfigValue(json.dumps(workloads(n))),
-                    "greenops:endpoints": auto.ConfigValue(
-                        json.dumps({"opaUrl": opa.url, "schedulerUrl": scheduler.url})
-                    ),
-                    "greenops:kubernetes": auto.ConfigValue(
-                        json.dumps({"mode": "render", "renderDir": str(tmp / "out")})
-                    ),
-                    "greenops:render": auto.ConfigValue(
-                        json.dumps({"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": SUBSCRIPTION})
-                    ),
-                }
-            )
-            print(f"{n} workloads:")
-            timed("preview (nothing deployed yet)", stack.preview)
-            done_at: dict[str, float] = {}
-            t0 = time.perf_counter()
+    with SchedulerServer(capacity_vcpu=1e9) as scheduler:
+        opa_token = scheduler.issue("opa", None, paths=["cluster"])  # OPA's own principal (the cluster path)
+        with OpaServer(scheduler_url=scheduler.url, scheduler_token=opa_token) as opa:
+            # each tenant's Placements present that tenant's own token (greenops:schedulerTokens)
+            tenants = sorted({w["tenant"] for n in args.workloads for w in workloads(n)})
+            tokens = {t: scheduler.issue(f"bench-{t}", [t], paths=["pulumi"]) for t in tenants}
+            for n in args.workloads:
+                bench(n, args.parallel, scheduler, opa, tokens)
 
-            def on_event(event, done_at=done_at, t0=t0):  # bound now: called within this iteration
-                out = event.res_outputs_event
-                if out is not None:
-                    done_at[out.metadata.type] = time.perf_counter() - t0
 
-            up = timed(
-                "up (place every workload)", lambda stack=stack: stack.up(on_event=on_event, parallel=args.parallel)
-            )
-            for typ, t in sorted(done_at.items(), key=lambda kv: kv[1]):
-                print(f"    last {typ:48} done at {t:6.1f} s")
-            timed("preview (unchanged)", stack.preview)
-            second = timed("up (unchanged)", stack.up)
-            print(f"  resources: {up.summary.resource_changes}; second up: {second.summary.resource_changes}")
-            stack.destroy()
-            stack.workspace.remove_stack(f"bench{n}")
+def bench(n: int, parallel: int | None, scheduler: SchedulerServer, opa: OpaServer, tokens: dict[str, str]) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="greenops-bench-"))
+    (tmp / "state").mkdir()
+    stack = automation.inline_stack(f"bench{n}", program.run, tmp, {"PULUMI_BACKEND_URL": f"file://{tmp / 'state'}"})
+    stack.set_all_config(
+        {
+            "greenops:workloads": auto.ConfigValue(json.dumps(workloads(n))),
+            "greenops:endpoints": auto.ConfigValue(json.dumps({"opaUrl": opa.url, "schedulerUrl": scheduler.url})),
+            "greenops:kubernetes": auto.ConfigValue(json.dumps({"mode": "render", "renderDir": str(tmp / "out")})),
+            "greenops:render": auto.ConfigValue(
+                json.dumps({"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": SUBSCRIPTION})
+            ),
+            "greenops:schedulerTokens": auto.ConfigValue(json.dumps(tokens), secret=True),
+            "greenops:opaToken": auto.ConfigValue(opa.query_token, secret=True),
+        }
+    )
+    print(f"{n} workloads:")
+    timed("preview (nothing deployed yet)", stack.preview)
+    done_at: dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    def on_event(event):
+        out = event.res_outputs_event
+        if out is not None:
+            done_at[out.metadata.type] = time.perf_counter() - t0
+
+    up = timed("up (place every workload)", lambda: stack.up(on_event=on_event, parallel=parallel))
+    for typ, t in sorted(done_at.items(), key=lambda kv: kv[1]):
+        print(f"    last {typ:48} done at {t:6.1f} s")
+    timed("preview (unchanged)", stack.preview)
+    second = timed("up (unchanged)", stack.up)
+    print(f"  resources: {up.summary.resource_changes}; second up: {second.summary.resource_changes}")
+    stack.destroy()
+    stack.workspace.remove_stack(f"bench{n}")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -91,16 +92,42 @@ def kind(p: psutil.Process) -> str:
     return "other"
 
 
+def tenant_of(i: int) -> str:
+    return f"team-{i // 20:03d}"
+
+
 def write_workloads(folder: Path, n: int) -> None:
     """One file per tenant, as a platform team would keep them: 20 workloads per tenant, so every
     tenant stays within the default quota (512 vCPU) and nothing is refused for it."""
     by_tenant: dict[str, list[dict]] = {}
     for i, w in enumerate(workloads(n)):
         w.pop("tenant")
-        by_tenant.setdefault(f"team-{i // 20:03d}", []).append(w)
+        by_tenant.setdefault(tenant_of(i), []).append(w)
     folder.mkdir(parents=True)
     for tenant, items in by_tenant.items():
         (folder / f"{tenant}.yaml").write_text(yaml.safe_dump({"tenant": tenant, "workloads": items}), encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What the stacks present: a Pulumi-path token per tenant (greenops:schedulerTokens) and OPA's
+    query token; for the sharded CLI runs, one token for every tenant (GREENOPS_SCHEDULER_TOKEN, as
+    a CI step's secret), since each shard's stack file is the CLI's to write."""
+
+    per_tenant: dict[str, str]
+    shared: str
+    opa: str
+
+
+def credentials(scheduler: SchedulerServer, opa: OpaServer, sizes: list[int]) -> Credentials:
+    tenants = sorted({tenant_of(i) for i in range(max(sizes))})
+    if len(tenants) > 256:
+        raise SystemExit(f"{max(sizes)} workloads are {len(tenants)} tenants: a token names at most 256")
+    return Credentials(
+        per_tenant={t: scheduler.issue(f"scale-{t}", [t], paths=["pulumi"]) for t in tenants},
+        shared=scheduler.issue("scale-ci", tenants, paths=["pulumi"]),
+        opa=opa.query_token,
+    )
 
 
 def gates(stack: auto.Stack) -> list[datetime]:
@@ -130,6 +157,7 @@ def run(
     n: int,
     opa_url: str,
     scheduler_url: str,
+    creds: Credentials,
     skip_checkpoints: bool,
     pulumi_logs: bool = True,
     cluster: LocalControlPlane | None = None,
@@ -163,6 +191,8 @@ def run(
             "greenops:render": auto.ConfigValue(
                 json.dumps({"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": SUBSCRIPTION})
             ),
+            "greenops:schedulerTokens": auto.ConfigValue(json.dumps(creds.per_tenant), secret=True),
+            "greenops:opaToken": auto.ConfigValue(creds.opa, secret=True),
         }
     )
     if cluster:
@@ -214,7 +244,7 @@ def api_server():
         yield cp
 
 
-def run_sharded(n: int, shards: int, concurrency: int, opa_url: str, scheduler_url: str) -> dict:
+def run_sharded(n: int, shards: int, concurrency: int, opa_url: str, scheduler_url: str, creds: Credentials) -> dict:
     """The same N workloads as `greenops <op> --stack scale --shards <shards>`: separate processes,
     ``concurrency`` at a time, as a user runs them."""
     import subprocess
@@ -254,6 +284,8 @@ def run_sharded(n: int, shards: int, concurrency: int, opa_url: str, scheduler_u
             "GREENOPS_PROJECT_DIR": str(tmp),
             "PULUMI_BACKEND_URL": f"file://{tmp / 'state'}",
             "PULUMI_CONFIG_PASSPHRASE": "bench",
+            "GREENOPS_SCHEDULER_TOKEN": creds.shared,
+            "GREENOPS_OPA_TOKEN": creds.opa,
         }
     )
     greenops = [sys.executable, "-m", "greenops.cli"]
@@ -313,16 +345,19 @@ def main() -> None:
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs", flush=True)
     with contextlib.ExitStack() as running:
         scheduler = running.enter_context(SchedulerServer(capacity_vcpu=1e9))
-        opa = running.enter_context(OpaServer(scheduler_url=scheduler.url))
+        opa_token = scheduler.issue("opa", None, paths=["cluster"])  # OPA's own principal (the cluster path)
+        opa = running.enter_context(OpaServer(scheduler_url=scheduler.url, scheduler_token=opa_token))
         cluster = running.enter_context(api_server()) if args.api_server else None
+        creds = credentials(scheduler, opa, args.workloads)
         for n in args.workloads:
             row = (
-                run_sharded(n, args.shards, args.concurrency, opa.url, scheduler.url)
+                run_sharded(n, args.shards, args.concurrency, opa.url, scheduler.url, creds)
                 if args.shards
                 else run(
                     n,
                     opa.url,
                     scheduler.url,
+                    creds,
                     skip_checkpoints=not args.every_step,
                     pulumi_logs=not args.without_pulumi_logs,
                     cluster=cluster,
