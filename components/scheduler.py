@@ -11,9 +11,18 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import SchedulerConfig
+from components.hardening import (
+    Resources,
+    container_security_context,
+    digest_skips,
+    pod_security_context,
+    pull_policy,
+    scanner_skips,
+    scratch,
+)
 from components.helm import postgresql
 from components.pins import ChartPin
-from components.secret_env import secret_env
+from components.secret_env import secret_env, secret_file
 from greenops import endpoints
 
 PORT = endpoints.SCHEDULER_PORT
@@ -22,6 +31,11 @@ DATABASE_VARIABLE = "GREENOPS_SCHEDULER_DATABASE"  # the reservation record's SQ
 DATABASE, DB_USER = "greenops", "greenops"
 DB_SECRET = "greenops-scheduler-db"  # the platform-deployed PostgreSQL's password
 LABELS = {"app.kubernetes.io/name": "greenops-scheduler", "app.kubernetes.io/part-of": "greenops"}
+TOKEN_DIR = "/var/run/secrets/greenops/scheduler-token"  # --token-file reads TOKEN_DIR/token
+DATABASE_IN_ENV = (
+    "GREENOPS_SCHEDULER_DATABASE (the URL with the database password) has no file option in the scheduler, "
+    "and --database would show it in ps; it comes from a Secret through secretKeyRef"
+)
 
 
 @dataclass
@@ -40,27 +54,43 @@ def _probe(path: str) -> k8s.core.v1.ProbeArgs:
     return k8s.core.v1.ProbeArgs(http_get=k8s.core.v1.HTTPGetActionArgs(path=path, port=PORT), period_seconds=10)
 
 
-def scheduler_container(c: SchedulerConfig, image: str, env: list[k8s.core.v1.EnvVarArgs]) -> k8s.core.v1.ContainerArgs:
+def scheduler_container(
+    c: SchedulerConfig,
+    image: str,
+    env: list[k8s.core.v1.EnvVarArgs],
+    mounts: list[k8s.core.v1.VolumeMountArgs] | None = None,
+    token_file: str | None = None,
+) -> k8s.core.v1.ContainerArgs:
     return k8s.core.v1.ContainerArgs(
         name="scheduler",
         image=image,
-        args=["--host", "0.0.0.0", "--port", str(PORT), "--source", c.source, "--capacity-vcpu", str(c.capacity_vcpu)],
+        image_pull_policy=pull_policy(image),
+        args=[
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(PORT),
+            "--source",
+            c.source,
+            "--capacity-vcpu",
+            str(c.capacity_vcpu),
+            *(["--token-file", token_file] if token_file else []),
+        ],
         ports=[k8s.core.v1.ContainerPortArgs(name="http", container_port=PORT)],
         env=env,
         readiness_probe=_probe("/readyz"),
         liveness_probe=_probe("/healthz"),
-        resources=k8s.core.v1.ResourceRequirementsArgs(
-            requests={"cpu": c.cpu, "memory": c.memory}, limits={"memory": c.memory}
-        ),
-        security_context=k8s.core.v1.SecurityContextArgs(
-            run_as_non_root=True, read_only_root_filesystem=True, allow_privilege_escalation=False
-        ),
+        resources=Resources(c.cpu, c.memory, c.cpu_limit).args(),
+        security_context=container_security_context(),
+        volume_mounts=mounts or None,
     )
 
 
-def _metadata(c: SchedulerConfig) -> k8s.meta.v1.ObjectMetaArgs:
+def _metadata(c: SchedulerConfig, annotations: dict[str, str] | None = None) -> k8s.meta.v1.ObjectMetaArgs:
     # the Deployment and the Service share the name other components address the scheduler by
-    return k8s.meta.v1.ObjectMetaArgs(name=endpoints.SCHEDULER_SERVICE, namespace=c.namespace, labels=LABELS)
+    return k8s.meta.v1.ObjectMetaArgs(
+        name=endpoints.SCHEDULER_SERVICE, namespace=c.namespace, labels=LABELS, annotations=annotations
+    )
 
 
 class GreenOpsScheduler(pulumi.ComponentResource):
@@ -74,11 +104,18 @@ class GreenOpsScheduler(pulumi.ComponentResource):
         )
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
         env: list[k8s.core.v1.EnvVarArgs] = []
+        # the root filesystem is read-only: Python's and the libraries' temporary files go here
+        tmp_volume, tmp_mount = scratch("tmp", "/tmp")
+        volumes, mounts, token_file = [tmp_volume], [tmp_mount], None
         if args.token is not None:
-            self.token_secret, token_env = secret_env(
-                f"{name}-token", "greenops-scheduler-token", c.namespace, TOKEN_VARIABLE, args.token, in_ns
+            # a file (--token-file) rather than a variable: not in the process environment, which
+            # every child process and crash report inherits
+            self.token_secret, token_volume, token_mount = secret_file(
+                f"{name}-token", "greenops-scheduler-token", c.namespace, TOKEN_VARIABLE, args.token, TOKEN_DIR, in_ns
             )
-            env.append(token_env)
+            volumes.append(token_volume)
+            mounts.append(token_mount)
+            token_file = f"{TOKEN_DIR}/token"
         after: list[pulumi.Resource] = [self.namespace]
         if args.database_url is not None:
             url = args.database_url
@@ -95,13 +132,19 @@ class GreenOpsScheduler(pulumi.ComponentResource):
         env.append(database_env)
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deploy",
-            metadata=_metadata(c),
+            metadata=_metadata(c, scanner_skips({"CKV_K8S_35": DATABASE_IN_ENV, **digest_skips(args.image)})),
             spec=k8s.apps.v1.DeploymentSpecArgs(
                 replicas=c.replicas,
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=LABELS),
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels=LABELS),
-                    spec=k8s.core.v1.PodSpecArgs(containers=[scheduler_container(c, args.image, env)]),
+                    spec=k8s.core.v1.PodSpecArgs(
+                        # the scheduler never calls the Kubernetes API
+                        automount_service_account_token=False,
+                        security_context=pod_security_context(),
+                        containers=[scheduler_container(c, args.image, env, mounts, token_file)],
+                        volumes=volumes,
+                    ),
                 ),
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=after),
