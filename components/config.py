@@ -353,6 +353,7 @@ class ReconcilerConfig(_Section):
     # `greenops reconcile` is a plain `up`, and Placement reads the operators' verdict itself during it
     refresh: bool = False
     workspace_cpu: str = "500m"
+    workspace_cpu_limit: str = "2"
     workspace_memory: str = Field(default="2Gi", description="the workspace pip-installs the project's requirements")
 
     @model_validator(mode="after")

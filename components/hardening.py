@@ -100,6 +100,12 @@ def pull_policy(image: str) -> str | None:
     return None if "@sha256:" in image else "Always"
 
 
+def image_fields(image: str) -> dict:
+    """A container's ``image`` and ``imagePullPolicy`` as JSON, for custom resources."""
+    policy = pull_policy(image)
+    return {"image": image, **({"imagePullPolicy": policy} if policy else {})}
+
+
 def scratch(name: str, path: str, size: str = "64Mi") -> tuple[k8s.core.v1.VolumeArgs, k8s.core.v1.VolumeMountArgs]:
     """A writable emptyDir at ``path`` for a container whose root filesystem is read-only."""
     return (

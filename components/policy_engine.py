@@ -37,6 +37,10 @@ SERVICE_PORT = 443  # the Service (and an Ingress) reach OPA's API here
 # API (opa run has no per-listener routes); the split is for the NetworkPolicy, which admits only
 # the API server to this port and only the ingress controller and workload callers to OPA_PORT.
 WEBHOOK_PORT = 8444
+KUBE_MGMT_UNPROBED = (
+    "kube-mgmt serves no endpoint to probe; it exits when it loses OPA or the API server and the kubelet "
+    "restarts it; OPA itself has liveness and readiness probes"
+)
 MGMT_RESOURCES = Resources(cpu="50m", memory="128Mi", cpu_limit="250m")
 INIT_RESOURCES = Resources(cpu="10m", memory="32Mi", cpu_limit="100m")
 # OPA reads its API tokens and the scheduler's token in Rego (opa.runtime().env: authz.rego,
@@ -269,6 +273,10 @@ class PolicyEngine(pulumi.ComponentResource):
                 annotations=scanner_skips(
                     {
                         "CKV_K8S_35": SECRETS_IN_ENV,
+                        "CKV_K8S_38": "kube-mgmt lists and watches VmTemplates and Namespaces with the pod's token",
+                        # kube-mgmt serves no HTTP endpoint; it exits when it loses OPA or the API server
+                        "CKV_K8S_8": KUBE_MGMT_UNPROBED,
+                        "CKV_K8S_9": KUBE_MGMT_UNPROBED,
                         **digest_skips(args.opa_image, args.kube_mgmt_image, args.bundle_init_image),
                     }
                 ),
