@@ -274,7 +274,6 @@ class PolicyEngine(pulumi.ComponentResource):
                     {
                         "CKV_K8S_35": SECRETS_IN_ENV,
                         "CKV_K8S_38": "kube-mgmt lists and watches VmTemplates and Namespaces with the pod's token",
-                        # kube-mgmt serves no HTTP endpoint; it exits when it loses OPA or the API server
                         "CKV_K8S_8": KUBE_MGMT_UNPROBED,
                         "CKV_K8S_9": KUBE_MGMT_UNPROBED,
                         **digest_skips(args.opa_image, args.kube_mgmt_image, args.bundle_init_image),
