@@ -55,19 +55,14 @@ def _ports(*ports: int, protocol: str = "TCP") -> list[dict]:
     return [{"protocol": protocol, "port": p} for p in ports]
 
 
-def _in(namespace: str, pods: dict | None = None) -> dict:
-    """A peer: pods (all when None) of the namespace of that name."""
-    return {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-        "podSelector": {"matchLabels": pods} if pods else {},
-    }
-
-
 def _selected(namespace_labels: dict, pods: dict | None = None) -> dict:
-    return {
-        "namespaceSelector": {"matchLabels": namespace_labels},
-        "podSelector": {"matchLabels": pods} if pods else {},
-    }
+    """A peer: the pods with those labels (all when None) in the namespaces with those labels."""
+    return {"namespaceSelector": {"matchLabels": namespace_labels}, "podSelector": _pods(pods or {})}
+
+
+def _in(namespace: str, pods: dict | None = None) -> dict:
+    """A peer: pods of the namespace of that name (its kubernetes.io/metadata.name label)."""
+    return _selected({"kubernetes.io/metadata.name": namespace}, pods)
 
 
 def _addresses(cidrs: list[str]) -> list[dict]:
