@@ -257,3 +257,27 @@ def test_the_ack_role_is_attached_in_the_clusters_account():
     m = collect(PROD)
     [policy] = of(m, "aws:iam/policy:Policy")
     assert json.loads(policy.inputs["policy"]) == ec2_policy("aws", "123456789012")
+
+
+def test_operators_admit_only_the_api_server_and_the_workspace_reaches_opa_and_the_scheduler(declared):
+    np = policies(declared("prod").objects)
+    api_server = [{"ipBlock": {"cidr": "10.0.0.0/24"}}, {"ipBlock": {"cidr": "10.0.1.0/24"}}]
+    for ns in ("cert-manager", "azureserviceoperator-system", "ack-system", "kserve", "krateo-system"):
+        controller = np[(ns, "greenops-allow-controller")]
+        assert controller["ingress"] == [{"from": api_server}], ns
+        assert {p["port"] for rule in controller["egress"] for p in rule["ports"]} == {443, 6443}, ns
+    # in the shared composition namespace, the controller profile leaves the platform's own pods out
+    composition = np[("greenops", "greenops-allow-controller")]["podSelector"]["matchExpressions"]
+    assert {"key": "app.kubernetes.io/part-of", "operator": "NotIn", "values": ["greenops"]} in composition
+    workspace = np[("greenops-reconciler", "greenops-allow-workspace")]
+    reached = {
+        (peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"], rule["ports"][0]["port"])
+        for rule in workspace["egress"]
+        for peer in rule["to"]
+        if "namespaceSelector" in peer
+    }
+    assert reached == {("opa", 8443), ("greenops", 8080)}
+    [forecasters] = np[("forecasting", "greenops-allow-forecasters")]["ingress"]
+    assert forecasters["from"][0]["podSelector"] == {
+        "matchLabels": {"app.kubernetes.io/name": "greenops-scheduler", "app.kubernetes.io/part-of": "greenops"}
+    }
