@@ -41,7 +41,6 @@ DNS_PORT = 53
 KSERVE_HTTP_PORT = 8080  # MLServer's HTTP port in the ServingRuntime (components/mlops.py)
 SEAWEEDFS_S3_PORT = 8333
 POSTGRESQL = {"app.kubernetes.io/name": "postgresql"}  # the Bitnami chart's pods
-EVERY_POD: dict = {}
 
 
 @dataclass(frozen=True)
