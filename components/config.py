@@ -87,6 +87,24 @@ class PolicyEngineConfig(_Section):
     cpu_limit: str = "1"
 
 
+class ServiceAccountPrincipal(_Section):
+    """A ServiceAccount the scheduler accepts as a principal (its projected token, audience
+    greenops-scheduler, checked through TokenReview): e.g. a CI runner's pod or the reconciler's."""
+
+    service_account: str = Field(
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", description="namespace/name"
+    )
+    role: Literal["read", "write", "admin"] = "write"
+    tenants: list[str] | None = Field(default=None, description="null: every tenant (read and admin only)")
+    paths: list[Literal["pulumi", "cluster", "api"]] = Field(default_factory=lambda: ["pulumi"], min_length=1)
+
+    @model_validator(mode="after")
+    def _writers_name_tenants(self) -> ServiceAccountPrincipal:
+        if self.tenants is None and self.role == "write":
+            raise ValueError(f"{self.service_account}: a writing principal names its tenants")
+        return self
+
+
 class SchedulerConfig(_Section):
     enabled: bool = True
     namespace: str = endpoints.SCHEDULER_NAMESPACE
@@ -102,6 +120,9 @@ class SchedulerConfig(_Section):
     cpu_limit: str = "1"
     source: str = "profiles"
     capacity_vcpu: float = Field(default=512, gt=0, description="the scheduler refuses anything else at start-up")
+    service_account_principals: list[ServiceAccountPrincipal] = Field(
+        default_factory=list, description="ServiceAccounts the scheduler accepts, with their scopes"
+    )
 
 
 class MlflowConfig(_Section):

@@ -160,6 +160,8 @@ def platform_policies(c: PlatformConfig) -> list[Policy]:
             egress.append({"to": [_in(c.kserve.models_namespace)], "ports": _ports(KSERVE_HTTP_PORT)})
         if c.scheduler.source.startswith("electricitymaps"):
             egress.append(outside(n))
+        if c.scheduler.service_account_principals:
+            egress.append(api_server(n))  # TokenReview of ServiceAccount principals' tokens
         policies += [
             Policy(
                 ns,

@@ -28,7 +28,10 @@ class PlatformSecrets:
     mlflow_db_password: pulumi.Input[str] | None = None
     s3_access_key: pulumi.Input[str] | None = None
     s3_secret_key: pulumi.Input[str] | None = None
-    scheduler_token: pulumi.Input[str] | None = None  # greenops:schedulerToken, also Placement's
+    # greenops:schedulerAdminToken: the scheduler's bootstrap admin (issues the tenants' API tokens)
+    scheduler_admin_token: pulumi.Input[str] | None = None
+    # greenops:opaSchedulerToken: OPA's credential at the scheduler, a principal on the cluster path only
+    opa_scheduler_token: pulumi.Input[str] | None = None
     opa_token: pulumi.Input[str] | None = None  # greenops:opaToken: OPA's query token, also Placement's
     opa_admin_token: pulumi.Input[str] | None = None  # greenops:opaAdminToken: kube-mgmt's, for writes
     scheduler_database_url: pulumi.Input[str] | None = None  # greenops:schedulerDatabaseUrl: an existing PostgreSQL
@@ -76,7 +79,8 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                 GreenOpsSchedulerArgs(
                     c.scheduler,
                     image,
-                    s.scheduler_token,
+                    admin_token=s.scheduler_admin_token,
+                    opa_token=s.opa_scheduler_token if c.policy.enabled else None,
                     database_url=s.scheduler_database_url,
                     db_password=s.scheduler_db_password,
                     postgresql_chart=pins.postgresql,
@@ -91,7 +95,7 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                     pins.opa_image,
                     pins.kube_mgmt_image,
                     bundle_init_image=pins.bundle_init_image,
-                    scheduler_token=args.secrets.scheduler_token,
+                    scheduler_token=args.secrets.opa_scheduler_token,
                     query_token=args.secrets.opa_token,
                     admin_token=args.secrets.opa_admin_token,
                 ),

@@ -95,7 +95,7 @@ def opa_config(c: PolicyEngineConfig) -> dict:
 @dataclass
 class ApiTokens:
     """What OPA's API tokens add to the pod: OPA's flags and variables, and kube-mgmt's token file.
-    Empty when the stack sets no tokens, and OPA's API is open to every pod that reaches it."""
+    Never empty: without both tokens the component refuses to be declared."""
 
     secrets: list[k8s.core.v1.Secret] = field(default_factory=list)
     env: list[k8s.core.v1.EnvVarArgs] = field(default_factory=list)
@@ -348,12 +348,11 @@ class PolicyEngine(pulumi.ComponentResource):
                 "(greenops:opaToken) and kube-mgmt's admin token (greenops:opaAdminToken)"
             )
         if args.query_token is None or args.admin_token is None:  # both None, by the check above
-            pulumi.log.warn(
-                "OPA's API is open to every pod that reaches it: set greenops:opaToken and "
-                "greenops:opaAdminToken (pulumi config set --secret) to require bearer tokens",
-                self,
+            # greenops.program refuses this at preview by key; a direct caller of the component too
+            raise pulumi.RunError(
+                "OPA's API would be open to every pod that reaches it: set greenops:opaToken and "
+                "greenops:opaAdminToken (pulumi config set --secret) to require bearer tokens"
             )
-            return ApiTokens()
         ns = args.config.namespace
         self.query_token, query_env = secret_env(
             f"{name}-query-token", "greenops-opa-query-token", ns, QUERY_TOKEN_VARIABLE, args.query_token, in_ns

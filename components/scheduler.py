@@ -1,14 +1,22 @@
 """GreenOpsScheduler: the scheduler service as a Deployment and Service, with probes, and the
 PostgreSQL its replicas share for the reservation record (its own release, or an existing server
-named by greenops:schedulerDatabaseUrl)."""
+named by greenops:schedulerDatabaseUrl).
+
+Its callers are principals (greenops.identity): the bootstrap admin (greenops:schedulerAdminToken,
+mounted as a file), the principals it declares in a ConfigMap (OPA's token by its digest; the
+ServiceAccounts of greenops:platform.scheduler.serviceAccountPrincipals, reviewed with the API
+server), and the API tokens the admin issues to tenants."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote
 
 import pulumi
 import pulumi_kubernetes as k8s
+import yaml
 
 from components.config import SchedulerConfig
 from components.hardening import (
@@ -26,12 +34,14 @@ from components.secret_env import secret_env, secret_file
 from greenops import endpoints
 
 PORT = endpoints.SCHEDULER_PORT
-TOKEN_VARIABLE = "GREENOPS_SCHEDULER_TOKEN"  # read by the scheduler and by OPA's http.send (scheduler.rego)
+TOKEN_VARIABLE = endpoints.SCHEDULER_TOKEN_VARIABLE  # a client's credential: OPA's http.send (scheduler.rego)
+ADMIN_TOKEN_DIR = "/var/run/secrets/greenops/admin"  # the bootstrap admin's token, a mounted Secret
+PRINCIPALS_DIR = "/etc/greenops/principals"  # the declared principals, a mounted ConfigMap
 DATABASE_VARIABLE = "GREENOPS_SCHEDULER_DATABASE"  # the reservation record's SQLAlchemy URL
 DATABASE, DB_USER = "greenops", "greenops"
 DB_SECRET = "greenops-scheduler-db"  # the platform-deployed PostgreSQL's password
+SERVICE_ACCOUNT = "greenops-scheduler"
 LABELS = {"app.kubernetes.io/name": "greenops-scheduler", "app.kubernetes.io/part-of": "greenops"}
-TOKEN_DIR = "/var/run/secrets/greenops/scheduler-token"  # --token-file reads TOKEN_DIR/token
 DATABASE_IN_ENV = (
     "GREENOPS_SCHEDULER_DATABASE (the URL with the database password) has no file option in the scheduler, "
     "and --database would show it in ps; it comes from a Secret through secretKeyRef"
@@ -42,7 +52,8 @@ DATABASE_IN_ENV = (
 class GreenOpsSchedulerArgs:
     config: SchedulerConfig
     image: str
-    token: pulumi.Input[str] | None = None  # greenops:schedulerToken: callers must present it
+    admin_token: pulumi.Input[str] | None = None  # greenops:schedulerAdminToken (required)
+    opa_token: pulumi.Input[str] | None = None  # greenops:opaSchedulerToken: OPA's, declared by digest
     # The reservation record: an existing PostgreSQL (greenops:schedulerDatabaseUrl), or else a
     # release of postgresql_chart with the password greenops:schedulerDbPassword.
     database_url: pulumi.Input[str] | None = None
@@ -54,12 +65,22 @@ def _probe(path: str) -> k8s.core.v1.ProbeArgs:
     return k8s.core.v1.ProbeArgs(http_get=k8s.core.v1.HTTPGetActionArgs(path=path, port=PORT), period_seconds=10)
 
 
+def principals_document(c: SchedulerConfig, opa_digest: str | None) -> str:
+    """The principals file (greenops.identity.principals) the scheduler reads: OPA, which books and
+    releases cluster-path reservations for every tenant (the namespace's label says whose), and the
+    ServiceAccounts the stack declares."""
+    entries: list[dict[str, Any]] = []
+    if opa_digest is not None:
+        entries.append({"name": "opa", "tokenSha256": opa_digest, "role": "write", "paths": ["cluster"]})
+    entries += [a.model_dump(by_alias=True, exclude_none=True) for a in c.service_account_principals]
+    return yaml.safe_dump({"principals": entries}, sort_keys=False)
+
+
 def scheduler_container(
     c: SchedulerConfig,
     image: str,
     env: list[k8s.core.v1.EnvVarArgs],
     mounts: list[k8s.core.v1.VolumeMountArgs] | None = None,
-    token_file: str | None = None,
 ) -> k8s.core.v1.ContainerArgs:
     return k8s.core.v1.ContainerArgs(
         name="scheduler",
@@ -74,15 +95,18 @@ def scheduler_container(
             c.source,
             "--capacity-vcpu",
             str(c.capacity_vcpu),
-            *(["--token-file", token_file] if token_file else []),
+            "--admin-token-file",
+            f"{ADMIN_TOKEN_DIR}/token",
+            "--principals",
+            f"{PRINCIPALS_DIR}/principals.yaml",
         ],
+        volume_mounts=mounts,
         ports=[k8s.core.v1.ContainerPortArgs(name="http", container_port=PORT)],
         env=env,
         readiness_probe=_probe("/readyz"),
         liveness_probe=_probe("/healthz"),
         resources=Resources(c.cpu, c.memory, c.cpu_limit).args(),
         security_context=container_security_context(),
-        volume_mounts=mounts or None,
     )
 
 
@@ -104,19 +128,53 @@ class GreenOpsScheduler(pulumi.ComponentResource):
         )
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
         env: list[k8s.core.v1.EnvVarArgs] = []
+        if args.admin_token is None:
+            # the platform refuses this at preview by key (greenops.program); a direct caller too
+            raise ValueError("the scheduler needs its bootstrap admin token (greenops:schedulerAdminToken)")
+        # a file (--admin-token-file) rather than a variable: not in the process environment, which
+        # every child process and crash report inherits
+        self.admin_token, admin_volume, admin_mount = secret_file(
+            f"{name}-admin-token",
+            "greenops-scheduler-admin-token",
+            c.namespace,
+            "token",
+            args.admin_token,
+            ADMIN_TOKEN_DIR,
+            in_ns,
+        )
+        opa_digest = (
+            pulumi.Output.from_input(args.opa_token).apply(lambda t: hashlib.sha256(t.encode()).hexdigest())
+            if args.opa_token is not None
+            else pulumi.Output.from_input(None)
+        )
+        self.principals = k8s.core.v1.ConfigMap(
+            f"{name}-principals",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="greenops-scheduler-principals", namespace=c.namespace),
+            # a digest of a 256-bit token is not a secret: nothing can be recovered from it
+            data={"principals.yaml": opa_digest.apply(lambda d: principals_document(c, d))},
+            opts=in_ns,
+        )
         # the root filesystem is read-only: Python's and the libraries' temporary files go here
         tmp_volume, tmp_mount = scratch("tmp", "/tmp")
-        volumes, mounts, token_file = [tmp_volume], [tmp_mount], None
-        if args.token is not None:
-            # a file (--token-file) rather than a variable: not in the process environment, which
-            # every child process and crash report inherits
-            self.token_secret, token_volume, token_mount = secret_file(
-                f"{name}-token", "greenops-scheduler-token", c.namespace, TOKEN_VARIABLE, args.token, TOKEN_DIR, in_ns
-            )
-            volumes.append(token_volume)
-            mounts.append(token_mount)
-            token_file = f"{TOKEN_DIR}/token"
-        after: list[pulumi.Resource] = [self.namespace]
+        volumes = [
+            tmp_volume,
+            admin_volume,
+            k8s.core.v1.VolumeArgs(
+                name="principals",
+                config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name="greenops-scheduler-principals"),
+            ),
+        ]
+        mounts = [
+            tmp_mount,
+            admin_mount,
+            k8s.core.v1.VolumeMountArgs(name="principals", mount_path=PRINCIPALS_DIR, read_only=True),
+        ]
+        # TokenReview is needed only for ServiceAccount principals: only then does the pod get an
+        # identity of its own that may ask the API server (system:auth-delegator) and a token.
+        reviews = bool(c.service_account_principals)
+        if reviews:
+            self._token_reviewer(name, c, in_ns)
+        after: list[pulumi.Resource] = [self.namespace, self.admin_token, self.principals]
         if args.database_url is not None:
             url = args.database_url
         else:
@@ -139,10 +197,11 @@ class GreenOpsScheduler(pulumi.ComponentResource):
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels=LABELS),
                     spec=k8s.core.v1.PodSpecArgs(
-                        # the scheduler never calls the Kubernetes API
-                        automount_service_account_token=False,
+                        # the API server is called only to review ServiceAccount principals' tokens
+                        automount_service_account_token=reviews,
+                        service_account_name=SERVICE_ACCOUNT if reviews else None,
                         security_context=pod_security_context(),
-                        containers=[scheduler_container(c, args.image, env, mounts, token_file)],
+                        containers=[scheduler_container(c, args.image, env, mounts)],
                         volumes=volumes,
                     ),
                 ),
@@ -159,6 +218,22 @@ class GreenOpsScheduler(pulumi.ComponentResource):
         )
         self.url = endpoints.in_cluster_scheduler_url(c.namespace)
         self.register_outputs({"url": self.url})
+
+    def _token_reviewer(self, name: str, c: SchedulerConfig, opts: pulumi.ResourceOptions) -> None:
+        self.service_account = k8s.core.v1.ServiceAccount(
+            f"{name}-sa",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=SERVICE_ACCOUNT, namespace=c.namespace, labels=LABELS),
+            opts=opts,
+        )
+        self.token_reviews = k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-token-reviews",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"greenops-scheduler-token-reviews-{c.namespace}", labels=LABELS),
+            role_ref=k8s.rbac.v1.RoleRefArgs(
+                api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="system:auth-delegator"
+            ),
+            subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=SERVICE_ACCOUNT, namespace=c.namespace)],
+            opts=opts,
+        )
 
     def _postgresql(self, name: str, args: GreenOpsSchedulerArgs, opts: pulumi.ResourceOptions) -> pulumi.Resource:
         if args.db_password is None or args.postgresql_chart is None:

@@ -27,6 +27,7 @@ from greenops.httpclient import RetryingClient
 from greenops.models import Decision
 from greenops.renderers import render_set
 from greenops.stack_config import parse_stack_config
+from greenops.stack_files import greenops_config, read_stack_file
 from greenops.validation import CrdSchemas, default_crd_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,8 +37,7 @@ def _stack_raw(stack: str, project: Path = REPO) -> dict[str, Any]:
     path = project / "stacks" / f"Pulumi.{stack}.yaml"
     if not path.exists():
         raise GreenOpsError(f"stack {stack!r}: {path.name} not found in stacks/")
-    config = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("config") or {}
-    return {k.split(":", 1)[1]: v for k, v in config.items() if k.startswith("greenops:")}
+    return greenops_config(read_stack_file(path, project))
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:
@@ -113,16 +113,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with (
-        SchedulerServer(port=args.scheduler_port, source=args.source) as scheduler,
-        OpaServer(scheduler_url=scheduler.url, port=args.opa_port) as opa,
-    ):
-        print(
-            f"scheduler {scheduler.url} (source {args.source}), OPA {opa.url} with the policy bundle; Ctrl-C stops "
-            "both",
-            flush=True,
-        )
-        stop.wait()
+    tenants = sorted({w.tenant for w in parse_stack_config(_stack_raw("dev"), root=REPO).workloads})
+    with SchedulerServer(port=args.scheduler_port, source=args.source) as scheduler:
+        opa_token = scheduler.issue("serve-opa", None, paths=["cluster"])
+        dev_token = scheduler.issue("serve-dev-stack", tenants, paths=["pulumi"])
+        reader = scheduler.issue("serve-reader", None, paths=["api"], role="read")
+        with OpaServer(scheduler_url=scheduler.url, scheduler_token=opa_token, port=args.opa_port) as opa:
+            print(
+                f"scheduler {scheduler.url} (source {args.source}), OPA {opa.url} with the policy bundle; Ctrl-C "
+                "stops both. Credentials for this run (the dev stack's Placements and the CLI read them):\n"
+                f"  export {endpoints.SCHEDULER_TOKEN_VARIABLE}={dev_token}   # tenants {', '.join(tenants)}\n"
+                f"  export {endpoints.OPA_TOKEN_VARIABLE}={opa.query_token}\n"
+                f"  reader (placements, dashboard): {reader}\n"
+                f"  scheduler admin (greenops token ...): GREENOPS_SCHEDULER_ADMIN_TOKEN={scheduler.admin_token}",
+                flush=True,
+            )
+            stop.wait()
     return 0
 
 
@@ -242,6 +248,44 @@ def _scheduler_of(stack: str) -> RetryingClient:
 
     endpoints = parse_stack_config(_stack_raw(stack), root=REPO).endpoints
     return RetryingClient(str(endpoints.scheduler_url), token=os.environ.get("GREENOPS_SCHEDULER_TOKEN"))
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    """greenops token issue|list|revoke: the scheduler's API tokens, as its admin."""
+    import json
+
+    from greenops.identity import admin
+
+    endpoints = parse_stack_config(_stack_raw(args.stack), root=REPO).endpoints
+    url = args.scheduler_url or str(endpoints.scheduler_url)
+    with admin.admin_client(url, endpoints.ca_certificate) as client:
+        if args.action == "issue":
+            body: dict[str, Any] = {
+                "name": args.name,
+                "role": args.role,
+                "tenants": None if args.all_tenants else args.tenant,
+                "paths": args.path or ["pulumi", "api"],
+            }
+            if args.expires:
+                body["expires_at"] = stamp(args.expires)
+            made = admin.issue(client, body)
+            if args.output == "json":
+                print(json.dumps(made, indent=2))
+            else:
+                print(f"{made['id']} {made['name']}: {made['token']}")
+                print("(shown once: the scheduler keeps only its SHA-256 digest)", file=sys.stderr)
+        elif args.action == "list":
+            rows = admin.listing(client)
+            if args.output == "json":
+                print(json.dumps(rows, indent=2))
+            for r in rows if args.output != "json" else []:
+                tenants = ",".join(r["tenants"]) if r["tenants"] is not None else "*"
+                state = f"revoked {r['revoked_at']}" if r["revoked_at"] else "active"
+                print(f"{r['id']}  {r['name']}  {r['role']}  tenants={tenants}  paths={','.join(r['paths'])}  {state}")
+        else:
+            done = admin.revoke(client, args.id)
+            print(f"{done['id']} {done['name']}: revoked at {done['revoked_at']}")
+    return 0
 
 
 def cmd_placements(args: argparse.Namespace) -> int:
@@ -380,6 +424,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="who is affected if REGION is removed: each placement re-evaluated against policy without it",
     )
     p.set_defaults(func=cmd_placements)
+    p = sub.add_parser(
+        "token", help="issue, list and revoke the scheduler's API tokens (as its admin: GREENOPS_SCHEDULER_ADMIN_TOKEN)"
+    )
+    actions = p.add_subparsers(dest="action", required=True)
+    for action, text in [
+        ("issue", "a new token for a principal: printed once"),
+        ("list", "every token's principal and state (never the tokens)"),
+        ("revoke", "refused from the next request on"),
+    ]:
+        a = actions.add_parser(action, help=text)
+        a.add_argument("--stack", default="dev", help="whose scheduler (default: dev)")
+        a.add_argument("--scheduler-url", help="instead of the stack's greenops:endpoints.schedulerUrl")
+        a.add_argument("-o", "--output", choices=["text", "json"], default="text")
+        a.set_defaults(func=cmd_token)
+        if action == "issue":
+            a.add_argument("--name", required=True, help="who holds it, e.g. ci-team-a")
+            a.add_argument("--role", choices=["read", "write", "admin"], default="write")
+            who = a.add_mutually_exclusive_group(required=True)
+            who.add_argument("--tenant", action="append", help="a tenant it acts for (repeatable)")
+            who.add_argument(
+                "--all-tenants", action="store_true", help="every tenant: read and admin, or the cluster path's writer"
+            )
+            a.add_argument(
+                "--path",
+                action="append",
+                choices=["pulumi", "cluster", "api"],
+                help="repeatable; default: pulumi and api",
+            )
+            a.add_argument("--expires", type=_utc, help="refused after this instant, e.g. 2027-01-01T00:00:00Z")
+        if action == "revoke":
+            a.add_argument("id", help="the token's id (tok_...), from issue or list")
     p = sub.add_parser(
         "dashboard",
         help="the placements dashboard of a stack, on loopback (reads the stack's "

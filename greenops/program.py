@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -14,9 +15,14 @@ from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import DirectArgs, Endpoints, GreenWorkload, GreenWorkloadArgs
 from greenops.clock import stamp, system_clock
 from greenops.direct.records import RECORDS_OUTPUT, record_of
+from greenops.inline_config import too_large_for_environment
 from greenops.models import Provisioning, Workload
 from greenops.outputs import gather, sdk_waits_cheaply
-from greenops.stack_config import KEYS, StackConfig, StackConfigError, parse_stack_config
+from greenops.stack_config import KEYS, StackConfig, StackConfigError, joined_errors, parse_stack_config
+
+if TYPE_CHECKING:  # the platform's modules load only for a stack that installs it
+    from components.config import PlatformConfig
+    from components.platform import PlatformSecrets
 
 PLATFORM_SECRETS = ("mlflowDbPassword", "s3AccessKey", "s3SecretKey")
 
@@ -30,6 +36,13 @@ def project_root() -> Path:
 
 def _raw_config(cfg: pulumi.Config) -> dict[str, Any]:
     return {key: _value(cfg, key) for key in KEYS if cfg.get(key) is not None}
+
+
+def _all_config() -> dict[str, str]:
+    """The whole stack config the program sees, every namespace, as the engine handed it."""
+    from pulumi.runtime import config as runtime_config
+
+    return {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
 
 
 def _value(cfg: pulumi.Config, key: str) -> Any:
@@ -95,6 +108,34 @@ def _row_of(w: Workload) -> Callable[[list[Any]], dict[str, Any]]:
     return lambda ds: placement_row(w, *ds)
 
 
+def missing_credentials(platform_config: PlatformConfig, secrets: PlatformSecrets) -> str | None:
+    """Why the platform cannot be installed securely with these secrets, or None. A cluster install
+    never runs an open scheduler or an open OPA API: the credentials it needs are refused by name
+    at preview, not warned about after the fact."""
+    c = platform_config
+    needed = {
+        "schedulerAdminToken": c.scheduler.enabled,  # the bootstrap admin: issues the tenants' tokens
+        "opaSchedulerToken": c.policy.enabled,  # OPA's own principal at the scheduler (cluster path only)
+        "opaToken": c.policy.enabled,  # decision queries (Placement's)
+        "opaAdminToken": c.policy.enabled,  # kube-mgmt's writes
+    }
+    given = {
+        "schedulerAdminToken": secrets.scheduler_admin_token,
+        "opaSchedulerToken": secrets.opa_scheduler_token,
+        "opaToken": secrets.opa_token,
+        "opaAdminToken": secrets.opa_admin_token,
+    }
+    missing = [f"greenops:{k}" for k, wanted in needed.items() if wanted and given[k] is None]
+    if not missing:
+        return None
+    why = " (external access exposes both services beyond the cluster)" if c.external_access.enabled else ""
+    return (
+        f"the platform needs the secret(s) {', '.join(missing)}{why}: set each to its own random value with "
+        '`pulumi config set --secret <key> "$(openssl rand -hex 32)"` (see stacks/Pulumi.prod.yaml); '
+        "an open scheduler or OPA API is never installed"
+    )
+
+
 def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) -> None:
     """The control plane (greenops:platform), when the stack declares one."""
     from pydantic import ValidationError
@@ -105,15 +146,16 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
     from components.policy_engine import PolicyEngine
     from greenops.errors import field_errors
 
-    raw = cfg.get_object("platform")
+    # not get_object: its error for a value that is not JSON quotes the whole value
+    raw = _value(cfg, "platform")
     if raw is None:
         return
     interval = config.reconcile.interval_seconds  # the in-cluster resync is the gates' reconcile interval
     try:
         platform_config = PlatformConfig.model_validate(raw)
     except ValidationError as exc:
-        lines = [f"greenops:platform.{field}: {msg}" for field, msg in field_errors(exc.errors())]
-        raise pulumi.RunError("; ".join(lines)) from None
+        lines = [f"greenops:platform{'.' + field if field else ''}: {msg}" for field, msg in field_errors(exc.errors())]
+        raise pulumi.RunError(joined_errors(lines)) from None
     # the object-store keys: MLflow's artifacts and SeaweedFS, and the models KServe reads
     needed = {
         "mlflowDbPassword": platform_config.mlflow.enabled,
@@ -127,12 +169,15 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
         mlflow_db_password,
         s3_access_key,
         s3_secret_key,
-        scheduler_token=cfg.get_secret("schedulerToken"),
+        scheduler_admin_token=cfg.get_secret("schedulerAdminToken"),
+        opa_scheduler_token=cfg.get_secret("opaSchedulerToken"),
         opa_token=cfg.get_secret("opaToken"),
         opa_admin_token=cfg.get_secret("opaAdminToken"),
         scheduler_database_url=cfg.get_secret("schedulerDatabaseUrl"),
         scheduler_db_password=cfg.get_secret("schedulerDbPassword"),
     )
+    if missing := missing_credentials(platform_config, secrets):
+        raise pulumi.RunError(missing)
     if (
         platform_config.scheduler.enabled
         and secrets.scheduler_database_url is None
@@ -181,6 +226,12 @@ def run(
     reads the placements' records as the state has them, when a workload is direct (see
     recorded_placements); ``now`` is the pass's instant (default: the platform's clock)."""
     sdk_waits_cheaply()
+    # An inline Automation API program is handed its config without an environment, but the CLI and
+    # the Pulumi Kubernetes Operator start the program with it in one (greenops/inline_config.py):
+    # a stack that only one path can run is refused on all of them.
+    problem = too_large_for_environment(_all_config())
+    if problem:
+        raise pulumi.RunError(problem)
     cfg = pulumi.Config("greenops")
     try:
         config = parse_stack_config(_raw_config(cfg), root=root or project_root())
@@ -213,6 +264,7 @@ def run(
     rows: list[pulumi.Output[dict[str, Any]]] = []
     components: list[GreenWorkload] = []
     kept: dict[str, pulumi.Output[Any]] = {}
+    credential = scheduler_credentials(cfg, config.workloads)
     for w in config.workloads:
         mode = config.provisioning_of(w)
         direct_args = DirectArgs(now=now, azure_existing_group=config.direct.azure_existing_resource_group)
@@ -220,7 +272,9 @@ def run(
             direct_args.record = recorded.apply(_entry(w.name))
         component = GreenWorkload(
             w.name,
-            GreenWorkloadArgs(w, endpoints, config.render, mode, direct_args),
+            GreenWorkloadArgs(
+                w, replace(endpoints, scheduler_token=credential(w.tenant)), config.render, mode, direct_args
+            ),
             pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends),
         )
         components.append(component)
@@ -236,6 +290,40 @@ def run(
     if direct_ones:
         pulumi.export(RECORDS_OUTPUT, pulumi.Output.all(**kept))
     return components
+
+
+def scheduler_credentials(
+    cfg: pulumi.Config, workloads: Sequence[Workload]
+) -> Callable[[str], pulumi.Input[str] | None]:
+    """Which credential each workload's Placement presents to the scheduler: its tenant's token from
+    the secret map ``greenops:schedulerTokens`` (tenant -> token, one per tenant), else the stack's
+    ``greenops:schedulerToken`` (one token whose principal acts for several tenants). A tenant with
+    neither is refused here, by name, rather than by the scheduler at the first booking."""
+    shared = cfg.get_secret("schedulerToken")
+    try:
+        # get_object reads the plaintext; every token is wrapped as a secret again below
+        per_tenant = cfg.get_object("schedulerTokens")
+    except pulumi.ConfigTypeError:
+        per_tenant = ""  # refused just below, without quoting the value
+    if per_tenant is not None and not (
+        isinstance(per_tenant, dict) and all(isinstance(v, str) and v for v in per_tenant.values())
+    ):
+        raise pulumi.RunError("greenops:schedulerTokens: must map each tenant to its token (a non-empty string)")
+    tokens: dict[str, str] = per_tenant or {}
+    if tokens and shared is None:
+        missing = sorted({w.tenant for w in workloads} - tokens.keys())
+        if missing:
+            named = ", ".join(f"{w.name} ({w.tenant})" for w in workloads if w.tenant in missing)
+            raise pulumi.RunError(
+                f"greenops:schedulerTokens: no token for tenant(s) {', '.join(missing)}, used by {named}: "
+                "add one (greenops token issue --tenant ...) or set greenops:schedulerToken"
+            )
+
+    def credential(tenant: str) -> pulumi.Input[str] | None:
+        token = tokens.get(tenant)
+        return pulumi.Output.secret(token) if token is not None else shared
+
+    return credential
 
 
 def _entry(name: str) -> Callable[[dict[str, Any]], dict[str, Any] | None]:

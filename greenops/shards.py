@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from greenops.errors import GreenOpsError
+from greenops.stack_files import read_stack_file
 
 # error lines that follow the cause rather than state it
 NOT_THE_CAUSE = ("an unhandled error occurred", "error: update failed", "the client connection is closing")
@@ -45,7 +46,7 @@ def write_shard_stacks(project: Path, stack: str, count: int) -> list[str]:
     base = project / "stacks" / f"Pulumi.{stack}.yaml"
     if not base.exists():
         raise GreenOpsError(f"stack {stack!r}: {base.name} not found in {base.parent}")
-    settings = yaml.safe_load(base.read_text(encoding="utf-8")) or {}
+    settings = read_stack_file(base, project)
     if "greenops:shard" in (settings.get("config") or {}):
         raise GreenOpsError(f"stack {stack!r} is itself a shard; shard its base stack")
     names = []

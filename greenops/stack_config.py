@@ -11,11 +11,11 @@ from pydantic.alias_generators import to_camel
 
 from greenops import endpoints
 from greenops.direct.base import NEEDS, missing_settings
-from greenops.errors import GreenOpsError, field_errors
+from greenops.errors import GreenOpsError, field_errors, quote, shown
 from greenops.models import Provisioning, Workload
 from greenops.renderers import RenderSettings
 from greenops.shards import shard_of
-from greenops.workload_files import Declared, WorkloadFileError, read_workloads
+from greenops.workload_files import MAX_WORKLOADS, Declared, WorkloadFileError, read_workloads
 
 # The greenops:* keys a stack's program reads (greenops:platform is the platform's, validated by
 # components.config.PlatformConfig); the program asks Pulumi for exactly these.
@@ -30,6 +30,11 @@ KEYS = (
     "provisioning",
     "direct",
 )
+
+
+# Enough to fix a batch of mistakes in one go; past it validation stops, so ten thousand bad
+# workloads cost what twenty do and the message stays readable.
+MAX_REPORTED_ERRORS = 20
 
 
 class StackConfigError(GreenOpsError):
@@ -172,8 +177,8 @@ def lead_problem(lead: float | None, reconcile: ReconcileConfig) -> str | None:
 _Section_T = TypeVar("_Section_T", bound=BaseModel)
 
 
-def _describe(exc: ValidationError, where: str) -> str:
-    return "; ".join(f"{where}{'.' + field if field else ''}: {msg}" for field, msg in field_errors(exc.errors()))
+def _describe(exc: ValidationError, where: str) -> list[str]:
+    return [f"{where}{'.' + field if field else ''}: {msg}" for field, msg in field_errors(exc.errors())]
 
 
 def _declared_workloads(raw: dict[str, Any], root: Path) -> list[Declared]:
@@ -181,6 +186,10 @@ def _declared_workloads(raw: dict[str, Any], root: Path) -> list[Declared]:
     workloads_raw = raw.get("workloads") or []
     if not isinstance(workloads_raw, list):
         raise StackConfigError("greenops:workloads: must be a list of workloads")
+    if len(workloads_raw) > MAX_WORKLOADS:
+        raise StackConfigError(
+            f"greenops:workloads: more than {MAX_WORKLOADS} workloads: split them over stacks (greenops --shards)"
+        )
     declared = [Declared(f"greenops:workloads[{i}]", w) for i, w in enumerate(workloads_raw)]
     sources = raw.get("workloadsFrom")
     if sources is not None:
@@ -191,20 +200,30 @@ def _declared_workloads(raw: dict[str, Any], root: Path) -> list[Declared]:
                 "*.yaml, relative to the project)"
             )
         try:
-            declared += read_workloads(entries, root)
+            declared += read_workloads(entries, root, already=len(declared))
         except WorkloadFileError as exc:
             raise StackConfigError(str(exc)) from None
     where: dict[str, list[str]] = {}
     for d in declared:
-        if isinstance(d.spec, dict) and d.spec.get("name"):
-            where.setdefault(str(d.spec["name"]), []).append(d.where)
-    dupes = {n: places for n, places in where.items() if len(places) > 1}
+        # a name that is not a string is refused by the model, where it is named
+        if isinstance(d.spec, dict) and isinstance(d.spec.get("name"), str) and d.spec["name"]:
+            where.setdefault(d.spec["name"], []).append(d.where)
+    dupes = sorted((n, places) for n, places in where.items() if len(places) > 1)
     if dupes:
+        listed = [f"{quote(n)} in {', '.join(p[:3])}{' and more' if len(p) > 3 else ''}" for n, p in dupes]
         raise StackConfigError(
             "duplicate workload names: "
-            + "; ".join(f"{n!r} in {', '.join(places)}" for n, places in sorted(dupes.items()))
+            + "; ".join(listed[:MAX_REPORTED_ERRORS])
+            + (f"; and {len(listed) - MAX_REPORTED_ERRORS} more" if len(listed) > MAX_REPORTED_ERRORS else "")
         )
     return declared
+
+
+def joined_errors(errors: list[str], stopped: bool = False) -> str:
+    """The errors as one line: the first MAX_REPORTED_ERRORS, and whether there were more."""
+    listed = "; ".join(errors[:MAX_REPORTED_ERRORS])
+    stopped = stopped or len(errors) > MAX_REPORTED_ERRORS
+    return listed + (f" (stopped after {MAX_REPORTED_ERRORS} errors)" if stopped else "")
 
 
 def direct_settings_problems(workloads: list[Workload], default: Provisioning, render: RenderSettings) -> list[str]:
@@ -232,7 +251,7 @@ def _provisioning(raw: Any, errors: list[str]) -> Provisioning | None:
         return Provisioning(raw)
     except ValueError:
         errors.append(
-            f"greenops:provisioning: {raw!r} is not a provisioning mode: choose "
+            f"greenops:provisioning: {quote(raw)} is not a provisioning mode: choose "
             + " or ".join(m.value for m in Provisioning)
         )
         return None
@@ -248,18 +267,21 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
     workloads = []
     errors: list[str] = []
     for d in declared:
+        if len(errors) >= MAX_REPORTED_ERRORS:
+            raise StackConfigError(joined_errors(errors, stopped=True))
         try:
             workloads.append(Workload.model_validate(d.spec, context=ctx))
         except ValidationError as exc:
             name = d.spec.get("name") if isinstance(d.spec, dict) else None
-            errors.append(_describe(exc, d.where + (f" ({name})" if name else "")))
+            named = f" ({shown(name)})" if isinstance(name, str) and name else ""
+            errors += _describe(exc, d.where + named)
 
     def section(key: str, model: type[_Section_T]) -> _Section_T | None:
         """The validated section, or None with its errors added."""
         try:
             return model.model_validate(raw.get(key) or {})
         except ValidationError as exc:
-            errors.append(_describe(exc, f"greenops:{key}"))
+            errors.extend(_describe(exc, f"greenops:{key}"))
             return None
 
     render = section("render", RenderSettings)
@@ -270,9 +292,10 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
     direct = section("direct", DirectConfig)
     provisioning = _provisioning(raw.get("provisioning"), errors)
     # greenops:platform is validated by components.config.PlatformConfig (the program does both)
-    unknown = sorted(set(raw) - {*KEYS, "platform"})
+    unknown = sorted(shown(f"greenops:{k}") for k in set(raw) - {*KEYS, "platform"})
     if unknown:
-        errors.append(f"unknown key(s) {', '.join('greenops:' + k for k in unknown)}")
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        errors.append(f"unknown key(s) {', '.join(unknown[:5])}{more}")
     if render is not None and provisioning is not None:
         errors += direct_settings_problems(workloads, provisioning, render)
     if endpoints_config is not None and reconcile is not None:
@@ -289,7 +312,7 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
         or direct is None
         or provisioning is None
     ):
-        raise StackConfigError("; ".join(errors))
+        raise StackConfigError(joined_errors(errors))
     if shard is not None:  # every shard reads all files and keeps its own: names stay unique stack-wide
         workloads = [w for w in workloads if shard_of(w.name, shard.count) == shard.index]
     # shard is passed only when configured, as before

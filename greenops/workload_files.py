@@ -7,6 +7,10 @@ Each entry is a file or a folder (every ``*.yaml``/``*.yml`` under it, in sorted
 to the project's root. A file holds one workload (a mapping with ``name``), a list of workloads, or
 ``{tenant: <t>, workloads: [...]}``, where the tenant is the default for the file's workloads (a
 file per tenant).
+
+The stack config is written by a tenant, and the program runs with the platform's rights: only
+files inside the project are read (after symbolic links are followed), each through the shared
+YAML loader (greenops/user_yaml.py), and a stack holds at most MAX_WORKLOADS workloads.
 """
 
 from __future__ import annotations
@@ -15,9 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from greenops.errors import GreenOpsError, quote, shown
+from greenops.user_yaml import UserYamlError, load_yaml_file
 
-from greenops.errors import GreenOpsError
+SETTING = "greenops:workloadsFrom"
+# The scheduler books at most this many jobs in one request, and `greenops --shards` splits a stack
+# into at most this many: past it a stack is split, not grown. Counting stops at the first one too
+# many, so a stack of a million costs what 10 000 cost.
+MAX_WORKLOADS = 10_000
 
 
 class WorkloadFileError(GreenOpsError):
@@ -31,31 +40,71 @@ class Declared:
 
 
 def workload_files(entries: list[str], root: Path) -> list[Path]:
+    """The files the entries name, each resolved and inside ``root``."""
+    base = root.resolve()
     files: list[Path] = []
     for entry in entries:
-        path = (root / entry).resolve()
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
-            if not found:
-                raise WorkloadFileError(f"greenops:workloadsFrom: {entry}: no *.yaml file in this folder")
-            files += found
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise WorkloadFileError(f"greenops:workloadsFrom: {entry}: no such file or folder under {root}")
+        try:
+            files += _files_of(entry, base, root)
+        except (OSError, ValueError) as exc:  # a NUL byte, a name too long, a loop of links
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise WorkloadFileError(f"{SETTING}: {shown(entry)}: not a usable path ({reason})") from None
+        if len(files) > MAX_WORKLOADS:  # a file holds one workload or more
+            raise WorkloadFileError(f"{SETTING}: more than {MAX_WORKLOADS} files: split them over stacks")
     return files
 
 
-def read_workloads(entries: list[str], root: Path) -> list[Declared]:
-    """Every workload the files declare, each with where it was declared; not yet validated."""
+def _files_of(entry: str, base: Path, root: Path) -> list[Path]:
+    path = _inside(entry, base)
+    if path.is_dir():
+        found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+        if not found:
+            raise WorkloadFileError(f"{SETTING}: {shown(entry)}: no *.yaml file in this folder")
+        for file in found:
+            if not file.resolve().is_relative_to(base):
+                raise WorkloadFileError(
+                    f"{SETTING}: {_label(file, base)}: a symbolic link to outside the project folder; "
+                    "only files inside the project are read"
+                )
+        return [f.resolve() for f in found]
+    if path.is_file():
+        return [path]
+    raise WorkloadFileError(f"{SETTING}: {shown(entry)}: no such file or folder under {root}")
+
+
+def _inside(entry: str, base: Path) -> Path:
+    """``entry`` resolved against the project; refused, naming why, when it leaves the project."""
+    given = Path(entry)
+    path = (base / given).resolve()
+    if path.is_relative_to(base):
+        return path
+    if given.is_absolute():
+        reason = "an absolute path outside the project folder"
+    elif ".." in given.parts:
+        reason = "a path through '..' to outside the project folder"
+    else:
+        reason = "a symbolic link to outside the project folder"
+    raise WorkloadFileError(
+        f"{SETTING}: {shown(entry)}: {reason}; name files or folders inside the project, relative to it"
+    )
+
+
+def read_workloads(entries: list[str], root: Path, already: int = 0) -> list[Declared]:
+    """Every workload the files declare, each with where it was declared; not yet validated.
+    ``already`` workloads are declared elsewhere (greenops:workloads) and count to MAX_WORKLOADS."""
     out: list[Declared] = []
     for path in workload_files(entries, root):
-        label = _label(path, root)
+        label = _label(path, root.resolve())
         try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise WorkloadFileError(f"{label}: not readable as YAML: {' '.join(str(exc).split())}") from None
+            doc = load_yaml_file(path, label)
+        except UserYamlError as exc:
+            raise WorkloadFileError(str(exc)) from None
         out += _items(doc, label)
+        if already + len(out) > MAX_WORKLOADS:
+            raise WorkloadFileError(
+                f"{SETTING}: more than {MAX_WORKLOADS} workloads ({out[MAX_WORKLOADS - already].where} is one "
+                "too many): split them over stacks (greenops --shards)"
+            )
     return out
 
 
@@ -63,9 +112,10 @@ def _items(doc: Any, label: str) -> list[Declared]:
     if doc is None:
         return []
     if isinstance(doc, dict) and "workloads" in doc:
-        extra = sorted(set(doc) - {"tenant", "workloads"})
+        extra = sorted(quote(k) for k in set(doc) - {"tenant", "workloads"})
         if extra:
-            raise WorkloadFileError(f"{label}: unknown key(s) {extra} beside workloads (only tenant may go there)")
+            shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+            raise WorkloadFileError(f"{label}: unknown key(s) [{shown}] beside workloads (only tenant may go there)")
         items = doc["workloads"] or []
         if not isinstance(items, list):
             raise WorkloadFileError(f"{label}: workloads must be a list")
@@ -83,8 +133,8 @@ def _items(doc: Any, label: str) -> list[Declared]:
     )
 
 
-def _label(path: Path, root: Path) -> str:
+def _label(path: Path, base: Path) -> str:
     try:
-        return str(path.relative_to(root.resolve()))
+        return str(path.relative_to(base))
     except ValueError:
-        return str(path)
+        return path.name

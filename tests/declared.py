@@ -19,7 +19,7 @@ import pulumi
 import pytest
 import yaml
 
-from tests.components.test_platform_mocks import OPA_TOKENS, SECRET_SIG, Mocks
+from tests.components.test_platform_mocks import CREDENTIALS, SECRET_SIG, Mocks
 
 try:  # captured before tests/conftest.py's autouse fixture swaps in its stand-in archive
     from components.operator_bundle import fetch as REAL_FETCH
@@ -45,7 +45,7 @@ STACK_SECRETS = {
     "greenops:s3SecretKey": "sk",
     "greenops:schedulerToken": "sched-tok",
     "greenops:schedulerDbPassword": "sched-db-pass",
-    **OPA_TOKENS,
+    **CREDENTIALS,
 }
 
 

@@ -58,8 +58,9 @@ def small_job(name: str, deadline: str, tenant: str = "ops", **fields) -> dict:
     }
 
 
-def engine_stack(tmp_path: Path, name: str, now: datetime, config: dict):
-    """An inline-program stack on a file backend in ``tmp_path``, its clock at ``now``."""
+def engine_stack(tmp_path: Path, name: str, now: datetime, config: dict, secrets: dict[str, str] | None = None):
+    """An inline-program stack on a file backend in ``tmp_path``, its clock at ``now``; ``secrets``:
+    secret ``greenops:*`` config (tests.loopback.stack_secrets: the credentials Placement presents)."""
     require_engine()
     from pulumi import automation as auto
 
@@ -76,6 +77,8 @@ def engine_stack(tmp_path: Path, name: str, now: datetime, config: dict):
     stack = automation.inline_stack(name, run_program, tmp_path, env)
     made.append(stack)
     stack.set_all_config({f"greenops:{k}": auto.ConfigValue(json.dumps(v)) for k, v in config.items()})
+    if secrets:
+        stack.set_all_config({f"greenops:{k}": auto.ConfigValue(v, secret=True) for k, v in secrets.items()})
     return stack
 
 

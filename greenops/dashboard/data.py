@@ -3,6 +3,7 @@ or a scheduler over HTTP (``greenops dashboard``). Both give the same shapes."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -42,20 +43,25 @@ class DashboardData(Protocol):
 class RecordData:
     """Inside the scheduler: its reservation store and carbon source."""
 
-    def __init__(self, store: ReservationStore, source: CarbonSource, clock: Clock):
-        self._store, self._source, self._clock = store, source, clock
+    def __init__(
+        self, store: ReservationStore, source: CarbonSource, clock: Clock, tenants: Collection[str] | None = None
+    ):
+        """``tenants``: the only tenants shown (the caller's); None shows every tenant."""
+        self._store, self._source, self._clock, self._tenants = store, source, clock, tenants
 
     def reservations(self, filters: dict[str, str], ended_after: datetime) -> list[dict[str, Any]]:
         from greenops.scheduler.reservations_api import out
 
-        rows = self._store.list(ListingFilter(**filters, all=True, ended_after=ended_after))
+        rows = self._store.list(ListingFilter(**filters, all=True, ended_after=ended_after), tenants=self._tenants)
         return [out(r, detail=True).model_dump(mode="json") for r in rows]
 
     def reservation(self, key: str) -> dict[str, Any] | None:
         from greenops.scheduler.reservations_api import out
 
         row = self._store.get(key)
-        return out(row, detail=True).model_dump(mode="json") if row else None
+        if row is None or (self._tenants is not None and row["tenant"] not in self._tenants):
+            return None
+        return out(row, detail=True).model_dump(mode="json")
 
     def forecast(self, zone: str, start: datetime, end: datetime) -> Forecast:
         s = self._source.series(zone, start.timestamp(), end.timestamp(), self._clock().timestamp())

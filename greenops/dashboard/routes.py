@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse
 
 from greenops import explain
@@ -37,23 +38,44 @@ def _plain(figure: go.Figure) -> dict[str, Any]:
     return plain
 
 
-def dashboard_router(data: DashboardData, clock: Clock) -> APIRouter:
-    """Read-only routes under /dashboard; the caller adds its authentication as dependencies."""
+def dashboard_router(
+    source: DashboardData | Callable[[Any], DashboardData],
+    clock: Clock,
+    reader: Callable[..., Any] | None = None,
+) -> APIRouter:
+    """Read-only routes under /dashboard. ``source`` is the data, or, with ``reader`` (a FastAPI
+    dependency giving the caller's principal), a function of that principal: the scheduler shows each
+    caller the tenants it may read."""
     from fastapi.templating import Jinja2Templates
 
     templates = Jinja2Templates(directory=str(TEMPLATES))
     router = APIRouter(prefix="/dashboard", tags=["dashboard"])
 
+    if reader is None:
+        fixed = source
+
+        def data_for() -> DashboardData:
+            return fixed  # type: ignore[return-value]  # a fixed source without a reader
+    else:
+        per_principal = source
+
+        def data_for(principal: Any = Depends(reader)) -> DashboardData:  # type: ignore[misc]
+            return per_principal(principal)  # type: ignore[operator]
+
+    # A default, not an Annotated alias: annotations are strings here (PEP 563), and FastAPI would
+    # not find a local alias by name.
+    data_dep = Depends(data_for)
+
     def chosen(request: Request) -> dict[str, str]:
         return {k: v for k in views.FILTERS if (v := request.query_params.get(k, ""))}
 
-    def rows_for(request: Request, now: datetime) -> list[dict[str, Any]]:
+    def rows_for(request: Request, data: DashboardData, now: datetime) -> list[dict[str, Any]]:
         return views.placement_rows(data.reservations(chosen(request), now - views.HISTORY))
 
     @router.get("", response_class=HTMLResponse, summary="the dashboard page")
-    def page(request: Request) -> HTMLResponse:
+    def page(request: Request, data: DashboardData = data_dep) -> HTMLResponse:
         now = clock()
-        every = rows_for(request, now)
+        every = rows_for(request, data, now)
         rows = sorted(every, key=lambda r: r["start"], reverse=True)[: views.MAX_ROWS]
         return templates.TemplateResponse(
             request,
@@ -72,12 +94,12 @@ def dashboard_router(data: DashboardData, clock: Clock) -> APIRouter:
         )
 
     @router.get("/api/placements", summary="the page's rows as JSON, with the same filters")
-    def placements(request: Request) -> dict[str, Any]:
-        rows = rows_for(request, clock())
+    def placements(request: Request, data: DashboardData = data_dep) -> dict[str, Any]:
+        rows = rows_for(request, data, clock())
         return {"placements": rows, "totals": views.totals(rows)}
 
     @router.get("/explain/{key:path}", response_class=HTMLResponse, summary="why one placement is what it is")
-    def explain_page(request: Request, key: str) -> Response:
+    def explain_page(request: Request, key: str, data: DashboardData = data_dep) -> Response:
         row = data.reservation(key)
         if row is None or not row.get("answer"):
             return PlainTextResponse(f"reservation {key}: not in the record", status_code=404)

@@ -142,21 +142,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def stack_serving(stack: str) -> tuple[str, list[str]]:
     """The storage prefix and the models a stack's InferenceServices read (greenops:platform.kserve)."""
-    import yaml
     from pydantic import ValidationError
 
     from components.config import PlatformConfig
+    from greenops.errors import GreenOpsError, field_errors
+    from greenops.stack_files import greenops_config, read_stack_file
 
     from .names import served_models
 
     path = REPO / "stacks" / f"Pulumi.{stack}.yaml"
     if not path.is_file():
         raise LookupError(f"no stack file {path}")
-    raw = ((yaml.safe_load(path.read_text()) or {}).get("config") or {}).get("greenops:platform") or {}
+    try:
+        raw = greenops_config(read_stack_file(path, REPO)).get("platform") or {}
+    except GreenOpsError as exc:  # its callers report a LookupError as a missing or unusable stack
+        raise LookupError(str(exc)) from None
     try:
         kserve = PlatformConfig.model_validate(raw).kserve
     except ValidationError as exc:
-        raise LookupError(f"{path}: greenops:platform is not valid: {exc}") from None
+        problems = "; ".join(f"greenops:platform.{field}: {msg}" for field, msg in field_errors(exc.errors()))
+        raise LookupError(f"{path.name}: {problems}") from None
     if not kserve.enabled:
         raise LookupError(f"stack {stack} serves no forecasters (greenops:platform.kserve.enabled is false)")
     return kserve.storage_prefix, served_models(kserve.zones)

@@ -12,11 +12,14 @@ mutating webhook for VmTemplate. Then both paths of the design:
 
 from __future__ import annotations
 
+import contextlib
+import json
 import shutil
 import signal
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,7 @@ from greenops.policies.webhook import VMTEMPLATE_GROUP as GROUP
 from greenops.policies.webhook import VMTEMPLATE_VERSION as VERSION
 from greenops.reconcile import WAKE_MARGIN, Pass, reconcile_once
 from greenops.renderers import registry
+from greenops.stack_files import read_stack_file
 from greenops.toolpaths import REPO
 
 
@@ -82,7 +86,7 @@ def demo_project(
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy2(REPO / "Pulumi.yaml", folder / "Pulumi.yaml")
     (folder / "stacks").mkdir(exist_ok=True)
-    config = yaml.safe_load((REPO / "stacks" / "Pulumi.dev.yaml").read_text())["config"]
+    config = read_stack_file(REPO / "stacks" / "Pulumi.dev.yaml", REPO)["config"]
     # Placement trusts the local OPA's throw-away CA as a prod stack trusts the platform's (caCertificate)
     config["greenops:endpoints"] = {
         "opaUrl": opa_url,
@@ -140,9 +144,28 @@ def cluster_templates() -> list[dict[str, Any]]:
 RECORD = REPO / "build" / "demo" / "reservations.db"  # outlives the demo: a restart shows the same reservations
 
 
-def active_reservations(scheduler_url: str) -> list[dict[str, Any]]:
-    with RetryingClient(scheduler_url) as client:
+def active_reservations(scheduler_url: str, token: str) -> list[dict[str, Any]]:
+    with RetryingClient(scheduler_url, token=token) as client:
         return placements.active(client)
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """The demo's principals, each with its own token, as a platform team issues them
+    (``greenops token issue``): one per tenant of the dev stack (the Pulumi path), OPA's (the
+    cluster path, every tenant), and a reader for the views."""
+
+    tenants: dict[str, str]
+    opa: str
+    reader: str
+
+
+def issue_credentials(sched: SchedulerServer, tenants: list[str]) -> Credentials:
+    return Credentials(
+        tenants={t: sched.issue(f"demo-{t}", [t], paths=["pulumi"]) for t in sorted(set(tenants))},
+        opa=sched.issue("demo-opa", None, paths=["cluster"]),
+        reader=sched.issue("demo-reader", None, paths=["api"], role="read"),
+    )
 
 
 def vm_objects(cp: LocalControlPlane) -> set[str]:
@@ -188,110 +211,140 @@ def demo(once: bool = True, record: Path = RECORD, start: datetime | None = None
     say("Starting a local Kubernetes API server (etcd + kube-apiserver), the scheduler and OPA...")
     tls = loopback_tls(work / "tls")
     # the controller manager runs the garbage collector, which deletions through Pulumi wait for
-    with (
-        LocalControlPlane(with_controller_manager=True) as cp,
-        SchedulerServer(database=f"sqlite:///{record}") as sched,
-        OpaServer(scheduler_url=sched.url, tls_cert=tls.cert_file, tls_key=tls.key_file) as opa,
-    ):
-        say(f"  API server {cp.server}   scheduler {sched.url}   OPA {opa.url} (policy bundle loaded)")
-        earlier = active_reservations(sched.url)
-        say(
-            f"  reservation record {record}: {len(earlier)} active from earlier runs "
-            "(the same workloads are booked under the same keys, never twice)"
+    dev_tenants = [
+        w["tenant"]
+        for w in yaml.safe_load((REPO / "stacks" / "Pulumi.dev.yaml").read_text())["config"]["greenops:workloads"]
+    ]
+    with contextlib.ExitStack() as running:
+        cp = running.enter_context(LocalControlPlane(with_controller_manager=True))
+        sched = running.enter_context(SchedulerServer(database=f"sqlite:///{record}"))
+        creds = issue_credentials(sched, dev_tenants)
+        opa = running.enter_context(
+            OpaServer(scheduler_url=sched.url, scheduler_token=creds.opa, tls_cert=tls.cert_file, tls_key=tls.key_file)
         )
-        install_admission(cp, opa.url, tls.ca_pem, ("greenops", "demo"))
-        say(
-            "  installed: the VmTemplate CRD and the mutating webhook (VmTemplate CREATE/UPDATE -> OPA places and "
-            "books; DELETE -> OPA releases)"
-        )
+        return _demo(Running(cp, sched, opa, creds, tls.ca_pem), work, record, t0, hours, once)
 
-        say(
-            f"\n1) Pulumi path: the dev stack's workloads ({', '.join(DUE_NEXT_MORNING)} due tomorrow morning), "
-            f"placed at {stamp(t0)} (simulated clock)"
-        )
-        project = demo_project(work / "project", cp, opa.url, sched.url, tls.ca_pem.decode(), t0)
-        (work / "state").mkdir()
-        st = automation.stack(
-            "demo",
-            work_dir=project,
-            env={
-                "PULUMI_BACKEND_URL": f"file://{work / 'state'}",
-                "KUBECONFIG": str(cp.kubeconfig_path),
-                "GREENOPS_NOW": stamp(t0),
-            },
-        )
-        st.set_config("greenops:kubeconfig", auto.ConfigValue(cp.kubeconfig_path.read_text(), secret=True))
+
+@dataclass(frozen=True)
+class Running:
+    """What the demo started, for as long as the caller keeps it running."""
+
+    cp: LocalControlPlane
+    sched: SchedulerServer
+    opa: OpaServer
+    creds: Credentials
+    ca_pem: bytes  # the webhook's throw-away CA
+
+
+def _demo(running: Running, work: Path, record: Path, t0: datetime, hours: float, once: bool) -> int:
+    cp, sched, opa, creds = running.cp, running.sched, running.opa, running.creds
+    say(f"  API server {cp.server}   scheduler {sched.url}   OPA {opa.url} (policy bundle loaded)")
+    say(
+        f"  credentials: a scheduler token per tenant ({', '.join(creds.tenants)}), OPA's own (cluster path), "
+        "a reader's; the scheduler keeps their digests"
+    )
+    earlier = active_reservations(sched.url, creds.reader)
+    say(
+        f"  reservation record {record}: {len(earlier)} active from earlier runs "
+        "(the same workloads are booked under the same keys, never twice)"
+    )
+    install_admission(cp, opa.url, running.ca_pem, ("greenops", "demo"), token=opa.admin_token)
+    say(
+        "  installed: the VmTemplate CRD and the mutating webhook (VmTemplate CREATE/UPDATE -> OPA places and "
+        "books; DELETE -> OPA releases)"
+    )
+
+    say(
+        f"\n1) Pulumi path: the dev stack's workloads ({', '.join(DUE_NEXT_MORNING)} due tomorrow morning), "
+        f"placed at {stamp(t0)} (simulated clock)"
+    )
+    project = demo_project(work / "project", cp, opa.url, sched.url, running.ca_pem.decode(), t0)
+    (work / "state").mkdir()
+    st = automation.stack(
+        "demo",
+        work_dir=project,
+        env={
+            "PULUMI_BACKEND_URL": f"file://{work / 'state'}",
+            "KUBECONFIG": str(cp.kubeconfig_path),
+            "GREENOPS_NOW": stamp(t0),
+        },
+    )
+    st.set_config("greenops:kubeconfig", auto.ConfigValue(cp.kubeconfig_path.read_text(), secret=True))
+    # each workload's Placement presents its own tenant's token; OPA's query token for decisions
+    st.set_config("greenops:schedulerTokens", auto.ConfigValue(json.dumps(creds.tenants), secret=True))
+    st.set_config("greenops:opaToken", auto.ConfigValue(opa.query_token, secret=True))
+    started = time.monotonic()
+    first = reconcile_once(st)
+    say(f"   {first.counts} in {time.monotonic() - started:.1f} s")
+    say(report.table(report.account(first.rows)))
+    waiting = [r for r in first.rows if r.get("phase") == "Scheduled"]
+    say(
+        f"   {len(waiting)} wait for a cleaner hour: "
+        + (", ".join(f"{r['workload']} until {r['start']} in {r['zone']}" for r in waiting) or "none")
+    )
+    say(f"   VMs in the API server (due workloads only): {', '.join(sorted(vm_objects(cp))) or 'none'}")
+    say(
+        "   (no operator runs here, so readiness is 'applied': a run starts when its objects are applied; an AWS "
+        "run shows as its SecurityGroup, since ACK's Instance waits for the group's id from a controller)"
+    )
+    if hours > 0:
+        until = t0 + timedelta(hours=hours)
+        say(f"\n   Playing the clock forward to {stamp(until)}: a reconcile pass at each next change")
         started = time.monotonic()
-        first = reconcile_once(st)
-        say(f"   {first.counts} in {time.monotonic() - started:.1f} s")
-        say(report.table(report.account(first.rows)))
-        waiting = [r for r in first.rows if r.get("phase") == "Scheduled"]
-        say(
-            f"   {len(waiting)} wait for a cleaner hour: "
-            + (", ".join(f"{r['workload']} until {r['start']} in {r['zone']}" for r in waiting) or "none")
-        )
-        say(f"   VMs in the API server (due workloads only): {', '.join(sorted(vm_objects(cp))) or 'none'}")
-        say(
-            "   (no operator runs here, so readiness is 'applied': a run starts when its objects are applied; an AWS "
-            "run shows as its SecurityGroup, since ACK's Instance waits for the group's id from a controller)"
-        )
-        if hours > 0:
-            until = t0 + timedelta(hours=hours)
-            say(f"\n   Playing the clock forward to {stamp(until)}: a reconcile pass at each next change")
-            started = time.monotonic()
-            passes = play_forward(st, cp, first, until)
-            say(f"   {len(passes) - 1} passes over {hours:g} simulated hours in {time.monotonic() - started:.1f} s")
-            rows, now = report.account(passes[-1].rows), until
-        else:
-            rows, now = report.account(first.rows), t0
-        say(report.table(rows))
-        plot = report.plot(rows, REPO / "build" / "demo" / "placements.png", now=now)
-        say(f"   timeline of the placements: {plot}")
+        passes = play_forward(st, cp, first, until)
+        say(f"   {len(passes) - 1} passes over {hours:g} simulated hours in {time.monotonic() - started:.1f} s")
+        rows, now = report.account(passes[-1].rows), until
+    else:
+        rows, now = report.account(first.rows), t0
+    say(report.table(rows))
+    plot = report.plot(rows, REPO / "build" / "demo" / "placements.png", now=now)
+    say(f"   timeline of the placements: {plot}")
 
-        say("\n2) Cluster path (the thesis): VmTemplates through the API server, patched by OPA's webhook")
-        cases = cluster_templates()
-        with cp.client() as k:
-            for vm in cases:
-                sent = datetime.now(UTC)
-                r = k.post(f"/apis/{GROUP}/{VERSION}/namespaces/demo/vmtemplates", json=vm)
-                if r.status_code == 201:
-                    s = r.json()["spec"]
-                    later = (
-                        " (waits for a cleaner hour)"
-                        if s["schedulingTime"] > stamp(sent + timedelta(minutes=1))
-                        else ""
-                    )
-                    say(
-                        f"   admitted {vm['metadata']['name']:13} -> {s['provider']}/{s['schedulingLocation']} "
-                        f"size {s['vmSize']} at {s['schedulingTime']}{later}"
-                    )
-                else:
-                    say(f"   rejected {vm['metadata']['name']:13} -> {r.json().get('message', r.text)[:400]}")
-        say("\n3) The scheduler's record of placements, both paths (greenops placements):")
-        say(placements.table(active_reservations(sched.url)))
-        say("\n4) Why they run where and when (greenops explain), from what was recorded at decision time:")
-        with RetryingClient(sched.url) as client:
-            for name in ("nightly-etl", "demo/settle-de"):
-                say(explain.text(explain.account(explain.find(client, name, "demo"))) + "\n")
-        if not once:
-            # The handler goes in before the prompt: a Ctrl-C sent as soon as the line shows must
-            # take the orderly path below, not interrupt it half-way.
-            stop = threading.Event()
-            signal.signal(signal.SIGINT, lambda *_: stop.set())
-            say(f"\nDashboard (placements of both paths, timeline, forecasts): {sched.url}/dashboard")
-            say(
-                "Everything stays up; Ctrl-C stops it (the Pulumi path's reservations stay in the record). "
-                f"Try: KUBECONFIG={cp.kubeconfig_path} kubectl get vmtemplates -A"
-            )
-            stop.wait()
-        # The VmTemplates go with this control plane: deleting them releases their reservations.
-        with cp.client() as k:
-            for vm in cases:
-                k.delete(f"/apis/{GROUP}/{VERSION}/namespaces/demo/vmtemplates/{vm['metadata']['name']}")
-        if once:
-            say("\nTearing down (--once): destroying the demo stack, stopping the servers.")
-            automation.run(st, "destroy", stream=False)
-            st.workspace.remove_stack("demo")
-        say(f"reservation record {record}: {len(active_reservations(sched.url))} active left")
+    say("\n2) Cluster path (the thesis): VmTemplates through the API server, patched by OPA's webhook")
+    cases = cluster_templates()
+    with cp.client() as k:
+        for vm in cases:
+            sent = datetime.now(UTC)
+            r = k.post(f"/apis/{GROUP}/{VERSION}/namespaces/demo/vmtemplates", json=vm)
+            if r.status_code == 201:
+                s = r.json()["spec"]
+                later = (
+                    " (waits for a cleaner hour)" if s["schedulingTime"] > stamp(sent + timedelta(minutes=1)) else ""
+                )
+                say(
+                    f"   admitted {vm['metadata']['name']:13} -> {s['provider']}/{s['schedulingLocation']} "
+                    f"size {s['vmSize']} at {s['schedulingTime']}{later}"
+                )
+            else:
+                say(f"   rejected {vm['metadata']['name']:13} -> {r.json().get('message', r.text)[:400]}")
+    say("\n3) The scheduler's record of placements, both paths (greenops placements):")
+    say(placements.table(active_reservations(sched.url, creds.reader)))
+    say("\n4) Why they run where and when (greenops explain), from what was recorded at decision time:")
+    with RetryingClient(sched.url, token=creds.reader) as client:
+        for name in ("nightly-etl", "demo/settle-de"):
+            say(explain.text(explain.account(explain.find(client, name, "demo"))) + "\n")
+    if not once:
+        # The handler goes in before the prompt: a Ctrl-C sent as soon as the line shows must
+        # take the orderly path below, not interrupt it half-way.
+        stop = threading.Event()
+        signal.signal(signal.SIGINT, lambda *_: stop.set())
+        say(
+            f"\nDashboard (placements of both paths, timeline, forecasts): {sched.url}/dashboard with a read "
+            f"token, e.g. GREENOPS_SCHEDULER_TOKEN={creds.reader} greenops dashboard --stack dev"
+        )
+        say(
+            "Everything stays up; Ctrl-C stops it (the Pulumi path's reservations stay in the record). "
+            f"Try: KUBECONFIG={cp.kubeconfig_path} kubectl get vmtemplates -A"
+        )
+        stop.wait()
+    # The VmTemplates go with this control plane: deleting them releases their reservations.
+    with cp.client() as k:
+        for vm in cases:
+            k.delete(f"/apis/{GROUP}/{VERSION}/namespaces/demo/vmtemplates/{vm['metadata']['name']}")
+    if once:
+        say("\nTearing down (--once): destroying the demo stack, stopping the servers.")
+        automation.run(st, "destroy", stream=False)
+        st.workspace.remove_stack("demo")
+    say(f"reservation record {record}: {len(active_reservations(sched.url, creds.reader))} active left")
     shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -29,6 +29,7 @@ import grpc
 from google.protobuf import empty_pb2, json_format
 from pulumi.runtime.proto import language_pb2, language_pb2_grpc, plugin_pb2
 
+from greenops.inline_config import ENVIRONMENT_VARIABLE, too_large_for_environment
 from greenops.toolpaths import tool_path
 
 # The executor exits with this code after it has shown the user an actionable message.
@@ -88,6 +89,10 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
         return iter(())
 
     def Run(self, request: language_pb2.RunRequest, context: grpc.ServicerContext) -> language_pb2.RunResponse:
+        config = dict(request.config)
+        problem = too_large_for_environment(config)
+        if problem:  # said, rather than the kernel refusing to start the program (E2BIG)
+            return language_pb2.RunResponse(error=problem)
         args = [_python(request.info), "-u", _executor()]
         for flag, value in (
             ("monitor", request.monitor_address),
@@ -106,7 +111,7 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
         args.append(request.info.entry_point or request.program or ".")
         args += list(request.args)
         env = dict(os.environ)
-        env["PULUMI_CONFIG"] = json.dumps(dict(request.config))
+        env[ENVIRONMENT_VARIABLE] = json.dumps(config)
         env["PULUMI_CONFIG_SECRET_KEYS"] = json.dumps(list(request.configSecretKeys))
         try:
             child = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,11 +20,12 @@ class OpaServer(ProcessService):
     """``with OpaServer(scheduler_url=...) as opa: opa.url`` builds the bundle and serves it."""
 
     scheduler_url: str | None = None
-    scheduler_token: str | None = None  # the bearer token http.send presents to the scheduler
-    # With either token, OPA runs with --authentication=token --authorization=basic (system.authz):
-    # decision queries need query_token (or admin_token), writes need admin_token (kube-mgmt's).
-    query_token: str | None = None
-    admin_token: str | None = None
+    scheduler_token: str | None = None  # the bearer token http.send presents to the scheduler (OPA's principal)
+    # OPA always runs with --authentication=token --authorization=basic (system.authz): decision
+    # queries need query_token (or admin_token), writes need admin_token (kube-mgmt's). Fresh random
+    # ones unless given: there is no anonymous OPA API, here or in a cluster.
+    query_token: str = field(default_factory=lambda: secrets.token_hex(24))
+    admin_token: str = field(default_factory=lambda: secrets.token_hex(24))
     bundle: Path | None = None
     startup_timeout: float = 30.0
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-opa-")))
@@ -36,6 +38,14 @@ class OpaServer(ProcessService):
     def url(self) -> str:
         return f"{'https' if self.tls_cert else 'http'}://127.0.0.1:{self.port}"
 
+    @property
+    def query_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.query_token}"}
+
+    @property
+    def admin_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.admin_token}"}
+
     def start(self) -> None:
         bundle = self.bundle or build(self.workdir / "policy-bundle.tar.gz", default_revision())
         self.port = self.port or free_port()
@@ -47,11 +57,9 @@ class OpaServer(ProcessService):
             env["SCHEDULER_URL"] = self.scheduler_url
         if self.scheduler_token:
             env["GREENOPS_SCHEDULER_TOKEN"] = self.scheduler_token
-        auth = []
-        if self.query_token or self.admin_token:
-            env[QUERY_TOKEN_VARIABLE] = self.query_token or ""
-            env[ADMIN_TOKEN_VARIABLE] = self.admin_token or ""
-            auth = ["--authentication=token", "--authorization=basic"]
+        env[QUERY_TOKEN_VARIABLE] = self.query_token
+        env[ADMIN_TOKEN_VARIABLE] = self.admin_token
+        auth = ["--authentication=token", "--authorization=basic"]
         # Read-optimised store: catalog lookups skip a JSON-to-AST conversion on every read.
         tls = (
             ["--tls-cert-file", str(self.tls_cert), "--tls-private-key-file", str(self.tls_key)]

@@ -77,12 +77,17 @@ def loopback_tls(folder: Path) -> TlsIdentity:
     return TlsIdentity(ca.public_bytes(serialization.Encoding.PEM), cert_file, key_file)
 
 
+# The schema keywords carried into the CRD as they are: the string rules (pattern, maxLength, the
+# reserved names under "not") must reach the API server, which checks every VmTemplate with them.
+_CRD_KEYWORDS = ("description", "enum", "minimum", "pattern", "items", "maxLength", "maxItems", "not")
+
+
 def vmtemplate_crd() -> dict[str, Any]:
     """The VmTemplate CRD as Krateo core-provider generates it from values.schema.json."""
     schema = json.loads((CHART_SOURCE / "values.schema.json").read_text())
     props: dict[str, dict[str, Any]] = {}
     for name, prop in schema["properties"].items():
-        p = {k: v for k, v in prop.items() if k in ("description", "enum", "minimum", "pattern", "items")}
+        p = {k: v for k, v in prop.items() if k in _CRD_KEYWORDS}
         types = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
         if len(types) > 1:
             p["x-kubernetes-int-or-string"] = True
@@ -125,12 +130,17 @@ def vmtemplate_crd() -> dict[str, Any]:
 
 
 def install_admission(
-    cp: LocalControlPlane, opa_url: str, ca_pem: bytes, namespaces: Iterable[str] | Mapping[str, str | None] = ()
+    cp: LocalControlPlane,
+    opa_url: str,
+    ca_pem: bytes,
+    namespaces: Iterable[str] | Mapping[str, str | None] = (),
+    token: str | None = None,
 ) -> None:
     """The VmTemplate CRD, the webhook to OPA and the given namespaces, on a local control plane.
 
     A namespace given by name alone is its own tenant (label greenops.io/tenant=<name>); a mapping
-    gives each namespace's tenant, None for no label. The namespaces are then copied into OPA.
+    gives each namespace's tenant, None for no label. The namespaces are then copied into OPA, with
+    ``token``, its admin token (kube-mgmt's).
     """
     tenants = dict(namespaces) if isinstance(namespaces, Mapping) else {ns: ns for ns in namespaces}
     cp.create_crd(vmtemplate_crd())
@@ -141,7 +151,7 @@ def install_admission(
         ).raise_for_status()
         for ns, tenant in tenants.items():
             k.post("/api/v1/namespaces", json=namespace_manifest(ns, tenant))
-    replicate_namespaces(cp, opa_url, ca_pem)
+    replicate_namespaces(cp, opa_url, ca_pem, token)
 
 
 def namespace_manifest(name: str, tenant: str | None) -> dict[str, Any]:

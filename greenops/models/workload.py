@@ -27,6 +27,7 @@ from pydantic.alias_generators import to_camel
 
 from greenops.clock import stamp
 
+from . import strings
 from .duration import format_duration, parse_duration
 
 if TYPE_CHECKING:
@@ -34,10 +35,22 @@ if TYPE_CHECKING:
 
 NO_LATENCY_CONSTRAINT_MS = 2000
 
+# Bounds of a workload's sizes. A tenant writes these, and the scheduler adds one booking's vCPUs per
+# job to a zone's capacity: an unbounded or vanishing size is a way to book nothing or everything.
+# The upper bounds are the scheduler's (greenops/scheduler/contract.py), so what the stack accepts
+# the scheduler takes. The record counts vCPU in millicores (reservations.milli): cpu is whole
+# vCPUs, far above it; memory's floor is the same thousandth, one MB.
+MAX_CPU = 100_000
+MIN_MEMORY_GB = 0.001
+MAX_MEMORY_GB = 1_000_000
+# 2000 ms already means "no constraint"; the bound only keeps the number a number every consumer reads
+MAX_LATENCY_MS = 1_000_000
+
 # Workload names become Kubernetes object names with suffixes such as "-subnet" appended, and
-# Azure/GCP resource names: keep them short DNS-1123 labels.
-_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+# Azure/GCP resource names: short DNS-1123 labels (the rule is in .strings, shared with the chart
+# and the policy).
+_NAME = re.compile(strings.VM_NAME)
+_LABEL_VALUE = re.compile(strings.LABEL_VALUE)
 
 
 # Whose quota a workload without a tenant counts against: the same on both paths, in the scheduler
@@ -90,13 +103,16 @@ class Workload(_Model):
     """
 
     name: str = Field(description="DNS-1123 label, at most 40 characters; names every derived object")
-    cpu: Annotated[int, Field(gt=0, description="minimum vCPUs (MinCPU)")]
-    memory: Annotated[float, Field(gt=0, description="minimum RAM in GB (MinRAM)")]
+    # strict: a number, as in the VmTemplate's schema and the policy, not a string that parses as one
+    cpu: Annotated[int, Field(strict=True, gt=0, le=MAX_CPU, description="minimum vCPUs (MinCPU)")]
+    memory: Annotated[
+        float, Field(strict=True, gt=0, le=MAX_MEMORY_GB, allow_inf_nan=False, description="minimum RAM in GB (MinRAM)")
+    ]
     duration: timedelta = Field(description="run time D: hours as a number, or '6h', '90m', '1h30m'")
     deadline: AwareDatetime = Field(description="DL, RFC 3339 with an offset; stored in UTC")
-    max_latency: Annotated[int, Field(gt=0, description="ML in ms from originRegion; 2000 = no constraint")] = (
-        NO_LATENCY_CONSTRAINT_MS
-    )
+    max_latency: Annotated[
+        int, Field(gt=0, le=MAX_LATENCY_MS, description="ML in ms from originRegion; 2000 = no constraint")
+    ] = NO_LATENCY_CONSTRAINT_MS
     origin_region: str = Field(description="cloud region the latency is measured from")
     eligible_providers: tuple[str, ...] = Field(
         default=(), validate_default=True, description="subset of the catalog's providers; empty = all"
@@ -112,7 +128,7 @@ class Workload(_Model):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not _NAME.match(v):
+        if not _NAME.fullmatch(v):
             raise ValueError(
                 f"{v!r} is not a valid workload name: use 1-40 lowercase letters, digits and '-', "
                 "starting with a letter and not ending with '-'"
@@ -122,7 +138,7 @@ class Workload(_Model):
     @field_validator("tenant")
     @classmethod
     def _tenant(cls, v: str) -> str:
-        if not _LABEL_VALUE.match(v):
+        if not _LABEL_VALUE.fullmatch(v):
             raise ValueError(
                 f"{v!r} is not a valid tenant: it must be a Kubernetes label value (1-63 of A-Z a-z 0-9 - _ .)"
             )
@@ -137,6 +153,13 @@ class Workload(_Model):
             return int(v)
         return v
 
+    @field_validator("memory")
+    @classmethod
+    def _memory_floor(cls, v: float) -> float:
+        if v < MIN_MEMORY_GB:
+            raise ValueError(f"{v:g} GB is below {MIN_MEMORY_GB:g} GB (1 MB), the least memory a workload asks for")
+        return v
+
     @field_validator("duration", mode="before")
     @classmethod
     def _duration(cls, v: Any) -> timedelta:
@@ -145,7 +168,10 @@ class Workload(_Model):
     @field_validator("deadline", mode="after")
     @classmethod
     def _deadline_utc(cls, v: datetime) -> datetime:
-        return v.astimezone(UTC)
+        try:
+            return v.astimezone(UTC)
+        except OverflowError:  # year 1 east of UTC, or year 9999 west of it, is outside Python's dates
+            raise ValueError("deadline is outside the years 1 to 9999 in UTC") from None
 
     @field_validator("eligible_providers", mode="before")
     @classmethod

@@ -12,12 +12,11 @@ import os
 from datetime import datetime
 from typing import Any
 
-import yaml
-
 from greenops.catalog import load_catalog
 from greenops.clock import parse_time
-from greenops.errors import GreenOpsError
+from greenops.errors import GreenOpsError, one_line
 from greenops.renderers import object_state, vm_kind
+from greenops.user_yaml import load_yaml_text
 
 from .lifecycle import Observation
 
@@ -36,7 +35,8 @@ class ClusterObserver:
 
         try:
             if kubeconfig:
-                self._client = config.new_client_from_config_dict(yaml.safe_load(kubeconfig), context=context)
+                document = load_yaml_text(kubeconfig, "greenops:kubeconfig")
+                self._client = config.new_client_from_config_dict(document, context=context)
             elif os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
                 in_cluster = client.Configuration()
                 config.load_incluster_config(client_configuration=in_cluster)
@@ -44,7 +44,9 @@ class ClusterObserver:
             else:
                 self._client = config.new_client_from_config(context=context)
         except Exception as exc:  # a malformed or absent kubeconfig: say so, no traceback
-            raise ClusterUnavailable(f"cannot use the kubeconfig to read the operators' verdict: {exc}") from None
+            raise ClusterUnavailable(
+                f"cannot use the kubeconfig to read the operators' verdict: {one_line(str(exc))}"
+            ) from None
 
     def close(self) -> None:
         self._client.close()

@@ -23,6 +23,7 @@ from typing import Any
 
 from greenops.catalog import Catalog, VmSize, fits, haversine_km, load_catalog, size_order
 from greenops.errors import GreenOpsError
+from greenops.models import strings
 from greenops.toolpaths import REPO, tool_path
 
 from .config import PolicySettings, load_policy_settings
@@ -101,7 +102,13 @@ def _first_fit(ranked: list[VmSize], cpu: int, memory: float) -> str | None:
 
 
 def bundle_data(catalog: Catalog, config: PolicySettings) -> dict[str, Any]:
-    return {"greenops": {"catalog": catalog_document(catalog), "config": config.document()}}
+    return {
+        "greenops": {
+            "catalog": catalog_document(catalog),
+            "config": config.document(),
+            "string_rules": strings.bundle_document(),
+        }
+    }
 
 
 def stage(

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from greenops.errors import GreenOpsError
+from greenops.errors import GreenOpsError, field_errors
 from greenops.models.workload import DEFAULT_TENANT
+from greenops.user_yaml import load_yaml_file
 
 DEFAULTS = Path(__file__).resolve().parent / "defaults.yaml"
 
@@ -35,6 +35,11 @@ class PolicySettings(BaseModel):
     )
     scheduler: SchedulerCall = Field(default_factory=SchedulerCall)
 
+    def cap(self, tenant: str) -> float | None:
+        """The tenant's vCPU quota, as greenops.quota.cap reads the same settings in the bundle."""
+        limit = self.tenant_vcpu_quota.get(tenant, self.default_tenant_vcpu_quota)
+        return None if limit is None else float(limit)
+
     def document(self) -> dict[str, Any]:
         """The bundle's data.greenops.config: these settings, and the default tenant (a fact of
         the workload model, not a setting)."""
@@ -43,10 +48,11 @@ class PolicySettings(BaseModel):
 
 def load_policy_settings(path: Path | None = None) -> PolicySettings:
     path = path or DEFAULTS
+    if not path.is_file():
+        raise GreenOpsError(f"policy config {path} not found")
+    raw = load_yaml_file(path, f"policy config {path}") or {}
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         return PolicySettings.model_validate(raw)
-    except FileNotFoundError:
-        raise GreenOpsError(f"policy config {path} not found") from None
-    except (yaml.YAMLError, ValidationError) as exc:
-        raise GreenOpsError(f"policy config {path} is invalid: {exc}") from None
+    except ValidationError as exc:
+        problems = "; ".join(f"{field or '(top level)'}: {msg}" for field, msg in field_errors(exc.errors()))
+        raise GreenOpsError(f"policy config {path} is invalid: {problems}") from None

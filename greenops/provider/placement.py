@@ -37,6 +37,7 @@ set, else the system clock.
 
 from __future__ import annotations
 
+import os
 import pickle
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -61,6 +62,7 @@ from greenops import endpoints
 from greenops.catalog import load_catalog
 from greenops.clock import stamp, system_clock
 from greenops.direct.records import observation, pass_instant
+from greenops.endpoints import OPA_TOKEN_VARIABLE
 from greenops.errors import GreenOpsError, field_errors
 from greenops.models import Decision, Provisioning, Workload, spec_digest
 from greenops.placement import SchedulerClient, place
@@ -281,7 +283,7 @@ class PlacementProvider(ResourceProvider):
             props["opaUrl"],
             timeout=timeout,
             attempts=attempts,
-            token=props.get("opaToken"),
+            token=props.get("opaToken") or os.environ.get(OPA_TOKEN_VARIABLE),
             ca_certificate=props.get("caCertificate"),
         )
         scheduler = self._scheduler(props)
@@ -299,7 +301,9 @@ class PlacementProvider(ResourceProvider):
             props["schedulerUrl"],
             timeout=float(props.get("timeoutSeconds") or endpoints.TIMEOUT_SECONDS),
             attempts=int(props.get("attempts") or endpoints.ATTEMPTS),
-            token=props.get("schedulerToken"),
+            # the stack's credential, else the ambient one (a CI step's secret, `greenops serve`'s
+            # export, a pod's projected ServiceAccount token), like KUBECONFIG; never in the state
+            token=props.get("schedulerToken") or endpoints.ambient_scheduler_token(),
             ca_certificate=props.get("caCertificate"),
         )
 

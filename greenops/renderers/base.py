@@ -6,11 +6,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel, to_snake
 
 from greenops.catalog import Catalog
-from greenops.models import Decision, Workload
+from greenops.models import Decision, Workload, strings
 
 MANAGED_BY = "greenops"
 # the cloud-side tag naming the owner: the ACK role (components/aws_controllers.py) acts only on
@@ -18,11 +18,15 @@ MANAGED_BY = "greenops"
 MANAGED_BY_TAG = "managed-by"
 LABEL_PREFIX = "greenops.io"
 # The two parts of the ARM id that owns every ASO object. The chart checks its values with the same
-# patterns (through its catalog), so what one path refuses the other refuses too. The group pattern
-# keeps the id well-formed (no "/", no trailing period, at most 90 characters); Azure's finer naming
-# rules are left to Azure.
-AZURE_SUBSCRIPTION_ID_PATTERN = r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$"
-AZURE_RESOURCE_GROUP_PATTERN = r"^[^/]{0,89}[^/.]$"
+# patterns (through its catalog and its schema), so what one path refuses the other refuses too.
+AZURE_SUBSCRIPTION_ID_PATTERN = strings.AZURE_SUBSCRIPTION_ID
+AZURE_RESOURCE_GROUP_PATTERN = strings.AZURE_RESOURCE_GROUP
+
+
+def _rule(field: str) -> Any:
+    """A validator applying the shared rule of the VmTemplate spec field of the same meaning, so a
+    value the chart and admission refuse is refused here too (None: not set)."""
+    return field_validator(to_snake(field))(lambda v: v if v is None else strings.check(field, v))
 
 
 class RenderSettings(BaseModel):
@@ -33,13 +37,11 @@ class RenderSettings(BaseModel):
     namespace: str = "greenops"
     azure_resource_group: str = Field(
         default="greenops-workloads",
-        pattern=AZURE_RESOURCE_GROUP_PATTERN,
         description="the Azure resource group (created by pulumi-azure-native, not an ASO object) that owns "
         "every Azure workload resource",
     )
     azure_subscription_id: str | None = Field(
         default=None,
-        pattern=AZURE_SUBSCRIPTION_ID_PATTERN,
         description="the resource group's subscription: ASO objects name their owner by ARM id; "
         "required to render Azure",
     )
@@ -47,6 +49,13 @@ class RenderSettings(BaseModel):
     ssh_public_key: str | None = Field(default=None, description="OpenSSH public key for the admin user")
     gcp_project: str | None = Field(default=None, description="sets cnrm.cloud.google.com/project-id when given")
     skip_await: bool = Field(default=False, description="annotate pulumi.com/skipAwait (no controller running)")
+
+    _namespace = _rule("namespace")
+    _azure_resource_group = _rule("azureResourceGroup")
+    _azure_subscription_id = _rule("azureSubscriptionId")
+    _admin_username = _rule("adminUsername")
+    _ssh_public_key = _rule("sshPublicKey")
+    _gcp_project = _rule("gcpProject")
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,10 @@ class RenderContext:
     # fields can only be filled from another object's status (ACK's Instance takes security groups
     # by id), so the object that needs them is held back until the status is there.
     observed: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # What every object's name starts with: the workload's name on the Pulumi path, whose objects a
+    # stack's namespace holds. The chart names a VmTemplate's objects "<vmName>-<hash>" instead (see
+    # vmtemplate.stem); the same stem here renders the same set.
+    stem: str | None = None
     held: list[str] = field(default_factory=list)  # filled by the renderer: what it held back, and why
     used: dict[str, dict[str, str]] = field(default_factory=dict)  # the reported values the set was rendered with
 
@@ -74,8 +87,9 @@ class RenderContext:
         self.held.append(f"{kind} {name} is held until {why}")
 
     def name(self, suffix: str | None = None) -> str:
-        """Deterministic object name derived from the workload name."""
-        return self.workload.name if suffix is None else f"{self.workload.name}-{suffix}"
+        """Deterministic object name derived from the stem (by default the workload name)."""
+        stem = self.stem or self.workload.name
+        return stem if suffix is None else f"{stem}-{suffix}"
 
     @property
     def labels(self) -> dict[str, str]:

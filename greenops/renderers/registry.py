@@ -82,15 +82,22 @@ def render_set(
     settings: RenderSettings | None = None,
     catalog: Catalog | None = None,
     observed: Mapping[str, Mapping[str, Any]] | None = None,
+    stem: str | None = None,
 ) -> Rendered:
     """The provider-specific minimum set (thesis §3.4) for a decision, as plain dicts, given what
-    the cluster reports about the set's objects so far (``"Kind/name"`` -> ``status``)."""
+    the cluster reports about the set's objects so far (``"Kind/name"`` -> ``status``). ``stem``
+    starts every object's name (default: the workload's name)."""
     _discover()
     fn = _RENDERERS.get(decision.provider)
     if fn is None:
         raise RenderError(f"workload {workload.name!r}: no renderer for provider {decision.provider!r}")
     ctx = RenderContext(
-        workload, decision, settings or RenderSettings(), catalog or load_catalog(), observed=dict(observed or {})
+        workload,
+        decision,
+        settings or RenderSettings(),
+        catalog or load_catalog(),
+        observed=dict(observed or {}),
+        stem=stem,
     )
     return Rendered(fn(ctx), list(ctx.held), dict(ctx.used))
 
@@ -101,6 +108,7 @@ def render(
     settings: RenderSettings | None = None,
     catalog: Catalog | None = None,
     observed: Mapping[str, Mapping[str, Any]] | None = None,
+    stem: str | None = None,
 ) -> list[dict[str, Any]]:
     """The objects of ``render_set``."""
-    return render_set(workload, decision, settings, catalog, observed).objects
+    return render_set(workload, decision, settings, catalog, observed, stem).objects

@@ -16,7 +16,7 @@ import contextlib
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -145,6 +145,10 @@ class ReservationStore:
         with self._serial, self._writer.begin() as conn:
             yield conn
 
+    # The record's other tables (the API tokens) share its database and its transaction discipline.
+    reading = _read
+    writing = _write
+
     # --- reads -----------------------------------------------------------------------------
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -180,12 +184,21 @@ class ReservationStore:
                     used[zone][s] += delta
         return used
 
-    def list(self, where: ListingFilter | None = None, *, now: datetime | None = None) -> list[dict[str, Any]]:
+    def list(
+        self,
+        where: ListingFilter | None = None,
+        *,
+        now: datetime | None = None,
+        tenants: Collection[str] | None = None,
+    ) -> list[dict[str, Any]]:
         """Rows by start, filtered in the database: the active ones (still running at ``now``, when
         given), or with ``where.all`` every phase, where ``ended_after`` keeps the active ones and
-        those whose run ends after it (a dashboard's recent history, not years of it)."""
+        those whose run ends after it (a dashboard's recent history, not years of it). ``tenants``
+        keeps only those tenants' rows (a caller's scope; None: every tenant)."""
         where = ListingFilter() if where is None else where
         q = select(reservations).order_by(reservations.c.start_at, reservations.c.key)
+        if tenants is not None:
+            q = q.where(reservations.c.tenant.in_(list(tenants)))
         for column, value in (
             (reservations.c.tenant, where.tenant),
             (reservations.c.zone, where.zone),
@@ -231,10 +244,18 @@ class ReservationStore:
         self._maybe_prune(now)
         return booking.answer
 
-    def report(self, key: str, phase: str, reason: str, now: datetime) -> dict[str, Any]:
+    def report(
+        self,
+        key: str,
+        phase: str,
+        reason: str,
+        now: datetime,
+        authorize: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
         """Record what happened to an active reservation: an active phase (Provisioning, Running),
         or a terminal one (Completed, Failed, Released) that gives its zone-hours back. A reservation
-        already terminal is returned as it is: a retried release or a late report changes nothing."""
+        already terminal is returned as it is: a retried release or a late report changes nothing.
+        ``authorize`` sees the row under its lock, before anything changes, and raises to refuse."""
         assert phase in ACTIVE or phase in TERMINAL
         with self._write() as conn:
             row = (
@@ -242,6 +263,8 @@ class ReservationStore:
             )
             if row is None:
                 raise UnknownReservation(f"reservation {key}: no such key")
+            if authorize is not None:
+                authorize(dict(row))
             if row["phase"] not in ACTIVE:
                 return dict(row)
             values = {"phase": phase, "reason": reason[:1024], "updated_at": now}

@@ -51,3 +51,20 @@ tenants = Table(
     metadata,
     Column("tenant", String(128), primary_key=True),
 )
+
+# The API tokens issued with `greenops token issue`: only a SHA-256 digest of each token is kept (a
+# token is 256 random bits, so a digest cannot be reversed by guessing), with the principal it
+# proves. A revoked token stays, so its id and name keep meaning something in the logs.
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("name", String(128), nullable=False),
+    Column("token_sha256", String(64), nullable=False, unique=True),
+    Column("role", String(8), nullable=False),  # read | write | admin
+    Column("tenants", JSON),  # a list; NULL: every tenant
+    Column("paths", JSON, nullable=False),  # the paths it books and changes
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True)),
+    Column("revoked_at", DateTime(timezone=True)),
+)

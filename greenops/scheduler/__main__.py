@@ -8,8 +8,12 @@ python -m greenops.scheduler --host 127.0.0.1 --port 8080 [--source profiles]
     --source electricitymaps       the Electricity Maps API (token in ELECTRICITYMAPS_TOKEN), profiles as fallback
 --database URL                     the reservation record: sqlite:///FILE (default: reservations.db in
                                    $XDG_STATE_HOME/greenops) or postgresql+psycopg://… (a cluster)
-Callers must send ``Authorization: Bearer <token>`` when GREENOPS_SCHEDULER_TOKEN is set or
---token-file names a file (a mounted Secret); never on the command line, where ps shows it.
+Every caller but the health probes sends ``Authorization: Bearer <token>``: the bootstrap admin's
+(GREENOPS_SCHEDULER_ADMIN_TOKEN, or --admin-token-file naming a mounted Secret; never on the
+command line, where ps shows it), an API token it issued (``greenops token issue``), or a principal
+--principals declares: a static token by its digest (OPA's), or a Kubernetes ServiceAccount whose
+token it reviews with the API server. Without an admin token or declared principals it refuses to
+start.
 Each flag but --host, --port, --history and --log-format overrides a setting from the environment
 (greenops.scheduler.settings names them); an invalid one stops the service with one line naming it.
 """
@@ -24,13 +28,18 @@ from pathlib import Path
 
 import structlog
 import uvicorn
+from kubernetes.config.config_exception import ConfigException
 from sqlalchemy import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from greenops import endpoints
 from greenops.clock import system_clock
+from greenops.errors import GreenOpsError
+from greenops.identity.kubernetes import TokenReviewer
+from greenops.identity.principals import Declared, load_principals
+from greenops.policies.config import load_policy_settings
 from greenops.reservations import ReservationStore
-from greenops.scheduler.api import create_app
+from greenops.scheduler.api import InsecureConfiguration, create_app
 from greenops.scheduler.settings import FLAGS, SchedulerSettings, SettingsError, load_settings
 from greenops.scheduler.sources import CarbonSource, ProfileSource, TraceSource
 
@@ -99,27 +108,41 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--rate-limit",
-        help="scheduling requests per tenant and replica, e.g. 600/minute ('none' for no limit; "
+        help="scheduling requests per principal and replica, e.g. 600/minute ('none' for no limit; "
         "env GREENOPS_SCHEDULER_RATE_LIMIT; default 600/minute)",
     )
     parser.add_argument("--log-format", choices=["json", "console"], default="json")
     parser.add_argument(
-        "--token-file",
-        help="file holding the bearer token callers must send "
-        "(default: GREENOPS_SCHEDULER_TOKEN; neither: no authentication)",
+        "--admin-token-file",
+        help="file holding the bootstrap admin's bearer token (default: GREENOPS_SCHEDULER_ADMIN_TOKEN)",
+    )
+    parser.add_argument(
+        "--principals",
+        help="YAML file of declared principals, static tokens by digest and Kubernetes ServiceAccounts "
+        "(env GREENOPS_SCHEDULER_PRINCIPALS; greenops.identity.principals)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        help="for ServiceAccount principals, the API server to review tokens with (default: in-cluster)",
+    )
+    parser.add_argument(
+        "--policy-config",
+        help="the policy settings the bundle ships, for the tenants' quotas (default: the packaged ones)",
     )
     return parser.parse_args(argv)
 
 
 def settings_from(args: argparse.Namespace) -> SchedulerSettings:
     """The environment's settings with the flags given over them; SystemExit, in one line, if invalid."""
-    # A flag's dest is its setting's name; there is no args.token: the token comes from --token-file.
+    # A flag's dest is its setting's name; there is no args.admin_token: it comes from --admin-token-file.
     given = {field: value for field in FLAGS if (value := getattr(args, field, None)) is not None}
-    if args.token_file:
+    if args.admin_token_file:
         try:
-            given["token"] = Path(args.token_file).read_text().strip()
+            given["admin_token"] = Path(args.admin_token_file).read_text().strip()
         except OSError as exc:
-            raise SystemExit(f"scheduler: --token-file: cannot read {args.token_file} ({exc.strerror})") from None
+            raise SystemExit(
+                f"scheduler: --admin-token-file: cannot read {args.admin_token_file} ({exc.strerror})"
+            ) from None
     try:
         settings = load_settings(given)
     except SettingsError as exc:
@@ -142,14 +165,25 @@ def main(argv: list[str] | None = None) -> None:
     structlog.get_logger("greenops.scheduler").info(
         "reservations.opened", database=_safe(database), active=len(store.list(now=system_clock()))
     )
-    app = create_app(
-        build_source(settings.source, args.history, settings.electricitymaps_api_token()),
-        capacity_vcpu=settings.capacity_vcpu,
-        clock=system_clock,
-        token=settings.bearer_token(),
-        store=store,
-        rate_limit=settings.requests_per_tenant(),
-    )
+    try:
+        policy = load_policy_settings(Path(settings.policy_config) if settings.policy_config else None)
+        declared = load_principals(Path(settings.principals)) if settings.principals else Declared()
+        reviewer = TokenReviewer(declared.by_account, kubeconfig=settings.kubeconfig) if declared.by_account else None
+        app = create_app(
+            build_source(settings.source, args.history, settings.electricitymaps_api_token()),
+            capacity_vcpu=settings.capacity_vcpu,
+            clock=system_clock,
+            admin_tokens=[t] if (t := settings.bootstrap_admin_token()) else [],
+            store=store,
+            rate_limit=settings.requests_per_principal(),
+            principals=declared,
+            reviewer=reviewer,
+            policy=policy,
+        )
+    except (GreenOpsError, InsecureConfiguration) as exc:
+        raise SystemExit(f"scheduler: {exc}") from None
+    except ConfigException as exc:
+        raise SystemExit(f"scheduler: ServiceAccount principals need an API server to review tokens: {exc}") from None
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
 
 

@@ -23,55 +23,102 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from greenops.dashboard import RecordData, dashboard_router
+from greenops.identity import Forbidden, Principal
+from greenops.identity.kubernetes import TokenReviewer
+from greenops.identity.principals import Declared
+from greenops.identity.tokens import TokenStore, digest
+from greenops.policies.config import PolicySettings, load_policy_settings
 from greenops.reservations import ReservationStore
-from greenops.scheduler import forecast_api, health_api, reservations_api, scheduling_api
-from greenops.scheduler.auth import require_token
+from greenops.scheduler import credentials_api, forecast_api, health_api, reservations_api, scheduling_api
+from greenops.scheduler.auth import ADMIN, Authenticator, requires
+from greenops.scheduler.limits import BodyLimit
 from greenops.scheduler.offload import SearchPool
-from greenops.scheduler.ratelimit import TenantRateLimit
+from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.scheduler.scheduling_api import MAX_WORK
 from greenops.scheduler.sources.base import CarbonSource
 from greenops.scheduler.state import Clock, SchedulerState
 
-__all__ = ["MAX_WORK", "create_app"]  # MAX_WORK stays importable from here, where it always was
+# MAX_WORK stays importable from here, where it always was
+__all__ = ["MAX_WORK", "InsecureConfiguration", "create_app"]
+
+
+class InsecureConfiguration(ValueError):
+    """The scheduler was asked to run with no way to authenticate its callers."""
 
 
 def create_app(
     source: CarbonSource,
     capacity_vcpu: float = 512.0,
     clock: Clock = lambda: datetime.now(UTC),
-    token: str | None = None,
+    admin_tokens: list[str] | None = None,
     store: ReservationStore | None = None,
     rate_limit: str | None = None,
+    principals: Declared | None = None,
+    reviewer: TokenReviewer | None = None,
+    policy: PolicySettings | None = None,
 ) -> FastAPI:
     """The service around one carbon source and one reservation record (in memory when none is
     given: tests and one-off runs). What it holds is set on ``app.state``; the routes receive it
-    through the dependencies of greenops.scheduler.state."""
+    through the dependencies of greenops.scheduler.state.
+
+    Every route but the health probes needs a credential: ``admin_tokens`` (the bootstrap admin's,
+    from a Secret), the static tokens and ServiceAccounts ``principals`` declares (the latter checked
+    through ``reviewer``), or the API tokens it issues. With none of the first two there would be no
+    caller it could serve, so it refuses to be built."""
+    declared = principals or Declared()
+    if declared.by_account and reviewer is None:
+        raise InsecureConfiguration("ServiceAccount principals need a TokenReview client to check their tokens")
+    if not admin_tokens and not declared.by_digest and not declared.by_account:
+        raise InsecureConfiguration(
+            "the scheduler needs an admin token (GREENOPS_SCHEDULER_ADMIN_TOKEN or --admin-token-file) "
+            "or declared principals (--principals): it never serves unauthenticated callers "
+            "(GREENOPS_SCHEDULER_TOKEN, the old shared token, is not read any more: issue each caller its "
+            "own with `greenops token issue`)"
+        )
+    if any(not t for t in admin_tokens or []):
+        raise InsecureConfiguration("an admin token is empty")
     app = FastAPI(
         title="GreenOps scheduler",
         version="1.1.0",
         description="Carbon-aware geographic and temporal placement of delay-tolerant jobs.",
         lifespan=_close_searches,
     )
+    record = store or ReservationStore("sqlite://")
     state = SchedulerState(
         source=source,
-        store=store or ReservationStore("sqlite://"),
+        store=record,
         clock=clock,
         capacity_vcpu=capacity_vcpu,
-        token=token,
-        rate_limit=TenantRateLimit(rate_limit) if rate_limit else None,
+        auth=Authenticator(
+            TokenStore(record),
+            {**declared.by_digest, **{digest(t): ADMIN for t in admin_tokens or []}},
+            reviewer,
+            clock,
+        ),
+        policy=policy or load_policy_settings(),
+        rate_limit=PrincipalRateLimit(rate_limit) if rate_limit else None,
         searches=SearchPool(),
     )
     app.state.scheduler = state
+    # Bodies are bounded before they are read into memory (413 naming the limit).
+    app.add_middleware(BodyLimit)
     app.add_exception_handler(RequestValidationError, _invalid_request)
-    auth = [Depends(require_token)]
+    app.add_exception_handler(Forbidden, _forbidden)
     app.include_router(health_api.router)
-    app.include_router(scheduling_api.router, dependencies=auth)
-    app.include_router(reservations_api.router, dependencies=auth)
-    app.include_router(forecast_api.router, dependencies=auth)
+    # Each route asks for the role it needs (greenops.scheduler.auth); reads need only read.
+    app.include_router(scheduling_api.router)
+    app.include_router(reservations_api.router)
+    app.include_router(credentials_api.router)
+    app.include_router(forecast_api.router, dependencies=[Depends(requires("read"))])
+
     # The dashboard builds its router per app: it is shared with `greenops dashboard`'s loopback
-    # app, which reads a scheduler over HTTP rather than this state.
-    dashboard = dashboard_router(RecordData(state.store, state.source, state.clock), state.clock)
-    app.include_router(dashboard, dependencies=auth)
+    # app, which reads a scheduler over HTTP rather than this state. Here each request sees the
+    # reservations of the tenants its principal may read.
+    def visible(principal: Principal) -> RecordData:
+        return RecordData(state.store, state.source, state.clock, tenants=principal.readable(None))
+
+    dashboard = dashboard_router(visible, state.clock, reader=requires("read"))
+    app.include_router(dashboard)
     return app
 
 
@@ -79,6 +126,10 @@ def create_app(
 async def _close_searches(app: FastAPI) -> AsyncIterator[None]:
     yield
     app.state.scheduler.searches.close()  # the worker process of large searches, if one was started
+
+
+async def _forbidden(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse(status_code=403, content={"detail": str(exc)})
 
 
 async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:

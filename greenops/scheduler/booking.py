@@ -83,8 +83,11 @@ def book(
     give_up_at: float,
     search: Callable[[CapacityLedger], list[Placement]],
     answer_of: Callable[[list[Placement]], dict[str, Any]],
+    authorize: Callable[[dict[str, Any]], None] = lambda row: None,
 ) -> Outcome:
-    """``row`` is the key's record as the caller read it; after a conflict it is read again."""
+    """``row`` is the key's record as the caller read it; after a conflict it is read again, and
+    ``authorize`` (which raises to refuse) judges every version of it the booking could replace:
+    the commit only replaces the revision that was judged."""
     digest = spec_hash(ask.request)
     first_slot, last_slot = int(ask.begin // SLOT), int(-(-ask.deadline // SLOT))
     capacity_milli = milli(capacity_vcpu) if capacity_vcpu != float("inf") else 2**62
@@ -92,6 +95,8 @@ def book(
     for attempt in range(MAX_ATTEMPTS):
         if attempt:
             row = store.get(ask.key)
+        if row is not None:
+            authorize(row)
         if done := _replayed(row, digest, ask.request.get("earliest_start")):
             return done  # booked meanwhile by a retry that overtook this request
         seen = store.seen(row)

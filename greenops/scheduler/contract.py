@@ -9,6 +9,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validato
 
 from greenops.models.workload import DEFAULT_TENANT
 from greenops.scheduler.algorithm import Rule
+from greenops.scheduler.recorded import MAX_EXPLANATION_BYTES, MAX_WORKLOAD_BYTES, RecordedWorkload, bounded
 
 # A Kubernetes label value, as tenants are on both paths
 Name = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")]
@@ -21,8 +22,10 @@ class SchedulingRequest(BaseModel):
     eligible_regions: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(min_length=1, max_length=500)
     deadline: AwareDatetime
     duration: Annotated[float, Field(strict=True, gt=0, le=24 * 31, description="hours")]
-    cpu: Annotated[float, Field(strict=True, gt=0, le=100000)]
-    memory: Annotated[float, Field(strict=True, gt=0, le=1000000, description="GB")]
+    # The record counts whole milli-vCPUs: less than one would book nothing (1e-300 x 10 000 jobs
+    # booked 0.0 vCPU) and a memory below a megabyte is no VM.
+    cpu: Annotated[float, Field(strict=True, ge=0.001, le=100000, description="vCPUs; at least one millicore")]
+    memory: Annotated[float, Field(strict=True, ge=0.001, le=1000000, description="GB")]
     req_timeout: Annotated[float, Field(strict=True, gt=0, le=300, description="seconds")] = 10
     origin_zone: str | None = Field(default=None, description="zone of the origin region, for the baseline")
     earliest_start: AwareDatetime | None = Field(
@@ -37,24 +40,35 @@ class SchedulingRequest(BaseModel):
         "key with the same request is answered from the record and books nothing new; "
         "a changed request replaces the booking",
     )
-    tenant: Name = Field(default=DEFAULT_TENANT, description="whose quota the booking counts against")
-    path: Literal["pulumi", "cluster", "api"] = Field(default="api", description="where the placement came from")
+    tenant: Name | None = Field(
+        default=None,
+        description="whose quota the booking counts against: one of the tenants the caller's credential "
+        "acts for (403 otherwise); when absent, its only tenant, else " + DEFAULT_TENANT,
+    )
+    path: Literal["pulumi", "cluster", "api"] | None = Field(
+        default=None,
+        description="where the placement came from: one of the paths the caller's credential books on "
+        "(403 otherwise); when absent, its only path, else api",
+    )
     tenant_quota_vcpu: Annotated[float, Field(strict=True, gt=0)] | None = Field(
         default=None,
-        description="the tenant's quota (from policy): active reservations of either path plus this "
-        "one must stay within it",
+        description="optional: the quota is policy's, which the scheduler reads itself; a value above it "
+        "is refused (403), a lower one is kept",
     )
     regions: dict[str, Annotated[str, Field(pattern=r"^(azure|gcp|aws)/[a-z0-9-]+$")]] = Field(
         default_factory=dict, description="zone -> provider/region the caller maps it to, recorded with the booking"
     )
     dry_run: bool = Field(default=False, description="decide without booking (a dry-run admission)")
-    workload: dict[str, Any] | None = Field(
-        default=None, description="the workload as policy saw it, kept for re-evaluation"
+    workload: RecordedWorkload | None = Field(
+        default=None,
+        description="the workload as policy saw it, kept for re-evaluation "
+        f"(at most {MAX_WORKLOAD_BYTES} bytes of JSON)",
     )
     explanation: dict[str, Any] | None = Field(
         default=None,
         description="policy's account of the eligible set (its constraint chain, and what each zone "
-        "maps back to), kept with the booking for `greenops explain`; not part of the spec",
+        f"maps back to), kept with the booking for `greenops explain`; not part of the spec (at most "
+        f"{MAX_EXPLANATION_BYTES} bytes of JSON)",
     )
     rule: Rule = Field(
         default="point",
@@ -62,6 +76,18 @@ class SchedulingRequest(BaseModel):
         "origin) only when the forecast's record on this decision shows a gain beyond its "
         "uncertainty; interval: only when the prediction intervals do not overlap",
     )
+
+    @field_validator("workload")
+    @classmethod
+    def _workload_fits(cls, v: RecordedWorkload | None) -> RecordedWorkload | None:
+        if v is not None:
+            bounded(v.model_dump(mode="json"), MAX_WORKLOAD_BYTES, "workload")
+        return v
+
+    @field_validator("explanation")
+    @classmethod
+    def _explanation_fits(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        return bounded(v, MAX_EXPLANATION_BYTES, "explanation")
 
     @field_validator("eligible_regions")
     @classmethod

@@ -5,7 +5,9 @@
     PATCH  /reservations/{key}  {"phase": "Provisioning"|"Running"|"Completed"|"Failed", "reason"}
     DELETE /reservations/{key}?reason=                                 released; its zone-hours freed
 Completed, Failed and Released are terminal and free the zone-hours; a retried release or a late
-report changes nothing.
+report changes nothing. Reads need the read role and show the tenants the caller reads; PATCH and
+DELETE need write and touch only reservations whose tenant and path the caller owns (403 otherwise,
+naming the reservation's owner and the caller).
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from greenops.identity import Forbidden
 from greenops.reservations import ListingFilter, UnknownReservation
+from greenops.scheduler.auth import Reader, Writer
+from greenops.scheduler.recorded import explanation_of, workload_of
 from greenops.scheduler.series import ceil_second
 from greenops.scheduler.state import ClockDep, StoreDep
 
@@ -75,7 +80,7 @@ def out(row: dict[str, Any], detail: bool = False) -> ReservationOut:
         recorded = {
             "created_at": booked,
             "answer": row["answer"],
-            "explanation": row["request"].get("explanation"),
+            "explanation": explanation_of(row["request"].get("explanation")),
             "searched_from": datetime.fromisoformat(began) if began else None,
             "duration_hours": row["request"].get("duration"),
         }
@@ -93,7 +98,7 @@ def out(row: dict[str, Any], detail: bool = False) -> ReservationOut:
         cpu=row["milli_cpu"] / 1000,
         jobs=row["jobs"],
         revision=row["revision"],
-        workload=row["request"].get("workload"),
+        workload=workload_of(row["request"].get("workload")),
         updated_at=_utc(row["updated_at"]),
         **recorded,
     )
@@ -118,34 +123,42 @@ class ListingQuery(ListingFilter):
 
 
 @router.get("", response_model=ReservationList)
-def list_reservations(store: StoreDep, clock: ClockDep, query: Annotated[ListingQuery, Query()]) -> ReservationList:
-    rows = store.list(query, now=clock())
+def list_reservations(
+    store: StoreDep, clock: ClockDep, query: Annotated[ListingQuery, Query()], principal: Reader
+) -> ReservationList:
+    rows = store.list(query, now=clock(), tenants=principal.readable(query.tenant))
     return ReservationList(reservations=[out(r, query.detail) for r in rows])
 
 
 @router.get("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
-def get_reservation(key: str, store: StoreDep) -> ReservationOut | JSONResponse:
+def get_reservation(key: str, store: StoreDep, principal: Reader) -> ReservationOut | JSONResponse:
     row = store.get(key)
-    return (
-        out(row, detail=True)
-        if row
-        else JSONResponse(status_code=404, content={"detail": f"reservation {key}: no such key"})
-    )
+    if row is None:
+        return JSONResponse(status_code=404, content={"detail": f"reservation {key}: no such key"})
+    if not principal.may_read(row):
+        raise Forbidden(f"reservation {key} belongs to tenant {row['tenant']}: {principal.describe()} may not read it")
+    return out(row, detail=True)
 
 
 @router.patch("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
-def report_phase(key: str, report: PhaseReport, store: StoreDep, clock: ClockDep) -> ReservationOut | JSONResponse:
+def report_phase(
+    key: str, report: PhaseReport, store: StoreDep, clock: ClockDep, principal: Writer
+) -> ReservationOut | JSONResponse:
     try:
-        return out(store.report(key, report.phase, report.reason, clock()))
+        return out(store.report(key, report.phase, report.reason, clock(), authorize=principal.may_change))
     except UnknownReservation as exc:
         return _unknown(exc)
 
 
 @router.delete("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
 def release(
-    key: str, store: StoreDep, clock: ClockDep, reason: str = Query("released by its owner", max_length=1024)
+    key: str,
+    store: StoreDep,
+    clock: ClockDep,
+    principal: Writer,
+    reason: str = Query("released by its owner", max_length=1024),
 ) -> ReservationOut | JSONResponse:
     try:
-        return out(store.report(key, "Released", reason, clock()))
+        return out(store.report(key, "Released", reason, clock(), authorize=principal.may_change))
     except UnknownReservation as exc:
         return _unknown(exc)

@@ -19,6 +19,9 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
 from greenops.clock import stamp
+from greenops.identity import Forbidden, Principal
+from greenops.models.workload import DEFAULT_TENANT
+from greenops.policies.config import PolicySettings
 from greenops.reservations import QuotaExceeded, ReservationStore
 from greenops.scheduler.algorithm import (
     TRACK_DAYS,
@@ -31,10 +34,11 @@ from greenops.scheduler.algorithm import (
     run_now_mean,
 )
 from greenops.scheduler.algorithm import search as search_by_rule
+from greenops.scheduler.auth import Writer
 from greenops.scheduler.booking import Ask, Outcome, book, replay
 from greenops.scheduler.contract import Considered, PlacementOut, SchedulingRequest, SchedulingResponse
 from greenops.scheduler.offload import SearchPool
-from greenops.scheduler.ratelimit import TenantRateLimit
+from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.scheduler.series import ceil_second, to_epoch
 from greenops.scheduler.sources.base import Bands, CarbonSource, SourceUnavailable, UnknownZone
 from greenops.scheduler.sources.track import track_record
@@ -51,8 +55,10 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
     409: {"description": "no capacity before the deadline, or the tenant's quota is used up"},
     422: {"description": "invalid request, naming the field"},
     503: {"description": "carbon source unavailable or req_timeout exceeded"},
-    401: {"description": "a token is configured and the request lacks it"},
-    429: {"description": "the tenant sent more requests than its rate limit; Retry-After says when"},
+    401: {"description": "no credential, or one the scheduler does not accept"},
+    403: {"description": "the body names a tenant, path or quota, or the key a reservation, the caller does not own"},
+    413: {"description": "the body is larger than the scheduler accepts"},
+    429: {"description": "the caller sent more requests than its rate limit; Retry-After says when"},
 }
 
 
@@ -75,18 +81,27 @@ class Decider:
     store: ReservationStore
     clock: Clock
     capacity_vcpu: float
-    rate_limit: TenantRateLimit | None
+    rate_limit: PrincipalRateLimit | None
     searches: SearchPool
+    policy: PolicySettings
 
-    def schedule(self, req: SchedulingRequest, key: str) -> JSONResponse:
+    def schedule(self, req: SchedulingRequest, key: str, principal: Principal) -> JSONResponse:
         started = time.monotonic()
         give_up_at = started + req.req_timeout
-        if self.rate_limit and (refused := self.rate_limit.refuse(req.tenant)):
+        if self.rate_limit and (refused := self.rate_limit.refuse(principal.name)):
             return refused
+        # Whose booking it is comes from the principal, never from the body: the body may only pick
+        # among the tenants and paths the principal already has (Forbidden, 403, otherwise).
+        tenant = principal.tenant_for(req.tenant, DEFAULT_TENANT)
+        path = principal.path_for(req.path)
+        quota = self._quota(tenant, req.tenant_quota_vcpu)
         # the default rule stays out of the request as stored, so bookings made before the field
         # existed still replay (their spec hash has no rule in it)
         request = req.model_dump(mode="json", exclude={"key"} | ({"rule"} if req.rule == "point" else set()))
+        request.update(tenant=tenant, path=path)
         row = self.store.get(key)
+        if row is not None:
+            principal.may_change(row)
         if not req.dry_run and (done := replay(row, request)):
             return _answer(done)
         now_dt = self.clock()
@@ -188,18 +203,28 @@ class Decider:
             ask = Ask(
                 key=key,
                 request=request,
-                tenant=req.tenant,
-                path=req.path,
+                tenant=tenant,
+                path=path,
                 cpu=req.cpu,
                 duration=duration,
                 zones=req.eligible_regions,
                 begin=begin,
                 deadline=deadline,
-                quota_vcpu=req.tenant_quota_vcpu,
+                quota_vcpu=quota,
                 regions=req.regions,
                 dry_run=req.dry_run,
             )
-            done = book(self.store, ask, row, self.capacity_vcpu, now_dt, give_up_at, search, answer_of)
+            done = book(
+                self.store,
+                ask,
+                row,
+                self.capacity_vcpu,
+                now_dt,
+                give_up_at,
+                search,
+                answer_of,
+                authorize=principal.may_change,
+            )
         except UnknownZone as exc:
             return _field_error("eligible_regions", str(exc))
         except NoFeasibleWindow as exc:
@@ -216,7 +241,8 @@ class Decider:
         log.info(
             "scheduling.placed",
             key=key,
-            tenant=req.tenant,
+            tenant=tenant,
+            principal=principal.name,
             jobs=req.number_of_jobs,
             zones=len(forecasts),
             zone=done.answer["scheduling_location"],
@@ -228,9 +254,22 @@ class Decider:
         )
         return _answer(done)
 
+    def _quota(self, tenant: str, asked: float | None) -> float | None:
+        """The tenant's quota is policy's (the settings the bundle ships), never the body's. A body
+        may repeat it, or ask for less; one that asks for more is refused by name."""
+        cap = self.policy.cap(tenant)
+        if asked is None:
+            return cap
+        if cap is not None and asked > cap:
+            raise Forbidden(
+                f"tenant_quota_vcpu: {asked:g} is above tenant {tenant}'s quota of {cap:g} vCPU; "
+                "the quota is policy's, the scheduler does not take it from the request"
+            )
+        return asked
+
 
 async def get_decider(state: StateDep, source: SourceDep, store: StoreDep, clock: ClockDep) -> Decider:
-    return Decider(source, store, clock, state.capacity_vcpu, state.rate_limit, state.searches)
+    return Decider(source, store, clock, state.capacity_vcpu, state.rate_limit, state.searches, state.policy)
 
 
 DeciderDep = Annotated[Decider, Depends(get_decider)]
@@ -239,17 +278,17 @@ router = APIRouter()
 
 
 @router.post("/scheduling", response_model=SchedulingResponse, responses=RESPONSES)
-def post_scheduling(req: SchedulingRequest, decider: DeciderDep) -> JSONResponse:
+def post_scheduling(req: SchedulingRequest, decider: DeciderDep, principal: Writer) -> JSONResponse:
     """The thesis contract; with ``key`` it is idempotent, without one every call books anew."""
-    return decider.schedule(req, req.key or f"api/{uuid.uuid4()}")
+    return decider.schedule(req, req.key or f"api/{uuid.uuid4()}", principal)
 
 
 @router.put("/reservations/{key:path}", response_model=SchedulingResponse, responses=RESPONSES)
-def put_reservation(key: str, req: SchedulingRequest, decider: DeciderDep) -> JSONResponse:
+def put_reservation(key: str, req: SchedulingRequest, decider: DeciderDep, principal: Writer) -> JSONResponse:
     """Book (or re-book with a changed request) the reservation ``key``."""
     if req.key is not None and req.key != key:
         return _field_error("key", f"{req.key} differs from the key in the path, {key}")
-    return decider.schedule(req, key)
+    return decider.schedule(req, key, principal)
 
 
 def _response(

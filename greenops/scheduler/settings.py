@@ -16,14 +16,17 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from greenops.errors import field_errors
 
-# Which flag overrides which setting. The token has only --token-file: a token on the command line
-# would show in ps.
+# Which flag overrides which setting. The admin token has only --admin-token-file: a token on the
+# command line would show in ps.
 FLAGS = {
     "source": "--source",
     "capacity_vcpu": "--capacity-vcpu",
     "database": "--database",
     "rate_limit": "--rate-limit",
-    "token": "--token-file",
+    "admin_token": "--admin-token-file",
+    "principals": "--principals",
+    "kubeconfig": "--kubeconfig",
+    "policy_config": "--policy-config",
 }
 ENV_PREFIX = "GREENOPS_SCHEDULER_"
 SOURCE_KINDS = ("profiles", "traces", "oip", "electricitymaps")  # what __main__.build_source builds
@@ -55,8 +58,23 @@ class SchedulerSettings(BaseSettings):
     database: str | None = Field(
         default=None, description="SQLAlchemy URL of the reservation record; None: the default SQLite file"
     )
-    rate_limit: str = Field(default="600/minute", description="scheduling requests per tenant and replica, or none")
-    token: SecretStr | None = Field(default=None, description="the bearer token callers must send; None: open")
+    rate_limit: str = Field(default="600/minute", description="scheduling requests per principal and replica, or none")
+    admin_token: SecretStr | None = Field(
+        default=None, description="the bootstrap admin's bearer token (issues and revokes the API tokens)"
+    )
+    principals: str | None = Field(
+        default=None,
+        description="YAML file of declared principals: static tokens by digest, and ServiceAccounts "
+        "checked through TokenReview",
+    )
+    kubeconfig: str | None = Field(
+        default=None,
+        description="the API server that reviews ServiceAccount tokens; None: the pod's own (in-cluster)",
+    )
+    policy_config: str | None = Field(
+        default=None,
+        description="the policy settings the bundle ships (tenant quotas); None: the packaged defaults",
+    )
     electricitymaps_token: SecretStr | None = Field(
         default=None,
         validation_alias="ELECTRICITYMAPS_TOKEN",
@@ -88,20 +106,20 @@ class SchedulerSettings(BaseSettings):
                 raise ValueError("expected a count per period, e.g. 600/minute, or none") from None
         return value
 
-    @field_validator("token")
+    @field_validator("admin_token")
     @classmethod
-    def _token_not_empty(cls, value: SecretStr | None) -> SecretStr | None:
-        # An empty token would compare equal to a request without one: refuse it rather than run open.
-        if value is not None and not value.get_secret_value():
-            raise ValueError("the bearer token is empty")
+    def _token_strong(cls, value: SecretStr | None) -> SecretStr | None:
+        # An empty or short admin token would be guessed; refuse it rather than run weakly guarded.
+        if value is not None and len(value.get_secret_value()) < 16:
+            raise ValueError("the admin token must be at least 16 characters (e.g. openssl rand -hex 32)")
         return value
 
-    def requests_per_tenant(self) -> str | None:
-        """The rate limit for TenantRateLimit, None when switched off."""
+    def requests_per_principal(self) -> str | None:
+        """The rate limit for PrincipalRateLimit, None when switched off."""
         return None if self.rate_limit == "none" else self.rate_limit
 
-    def bearer_token(self) -> str | None:
-        return _reveal(self.token)
+    def bootstrap_admin_token(self) -> str | None:
+        return _reveal(self.admin_token)
 
     def electricitymaps_api_token(self) -> str | None:
         return _reveal(self.electricitymaps_token)

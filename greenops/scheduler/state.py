@@ -17,9 +17,11 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from greenops.policies.config import PolicySettings
 from greenops.reservations import ReservationStore
+from greenops.scheduler.auth import Authenticator
 from greenops.scheduler.offload import SearchPool
-from greenops.scheduler.ratelimit import TenantRateLimit
+from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.scheduler.sources.base import CarbonSource
 
 # The platform's clocks are plain callables: greenops.clock.system_clock, or a test's fixed instant.
@@ -32,8 +34,9 @@ class SchedulerState:
     store: ReservationStore
     clock: Clock
     capacity_vcpu: float  # per zone and hourly slot
-    token: str | None  # the bearer token callers must send; None: no authentication
-    rate_limit: TenantRateLimit | None
+    auth: Authenticator  # who is calling (greenops.scheduler.auth)
+    policy: PolicySettings  # the tenants' quotas: the same settings the policy bundle ships
+    rate_limit: PrincipalRateLimit | None
     searches: SearchPool
 
 
@@ -55,10 +58,6 @@ async def get_store(state: StateDep) -> ReservationStore:
 
 async def get_clock(state: StateDep) -> Clock:
     return state.clock
-
-
-async def get_token(state: StateDep) -> str | None:
-    return state.token
 
 
 SourceDep = Annotated[CarbonSource, Depends(get_source)]

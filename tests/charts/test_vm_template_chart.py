@@ -4,6 +4,7 @@ relative to it."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -23,6 +24,17 @@ from tests.references import owner_problems
 
 pytestmark = pytest.mark.tools
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
+# helm template's release and namespace: Krateo's are the VmTemplate's name and namespace.
+RELEASE, NAMESPACE = "t", "greenops"
+
+
+def stem_of(vm_name: str, namespace: str = NAMESPACE, release: str = RELEASE) -> str:
+    """The chart's object-name stem (vmtemplate.stem), computed independently: vmName and the first
+    8 hex digits of sha256("<namespace>/<release>")."""
+    return f"{vm_name}-{hashlib.sha256(f'{namespace}/{release}'.encode()).hexdigest()[:8]}"
+
+
+STEM = stem_of("parity")
 
 
 def stamp(offset: timedelta = timedelta()) -> str:
@@ -41,17 +53,19 @@ def chart(tmp_path_factory):
     return stage_chart(tmp_path_factory.mktemp("chart"))
 
 
-def helm_run(chart: Path, values: dict) -> subprocess.CompletedProcess:
+def helm_run(
+    chart: Path, values: dict, namespace: str = NAMESPACE, release: str = RELEASE, extra: list[str] | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [require_tool("helm"), "template", "t", str(chart), "-f", "-"],
+        [require_tool("helm"), "template", release, str(chart), "-n", namespace, "-f", "-", *(extra or [])],
         input=json.dumps(values),
         capture_output=True,
         text=True,
     )
 
 
-def helm_template(chart: Path, values: dict) -> list[dict]:
-    result = helm_run(chart, values)
+def helm_template(chart: Path, values: dict, namespace: str = NAMESPACE, release: str = RELEASE) -> list[dict]:
+    result = helm_run(chart, values, namespace, release)
     if result.returncode != 0:
         raise RuntimeError(result.stderr)
     return [d for d in yaml.safe_load_all(result.stdout) if d]
@@ -68,12 +82,11 @@ def values(**over) -> dict:
         "originRegion": "westeurope",
         "tenant": "team-a",
         "sshPublicKey": KEY,
-        "namespace": "greenops",
         "azureResourceGroup": "greenops-workloads",
         "azureSubscriptionId": AZURE_SUBSCRIPTION,
     }
     v.update(over)
-    return v
+    return {k: x for k, x in v.items() if x is not None}  # None: leave the value out
 
 
 def canonical(objs: list[dict]) -> list[str]:
@@ -94,7 +107,10 @@ def python_render(
         image=catalog.image(provider, region),
     )
     return render(
-        w, d, RenderSettings(ssh_public_key=KEY, skip_await=skip_await, azure_subscription_id=AZURE_SUBSCRIPTION)
+        w,
+        d,
+        RenderSettings(ssh_public_key=KEY, skip_await=skip_await, azure_subscription_id=AZURE_SUBSCRIPTION),
+        stem=STEM,
     )
 
 
@@ -155,25 +171,34 @@ def test_azure_owners_resolve_in_a_namespace_of_our_objects(chart):
     group = f"/subscriptions/{AZURE_SUBSCRIPTION}/resourceGroups/rg-ml"
     assert {o["kind"]: o["spec"]["owner"] for o in objs} == {
         "VirtualNetwork": {"armId": group},
-        "VirtualNetworksSubnet": {"name": "parity-vnet"},
+        "VirtualNetworksSubnet": {"name": f"{STEM}-vnet"},
         "NetworkInterface": {"armId": group},
         "VirtualMachine": {"armId": group},
     }
 
 
-@pytest.mark.parametrize(
-    "field,value,says",
-    [
-        (
-            "azureSubscriptionId",
-            "",
-            'need azureSubscriptionId, the subscription of resource group greenops-workloads, as a GUID; got ""',
+def test_azure_without_a_subscription_fails_naming_the_vmtemplate(chart):
+    """A malformed subscription or group is the schema's to refuse (test_every_string_field_...)."""
+    result = helm_run(
+        chart,
+        values(
+            provider="azure",
+            schedulingLocation="westeurope",
+            schedulingTime=started(),
+            vmSize="x",
+            azureSubscriptionId=None,
         ),
-        ("azureSubscriptionId", "my-subscription", 'as a GUID; got "my-subscription"'),
-        ("azureResourceGroup", "rg/ml", 'azureResourceGroup "rg/ml" cannot be part of an ARM id'),
-    ],
+    )
+    assert result.returncode != 0 and result.stdout == ""  # not one object, let alone half of them
+    says = 'need azureSubscriptionId, the subscription of resource group greenops-workloads, as a GUID; got ""'
+    assert "VmTemplate parity: " in result.stderr and says in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [("azureSubscriptionId", "my-subscription"), ("azureResourceGroup", "rg/ml"), ("azureResourceGroup", "rg.")],
 )
-def test_azure_without_a_well_formed_owner_fails_naming_the_vmtemplate(chart, field, value, says):
+def test_azure_without_a_well_formed_owner_is_refused_by_the_schema(chart, field, value):
     """The Python side refuses the same values (tests/renderers/test_renderers.py)."""
     result = helm_run(
         chart,
@@ -182,7 +207,7 @@ def test_azure_without_a_well_formed_owner_fails_naming_the_vmtemplate(chart, fi
         ),
     )
     assert result.returncode != 0 and result.stdout == ""  # not one object, let alone half of them
-    assert "VmTemplate parity: " in result.stderr and says in result.stderr, result.stderr
+    assert f"at '/{field}'" in result.stderr, result.stderr
 
 
 def test_the_aws_instance_waits_for_its_security_group_as_in_python(chart, catalog, make_workload):
@@ -204,6 +229,7 @@ def test_the_aws_instance_waits_for_its_security_group_as_in_python(chart, catal
             image=catalog.image("aws", "eu-west-3"),
         ),
         RenderSettings(ssh_public_key=KEY),
+        stem=STEM,
     )
     assert [o["kind"] for o in python.objects] == ["VPC", "Subnet", "SecurityGroup"] and python.held
 
@@ -337,7 +363,11 @@ def test_clear_failures(chart):
         helm_template(
             chart,
             values(
-                provider="azure", schedulingLocation="westeurope", schedulingTime=started(), vmSize="x", sshPublicKey=""
+                provider="azure",
+                schedulingLocation="westeurope",
+                schedulingTime=started(),
+                vmSize="x",
+                sshPublicKey=None,
             ),
         )
 

@@ -67,9 +67,23 @@ class Mocks(pulumi.runtime.Mocks):
 
 
 OPA_TOKENS = {"greenops:opaToken": "Q7x-query-s3cret", "greenops:opaAdminToken": "A9z-admin-s3cret"}
+SCHEDULER_TOKENS = {
+    "greenops:schedulerAdminToken": "S4d-scheduler-admin-s3cret",  # the scheduler's bootstrap admin
+    "greenops:opaSchedulerToken": "O2p-opa-at-the-scheduler-s3cret",  # OPA's principal at the scheduler
+}
+# what a cluster install with the scheduler and policy on refuses to go without (greenops.program)
+CREDENTIALS = {**SCHEDULER_TOKENS, **OPA_TOKENS}
 
 
-def run_platform(platform: dict, secrets=True, without: str | None = None, extra: dict | None = None) -> Mocks:
+def run_platform(
+    platform: dict,
+    secrets=True,
+    without: str | tuple[str, ...] | None = None,
+    extra: dict | None = None,
+    credentials: bool = True,
+) -> Mocks:
+    """``secrets``: the optional secrets (MLflow's and the object store's); ``credentials``: the
+    scheduler's and OPA's tokens, without which a platform that runs them is refused."""
     m = Mocks()
     pulumi.runtime.set_mocks(m, project="greenops-platform", stack="prod", preview=False)
     config = {
@@ -80,16 +94,13 @@ def run_platform(platform: dict, secrets=True, without: str | None = None, extra
     }
     if secrets:
         config.update(
-            {
-                "greenops:mlflowDbPassword": "db-pass",
-                "greenops:s3AccessKey": "ak",
-                "greenops:s3SecretKey": "sk",
-                "greenops:schedulerToken": "sched-tok",
-                **OPA_TOKENS,
-            }
+            {"greenops:mlflowDbPassword": "db-pass", "greenops:s3AccessKey": "ak", "greenops:s3SecretKey": "sk"}
         )
+    if credentials:
+        config.update(CREDENTIALS)
     config.update(extra or {})
-    config.pop(without, None)
+    for key in (without,) if isinstance(without, str) else without or ():
+        config.pop(key, None)
     pulumi.runtime.set_all_config(
         config,
         secret_keys=[
@@ -97,10 +108,9 @@ def run_platform(platform: dict, secrets=True, without: str | None = None, extra
             "greenops:s3AccessKey",
             "greenops:s3SecretKey",
             "greenops:kubeconfig",
-            "greenops:schedulerToken",
             "greenops:schedulerDbPassword",
             "greenops:schedulerDatabaseUrl",
-            *OPA_TOKENS,
+            *CREDENTIALS,
         ],
     )
     return m
@@ -115,9 +125,9 @@ def of(m: Mocks, typ: str):
     return [r for r in m.resources if r.typ == typ]
 
 
-def collect(platform: dict, secrets: bool = True) -> Mocks:
+def collect(platform: dict, secrets: bool = True, credentials: bool = True) -> Mocks:
     """Run the program; pulumi.runtime.test waits for every registration before returning."""
-    m = run_platform(platform, secrets)
+    m = run_platform(platform, secrets, credentials=credentials)
 
     @pulumi.runtime.test
     def go():
@@ -293,52 +303,90 @@ def test_secrets_stay_secret():
     mlflow = [r for r in of(m, "kubernetes:helm.sh/v3:Release") if r.name == "mlflow-mlflow"][0]
     assert SECRET_SIG not in json.dumps(mlflow.inputs["values"])
     for r in m.resources:
-        for word in ("db-pass", "ak", "sk", "sched-tok", "sched-db/pa:ss", "sched-db%2Fpa%3Ass", *OPA_TOKENS.values()):
+        for word in ("db-pass", "ak", "sk", "sched-db/pa:ss", "sched-db%2Fpa%3Ass", *CREDENTIALS.values()):
             assert not list(exposed(r.inputs, word)), (r.typ, r.name, word)
+        text = json.dumps(plaintext(r.inputs))  # not inside a longer string either
+        for token in CREDENTIALS.values():
+            assert token not in text, (r.typ, r.name)
 
 
-def test_the_scheduler_and_opa_read_the_schedulers_token_from_a_secret():
+def test_the_scheduler_reads_its_admin_token_from_a_secret_and_declares_opa_by_digest():
+    import hashlib
+
     m = collect(PROD)
-    tokens = {
-        r.inputs["metadata"]["namespace"]: r
+    [admin] = [
+        r
         for r in of(m, "kubernetes:core/v1:Secret")
-        if r.inputs["metadata"]["name"] == "greenops-scheduler-token"
+        if r.inputs["metadata"]["name"] == "greenops-scheduler-admin-token"
+    ]
+    assert admin.inputs["metadata"]["namespace"] == "greenops"
+    assert SECRET_SIG in admin.inputs["stringData"]  # registered secret: encrypted in state
+    assert unwrap(admin.inputs["stringData"]) == {"token": SCHEDULER_TOKENS["greenops:schedulerAdminToken"]}
+    [deploy] = [r for r in of(m, "kubernetes:apps/v1:Deployment") if r.name == "scheduler-deploy"]
+    pod = deploy.inputs["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    # a file, never a flag's value or a variable: nothing in ps or in the pod's environment
+    args = container["args"]
+    assert args[args.index("--admin-token-file") + 1] == "/var/run/secrets/greenops/admin/token"
+    assert args[args.index("--principals") + 1] == "/etc/greenops/principals/principals.yaml"
+    assert not [e for e in container.get("env", []) if "TOKEN" in e["name"]]
+    assert {
+        "name": "greenops-scheduler-admin-token",
+        "mountPath": "/var/run/secrets/greenops/admin",
+        "readOnly": True,
+    } in container["volumeMounts"]
+    assert {
+        "name": "greenops-scheduler-admin-token",
+        "secret": {
+            "secretName": "greenops-scheduler-admin-token",
+            "items": [{"key": "token", "path": "token"}],
+            "defaultMode": 0o440,
+        },
+    } in pod["volumes"]
+    # OPA is declared by its token's digest: write, every tenant, on the cluster path only
+    [principals] = [
+        r
+        for r in of(m, "kubernetes:core/v1:ConfigMap")
+        if r.inputs["metadata"]["name"] == "greenops-scheduler-principals"
+    ]
+    # (derived from a secret, the digest stays marked secret in the state: more careful than needed)
+    declared = yaml.safe_load(unwrap(principals.inputs["data"])["principals.yaml"])
+    opa_token = SCHEDULER_TOKENS["greenops:opaSchedulerToken"]
+    assert declared == {
+        "principals": [
+            {
+                "name": "opa",
+                "tokenSha256": hashlib.sha256(opa_token.encode()).hexdigest(),
+                "role": "write",
+                "paths": ["cluster"],
+            }
+        ]
     }
-    assert set(tokens) == {"greenops", "opa"}
-    for secret in tokens.values():
-        assert SECRET_SIG in secret.inputs["stringData"]  # registered secret: encrypted in state
-        assert unwrap(secret.inputs["stringData"])["GREENOPS_SCHEDULER_TOKEN"] == "sched-tok"
+    # OPA presents that token (GREENOPS_SCHEDULER_TOKEN, a client's variable) from its own Secret
+    [opa_secret] = [
+        r
+        for r in of(m, "kubernetes:core/v1:Secret")
+        if r.inputs["metadata"]["name"] == "greenops-scheduler-token" and r.inputs["metadata"]["namespace"] == "opa"
+    ]
+    assert SECRET_SIG in opa_secret.inputs["stringData"]
+    assert unwrap(opa_secret.inputs["stringData"]) == {"GREENOPS_SCHEDULER_TOKEN": opa_token}
     ref = {
         "name": "GREENOPS_SCHEDULER_TOKEN",
         "valueFrom": {"secretKeyRef": {"name": "greenops-scheduler-token", "key": "GREENOPS_SCHEDULER_TOKEN"}},
     }
-    # OPA reads it in Rego (opa.runtime().env), so as a variable
-    [d] = [r for r in of(m, "kubernetes:apps/v1:Deployment") if r.name == "opa-opa"]
-    assert ref in d.inputs["spec"]["template"]["spec"]["containers"][0]["env"]
-    # the scheduler reads it from a file (--token-file): a mounted Secret, not its environment
-    [d] = [r for r in of(m, "kubernetes:apps/v1:Deployment") if r.name == "scheduler-deploy"]
-    pod = d.inputs["spec"]["template"]["spec"]
-    [container] = pod["containers"]
-    assert not [e for e in container["env"] if e["name"] == "GREENOPS_SCHEDULER_TOKEN"]
-    args = container["args"]
-    assert args[args.index("--token-file") + 1] == "/var/run/secrets/greenops/scheduler-token/token"
-    assert {
-        "name": "greenops-scheduler-token",
-        "mountPath": "/var/run/secrets/greenops/scheduler-token",
-        "readOnly": True,
-    } in container["volumeMounts"]
-    assert {
-        "name": "greenops-scheduler-token",
-        "secret": {
-            "secretName": "greenops-scheduler-token",
-            "items": [{"key": "GREENOPS_SCHEDULER_TOKEN", "path": "token"}],
-            "defaultMode": 0o440,
-        },
-    } in pod["volumes"]
-    # without the secret: no token Secret and no variable, the scheduler runs open
-    bare = collect({**PROD, "mlflow": {"enabled": False}, "kserve": {"enabled": False}}, secrets=False)
+    [opa_deploy] = [r for r in of(m, "kubernetes:apps/v1:Deployment") if r.name == "opa-opa"]
+    assert ref in opa_deploy.inputs["spec"]["template"]["spec"]["containers"][0]["env"]
+    # the scheduler's own namespace holds no shared token any more
     assert not [
-        r for r in of(bare, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "greenops-scheduler-token"
+        r
+        for r in of(m, "kubernetes:core/v1:Secret")
+        if r.inputs["metadata"]["name"] == "greenops-scheduler-token"
+        and r.inputs["metadata"]["namespace"] == "greenops"
+    ]
+    # no ServiceAccount principals declared: the pod gets no identity and no API token of its own
+    assert pod["automountServiceAccountToken"] is False and "serviceAccountName" not in pod
+    assert not [
+        r for r in of(m, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding") if "token-reviews" in r.name
     ]
 
 
@@ -424,22 +472,44 @@ def test_opa_requires_tokens_and_kube_mgmt_presents_its_own():
             assert token not in text, (r.typ, r.name)
 
 
-def test_opa_without_tokens_runs_as_before_and_half_a_pair_is_refused():
-    bare = collect({**PROD, "mlflow": {"enabled": False}, "kserve": {"enabled": False}}, secrets=False)
-    [deploy] = [r for r in of(bare, "kubernetes:apps/v1:Deployment") if r.inputs["metadata"]["name"] == "opa"]
-    opa, mgmt = deploy.inputs["spec"]["template"]["spec"]["containers"]
-    assert not [a for a in opa["args"] if a.startswith(("--authentication", "--authorization"))]
-    assert not [a for a in mgmt["args"] if a.startswith("--opa-auth")] and "volumeMounts" not in mgmt
-    assert "startupProbe" not in opa
-    assert not [
-        r for r in of(bare, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"].startswith("greenops-opa-")
-    ]
+def test_a_platform_without_its_credentials_is_refused_at_preview_by_key():
+    from components.policy_engine import PolicyEngine, PolicyEngineArgs
     from greenops import program
 
-    for missing in OPA_TOKENS:
-        run_platform(PROD, without=missing)
-        with pytest.raises(pulumi.RunError, match=f"{missing} is required too"):
+    lean = {**PROD, "mlflow": {"enabled": False}, "kserve": {"enabled": False}}
+    # each missing credential alone is refused, by its key, before anything is declared
+    for missing in CREDENTIALS:
+        m = run_platform(lean, without=missing)
+        with pytest.raises(pulumi.RunError) as refused:
             program.run()
+        assert f"the platform needs the secret(s) {missing}:" in str(refused.value)
+        assert "an open scheduler or OPA API is never installed" in str(refused.value)
+        assert not [r for r in m.resources if r.typ.startswith("kubernetes:")]
+    # none at all: every one named, in one message, and no value quoted
+    run_platform(lean, credentials=False)
+    with pytest.raises(pulumi.RunError) as refused:
+        program.run()
+    message = str(refused.value)
+    assert all(key in message for key in CREDENTIALS), message
+    # only what the enabled parts need: without OPA, OPA's tokens are not asked for
+    run_platform({**lean, "policy": {"enabled": False}}, without=tuple(OPA_TOKENS) + ("greenops:opaSchedulerToken",))
+    pulumi.runtime.test(program.run)()
+    run_platform({**lean, "scheduler": {"enabled": False}}, without="greenops:schedulerAdminToken")
+    pulumi.runtime.test(program.run)()
+    # the components refuse on their own too, for a program that declares them directly
+    from components.config import PolicyEngineConfig
+
+    for query, admin in ((None, None), ("q", None), (None, "a")):
+        run_platform(lean)
+
+        @pulumi.runtime.test
+        def declare(query=query, admin=admin):
+            PolicyEngine(
+                "opa", PolicyEngineArgs(PolicyEngineConfig(), "opa:1", "mgmt:1", query_token=query, admin_token=admin)
+            )
+
+        with pytest.raises(pulumi.RunError, match="greenops:opaToken|greenops:opaAdminToken"):
+            declare()
 
 
 def plaintext(value):
@@ -483,7 +553,7 @@ ALL_OFF = {
 
 
 def test_disabled_parts_create_nothing():
-    m = collect(ALL_OFF, secrets=False)
+    m = collect(ALL_OFF, secrets=False, credentials=False)  # no scheduler, no OPA: no credential needed
     assert {r.typ for r in m.resources if r.typ.startswith("greenops:platform:")} == {
         "greenops:platform:GreenOpsPlatform"
     }

@@ -52,7 +52,9 @@ def declare(reconciler: dict, interval: int | None = None, **parts) -> Mocks:
 
     @pulumi.runtime.test
     def go():
-        GreenOpsPlatform("greenops", GreenOpsPlatformArgs(config, PlatformSecrets(scheduler_db_password="pw"), **extra))
+        # the scheduler, when a test turns it on, needs its bootstrap admin's token
+        secrets = PlatformSecrets(scheduler_db_password="pw", scheduler_admin_token="admin-t0ken-for-the-scheduler")
+        GreenOpsPlatform("greenops", GreenOpsPlatformArgs(config, secrets, **extra))
 
     go()
     return m

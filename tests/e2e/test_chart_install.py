@@ -35,6 +35,7 @@ from greenops.models import Decision, Workload
 from greenops.renderers import RenderSettings, render
 from greenops.toolpaths import REPO
 from greenops.validation.crd import default_crd_dir
+from tests.charts.test_vm_template_chart import stem_of
 from tests.conftest import require_tool
 from tests.references import GROUP_ID, group_reported
 
@@ -178,7 +179,7 @@ def act_as_ack(api, namespace: str, group: str, status: dict) -> None:
         assert r.status_code == 200, r.text
 
 
-def python_instance(catalog, decided: dict, start: str) -> dict:
+def python_instance(catalog, decided: dict, start: str, stem: str) -> dict:
     w = Workload.model_validate(
         {
             "name": decided["vmName"],
@@ -203,7 +204,8 @@ def python_instance(catalog, decided: dict, start: str) -> dict:
         w,
         d,
         RenderSettings(namespace=decided["namespace"], ssh_public_key=KEY),
-        observed=group_reported(decided["vmName"]),
+        observed=group_reported(stem),
+        stem=stem,
     )
     return next(o for o in objects if o["kind"] == "Instance")
 
@@ -269,7 +271,8 @@ def test_helm_installs_the_packaged_chart_through_the_vm_lifecycle(api, chart_pa
     if provider == "aws":
         # ACK's Instance takes its group by id: it follows once the controller reports the group's id.
         assert "Instance" not in stored(api, provider, namespace)
-        group = f"{decided['vmName']}-sg"
+        stem = stem_of(decided["vmName"], namespace, release)
+        group = f"{stem}-sg"
         act_as_ack(api, namespace, group, {"id": GROUP_ID})
         t = time.perf_counter()
         upgrade = helm(api, "upgrade", release, str(chart_package), "-n", namespace, values=inside)
@@ -278,7 +281,7 @@ def test_helm_installs_the_packaged_chart_through_the_vm_lifecycle(api, chart_pa
         instance = stored(api, provider, namespace)["Instance"][0]
         assert instance["spec"]["securityGroupIDs"] == [GROUP_ID]
         # The Python renderer, given the same report, renders the same Instance.
-        python = python_instance(catalog, decided, inside["schedulingTime"])
+        python = python_instance(catalog, decided, inside["schedulingTime"], stem)
         assert contained(python["spec"], instance["spec"]) == [] and instance["spec"].keys() == python["spec"].keys()
         # A status that blinks during a re-sync keeps the Instance, attached.
         act_as_ack(api, namespace, group, {"id": None})
@@ -319,3 +322,68 @@ def test_helm_installs_the_packaged_chart_through_the_vm_lifecycle(api, chart_pa
     assert status.returncode == 0 and json.loads(status.stdout)["info"]["status"] == "deployed"
     assert json.loads(status.stdout)["version"] == (5 if provider == "aws" else 3)  # aws: two more upgrades
     print(f"\nhelm {provider}: " + ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()))
+
+
+def gcp_values(vm_name: str, namespace: str, start: str) -> dict:
+    return {
+        "vmName": vm_name,
+        "cpu": 4,
+        "memory": 8,
+        "duration": "2h",
+        "deadline": stamp(timedelta(days=3)),
+        "maxLatency": 2000,
+        "tenant": namespace,
+        "gcpProject": "greenops-e2e",
+        "provider": "gcp",
+        "schedulingLocation": "europe-west1",
+        "vmSize": "e2-standard-4",
+        "schedulingTime": start,
+    }
+
+
+def test_two_tenants_with_the_same_vmname_are_both_stored(api, chart_package):
+    """Each release (Krateo's: one per VmTemplate, in its namespace) stores its own set; neither
+    overwrites, adopts or blocks the other's."""
+    inside = stamp(-timedelta(hours=1))
+    for ns in ("tenant-a", "tenant-b"):
+        result = helm(
+            api, "install", "train", str(chart_package), "-n", ns, "--create-namespace",
+            values=gcp_values("train", ns, inside),
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    names = {
+        ns: {(k, o["metadata"]["name"]) for k, objs in stored(api, "gcp", ns).items() for o in objs}
+        for ns in ("tenant-a", "tenant-b")
+    }
+    assert len(names["tenant-a"]) == 3 and len(names["tenant-b"]) == 3
+    assert names["tenant-a"].isdisjoint(names["tenant-b"])  # the names Config Connector gives GCP differ too
+    for ns in ("tenant-a", "tenant-b"):
+        assert {n for _, n in names[ns]} == {stem_of("train", ns, "train") + s for s in ("", "-network", "-subnet")}
+        assert helm(api, "uninstall", "train", "-n", ns).returncode == 0
+
+
+def test_a_set_made_before_the_hashed_names_keeps_its_names(api, chart_package):
+    """A release whose network already has the old name <vmName>-network keeps its names on the
+    upgrade to this chart, so the running VM is not replaced."""
+    ns, release = "tenant-legacy", "etl"
+    with api["cp"].client() as k:
+        k.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        legacy = {
+            "apiVersion": "compute.cnrm.cloud.google.com/v1beta1",
+            "kind": "ComputeNetwork",
+            "metadata": {
+                "name": "etl-network",
+                "namespace": ns,
+                # what helm wrote on the objects of the earlier chart's release
+                "labels": {"app.kubernetes.io/managed-by": "Helm"},
+                "annotations": {"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": ns},
+            },
+            "spec": {"autoCreateSubnetworks": False, "routingMode": "REGIONAL"},
+        }
+        r = k.post(f"/apis/compute.cnrm.cloud.google.com/v1beta1/namespaces/{ns}/computenetworks", json=legacy)
+        assert r.status_code == 201, r.text
+    result = helm(api, "install", release, str(chart_package), "-n", ns, values=gcp_values("etl", ns, stamp(-RUN / 2)))
+    assert result.returncode == 0, result.stderr
+    kept = {o["metadata"]["name"] for objs in stored(api, "gcp", ns).values() for o in objs}
+    assert kept == {"etl", "etl-network", "etl-subnet"}
+    assert helm(api, "uninstall", release, "-n", ns).returncode == 0

@@ -25,5 +25,5 @@ def opa(opa_binary, scheduler):
 
     with OpaServer(scheduler_url=scheduler.url) as server:
         # the reviews' namespace, as kube-mgmt replicates it: tenant t1
-        put_namespaces(server.url, {"greenops": namespace_manifest("greenops", "t1")})
+        put_namespaces(server.url, {"greenops": namespace_manifest("greenops", "t1")}, token=server.admin_token)
         yield server

@@ -141,13 +141,33 @@ def test_opa_client_names_a_refused_or_missing_token(opa):
         c.decision(WORKLOAD)
 
 
-def test_without_tokens_opa_stays_open_for_loopback_tools(opa_binary, scheduler):
-    with OpaServer(scheduler_url=scheduler.url) as server, OpaClient(server.url) as c:
-        assert c.decision(WORKLOAD)["allowed"] is True
+def test_a_local_opa_without_tokens_given_is_never_open(opa_binary, scheduler):
+    """The old default (no tokens: an open API for loopback tools) is gone: OpaServer makes its own
+    random tokens and OPA refuses every query without one."""
+    with OpaServer(scheduler_url=scheduler.url) as server:
+        assert server.query_token and server.admin_token and server.query_token != server.admin_token
+        assert len(server.query_token) >= 32 and len(server.admin_token) >= 32
+        r = httpx.post(f"{server.url}{DECISION}", json={"input": {"workload": WORKLOAD}}, timeout=10)
+        assert r.status_code == 401 and "needs a bearer token" in r.json()["message"]
+        assert httpx.get(f"{server.url}/v1/data", timeout=10).status_code == 401
+        with OpaClient(server.url, backoff=0.01) as c, pytest.raises(PolicyUnauthorized):
+            c.decision(WORKLOAD)
+        with OpaClient(server.url, token=server.query_token) as c:
+            assert c.decision(WORKLOAD)["allowed"] is True
+        ok = httpx.post(
+            f"{server.url}{DECISION}", json={"input": {"workload": WORKLOAD}}, headers=server.query_headers, timeout=10
+        )
+        assert ok.status_code == 200 and ok.json()["result"]["allowed"] is True
+        assert httpx.get(f"{server.url}/v1/data/x", headers=server.admin_headers, timeout=10).status_code == 200
+    with OpaServer(scheduler_url=scheduler.url) as other:  # fresh tokens each time, never a shared default
+        assert {other.query_token, other.admin_token}.isdisjoint({server.query_token, server.admin_token})
 
 
 def test_the_schedulers_token_is_not_readable_through_the_data_api(opa_binary, scheduler):
     with OpaServer(scheduler_url=scheduler.url, scheduler_token="sched-t0ken") as server:
         for path in ("/v1/data/greenops/scheduler", "/v1/data/greenops", "/v1/data"):
-            r = httpx.get(f"{server.url}{path}", timeout=10)
+            # the query token may not read these at all
+            assert httpx.get(f"{server.url}{path}", headers=server.query_headers, timeout=10).status_code == 401, path
+            # and even kube-mgmt's admin token, which reads everything, does not see the token in them
+            r = httpx.get(f"{server.url}{path}", headers=server.admin_headers, timeout=10)
             assert r.status_code == 200 and "sched-t0ken" not in r.text, path

@@ -16,6 +16,8 @@ from greenops.policies.bundle import ROOTS, build, stage
 from greenops.policies.client import OpaClient, PolicyDenied, PolicyUnavailable
 
 pytestmark = pytest.mark.integration
+# The review's uid: the API server's are UUIDs, and admission books and releases only keys ending in one.
+UID = "1f1c0a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
 
 WORKLOAD = {
     "name": "etl",
@@ -54,7 +56,7 @@ def review(op="CREATE", obj=None, old=None, kind="VmTemplate"):
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
         "request": {
-            "uid": "1f1c",
+            "uid": UID,
             "kind": {"group": "composition.krateo.io", "version": "v1-2-0", "kind": kind},
             "operation": op,
             "namespace": "greenops",
@@ -66,6 +68,7 @@ def review(op="CREATE", obj=None, old=None, kind="VmTemplate"):
 
 
 def admit(opa, body) -> dict:
+    # POST / is the webhook's call: open, protected by TLS and the Service (system.authz)
     r = httpx.post(f"{opa.url}/", json=body, timeout=10)
     assert r.status_code == 200, r.text
     return r.json()
@@ -87,7 +90,7 @@ def recorded_by(answer) -> dict:
 
 # --- the Data API decision -------------------------------------------------------------------
 def test_thesis_latency_example_on_the_real_catalog(opa, catalog):
-    with OpaClient(opa.url) as c:
+    with OpaClient(opa.url, token=opa.query_token) as c:
         d = c.decision(dict(WORKLOAD, eligibleProviders=["azure"], maxLatency=100))
     azure = d["eligible"]["azure"]
     assert {"italynorth", "francecentral"} <= set(azure)
@@ -97,7 +100,7 @@ def test_thesis_latency_example_on_the_real_catalog(opa, catalog):
 
 
 def test_eu_residency_on_the_real_catalog(opa, catalog):
-    with OpaClient(opa.url) as c:
+    with OpaClient(opa.url, token=opa.query_token) as c:
         d = c.decision(dict(WORKLOAD, dataResidency="eu"))
     regions = [(p, r) for p, rs in d["eligible"].items() for r in rs]
     assert len(regions) > 20
@@ -106,7 +109,11 @@ def test_eu_residency_on_the_real_catalog(opa, catalog):
 
 
 def candidates(opa, workload) -> list[dict]:
-    r = httpx.post(f"{opa.url}/v1/data/greenops/placement/candidates", json={"input": {"workload": workload}})
+    r = httpx.post(
+        f"{opa.url}/v1/data/greenops/placement/candidates",
+        json={"input": {"workload": workload}},
+        headers=opa.query_headers,
+    )
     return r.json()["result"]
 
 
@@ -119,7 +126,7 @@ def test_rego_picks_the_same_size_as_python(opa, catalog):
 
 
 def test_zone_maps_back_to_a_candidate(opa, catalog):
-    with OpaClient(opa.url) as c:
+    with OpaClient(opa.url, token=opa.query_token) as c:
         d = c.decision(dict(WORKLOAD, dataResidency="eu"), zone="FR")
     sel = d["selection"]
     assert sel["zone"] == "FR" and catalog.region(sel["provider"], sel["region"]).zone == "FR"
@@ -128,14 +135,14 @@ def test_zone_maps_back_to_a_candidate(opa, catalog):
 
 
 def test_conflict_is_refused_with_the_constraint_chain(opa):
-    with OpaClient(opa.url) as c, pytest.raises(PolicyDenied) as info:
+    with OpaClient(opa.url, token=opa.query_token) as c, pytest.raises(PolicyDenied) as info:
         c.require_allowed(dict(WORKLOAD, originRegion="westus", dataResidency="eu", maxLatency=20))
     assert "dataResidency eu leaves" in str(info.value) and "maxLatency 20 ms from westus leaves 0" in str(info.value)
 
 
 def test_the_decision_hands_the_tenants_quota_to_the_scheduler(opa):
     """Policy sets the cap; the scheduler counts the tenant's active reservations of both paths."""
-    with OpaClient(opa.url) as c:
+    with OpaClient(opa.url, token=opa.query_token) as c:
         d = c.decision(dict(WORKLOAD, tenant="research"))
     assert d["allowed"] and d["errors"] == []
     assert d["tenantQuotaVcpu"] == 256
@@ -155,7 +162,7 @@ def test_create_is_patched_from_the_schedulers_answer(opa, scheduler, catalog):
     scheduler.mode = "zone:FR"
     scheduler.requests.clear()
     answer = admit(opa, review(obj=vmtemplate()))
-    assert answer["response"]["uid"] == "1f1c" and answer["response"]["allowed"] is True
+    assert answer["response"]["uid"] == UID and answer["response"]["allowed"] is True
     patch = patch_of(answer)
     # Zone FR maps back to the Azure region in FR nearest to the origin (France South, 12 ms).
     fr = [r.name for r in catalog.regions_in_zone("FR", "azure")]
@@ -173,7 +180,7 @@ def test_create_is_patched_from_the_schedulers_answer(opa, scheduler, catalog):
     assert sent["deadline"] == "2030-01-01T00:00:00Z"
     assert sent["origin_zone"] == "IT-NO"  # italynorth's zone, for the scheduler's baseline
     # booked as the object's reservation, under its namespace's tenant
-    assert sent["key"] == "greenops/vm-1/1f1c" and sent["path"] == "cluster" and sent["tenant"] == "t1"
+    assert sent["key"] == f"greenops/vm-1/{UID}" and sent["path"] == "cluster" and sent["tenant"] == "t1"
     assert sent["dry_run"] is False and sent["regions"]["FR"] == f"azure/{nearest}"
     assert sent["workload"]["cpu"] == 2 and sent["tenant_quota_vcpu"] == 512  # the default cap
 
@@ -216,9 +223,9 @@ def test_a_denial_after_booking_releases_the_booking(opa, scheduler):
         scheduler.mode = "first"
     msg = answer["response"]["status"]["message"]
     assert answer["response"]["allowed"] is False and "the scheduler chose zone US-CAL-CISO" in msg
-    assert msg.endswith("its reservation greenops/vm-1/1f1c was released")
+    assert msg.endswith(f"its reservation greenops/vm-1/{UID} was released")
     [released] = scheduler.released
-    assert released.startswith("/reservations/greenops/vm-1/1f1c?reason=admission+denied")
+    assert released.startswith(f"/reservations/greenops/vm-1/{UID}?reason=admission+denied")
 
 
 def test_the_pulumi_path_releases_a_booking_it_cannot_map(opa, scheduler):
@@ -230,7 +237,11 @@ def test_the_pulumi_path_releases_a_booking_it_cannot_map(opa, scheduler):
     scheduler.released.clear()
     workload = Workload.model_validate(dict(WORKLOAD, name="etl", dataResidency="eu"))
     try:
-        with OpaClient(opa.url) as o, SchedulerClient(scheduler.url) as s, pytest.raises(PlacementError) as info:
+        with (
+            OpaClient(opa.url, token=opa.query_token) as o,
+            SchedulerClient(scheduler.url) as s,
+            pytest.raises(PlacementError) as info,
+        ):
             place(workload, o, s, key="dev/etl/abc")
     finally:
         scheduler.mode = "first"
@@ -244,11 +255,12 @@ def test_the_pulumi_path_releases_a_booking_it_cannot_map(opa, scheduler):
 
 def test_delete_releases_and_is_allowed(opa, scheduler):
     placed = vmtemplate()
-    placed["metadata"]["annotations"] = {"greenops.io/reservation": "greenops/vm-1/0a9d"}
+    key = "greenops/vm-1/0a9d8c7b-6e5f-4a3b-9c2d-1e0f9a8b7c6d"  # the uid of the CREATE's review
+    placed["metadata"]["annotations"] = {"greenops.io/reservation": key}
     scheduler.released.clear()
     answer = admit(opa, review(op="DELETE", old=placed))
-    assert answer["response"] == {"uid": "1f1c", "allowed": True}
-    assert scheduler.released == ["/reservations/greenops/vm-1/0a9d?reason=VmTemplate+greenops%2Fvm-1+deleted"]
+    assert answer["response"] == {"uid": UID, "allowed": True}
+    assert scheduler.released == [f"/reservations/{key}?reason=VmTemplate+greenops%2Fvm-1+deleted"]
     dry = review(op="DELETE", old=placed)
     dry["request"]["dryRun"] = True
     assert admit(opa, dry)["response"]["allowed"] and len(scheduler.released) == 1  # a dry run releases nothing
@@ -266,7 +278,9 @@ def test_a_spec_tenant_not_the_namespaces_is_denied(opa, scheduler):
 def test_the_tenant_label_is_the_one_python_sets(opa):
     from greenops.policies.webhook import TENANT_LABEL
 
-    assert httpx.get(f"{opa.url}/v1/data/greenops/tenancy/label").json()["result"] == TENANT_LABEL
+    # greenops.tenancy is no decision package: only the admin token reads it
+    label = httpx.get(f"{opa.url}/v1/data/greenops/tenancy/label", headers=opa.admin_headers)
+    assert label.json()["result"] == TENANT_LABEL
 
 
 # Visibility reads the real scheduler's record, not replicated VmTemplates:
@@ -314,9 +328,12 @@ def test_malformed_reviews_get_a_clean_answer(opa, body, message):
     "spec_patch,fragment",
     [
         ({"cpu": "four"}, "cpu: must be a whole number"),
-        ({"deadline": 12}, "deadline: 12 is not an RFC 3339 time"),
+        # strings are checked against their rules first (spec_fields.rego)
+        ({"deadline": 12}, "spec.deadline: must be a string (an RFC 3339 time"),
+        ({"deadline": "2030-13-45T00:00:00Z"}, "deadline: 2030-13-45T00:00:00Z is not an RFC 3339 time"),
         ({"eligibleProviders": "azure"}, "eligibleProviders: must be a list"),
-        ({"originRegion": None}, "originRegion: unknown region"),
+        ({"originRegion": None}, "spec.originRegion: must be a string (a cloud region name"),
+        ({"originRegion": "atlantis"}, "originRegion: unknown region atlantis"),
     ],
 )
 def test_wrong_types_in_the_spec_are_named(opa, spec_patch, fragment):
@@ -331,7 +348,7 @@ def test_vmtemplate_without_spec(opa):
 
 def test_unknown_kinds_pass_unchanged(opa):
     answer = admit(opa, review(obj={"metadata": {"name": "cm"}, "data": {}}, kind="ConfigMap"))
-    assert answer["response"] == {"uid": "1f1c", "allowed": True}
+    assert answer["response"] == {"uid": UID, "allowed": True}
 
 
 # --- the bundle ------------------------------------------------------------------------------
@@ -345,7 +362,7 @@ def test_bundle_manifest_roots_and_revision(opa_binary, tmp_path):
     assert {"/admission.rego", "/placement.rego", "/system.rego", "/authz.rego", "/data.json"} <= names
     assert "/constraints.rego" in names  # placement.rego's constraint chain, a package of its own
     assert not [n for n in names if n.endswith("_test.rego")]
-    assert set(data["greenops"]) == {"catalog", "config"}
+    assert set(data["greenops"]) == {"catalog", "config", "string_rules"}
 
 
 def test_rego_unit_tests_pass(opa_binary, tmp_path):

@@ -5,6 +5,8 @@ bundle service cannot be reached (so OPA never serves an empty policy)."""
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import subprocess
 import time
 
@@ -15,6 +17,7 @@ from components.config import PolicyEngineConfig
 from components.policy_engine import BUNDLE_NAME, opa_config
 from greenops.local.controlplane import free_port
 from greenops.local.opa import OpaServer
+from greenops.policies import ADMIN_TOKEN_VARIABLE, QUERY_TOKEN_VARIABLE
 from greenops.policies.bundle import pack
 from tests.policies.test_opa_integration import review, vmtemplate
 
@@ -30,7 +33,9 @@ def test_the_shipped_bundle_loads_with_its_revision(opa_binary, tmp_path):
     raw, revision = pack()
     (tmp_path / "bundle.tar.gz").write_bytes(raw)
     with OpaServer(bundle=tmp_path / "bundle.tar.gz") as opa:
-        bundles = httpx.get(f"{opa.url}/v1/data/system/bundles").json()["result"]
+        # system.* is no decision package: only kube-mgmt's admin token reads it
+        assert httpx.get(f"{opa.url}/v1/data/system/bundles", headers=opa.query_headers).status_code == 401
+        bundles = httpx.get(f"{opa.url}/v1/data/system/bundles", headers=opa.admin_headers).json()["result"]
         [manifest] = [b["manifest"] for b in bundles.values()]
         assert manifest == {"revision": revision, "roots": ["greenops", "system"]}
         answers_admission(opa.url)
@@ -46,6 +51,8 @@ def test_opa_boots_from_the_persisted_bundle_while_the_service_is_unreachable(op
     config["persistence_directory"] = str(persist)
     (tmp_path / "config.json").write_text(json.dumps(config))
     port = free_port()
+    # as the component runs it: token authentication, with the tokens from its Secrets
+    admin, query = secrets.token_hex(24), secrets.token_hex(24)
     proc = subprocess.Popen(
         [
             opa_binary,
@@ -55,11 +62,14 @@ def test_opa_boots_from_the_persisted_bundle_while_the_service_is_unreachable(op
             f"127.0.0.1:{port}",
             "--log-level",
             "error",
+            "--authentication=token",
+            "--authorization=basic",
             "--config-file",
             str(tmp_path / "config.json"),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env={**os.environ, ADMIN_TOKEN_VARIABLE: admin, QUERY_TOKEN_VARIABLE: query},
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -72,8 +82,9 @@ def test_opa_boots_from_the_persisted_bundle_while_the_service_is_unreachable(op
                 pass
             assert time.monotonic() < deadline, "OPA never became ready from its persisted bundle"
             time.sleep(0.2)
-        bundles = httpx.get(f"{url}/v1/data/system/bundles").json()["result"]
-        assert bundles[BUNDLE_NAME]["manifest"]["revision"] == revision
+        assert httpx.get(f"{url}/v1/data/system/bundles").status_code == 401  # the bundle's authz holds
+        bundles = httpx.get(f"{url}/v1/data/system/bundles", headers={"Authorization": f"Bearer {admin}"})
+        assert bundles.json()["result"][BUNDLE_NAME]["manifest"]["revision"] == revision
         answers_admission(url)
     finally:
         proc.terminate()

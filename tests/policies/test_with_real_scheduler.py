@@ -17,6 +17,7 @@ from greenops.local.controlplane import free_port
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import namespace_manifest, put_namespaces
+from tests.principals import declare_opa
 
 pytestmark = pytest.mark.integration
 
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.integration
 def tenant_opa(**kw):
     """OPA with the reviews' namespace replicated as kube-mgmt would: ml, labelled tenant ml."""
     with OpaServer(**kw) as opa:
-        put_namespaces(opa.url, {"ml": namespace_manifest("ml", "ml")})
+        put_namespaces(opa.url, {"ml": namespace_manifest("ml", "ml")}, token=opa.admin_token)
         yield opa
 
 
@@ -45,7 +46,7 @@ def review(deadline: str) -> dict:
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
         "request": {
-            "uid": "u-1",
+            "uid": "5d0e1f2a-3b4c-4d5e-9f60-718293a4b5c1",
             "kind": {"group": "composition.krateo.io", "version": "v1", "kind": "VmTemplate"},
             "operation": "CREATE",
             "object": {"metadata": {"name": "train", "namespace": "ml"}, "spec": spec},
@@ -53,11 +54,13 @@ def review(deadline: str) -> dict:
     }
 
 
-def test_place_fail_closed_and_recover(opa_binary, catalog):
+def test_place_fail_closed_and_recover(opa_binary, catalog, tmp_path):
     port = free_port()
     deadline = stamp(datetime.now(UTC) + timedelta(days=2))
-    with tenant_opa(scheduler_url=f"http://127.0.0.1:{port}") as opa:
-        with SchedulerServer(port=port):
+    # OPA's principal is declared (by its token's digest), so each scheduler started here knows it
+    declared = declare_opa(tmp_path)
+    with tenant_opa(scheduler_url=f"http://127.0.0.1:{port}", scheduler_token=declared.tokens["opa"]) as opa:
+        with SchedulerServer(port=port, principals=declared.path):
             answer = httpx.post(f"{opa.url}/", json=review(deadline), timeout=20).json()["response"]
             assert answer["allowed"], answer
             patch = {op["path"]: op["value"] for op in json.loads(base64.b64decode(answer["patch"]))}
@@ -68,7 +71,7 @@ def test_place_fail_closed_and_recover(opa_binary, catalog):
         down = httpx.post(f"{opa.url}/", json=review(deadline), timeout=20).json()["response"]
         assert down["allowed"] is False and "failing closed" in down["status"]["message"]
         assert "unreachable" in down["status"]["message"]
-        with SchedulerServer(port=port):
+        with SchedulerServer(port=port, principals=declared.path):
             assert httpx.post(f"{opa.url}/", json=review(deadline), timeout=20).json()["response"]["allowed"]
 
 
@@ -82,7 +85,7 @@ def admission(op: str, obj: dict, old: dict | None = None) -> dict:
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
         "request": {
-            "uid": "u-2",
+            "uid": "5d0e1f2a-3b4c-4d5e-9f60-718293a4b5c2",
             "kind": {"group": "composition.krateo.io", "version": "v1", "kind": "VmTemplate"},
             "operation": op,
             "namespace": "ml",
@@ -121,18 +124,19 @@ def recorded(obj: dict) -> dict:
     return json.loads(obj["metadata"]["annotations"][ANNOTATION])
 
 
-def test_reapplied_placed_vmtemplate_is_placed_again_not_denied(opa_binary, catalog):
+def test_reapplied_placed_vmtemplate_is_placed_again_not_denied(opa_binary, catalog, tmp_path):
     """`kubectl apply` of a placed VmTemplate sends OPA's own fields and annotation back with the
     user's change: they are OPA's decision, not the user's provider/region requests."""
     port = free_port()
     deadline = stamp(datetime.now(UTC) + timedelta(days=2))
     created = review(deadline)["request"]["object"]
-    with tenant_opa(scheduler_url=f"http://127.0.0.1:{port}") as opa:
+    declared = declare_opa(tmp_path)
+    with tenant_opa(scheduler_url=f"http://127.0.0.1:{port}", scheduler_token=declared.tokens["opa"]) as opa:
 
         def admit(body):
             return httpx.post(f"{opa.url}/", json=body, timeout=20).json()["response"]
 
-        with SchedulerServer(port=port):
+        with SchedulerServer(port=port, principals=declared.path):
             answer = admit(admission("CREATE", created))
             assert answer["allowed"], answer
             placed = apply_patch(created, answer)
@@ -165,11 +169,82 @@ def test_reapplied_placed_vmtemplate_is_placed_again_not_denied(opa_binary, cata
 
 def test_opa_presents_the_schedulers_token_and_fails_closed_without_it(opa_binary):
     deadline = stamp(datetime.now(UTC) + timedelta(days=2))
-    with SchedulerServer(token="t0ken-for-opa") as scheduler:
-        with tenant_opa(scheduler_url=scheduler.url, scheduler_token="t0ken-for-opa") as opa:
+    with SchedulerServer() as scheduler:
+        opa_token = scheduler.issue("opa", None, paths=["cluster"])
+        with tenant_opa(scheduler_url=scheduler.url, scheduler_token=opa_token) as opa:
             assert httpx.post(f"{opa.url}/", json=review(deadline), timeout=20).json()["response"]["allowed"]
+        booked = httpx.get(f"{scheduler.url}/reservations", headers=scheduler.admin_headers).json()["reservations"]
+        assert [(r["tenant"], r["path"]) for r in booked] == [("ml", "cluster")]  # the namespace's tenant
         with tenant_opa(scheduler_url=scheduler.url) as opa:
             denied = httpx.post(f"{opa.url}/", json=review(deadline), timeout=20).json()["response"]
+        # a token of the Pulumi path is not OPA's: the scheduler refuses the cluster booking by name
+        pulumi_only = scheduler.issue("ml-stack", ["ml"], paths=["pulumi"])
+        with tenant_opa(scheduler_url=scheduler.url, scheduler_token=pulumi_only) as opa:
+            wrong_path = httpx.post(f"{opa.url}/", json=review(deadline), timeout=20).json()["response"]
     assert denied["allowed"] is False
     assert "failing closed" in denied["status"]["message"] and "answered HTTP 401" in denied["status"]["message"]
     assert "bearer token is required" in denied["status"]["message"]
+    assert wrong_path["allowed"] is False and "answered HTTP 403" in wrong_path["status"]["message"]
+    assert "may not book on path cluster" in wrong_path["status"]["message"]
+
+
+# --- forged DELETE reviews release nothing that is not theirs -----------------------------------
+def test_a_forged_delete_releases_no_reservation_of_another_path_or_namespace(opa_binary, tmp_path):
+    """The real scheduler holds Pulumi-path bookings (one of a stack named like the namespace, one
+    with a two-segment key) and a VmTemplate's of namespace team-b. DELETE reviews for namespace ml
+    that name them in oldObject's annotation are allowed, warn, and release none; ml's own is."""
+    from greenops.placement.scheduler_client import Reservation, SchedulerClient
+
+    port = free_port()
+    deadline = datetime.now(UTC) + timedelta(days=2)
+    declared = declare_opa(tmp_path)
+    with (
+        tenant_opa(scheduler_url=f"http://127.0.0.1:{port}", scheduler_token=declared.tokens["opa"]) as opa,
+        SchedulerServer(port=port, principals=declared.path) as server,
+    ):
+        put_namespaces(opa.url, {ns: namespace_manifest(ns, ns) for ns in ("ml", "team-b")}, token=opa.admin_token)
+        ml = server.issue("ml-ci", ["ml"], paths=["pulumi"])
+
+        def admit(body):
+            return httpx.post(f"{opa.url}/", json=body, timeout=20).json()["response"]
+
+        def active() -> set[str]:
+            listed = httpx.get(f"{server.url}/reservations", headers=server.admin_headers, timeout=10)
+            return {r["key"] for r in listed.json()["reservations"]}
+
+        def delete(key: str) -> dict:
+            stored = {"metadata": {"name": "train", "namespace": "ml", "annotations": {RESERVATION: key}}}
+            forged = admission("DELETE", stored, stored)
+            forged["request"]["object"] = None
+            return admit(forged)
+
+        with SchedulerClient(server.url, token=ml) as s:
+            for key in ("ml/etl/3f2a9c1e7b4d", "stack/workload"):
+                s.schedule(["FR"], deadline, 2, 2, 4, reservation=Reservation(key=key, tenant="ml", path="pulumi"))
+        theirs = review(stamp(deadline))
+        theirs["request"].update(namespace="team-b", uid="7c6b5a49-3827-4165-8f4e-3d2c1b0a9f8e")
+        theirs["request"]["object"]["metadata"]["namespace"] = "team-b"
+        theirs["request"]["object"]["spec"]["tenant"] = "team-b"
+        assert admit(theirs)["allowed"]
+        assert admit(review(stamp(deadline)))["allowed"]
+        team_b = "team-b/train/7c6b5a49-3827-4165-8f4e-3d2c1b0a9f8e"
+        own = f"ml/train/{review(stamp(deadline))['request']['uid']}"
+        before = active()
+        assert {"ml/etl/3f2a9c1e7b4d", "stack/workload", team_b, own} <= before
+
+        for key, why in [
+            ("ml/etl/3f2a9c1e7b4d", "its last segment 3f2a9c1e7b4d is not a Kubernetes uid"),
+            ("stack/workload", "it has 2 segment(s), not the cluster form <namespace>/<name>/<uid>"),
+            (team_b, "it belongs to namespace team-b, not this object's ml"),
+        ]:
+            answer = delete(key)
+            assert answer["allowed"] and len(answer["warnings"]) == 1, answer
+            assert f'its recorded reservation "{key}" was not released: {why}' in answer["warnings"][0]
+        assert active() == before  # nothing was released
+
+        answer = delete(own)  # the namespace's own cluster key: released
+        assert answer["allowed"] and "warnings" not in answer, answer
+        assert active() == before - {own}
+
+
+RESERVATION = "greenops.io/reservation"

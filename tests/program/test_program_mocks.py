@@ -16,6 +16,8 @@ NOW_SPEC = {"cpu": 2, "memory": 4, "duration": "1h", "deadline": "2030-01-01T00:
 WORKLOADS = [dict(NOW_SPEC, name="due-now", tenant="finance"), dict(NOW_SPEC, name="later", tenant="ml")]
 SECRET_SIG, SECRET_VALUE = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
+# each tenant's Pulumi-path token at the scheduler (greenops:schedulerTokens)
+TENANT_TOKENS = {"finance": "gos_finance-t0ken", "ml": "gos_ml-t0ken"}
 
 
 class Mocks(pulumi.runtime.Mocks):
@@ -47,9 +49,8 @@ class Mocks(pulumi.runtime.Mocks):
         return {}
 
 
-@pytest.fixture
-def mocks():
-    m = Mocks()
+def configure(m: Mocks, **credentials: str) -> Mocks:
+    """The test stack, with ``credentials`` as secret config (greenops:<key>)."""
     pulumi.runtime.set_mocks(m, project="greenops-platform", stack="test", preview=False)
     pulumi.runtime.set_all_config(
         {
@@ -57,11 +58,16 @@ def mocks():
             "greenops:render": json.dumps(
                 {"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": AZURE_SUBSCRIPTION}
             ),
-            "greenops:opaToken": "s3cr3t-token",
+            **{f"greenops:{k}": v for k, v in credentials.items()},
         },
-        secret_keys=["greenops:opaToken"],
+        secret_keys=[f"greenops:{k}" for k in credentials],
     )
     return m
+
+
+@pytest.fixture
+def mocks():
+    return configure(Mocks(), opaToken="s3cr3t-token", schedulerTokens=json.dumps(TENANT_TOKENS))
 
 
 def by_type(m: Mocks, typ: str):
@@ -121,9 +127,54 @@ def test_tokens_stay_secret(mocks):
             token = r.inputs["opaToken"]
             # Pulumi's wire marker for a secret value: it reaches the engine encrypted, never plain.
             assert token == {SECRET_SIG: SECRET_VALUE, "value": "s3cr3t-token"}
-        assert "s3cr3t-token" not in json.dumps(decisions)
+            # each workload presents its own tenant's token to the scheduler, never another's
+            tenant = r.inputs["workload"]["tenant"]
+            assert r.inputs["schedulerToken"] == {SECRET_SIG: SECRET_VALUE, "value": TENANT_TOKENS[tenant]}
+        for secret in ("s3cr3t-token", *TENANT_TOKENS.values()):
+            assert secret not in json.dumps(decisions)
 
     return pulumi.Output.all(*[c.decision for c in components]).apply(check)
+
+
+def placement_tokens(m: Mocks) -> dict[str, object]:
+    return {
+        r.inputs["workload"]["name"]: r.inputs.get("schedulerToken")
+        for r in by_type(m, "pulumi-python:dynamic:Resource")
+    }
+
+
+def test_one_stack_token_serves_every_tenant_and_a_tenant_token_wins_over_it():
+    from greenops import program
+
+    shared = configure(Mocks(), schedulerToken="gos_stack-t0ken")
+    pulumi.runtime.test(program.run)()
+    assert placement_tokens(shared) == {
+        "due-now": {SECRET_SIG: SECRET_VALUE, "value": "gos_stack-t0ken"},
+        "later": {SECRET_SIG: SECRET_VALUE, "value": "gos_stack-t0ken"},
+    }
+    both = configure(Mocks(), schedulerToken="gos_stack-t0ken", schedulerTokens=json.dumps({"ml": "gos_ml-t0ken"}))
+    pulumi.runtime.test(program.run)()
+    assert placement_tokens(both) == {
+        "due-now": {SECRET_SIG: SECRET_VALUE, "value": "gos_stack-t0ken"},
+        "later": {SECRET_SIG: SECRET_VALUE, "value": "gos_ml-t0ken"},
+    }
+
+
+def test_a_tenant_without_a_token_is_refused_by_name_and_a_bad_map_without_quoting_it():
+    from greenops import program
+
+    configure(Mocks(), schedulerTokens=json.dumps({"ml": "gos_ml-t0ken"}))
+    with pytest.raises(pulumi.RunError) as refused:
+        program.run()
+    assert str(refused.value).startswith(
+        "greenops:schedulerTokens: no token for tenant(s) finance, used by due-now (finance): "
+    )
+    assert "gos_ml-t0ken" not in str(refused.value)
+    for bad in ('["gos_leaked-t0ken"]', json.dumps({"ml": ""}), json.dumps({"ml": 7}), "gos_leaked-t0ken"):
+        configure(Mocks(), schedulerTokens=bad)
+        with pytest.raises(pulumi.RunError) as refused:
+            program.run()
+        assert str(refused.value) == "greenops:schedulerTokens: must map each tenant to its token (a non-empty string)"
 
 
 def test_bad_config_fails_with_named_error():
@@ -142,3 +193,27 @@ def test_bad_endpoint_config_names_the_key():
 
     with pytest.raises(pulumi.RunError, match=r"greenops:endpoints\.opaUrl"):
         program.run()
+
+
+def test_too_much_inline_config_is_refused_naming_workloads_from():
+    """The Automation API hands an inline program its config without an environment, but the CLI and
+    the Pulumi Kubernetes Operator cannot: the same stack is refused on every path."""
+    pulumi.runtime.set_mocks(Mocks(), project="greenops-platform", stack="test", preview=True)
+    many = [dict(NOW_SPEC, name=f"job-{i}") for i in range(1000)]
+    pulumi.runtime.set_all_config({"greenops:workloads": json.dumps(many)})
+    from greenops import program
+
+    with pytest.raises(pulumi.RunError, match=r"^the stack's config is \d+ bytes .*greenops:workloadsFrom"):
+        program.run()
+
+
+def test_platform_config_that_is_not_json_is_named_without_quoting_it():
+    pulumi.runtime.set_mocks(Mocks(), project="greenops-platform", stack="test", preview=True)
+    pulumi.runtime.set_all_config({"greenops:platform": "hunter2-" + "x" * 100_000})
+    from greenops import program
+
+    with pytest.raises(pulumi.RunError) as info:
+        program.run()
+    msg = str(info.value)
+    assert msg.startswith("greenops:platform: Input should be a valid dictionary")
+    assert "hunter2" not in msg and "\n" not in msg

@@ -10,9 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from greenops import automation, report
-from greenops.local.opa import OpaServer
-from greenops.local.scheduler import SchedulerServer
 from greenops.reconcile import lifecycle_changes
+from tests import loopback
 from tests.engine import at, at_once, engine_stack, iso, render_mode_config, rendered_workloads, small_job
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
@@ -36,7 +35,7 @@ def test_up_gate_second_up_clock_and_destroy(tmp_path):
             "tenant": "ml",
         },
     ]
-    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+    with loopback.servers() as (scheduler, opa):
         stack = engine_stack(
             tmp_path,
             "engine",
@@ -44,6 +43,7 @@ def test_up_gate_second_up_clock_and_destroy(tmp_path):
             render_mode_config(
                 opa.url, scheduler.url, out, workloads=workloads, endpoints={"provisioningLeadSeconds": 300}
             ),
+            secrets=loopback.stack_secrets(scheduler, opa, loopback.tenants_of(workloads)),
         )
         try:
             up = stack.up()
@@ -94,7 +94,7 @@ def test_lifecycle_over_simulated_hours(tmp_path):
         dict(quebec, name="third", duration="1h", deadline=iso(t0 + timedelta(hours=6))),
     ]
     out = tmp_path / "rendered"
-    with SchedulerServer(capacity_vcpu=4) as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+    with loopback.servers({"capacity_vcpu": 4}) as (scheduler, opa):
         stack = engine_stack(
             tmp_path,
             "lifecycle",
@@ -102,6 +102,7 @@ def test_lifecycle_over_simulated_hours(tmp_path):
             render_mode_config(
                 opa.url, scheduler.url, out, workloads=workloads[:1], endpoints={"provisioningLeadSeconds": 300}
             ),
+            secrets=loopback.stack_secrets(scheduler, opa, loopback.tenants_of(workloads)),
         )
         history: list[tuple[datetime, dict]] = []
 

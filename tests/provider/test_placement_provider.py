@@ -3,6 +3,8 @@ real scheduler, both on loopback. (Under Pulumi mocks a dynamic provider never r
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,18 +15,42 @@ from greenops.local.controlplane import free_port
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.provider.placement import PlacementProvider
-from tests.conftest import AZURE_SUBSCRIPTION, require_tool
+from tests import loopback
+from tests.conftest import AZURE_SUBSCRIPTION
 from tests.engine import iso
 
 pytestmark = pytest.mark.integration
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
 
 
+TENANTS = ("data", "web")  # the tenants these tests' workloads name
+
+
+@contextlib.contextmanager
+def placement_servers(
+    scheduler: dict | None = None, opa: dict | None = None
+) -> Iterator[tuple[OpaServer, SchedulerServer]]:
+    """The real scheduler and OPA (tests.loopback), and the stack's credential (``stack_token``: the
+    Pulumi path, for the tenants its workloads name, as greenops:schedulerToken hands it to Placement)."""
+    with loopback.servers(scheduler, opa) as (sched, policy):
+        sched.stack_token = sched.issue("dev-stack", TENANTS, paths=["pulumi"])
+        yield policy, sched
+
+
 @pytest.fixture(scope="module")
 def servers():
-    require_tool("opa")
-    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
-        yield opa, scheduler
+    with placement_servers() as both:
+        yield both
+
+
+@pytest.fixture(autouse=True)
+def no_ambient_credentials(monkeypatch):
+    """Placement falls back to GREENOPS_SCHEDULER_TOKEN (or the file GREENOPS_SCHEDULER_TOKEN_FILE
+    names) and GREENOPS_OPA_TOKEN: none here unless a test sets them, so each credential a test sees
+    is one it gave."""
+    monkeypatch.delenv("GREENOPS_SCHEDULER_TOKEN", raising=False)
+    monkeypatch.delenv("GREENOPS_SCHEDULER_TOKEN_FILE", raising=False)
+    monkeypatch.delenv("GREENOPS_OPA_TOKEN", raising=False)
 
 
 def placements_logged(scheduler) -> int:
@@ -47,7 +73,9 @@ def props(servers, **workload):
     return {
         "workload": w,
         "opaUrl": opa.url,
+        "opaToken": opa.query_token,
         "schedulerUrl": scheduler.url,
+        "schedulerToken": scheduler.stack_token,
         "timeoutSeconds": 5,
         "attempts": 2,
         "render": {"sshPublicKey": KEY, "skipAwait": True, "azureSubscriptionId": AZURE_SUBSCRIPTION},
@@ -229,38 +257,50 @@ def test_an_unreachable_cluster_is_a_named_error_and_the_record_is_kept(servers)
         provider.update("greenvm-etl", created, p)
 
 
-def test_a_scheduler_that_requires_a_token_gets_it_from_the_stacks_secret():
-    require_tool("opa")
-    with SchedulerServer(token="stack-secret-token") as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
-        p = props((opa, scheduler))
-        with pytest.raises(
-            GreenOpsError,
-            match=r"workload 'etl' was not placed: scheduler refused the request "
-            r"\(HTTP 401\): a bearer token is required",
-        ):
-            PlacementProvider().create(p)
-        placed = PlacementProvider().create(p | {"schedulerToken": "stack-secret-token"}).outs
-        assert placed["decision"]["zone"] and placed["phase"] in ("Scheduled", "Running")
-
-
-def test_an_opa_that_requires_a_token_gets_it_from_the_stacks_secret():
-    require_tool("opa")
-    with (
-        SchedulerServer() as scheduler,
-        OpaServer(scheduler_url=scheduler.url, query_token="opa-query-secret", admin_token="opa-admin-secret") as opa,
+def test_the_scheduler_token_comes_from_the_stacks_secret_else_the_environment(servers, monkeypatch):
+    opa, scheduler = servers
+    p = props(servers)
+    p.pop("schedulerToken")
+    with pytest.raises(
+        GreenOpsError,
+        match=r"workload 'etl' was not placed: scheduler refused the request "
+        r"\(HTTP 401\): unauthenticated: a bearer token is required",
     ):
-        p = props((opa, scheduler))
-        with pytest.raises(
-            GreenOpsError,
-            match=rf"^workload 'etl' was not placed: OPA at {opa.url} requires a "
-            r"bearer token and none was sent \(HTTP 401: ",
-        ):
-            PlacementProvider().create(p)
-        with pytest.raises(
-            GreenOpsError,
-            match=rf"^workload 'etl' was not placed: OPA at {opa.url} refused the "
-            r"bearer token \(HTTP 401: .*\); set greenops:opaToken",
-        ):
-            PlacementProvider().create(p | {"opaToken": "stale"})
-        placed = PlacementProvider().create(p | {"opaToken": "opa-query-secret"}).outs
-        assert placed["decision"]["zone"] and placed["phase"] in ("Scheduled", "Running")
+        PlacementProvider().create(p)
+    # another tenant's token does not book for this one: refused by name
+    other = scheduler.issue("web-stack", ["web"], paths=["pulumi"])
+    with pytest.raises(
+        GreenOpsError, match=r"scheduler refused the request \(HTTP 403\): tenant: principal web-stack .* tenant data"
+    ):
+        PlacementProvider().create(p | {"schedulerToken": other})
+    placed = PlacementProvider().create(p | {"schedulerToken": scheduler.stack_token}).outs
+    assert placed["decision"]["zone"] and placed["phase"] in ("Scheduled", "Running")
+    # without the stack's secret, the ambient credential (a CI step's secret, greenops serve's export)
+    monkeypatch.setenv("GREENOPS_SCHEDULER_TOKEN", scheduler.stack_token)
+    again = PlacementProvider().create(props(servers, name="etl-2") | {"schedulerToken": None}).outs
+    assert again["decision"]["zone"]
+    # and the stack's secret, when set, wins over it
+    monkeypatch.setenv("GREENOPS_SCHEDULER_TOKEN", other)
+    assert PlacementProvider().create(props(servers, name="etl-3")).outs["decision"]["zone"]
+
+
+def test_the_opa_token_comes_from_the_stacks_secret_else_the_environment(servers, monkeypatch):
+    opa, _ = servers
+    p = props(servers)
+    p.pop("opaToken")
+    with pytest.raises(
+        GreenOpsError,
+        match=rf"^workload 'etl' was not placed: OPA at {opa.url} requires a "
+        r"bearer token and none was sent \(HTTP 401: ",
+    ):
+        PlacementProvider().create(p)
+    with pytest.raises(
+        GreenOpsError,
+        match=rf"^workload 'etl' was not placed: OPA at {opa.url} refused the "
+        r"bearer token \(HTTP 401: .*\); set greenops:opaToken",
+    ):
+        PlacementProvider().create(p | {"opaToken": "stale"})
+    placed = PlacementProvider().create(p | {"opaToken": opa.query_token}).outs
+    assert placed["decision"]["zone"] and placed["phase"] in ("Scheduled", "Running")
+    monkeypatch.setenv("GREENOPS_OPA_TOKEN", opa.query_token)
+    assert PlacementProvider().create(props(servers, name="etl-2") | {"opaToken": None}).outs["decision"]["zone"]

@@ -14,9 +14,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from greenops.local.opa import OpaServer
-from greenops.local.scheduler import SchedulerServer
 from greenops.provider.placement import PlacementProvider
+from tests import loopback
 from tests.engine import engine_stack, iso, render_mode_config, small_job
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
@@ -50,11 +49,12 @@ def test_stack_from_before_the_rename_is_not_replaced(tmp_path):
     now = datetime.now(UTC).replace(microsecond=0)
     out = tmp_path / "rendered"
     workload = small_job("nightly", iso(now + timedelta(hours=1, minutes=2)), dataResidency="eu")  # no slack: runs now
-    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+    with loopback.servers() as (scheduler, opa):
         config = render_mode_config(
             opa.url, scheduler.url, out, workloads=[workload], endpoints={"provisioningLeadSeconds": 300}
         )
-        stack = engine_stack(tmp_path, "renamed", now, config)
+        secrets = loopback.stack_secrets(scheduler, opa, loopback.tenants_of([workload]))
+        stack = engine_stack(tmp_path, "renamed", now, config, secrets)
         try:
             up = stack.up()
             urns_before = {r["urn"] for r in stack.export_stack().deployment["resources"]}
@@ -75,5 +75,7 @@ def test_stack_from_before_the_rename_is_not_replaced(tmp_path):
             remaining = stack.export_stack().deployment.get("resources") or []
             stack.workspace.remove_stack("renamed")
         assert remaining == []
-        records = httpx.get(f"{scheduler.url}/reservations", params={"all": True}).json()["reservations"]
+        records = httpx.get(
+            f"{scheduler.url}/reservations", params={"all": True}, headers=scheduler.admin_headers
+        ).json()["reservations"]
         assert [r["phase"] for r in records] == ["Released"]  # deleted while running: capacity given back

@@ -10,24 +10,23 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.provider.placement import PlacementProvider, reservation_key
-from tests.conftest import require_tool
-from tests.provider.test_placement_provider import Clock, props
+from tests.provider.test_placement_provider import Clock, placement_servers, props
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def servers():
-    require_tool("opa")
-    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
-        yield opa, scheduler
+    with placement_servers() as both:
+        yield both
 
 
 def record(scheduler, **params) -> dict[str, dict]:
-    r = httpx.get(f"{scheduler.url}/reservations", params=params)
+    """The record, as the platform's admin reads it."""
+    r = httpx.get(f"{scheduler.url}/reservations", params=params, headers=scheduler.admin_headers)
+    assert r.status_code == 200, r.text
     return {x["key"]: x for x in r.json()["reservations"]}
 
 
@@ -102,6 +101,7 @@ def test_a_report_the_scheduler_missed_is_made_on_the_next_pass(servers, tmp_pat
     running = provider.update("greenvm-etl", out, p).outs
     assert running["phase"] == "Running" and running["reservation"]["phase"] == "Scheduled"
     assert provider.diff("greenvm-etl", running, p).changes  # the lag alone is a change to apply
+    # the same record: the stack's token, kept there, is known to the restarted scheduler
     with SchedulerServer(port=scheduler.port, database=scheduler.database) as back:
         synced = provider.update("greenvm-etl", running, p).outs
         assert synced["reservation"]["phase"] == "Running"

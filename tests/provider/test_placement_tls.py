@@ -7,12 +7,10 @@ from __future__ import annotations
 import pytest
 
 from greenops.errors import GreenOpsError
-from greenops.local.opa import OpaServer
-from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import loopback_tls
 from greenops.provider.placement import PlacementProvider
 from tests.conftest import require_tool
-from tests.provider.test_placement_provider import Clock, props
+from tests.provider.test_placement_provider import Clock, placement_servers, props
 
 pytestmark = pytest.mark.integration
 
@@ -21,11 +19,8 @@ def test_the_platforms_ca_is_trusted_only_when_given(tmp_path, monkeypatch):
     require_tool("opa")
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     tls = loopback_tls(tmp_path / "tls")
-    with (
-        SchedulerServer() as scheduler,
-        OpaServer(scheduler_url=scheduler.url, tls_cert=tls.cert_file, tls_key=tls.key_file) as opa,
-    ):
-        servers = (opa, scheduler)
+    with placement_servers(opa={"tls_cert": tls.cert_file, "tls_key": tls.key_file}) as servers:
+        opa, _ = servers
         assert opa.url.startswith("https://")
         p = props(servers) | {"stack": "dev"}
         with pytest.raises(

@@ -30,7 +30,8 @@ def test_list_filter_and_who_is_affected_without_a_region(servers, monkeypatch, 
     ) | {"stack": "dev"}
     for p in (pinned, eu, anywhere):
         provider.create(p)
-    with RetryingClient(scheduler.url) as client:
+    reader = scheduler.issue("reader", None, paths=["api"], role="read")
+    with RetryingClient(scheduler.url, token=reader) as client:
         rows = placements.active(client)
         assert {r["workload"]["name"] for r in rows} == {"pinned", "eu-any", "anywhere"}
         assert {r["workload"]["name"] for r in placements.active(client, eu=True)} >= {"pinned", "eu-any"}
@@ -40,7 +41,7 @@ def test_list_filter_and_who_is_affected_without_a_region(servers, monkeypatch, 
             for r in placements.active(client, region="swedencentral")
             if r["workload"]["name"] == "pinned"
         ] == ["pinned"]
-    with OpaClient(opa.url) as client:
+    with OpaClient(opa.url, token=opa.query_token) as client:
         impacts = {i.key.split("/")[1]: i for i in placements.affected(rows, "swedencentral", client)}
     assert impacts["pinned"].verdict == "loses eligibility" and impacts["pinned"].remaining == []
     assert "anywhere" not in impacts  # gcp only, in the US: swedencentral is nothing to it
@@ -49,6 +50,8 @@ def test_list_filter_and_who_is_affected_without_a_region(servers, monkeypatch, 
 
     endpoints = {"endpoints": {"opaUrl": opa.url, "schedulerUrl": scheduler.url}}
     monkeypatch.setattr(cli, "_stack_raw", lambda stack, project=cli.REPO: endpoints)
+    monkeypatch.setenv("GREENOPS_SCHEDULER_TOKEN", reader)
+    monkeypatch.setenv("GREENOPS_OPA_TOKEN", opa.query_token)
     assert cli.main(["placements", "--eu", "--without-region", "swedencentral"]) == 0
     out = capsys.readouterr().out
     assert "without swedencentral:" in out and "loses eligibility" in out and "dev/pinned/" in out

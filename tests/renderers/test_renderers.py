@@ -240,3 +240,24 @@ def test_declared_kinds_cover_what_is_rendered(make_workload, decide, settings, 
     for api_version, kind in rendered_kinds():
         fact = catalog.crd_kinds[(api_version.split("/")[0], kind)]
         assert api_version.split("/")[1] in fact.served
+
+
+@pytest.mark.parametrize(
+    "field,value,says",
+    [
+        ("namespace", "team-b\nkind: Secret", "is not valid: a DNS-1123 label"),
+        ("namespace", "Team", "is not valid: a DNS-1123 label"),
+        ("adminUsername", "root", '"root" is reserved by Azure for a VM\'s administrator'),
+        ("adminUsername", "ops\n", "is not valid: a Linux user name"),  # Python's $ would take it
+        ("sshPublicKey", "ssh-ed25519 AAAA\n---\nkind: Secret", "is not valid: one OpenSSH public key line"),
+        ("gcpProject", "Prod", "is not valid: a GCP project id"),
+        ("azureResourceGroup", "rg\nx: y", "is not valid: an Azure resource group name"),
+    ],
+)
+def test_render_settings_refuse_what_the_chart_refuses(field, value, says):
+    """The same rules as the chart's schema and admission (greenops/models/strings.py), each error
+    naming the setting and the reason."""
+    with pytest.raises(ValueError) as info:
+        RenderSettings.model_validate({field: value})
+    [error] = info.value.errors()  # type: ignore[attr-defined]
+    assert error["loc"] == (field,) and says in error["msg"], error

@@ -1,8 +1,11 @@
-"""The scheduler's bearer token and its bound on one request's work: in-process with FastAPI's
+"""The scheduler's credentials and its bound on one request's work: in-process with FastAPI's
 TestClient and an injected clock, and once through the real process."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -11,11 +14,11 @@ from fastapi.testclient import TestClient
 
 from greenops.clock import stamp
 from greenops.local.scheduler import SchedulerServer
-from greenops.scheduler.api import MAX_WORK, create_app
+from greenops.scheduler.api import MAX_WORK, InsecureConfiguration, create_app
 from greenops.scheduler.sources import ProfileSource
 
 NOW = datetime(2027, 1, 10, 3, 0, tzinfo=UTC)
-TOKEN = "s3cr3t-scheduler-token"
+TOKEN = "s3cr3t-scheduler-token"  # the bootstrap admin's
 
 
 def body(**over) -> dict:
@@ -33,14 +36,15 @@ def body(**over) -> dict:
 
 @pytest.fixture(scope="module")
 def client():
-    return TestClient(create_app(ProfileSource(), clock=lambda: NOW, token=TOKEN))
+    return TestClient(create_app(ProfileSource(), clock=lambda: NOW, admin_tokens=[TOKEN]))
 
 
 def test_without_the_token_it_is_401_and_health_stays_open(client):
     r = client.post("/scheduling", json=body())
     assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
     assert "bearer token is required" in r.json()["detail"]
-    assert client.post("/scheduling", json=body(), headers={"Authorization": f"Bearer {TOKEN}x"}).status_code == 401
+    wrong = client.post("/scheduling", json=body(), headers={"Authorization": f"Bearer {TOKEN}x"})
+    assert wrong.status_code == 401 and "not known" in wrong.json()["detail"]
     assert client.post("/scheduling", json=body(), headers={"Authorization": f"Basic {TOKEN}"}).status_code == 401
     assert client.get("/healthz").status_code == 200 and client.get("/readyz").status_code == 200
 
@@ -50,9 +54,27 @@ def test_with_the_token_it_decides(client):
     assert r.status_code == 200 and r.json()["scheduling_location"] in ("FR", "DE")
 
 
-def test_no_token_configured_means_open():
-    open_app = TestClient(create_app(ProfileSource(), clock=lambda: NOW))
-    assert open_app.post("/scheduling", json=body()).status_code == 200
+def test_an_issued_token_decides_for_its_tenant_only(client):
+    admin = {"Authorization": f"Bearer {TOKEN}"}
+    issued = client.post("/credentials", headers=admin, json={"name": "ml-ci", "tenants": ["ml"]})
+    assert issued.status_code == 201
+    ml = {"Authorization": f"Bearer {issued.json()['token']}"}
+    assert client.post("/scheduling", json=body(), headers=ml).status_code == 200
+    other = client.post("/scheduling", json=body(tenant="web"), headers=ml)
+    assert other.status_code == 403 and "tenant web" in other.json()["detail"]
+    # only the admin issues tokens
+    assert client.post("/credentials", headers=ml, json={"name": "x", "tenants": ["ml"]}).status_code == 403
+
+
+def test_no_credential_configured_is_refused_naming_the_settings():
+    # the old default, an open scheduler, is gone: an app nobody could authenticate to is not built
+    with pytest.raises(InsecureConfiguration) as refused:
+        create_app(ProfileSource(), clock=lambda: NOW)
+    message = str(refused.value)
+    assert "GREENOPS_SCHEDULER_ADMIN_TOKEN" in message and "--admin-token-file" in message
+    assert "--principals" in message
+    with pytest.raises(InsecureConfiguration, match="empty"):
+        create_app(ProfileSource(), clock=lambda: NOW, admin_tokens=[""])
 
 
 def test_one_request_too_much_work_is_a_422_naming_the_limit(client):
@@ -74,12 +96,35 @@ def test_one_request_too_much_work_is_a_422_naming_the_limit(client):
 
 
 @pytest.mark.integration
-def test_the_real_process_reads_its_token_from_the_environment():
+def test_the_real_process_reads_its_admin_token_from_the_environment():
     deadline = stamp(datetime.now(UTC) + timedelta(days=1))
-    with SchedulerServer(token=TOKEN) as s:
+    with SchedulerServer(admin_token=TOKEN) as s:
         assert httpx.post(f"{s.url}/scheduling", json=body(deadline=deadline)).status_code == 401
         r = httpx.post(
             f"{s.url}/scheduling", json=body(deadline=deadline), headers={"Authorization": f"Bearer {TOKEN}"}
         )
         assert r.status_code == 200
-        assert TOKEN not in s.log.read_text()
+        tenant = s.issue("ml-ci", ["ml"])
+        r = httpx.post(
+            f"{s.url}/scheduling", json=body(deadline=deadline), headers={"Authorization": f"Bearer {tenant}"}
+        )
+        assert r.status_code == 200
+        log = s.log.read_text()
+        assert TOKEN not in log and tenant not in log
+
+
+@pytest.mark.integration
+def test_the_real_process_refuses_to_start_without_an_admin_token(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GREENOPS_SCHEDULER_")}
+    # the old shared token is a client's variable now: the scheduler does not read it as its own
+    env["GREENOPS_SCHEDULER_TOKEN"] = TOKEN
+    env["GREENOPS_SCHEDULER_DATABASE"] = f"sqlite:///{tmp_path / 'r.db'}"
+    done = subprocess.run(
+        [sys.executable, "-m", "greenops.scheduler", "--host", "127.0.0.1", "--port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "GREENOPS_SCHEDULER_ADMIN_TOKEN" in done.stderr and TOKEN not in done.stderr

@@ -25,13 +25,19 @@ from greenops.scheduler.state import get_clock, get_source
 # Years away from any machine's clock: a service that read the wall clock would refuse these
 # deadlines (more than 366 days ahead) or answer from the wrong hour.
 NOW = datetime(2031, 3, 4, 5, 0, tzinfo=UTC)
-TOKEN = "in-process-token"
+TOKEN = "in-process-token"  # the bootstrap admin's
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+SHORT_ADMIN_TOKEN = "the admin token must be at least 16 characters (e.g. openssl rand -hex 32)"
 SETTINGS_VARIABLES = (
     "GREENOPS_CARBON_SOURCE",
     "GREENOPS_CAPACITY_VCPU",
     "GREENOPS_SCHEDULER_DATABASE",
     "GREENOPS_SCHEDULER_RATE_LIMIT",
+    "GREENOPS_SCHEDULER_ADMIN_TOKEN",
     "GREENOPS_SCHEDULER_TOKEN",
+    "GREENOPS_SCHEDULER_PRINCIPALS",
+    "GREENOPS_SCHEDULER_KUBECONFIG",
+    "GREENOPS_SCHEDULER_POLICY_CONFIG",
     "ELECTRICITYMAPS_TOKEN",
 )
 
@@ -76,12 +82,13 @@ def store(tmp_path) -> Iterator[ReservationStore]:
 
 @pytest.fixture
 def app(clock, store):
-    return create_app(ProfileSource(), capacity_vcpu=8, clock=clock, store=store)
+    return create_app(ProfileSource(), capacity_vcpu=8, clock=clock, store=store, admin_tokens=[TOKEN])
 
 
 @pytest.fixture
 def client(app) -> Iterator[TestClient]:
     with TestClient(app) as c:  # entered, so the app's lifespan runs as under uvicorn
+        c.headers.update(AUTH)  # the platform's admin: every tenant and path
         yield c
 
 
@@ -167,15 +174,27 @@ def test_a_put_replayed_gets_the_same_answer_and_books_once(client, store):
 
 
 def test_without_the_token_it_is_401_and_the_probes_stay_open(clock, store):
-    with TestClient(create_app(ProfileSource(), clock=clock, token=TOKEN, store=store)) as c:
+    with TestClient(create_app(ProfileSource(), clock=clock, admin_tokens=[TOKEN], store=store)) as c:
         refused = c.post("/scheduling", json=body())
         assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
-        assert refused.json() == {"detail": "a bearer token is required: send Authorization: Bearer <scheduler token>"}
-        # the token guards the included routers too, invalid bodies included: auth comes first
-        assert c.get("/reservations").status_code == 401
+        assert refused.json() == {
+            "detail": "unauthenticated: a bearer token is required: send Authorization: Bearer <token> "
+            "(greenops token issue)"
+        }
+        # the credential guards every router but the probes, invalid bodies included: auth comes first
+        for path in (
+            "/reservations",
+            "/reservations/some/key",
+            "/dashboard",
+            "/dashboard/api/placements",
+            "/credentials",
+        ):
+            assert c.get(path).status_code == 401, path
         assert c.post("/scheduling", json={"cpu": "x"}).status_code == 401
+        assert c.put("/reservations/k", json=body()).status_code == 401
+        assert c.delete("/reservations/k").status_code == 401
         assert c.get("/healthz").status_code == c.get("/readyz").status_code == 200
-        ok = c.post("/scheduling", json=body(), headers={"Authorization": f"Bearer {TOKEN}"})
+        ok = c.post("/scheduling", json=body(), headers=AUTH)
         assert ok.status_code == 200 and ok.json()["scheduling_time"] == stamp(NOW)
 
 
@@ -205,16 +224,19 @@ def env(monkeypatch):
 def test_settings_defaults_and_the_environment(env):
     defaults = load_settings()
     assert (defaults.source, defaults.capacity_vcpu, defaults.database) == ("profiles", 512.0, None)
-    assert defaults.requests_per_tenant() == "600/minute" and defaults.bearer_token() is None
+    assert defaults.requests_per_principal() == "600/minute" and defaults.bootstrap_admin_token() is None
+    # GREENOPS_SCHEDULER_TOKEN is a client's credential now: the service never reads it as its own
+    env.setenv("GREENOPS_SCHEDULER_TOKEN", "a-clients-credential")
+    assert load_settings().bootstrap_admin_token() is None
     env.setenv("GREENOPS_CARBON_SOURCE", "traces:ci-exports")
     env.setenv("GREENOPS_CAPACITY_VCPU", "64")
     env.setenv("GREENOPS_SCHEDULER_DATABASE", "sqlite:///record.db")
     env.setenv("GREENOPS_SCHEDULER_RATE_LIMIT", "none")
-    env.setenv("GREENOPS_SCHEDULER_TOKEN", TOKEN)
+    env.setenv("GREENOPS_SCHEDULER_ADMIN_TOKEN", TOKEN)
     env.setenv("ELECTRICITYMAPS_TOKEN", "em-token")
     s = load_settings()
     assert (s.source, s.capacity_vcpu, s.database) == ("traces:ci-exports", 64.0, "sqlite:///record.db")
-    assert s.requests_per_tenant() is None and s.bearer_token() == TOKEN
+    assert s.requests_per_principal() is None and s.bootstrap_admin_token() == TOKEN
     assert s.electricitymaps_api_token() == "em-token"
     assert TOKEN not in repr(s)  # a secret never reaches a log line by way of the settings
 
@@ -232,12 +254,13 @@ def test_settings_ignore_names_that_are_not_theirs(env):
 def test_flags_override_the_environment(env, tmp_path):
     env.setenv("GREENOPS_CAPACITY_VCPU", "64")
     env.setenv("GREENOPS_SCHEDULER_RATE_LIMIT", "not-a-limit")  # overridden, so never judged
-    env.setenv("GREENOPS_SCHEDULER_TOKEN", "from-the-environment")
+    env.setenv("GREENOPS_SCHEDULER_ADMIN_TOKEN", "from-the-environment")
     token_file = tmp_path / "token"
     token_file.write_text(f"{TOKEN}\n")
-    argv = ["--capacity-vcpu", "32", "--rate-limit", "5/second", "--token-file", str(token_file)]
+    argv = ["--capacity-vcpu", "32", "--rate-limit", "5/second", "--admin-token-file", str(token_file)]
     s = settings_from(parse_args(argv))
-    assert s.capacity_vcpu == 32.0 and s.requests_per_tenant() == "5/second" and s.bearer_token() == TOKEN
+    assert s.capacity_vcpu == 32.0 and s.requests_per_principal() == "5/second"
+    assert s.bootstrap_admin_token() == TOKEN
     assert settings_from(parse_args(["--rate-limit", "none"])).capacity_vcpu == 64.0  # unflagged: the env's
 
 
@@ -251,7 +274,16 @@ def test_flags_override_the_environment(env, tmp_path):
         ),
         ({"GREENOPS_CAPACITY_VCPU": "64"}, ["--capacity-vcpu", "0"], "--capacity-vcpu: Input should be greater than 0"),
         ({}, ["--rate-limit", "lots"], "--rate-limit: expected a count per period, e.g. 600/minute, or none"),
-        ({"GREENOPS_SCHEDULER_TOKEN": ""}, [], "GREENOPS_SCHEDULER_TOKEN: the bearer token is empty"),
+        (
+            {"GREENOPS_SCHEDULER_ADMIN_TOKEN": ""},
+            [],
+            "GREENOPS_SCHEDULER_ADMIN_TOKEN: " + SHORT_ADMIN_TOKEN,
+        ),
+        (
+            {"GREENOPS_SCHEDULER_ADMIN_TOKEN": "p4ssw0rd"},
+            [],
+            "GREENOPS_SCHEDULER_ADMIN_TOKEN: " + SHORT_ADMIN_TOKEN,
+        ),
         (
             {"GREENOPS_CARBON_SOURCE": "nowhere"},
             [],

@@ -1,8 +1,9 @@
 """The reservation record under faults, through real scheduler processes: a burst with a
 ``kill -9`` in the middle (SQLite), and two replicas on one real PostgreSQL server.
 
-Clients behave as Placement's and OPA's do: each request carries its key, and a connection error or
-a 503 is retried with the same key. Afterwards the record must hold exactly the answers the
+Clients behave as Placement's and OPA's do: each request carries its key and its principal's
+credential (a tenant's token on the Pulumi path, OPA's on the cluster path), and a connection error
+or a 503 is retried with the same key. Afterwards the record must hold exactly the answers the
 clients got, and no zone-hour may be over capacity.
 """
 
@@ -45,10 +46,25 @@ def request(i: int) -> dict:
     }
 
 
-def send_until_answered(urls: list[str], body: dict, give_up: float) -> httpx.Response:
+Tokens = dict[str, str]  # "cluster" -> OPA's token; tenant -> that tenant's Pulumi-path token
+
+
+def issue_tokens(s: SchedulerServer) -> Tokens:
+    """The callers' credentials, stored in the record: every replica on it accepts them."""
+    tokens = {f"t{n}": s.issue(f"t{n}-stack", [f"t{n}"], paths=["pulumi"]) for n in range(3)}
+    tokens["cluster"] = s.issue("opa", None, paths=["cluster"])
+    return tokens
+
+
+def auth(tokens: Tokens, body: dict) -> dict[str, str]:
+    who = "cluster" if body["path"] == "cluster" else body["tenant"]
+    return {"Authorization": f"Bearer {tokens[who]}"}
+
+
+def send_until_answered(urls: list[str], body: dict, give_up: float, tokens: Tokens) -> httpx.Response:
     """One client: the same body, retried on every connection error or 503, round-robin over urls."""
     attempt = 0
-    with httpx.Client(timeout=15) as client:
+    with httpx.Client(timeout=15, headers=auth(tokens, body)) as client:
         while True:
             try:
                 r = client.post(f"{urls[attempt % len(urls)]}/scheduling", json=body)
@@ -62,13 +78,15 @@ def send_until_answered(urls: list[str], body: dict, give_up: float) -> httpx.Re
             time.sleep(0.05)
 
 
-def burst(urls: list[str], n: int, workers: int, answered: list | None = None) -> dict[str, list[httpx.Response]]:
+def burst(
+    urls: list[str], n: int, workers: int, tokens: Tokens, answered: list | None = None
+) -> dict[str, list[httpx.Response]]:
     give_up = time.monotonic() + 180
     got: dict[str, list[httpx.Response]] = defaultdict(list)
     lock = threading.Lock()
 
     def one(i: int) -> None:
-        r = send_until_answered(urls, request(i), give_up)
+        r = send_until_answered(urls, request(i), give_up, tokens)
         with lock:
             got[f"burst/{i}"].append(r)
             if answered is not None:
@@ -101,12 +119,13 @@ def assert_record_matches(url: str, got: dict[str, list[httpx.Response]]) -> Non
     assert not over, f"zone-hours over capacity: {over}"
 
 
-def retry_each(urls: list[str], got: dict[str, list[httpx.Response]]) -> None:
+def retry_each(urls: list[str], got: dict[str, list[httpx.Response]], tokens: Tokens) -> None:
     """Every key asked again: the same placement, nothing new booked."""
     with httpx.Client(timeout=15) as client:
         for i, key in enumerate(sorted(got)):
             first = got[key][-1]
-            again = client.post(f"{urls[i % len(urls)]}/scheduling", json=request(int(key.split("/")[1])))
+            body = request(int(key.split("/")[1]))
+            again = client.post(f"{urls[i % len(urls)]}/scheduling", json=body, headers=auth(tokens, body))
             if first.status_code == 200:
                 assert again.status_code == 200 and again.json() == first.json(), key
                 assert again.headers.get("idempotent-replayed") == "true", key
@@ -119,8 +138,9 @@ def test_kill_9_mid_burst_on_sqlite_loses_and_doubles_nothing(tmp_path):
     first.start()
     answered: list[int] = []
     try:
+        tokens = issue_tokens(first)
         with ThreadPoolExecutor(1) as runner:
-            pending = runner.submit(burst, [first.url], 300, 16, answered)
+            pending = runner.submit(burst, [first.url], 300, 16, tokens, answered)
             while len(answered) < 100:
                 assert not pending.done(), "the burst finished before the kill"
                 time.sleep(0.01)
@@ -139,7 +159,7 @@ def test_kill_9_mid_burst_on_sqlite_loses_and_doubles_nothing(tmp_path):
                 )
                 assert len(got) == 300
                 assert_record_matches(database, got)
-                retry_each([second.url], got)
+                retry_each([second.url], got, tokens)
                 assert_record_matches(database, got)
     finally:
         first.stop()
@@ -153,9 +173,10 @@ def test_two_replicas_on_one_real_postgresql_never_overbook(tmp_path):
             SchedulerServer(capacity_vcpu=CAPACITY, database=pg.url, env=env, log=tmp_path / "b.log") as b,
         ):
             urls = [a.url, b.url]
-            got = burst(urls, 500, 48)
+            tokens = issue_tokens(a)
+            got = burst(urls, 500, 48, tokens)
             placed = sum(r[-1].status_code == 200 for r in got.values())
             print(f"\ntwo replicas, 500 requests: {placed} placed, {500 - placed} refused")
             assert_record_matches(pg.url, got)
-            retry_each(urls, got)
+            retry_each(urls, got, tokens)
             assert_record_matches(pg.url, got)

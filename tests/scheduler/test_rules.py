@@ -169,7 +169,8 @@ def test_scheduling_takes_the_rule_and_stays_when_the_record_says_so(tmp_path, m
         "dry_run": True,
     }
     try:
-        with TestClient(create_app(source, clock=lambda: now, store=store)) as client:
+        app = create_app(source, clock=lambda: now, store=store, admin_tokens=["rules-test-admin-token"])
+        with TestClient(app, headers={"Authorization": "Bearer rules-test-admin-token"}) as client:
             point, sure = (
                 client.post("/scheduling", json=body),
                 client.post("/scheduling", json={**body, "rule": "sure"}),

@@ -16,6 +16,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def service():
     with SchedulerServer(capacity_vcpu=64) as s:
+        # a tenant's API token, as `greenops token issue` makes one: what a real caller presents
+        s.headers = {"Authorization": f"Bearer {s.issue('service-test', ['default'])}"}
         yield s
 
 
@@ -38,7 +40,7 @@ def thesis_body(**over):
 
 
 def post(service, body):
-    return httpx.post(f"{service.url}/scheduling", json=body, timeout=15)
+    return httpx.post(f"{service.url}/scheduling", json=body, timeout=15, headers=service.headers)
 
 
 def test_thesis_request(service):
@@ -83,6 +85,7 @@ def test_same_input_same_answer_on_a_fresh_ledger():
     answers = []
     for _ in range(2):
         with SchedulerServer() as s:
+            s.headers = s.admin_headers
             out = post(s, body).json()
             answers.append((out["scheduling_location"], out["expected_intensity"]))
     assert answers[0] == answers[1]
@@ -113,14 +116,18 @@ def test_bad_input_is_a_4xx_naming_the_field(service, over, code, field):
 
 
 def test_missing_fields_are_named(service):
-    r = httpx.post(f"{service.url}/scheduling", json={"eligible_regions": ["FR"]})
+    r = httpx.post(f"{service.url}/scheduling", json={"eligible_regions": ["FR"]}, headers=service.headers)
     assert r.status_code == 422
     for f in ("deadline", "duration", "cpu", "memory"):
         assert f"{f}: Field required" in r.json()["detail"]
 
 
 def test_not_json_is_a_4xx(service):
-    r = httpx.post(f"{service.url}/scheduling", content=b"{nope", headers={"Content-Type": "application/json"})
+    r = httpx.post(
+        f"{service.url}/scheduling",
+        content=b"{nope",
+        headers={**service.headers, "Content-Type": "application/json"},
+    )
     assert r.status_code == 422
 
 
@@ -151,6 +158,7 @@ def test_logs_are_structured_json(service):
     lines = [json.loads(line) for line in service.log.read_text().splitlines() if line.startswith("{")]
     placed = [x for x in lines if x.get("event") == "scheduling.placed"]
     assert placed and {"zone", "start", "expected", "baseline", "elapsed_ms", "timestamp", "level"} <= set(placed[-1])
+    assert placed[-1]["principal"] == "service-test" and placed[-1]["tenant"] == "default"
 
 
 def test_earliest_start_moves_the_search_window(service):

@@ -6,10 +6,11 @@
 # and vmSize, the namespace's tenant when the spec has none, and recording the values it chose
 # itself under the annotation greenops.io/decision (see "Whose fields" below and the README) and the
 # reservation's key under greenops.io/reservation. Conflicts, a tenant that is not the namespace's,
-# malformed specs and scheduler failures (quota included: the scheduler counts both paths) are
-# denied with a reason (fail closed). A dry run books nothing. DELETE releases the reservation and
-# is always allowed. Any other kind or operation passes unchanged. Served as system.main (see
-# system.rego).
+# malformed specs, strings that break their rule (spec_fields.rego), a spec.namespace other than the
+# object's own and scheduler failures (quota included: the scheduler counts both paths) are denied
+# with a reason (fail closed). A dry run books nothing. DELETE releases the reservation (only a
+# cluster-path key of the review's own namespace) and is always allowed. Any other kind or
+# operation passes unchanged. Served as system.main (see system.rego).
 # METADATA
 # title: VmTemplate admission
 # description: >-
@@ -23,6 +24,7 @@ import data.greenops.catalog
 import data.greenops.config
 import data.greenops.placement
 import data.greenops.scheduler
+import data.greenops.spec_fields
 import data.greenops.tenancy
 import data.greenops.workload
 
@@ -54,6 +56,8 @@ else := {"allowed": true} if {
 else := _deny(sprintf("%v: spec must be an object", [_subject])) if {
 	not is_object(_field(_field(request, "object"), "spec"))
 }
+
+else := _deny(sprintf("%v: %v", [_subject, concat("; ", _spec_refusals)])) if count(_spec_refusals) > 0
 
 else := _patch(_existing_decision, object.get(_old, "tenant", null)) if _keep_existing
 
@@ -197,6 +201,22 @@ _selection := s if {
 	s != null
 }
 
+# --- The spec's strings and namespace (see spec_fields.rego) -------------------------------------
+# Without the bundle's rules nothing could be checked: fail closed rather than pass every string.
+default _string_rules := null
+
+_string_rules := data.greenops.string_rules
+
+_spec_refusals := ["the policy bundle has no data.greenops.string_rules, so the spec's strings cannot be checked"] if {
+	not is_object(_string_rules)
+} else := array.concat(_namespace_refusal, spec_fields.problems(_spec, _string_rules))
+
+default _namespace_refusal := []
+
+_namespace_refusal := [p] if {
+	p := spec_fields.namespace_problem(_spec, _namespace)
+}
+
 # --- Tenant: the namespace's (see tenancy.rego) -----------------------------------------------
 # The namespaces kube-mgmt replicates; none before its first sync (or without kube-mgmt).
 default _namespaces := {}
@@ -223,18 +243,74 @@ _tenant_problem := e if {
 # it from the stored object (oldObject), never from the user's copy; an object admitted before the
 # annotation existed is keyed "<namespace>/<name>/<metadata.uid>". Why, and what it costs: the
 # README, "The cluster path's reservations and tenants".
+#
+# A review books and releases only keys of the cluster form with its own namespace first and a
+# Kubernetes uid (a UUID: the API server's request and object uids are UUIDs) last: a recorded key
+# that is not one (a Pulumi-path key "<stack>/<workload>/<spec digest>", even of a stack named like
+# the namespace, another namespace's, a forged review's) is never used. An UPDATE then falls back
+# to the uid key and records it; a DELETE releases nothing and warns, naming the key and why.
 reservation_annotation := "greenops.io/reservation"
 
 _old_name := object.get(_old_metadata, "name", object.get(request, "name", ""))
 
 reservation_key := sprintf("%v/%v/%v", [_namespace, _created_name, request.uid]) if {
 	request.operation == "CREATE"
-} else := recorded_reservation(_field(request, "oldObject")) if {
-	recorded_reservation(_field(request, "oldObject"))
+} else := _recorded_key if {
+	not _recorded_key_problem
 } else := sprintf("%v/%v/%v", [_namespace, _old_name, uid]) if {
+	not _refused_delete
 	uid := _field(_old_metadata, "uid")
 	is_string(uid)
 	uid != ""
+}
+
+# The key on the stored object's annotation (null without one).
+_recorded_key := _field(_field(_old_metadata, "annotations"), reservation_annotation)
+
+_recorded_key_problem := "there is none" if _recorded_key == null
+
+else := cluster_key_problem(_recorded_key, _namespace, object.get(_old_metadata, "namespace", _namespace))
+
+# A DELETE whose stored object records a key that is not this namespace's: nothing is released.
+_refused_delete if {
+	request.operation == "DELETE"
+	_recorded_key != null
+	_recorded_key_problem
+}
+
+# cluster_key_problem(key, ns, stored_ns): why key is not a cluster-path key "<ns>/<name>/<uid>"
+# of namespace ns, the review's, for an object stored in stored_ns; undefined when it is one.
+cluster_key_problem(key, ns, stored_ns) := "it is not a string" if not is_string(key)
+
+else := "it is not a key the scheduler accepts (1-512 printable ASCII characters, no spaces)" if {
+	not recorded_reservation({"metadata": {"annotations": {reservation_annotation: key}}})
+}
+
+else := sprintf("the object is stored in namespace %v, not the review's %v", [stored_ns, ns]) if {
+	stored_ns != ns
+}
+
+else := _segments_problem(split(key, "/"), ns)
+
+# _segments_problem(parts, ns): why a key's "/"-separated parts are not [ns, name, uid].
+_segments_problem(parts, ns) := sprintf(
+	"it has %v segment(s), not the cluster form <namespace>/<name>/<uid>",
+	[count(parts)],
+) if {
+	count(parts) != 3
+}
+
+else := sprintf("it belongs to namespace %v, not this object's %v", [parts[0], ns]) if {
+	parts[0] != ns
+}
+
+else := "it has an empty name segment" if parts[1] == ""
+
+else := sprintf(
+	"its last segment %v is not a Kubernetes uid (a UUID; a Pulumi-path key ends in its spec's digest)",
+	[parts[2]],
+) if {
+	not regex.match(`^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$`, parts[2])
 }
 
 _created_name := n if {
@@ -308,6 +384,13 @@ _release_denied := scheduler.release(reservation_key, "admission denied: the sch
 # deletion; the user is warned and the booking ends with its window (or a sweep of the record
 # against the cluster's VmTemplates releases it, see the README). A dry run releases nothing.
 _deleted := {"allowed": true} if dry_run
+
+else := {"allowed": true, "warnings": [sprintf(
+	"%v deleted; its recorded reservation %v was not released: %v",
+	[_subject, json.marshal(_recorded_key), _recorded_key_problem],
+)]} if {
+	_refused_delete
+}
 
 else := {"allowed": true} if {
 	not reservation_key

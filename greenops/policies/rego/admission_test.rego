@@ -10,10 +10,16 @@ spec := {
 	"maxLatency": 100, "originRegion": "italynorth", "eligibleProviders": ["azure"], "tenant": "t1",
 }
 
+# The API server's uids are UUIDs: the request's (the key of a created object) and an object's.
+request_uid := "0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51"
+
+legacy_uid := "6f1e0d2c-3b4a-4958-8776-655443322110"
+
 review(op, obj, old) := {
 	"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
 	"request": {
-		"uid": "uid-1", "kind": {"group": "composition.krateo.io", "version": "v1-2-0", "kind": "VmTemplate"},
+		"uid": request_uid,
+		"kind": {"group": "composition.krateo.io", "version": "v1-2-0", "kind": "VmTemplate"},
 		"operation": op, "namespace": "greenops", "name": "vm-1", "object": obj, "oldObject": old,
 	},
 }
@@ -86,6 +92,7 @@ answer_in(rev, mode, replicated) := r if {
 	r := admission.main with input as rev
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
+		with data.greenops.string_rules as testdata.string_rules
 		with data.kubernetes.namespaces as replicated
 		with opa.runtime as {"env": {"SCHEDULER_URL": "http://127.0.0.1:9/"}}
 		with http.send as mock
@@ -110,7 +117,7 @@ message(r) := r.response.status.message
 
 test_create_is_patched_with_the_scheduler_decision if {
 	r := answer(review("CREATE", vm(spec), null), "fr")
-	r.response.uid == "uid-1"
+	r.response.uid == "0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51"
 	r.response.allowed
 	r.response.patchType == "JSONPatch"
 	patch_of(r) == [
@@ -125,7 +132,7 @@ test_create_is_patched_with_the_scheduler_decision if {
 				`{"provider":"azure","schedulingLocation":"francecentral",`,
 				`"schedulingTime":"2029-12-30T02:00:00Z","vmSize":"Standard_E2as_v4"}`,
 			]),
-			"greenops.io/reservation": "greenops/vm-1/uid-1",
+			"greenops.io/reservation": "greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51",
 		}},
 	]
 }
@@ -154,6 +161,7 @@ test_scheduler_receives_the_thesis_body if {
 	r := admission.main with input as review("CREATE", vm(spec), null)
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
+		with data.greenops.string_rules as testdata.string_rules
 		with data.kubernetes.namespaces as namespaces
 		with opa.runtime as {"env": {"SCHEDULER_URL": "http://sched:8080/"}}
 		with http.send as echo_request
@@ -167,7 +175,7 @@ test_scheduler_receives_the_thesis_body if {
 
 	# ...and books it as the object's reservation: its key, the namespace's tenant and its quota
 	# (t1 has none here), the cluster path, the zones' regions and the workload policy saw
-	contains(message(r), `"key":"greenops/vm-1/uid-1"`)
+	contains(message(r), `"key":"greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51"`)
 	contains(message(r), `"tenant":"t1"`)
 	contains(message(r), `"tenant_quota_vcpu":null`)
 	contains(message(r), `"path":"cluster"`)
@@ -217,6 +225,7 @@ test_missing_scheduler_url_fails_closed if {
 	r := admission.main with input as review("CREATE", vm(spec), null)
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
+		with data.greenops.string_rules as testdata.string_rules
 		with data.kubernetes.namespaces as namespaces
 		with opa.runtime as {"env": {}}
 		with http.send as mock_fr
@@ -249,7 +258,7 @@ test_update_with_unchanged_spec_keeps_the_decision_without_asking if {
 		# the key recorded on the stored object, re-asserted
 		{"op": "add", "path": "/metadata/annotations", "value": {
 			"greenops.io/decision": json.marshal(decision_fr),
-			"greenops.io/reservation": "greenops/vm-1/uid-1",
+			"greenops.io/reservation": "greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51",
 		}},
 	]
 }
@@ -324,7 +333,8 @@ test_a_pin_stays_a_pin_on_later_updates if {
 	r := answer(review("UPDATE", more_cpu, pinned), "fr")
 	message(r) == concat("", [
 		"VmTemplate greenops/vm-1: not placed, failing closed: the scheduler chose zone FR, ",
-		`which is not among the eligible zones ["IT-NO"]; its reservation greenops/vm-1/uid-1 was released`,
+		`which is not among the eligible zones ["IT-NO"]; its reservation `,
+		"greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51 was released",
 	])
 }
 
@@ -404,18 +414,20 @@ test_other_kinds_pass_unchanged if {
 		"value": "ConfigMap",
 	}])
 	r := answer(rev, "down")
-	r.response == {"uid": "uid-1", "allowed": true}
+	r.response == {"uid": "0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51", "allowed": true}
 }
 
 # --- DELETE gives the reservation back, and is never blocked ----------------------------------
 test_delete_releases_the_recorded_reservation if {
 	r := answer(review("DELETE", null, placed), "fr")
-	r.response == {"uid": "uid-1", "allowed": true}
+	r.response == {"uid": "0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51", "allowed": true}
 	sent := answer(review("DELETE", null, placed), "echo")
 	sent.response.warnings == [concat("", [
-		"VmTemplate greenops/vm-1 deleted, but its reservation greenops/vm-1/uid-1 was not released: ",
+		"VmTemplate greenops/vm-1 deleted, but its reservation ",
+		"greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51 was not released: ",
 		"scheduler at http://127.0.0.1:9 answered HTTP 418: ",
-		"DELETE http://127.0.0.1:9/reservations/greenops/vm-1/uid-1?reason=VmTemplate+greenops%2Fvm-1+deleted null",
+		"DELETE http://127.0.0.1:9/reservations/greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51",
+		"?reason=VmTemplate+greenops%2Fvm-1+deleted null",
 	])]
 }
 
@@ -423,22 +435,23 @@ test_a_scheduler_failure_does_not_block_the_delete if {
 	r := answer(review("DELETE", null, placed), "down")
 	r.response.allowed
 	r.response.warnings == [concat("", [
-		"VmTemplate greenops/vm-1 deleted, but its reservation greenops/vm-1/uid-1 was not released: ",
+		"VmTemplate greenops/vm-1 deleted, but its reservation ",
+		"greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51 was not released: ",
 		"scheduler at http://127.0.0.1:9 unreachable: connection refused",
 	])]
 }
 
 test_a_dry_run_delete_releases_nothing if {
 	rev := json.patch(review("DELETE", null, placed), [{"op": "add", "path": "/request/dryRun", "value": true}])
-	answer(rev, "echo").response == {"uid": "uid-1", "allowed": true} # echo would have warned
+	answer(rev, "echo").response == {"uid": request_uid, "allowed": true} # echo would have warned
 }
 
 test_delete_of_an_object_admitted_before_the_record_uses_its_uid if {
-	legacy := json.patch(vm(spec), [{"op": "add", "path": "/metadata/uid", "value": "6f1e"}])
+	legacy := json.patch(vm(spec), [{"op": "add", "path": "/metadata/uid", "value": legacy_uid}])
 	r := answer(review("DELETE", null, legacy), "echo")
-	contains(r.response.warnings[0], "/reservations/greenops/vm-1/6f1e?")
+	contains(r.response.warnings[0], "/reservations/greenops/vm-1/6f1e0d2c-3b4a-4958-8776-655443322110?")
 	keyless := answer(review("DELETE", null, vm(spec)), "echo") # no record, no uid: nothing to release
-	keyless.response == {"uid": "uid-1", "allowed": true}
+	keyless.response == {"uid": "0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51", "allowed": true}
 }
 
 test_malformed_reviews_get_a_clean_denial if {

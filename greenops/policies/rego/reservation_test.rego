@@ -18,14 +18,16 @@ with_request(rev, field, value) := json.patch(rev, [{
 
 test_create_is_keyed_by_namespace_name_and_the_requests_uid if {
 	# The API server assigns metadata.uid after admission: the request's uid stands in for it.
-	sent(t.review("CREATE", t.vm(t.spec), null)).key == "greenops/vm-1/uid-1"
-	sent(with_request(t.review("CREATE", t.vm(t.spec), null), "uid", "uid-2")).key == "greenops/vm-1/uid-2"
+	sent(t.review("CREATE", t.vm(t.spec), null)).key == "greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51"
+	other := "0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a52"
+	created := with_request(t.review("CREATE", t.vm(t.spec), null), "uid", other)
+	sent(created).key == concat("/", ["greenops/vm-1", other])
 }
 
 test_a_generate_name_object_is_keyed_by_its_prefix if {
 	obj := {"metadata": {"generateName": "train-", "namespace": "greenops"}, "spec": t.spec}
 	rev := json.patch(t.review("CREATE", obj, null), [{"op": "remove", "path": "/request/name"}])
-	sent(rev).key == "greenops/train-/uid-1"
+	sent(rev).key == "greenops/train-/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51"
 }
 
 test_create_ignores_a_copied_reservation_annotation if {
@@ -34,7 +36,7 @@ test_create_ignores_a_copied_reservation_annotation if {
 		"op": "add", "path": "/metadata/annotations",
 		"value": {"greenops.io/reservation": "greenops/other/u-9"},
 	}])
-	sent(t.review("CREATE", obj, null)).key == "greenops/vm-1/uid-1"
+	sent(t.review("CREATE", obj, null)).key == "greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51"
 }
 
 test_update_keeps_the_key_recorded_on_the_stored_object if {
@@ -43,17 +45,17 @@ test_update_keeps_the_key_recorded_on_the_stored_object if {
 	tampered := json.patch(t.placed_with({"cpu": 4, "memory": 8}), [{
 		"op": "replace", "path": "/metadata/annotations/greenops.io~1reservation", "value": "greenops/other/u-9",
 	}])
-	rev := with_request(t.review("UPDATE", tampered, t.placed), "uid", "uid-7")
-	sent(rev).key == "greenops/vm-1/uid-1"
+	rev := with_request(t.review("UPDATE", tampered, t.placed), "uid", "0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a57")
+	sent(rev).key == "greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51"
 	r := t.answer(rev, "it")
 	stored := t.patched(rev, r)
-	stored.metadata.annotations["greenops.io/reservation"] == "greenops/vm-1/uid-1"
+	stored.metadata.annotations["greenops.io/reservation"] == "greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51"
 }
 
 test_update_of_an_object_admitted_before_the_record_is_keyed_by_its_uid if {
-	legacy := json.patch(t.vm(t.decided), [{"op": "add", "path": "/metadata/uid", "value": "6f1e"}])
+	legacy := json.patch(t.vm(t.decided), [{"op": "add", "path": "/metadata/uid", "value": t.legacy_uid}])
 	rev := t.review("UPDATE", json.patch(legacy, [{"op": "replace", "path": "/spec/cpu", "value": 4}]), legacy)
-	sent(rev).key == "greenops/vm-1/6f1e"
+	sent(rev).key == "greenops/vm-1/6f1e0d2c-3b4a-4958-8776-655443322110"
 }
 
 test_dry_run_books_nothing_and_records_no_key if {
@@ -70,14 +72,15 @@ test_a_denial_after_booking_releases_it if {
 	r := t.answer(t.review("CREATE", t.vm(t.spec), null), "us")
 	r.response.status.message == concat("", [
 		"VmTemplate greenops/vm-1: not placed, failing closed: the scheduler chose zone US-CAL-CISO, ",
-		`which is not among the eligible zones ["FR", "IT-NO"]; its reservation greenops/vm-1/uid-1 was released`,
+		`which is not among the eligible zones ["FR", "IT-NO"]; its reservation `,
+		"greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51 was released",
 	])
 }
 
 test_a_failed_release_after_a_denial_is_reported if {
 	r := t.answer(t.review("CREATE", t.vm(t.spec), null), "us, then down")
 	endswith(r.response.status.message, concat("", [
-		"; releasing its reservation greenops/vm-1/uid-1 failed too ",
+		"; releasing its reservation greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51 failed too ",
 		"(scheduler at http://127.0.0.1:9 unreachable: connection refused); it ends with its window",
 	]))
 }
@@ -93,7 +96,7 @@ test_an_object_being_deleted_is_neither_blocked_nor_placed_again if {
 		"op": "add", "path": "/metadata/deletionTimestamp",
 		"value": "2029-12-30T00:00:00Z",
 	}])
-	t.answer(t.review("UPDATE", going, t.placed), "echo").response == {"uid": "uid-1", "allowed": true}
+	t.answer(t.review("UPDATE", going, t.placed), "echo").response == {"uid": t.request_uid, "allowed": true}
 }
 
 test_recorded_reservation_ignores_what_the_scheduler_would_refuse if {
@@ -101,4 +104,109 @@ test_recorded_reservation_ignores_what_the_scheduler_would_refuse if {
 	not admission.recorded_reservation({"metadata": {"annotations": {"greenops.io/reservation": 7}}})
 	not admission.recorded_reservation({"metadata": {"annotations": "x"}})
 	admission.recorded_reservation({"metadata": {"annotations": {"greenops.io/reservation": "ns/a/u"}}}) == "ns/a/u"
+}
+
+# --- Only the cluster path's keys of the review's own namespace are booked or released --------
+# The stored object as a forged (or tampered) one would record it: key k on the annotation.
+recording(k) := json.patch(t.placed, [{
+	"op": "replace", "path": "/metadata/annotations/greenops.io~1reservation",
+	"value": k,
+}])
+
+# A DELETE whose recorded key is refused: allowed, nothing sent to the scheduler (the "echo" mock
+# would have failed a release and the warning would say so), one warning naming key and reason.
+refused_delete(k, why) if {
+	r := t.answer(t.review("DELETE", null, recording(k)), "echo")
+	r.response == {"uid": "0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51", "allowed": true, "warnings": [sprintf(
+		"VmTemplate greenops/vm-1 deleted; its recorded reservation %v was not released: %v",
+		[json.marshal(k), why],
+	)]}
+}
+
+test_a_delete_naming_a_pulumi_path_key_releases_nothing if {
+	# The Pulumi path's keys are "<stack>/<workload>/<spec digest>"; a stack may even be named like
+	# the namespace: the digest is not a Kubernetes uid.
+	refused_delete("dev/etl/3f2a9c1e7b4d", "it belongs to namespace dev, not this object's greenops")
+	refused_delete("greenops/etl/3f2a9c1e7b4d", concat("", [
+		"its last segment 3f2a9c1e7b4d is not a Kubernetes uid ",
+		"(a UUID; a Pulumi-path key ends in its spec's digest)",
+	]))
+	refused_delete("stack/workload", "it has 2 segment(s), not the cluster form <namespace>/<name>/<uid>")
+}
+
+test_a_delete_naming_another_namespaces_key_releases_nothing if {
+	refused_delete(
+		concat("/", ["team-b/vm-1", t.request_uid]),
+		"it belongs to namespace team-b, not this object's greenops",
+	)
+}
+
+test_a_delete_naming_a_key_with_the_wrong_segment_count_releases_nothing if {
+	refused_delete(
+		"greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51/x",
+		"it has 4 segment(s), not the cluster form <namespace>/<name>/<uid>",
+	)
+	refused_delete("greenops", "it has 1 segment(s), not the cluster form <namespace>/<name>/<uid>")
+	refused_delete("greenops//0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51", "it has an empty name segment")
+	refused_delete("greenops/vm-1/", concat("", [
+		"its last segment  is not a Kubernetes uid ",
+		"(a UUID; a Pulumi-path key ends in its spec's digest)",
+	]))
+}
+
+test_a_delete_naming_a_key_the_scheduler_refuses_releases_nothing if {
+	refused_delete(
+		"greenops/vm 1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51",
+		"it is not a key the scheduler accepts (1-512 printable ASCII characters, no spaces)",
+	)
+	refused_delete(7, "it is not a string")
+}
+
+test_a_delete_of_an_object_stored_in_another_namespace_releases_nothing if {
+	# A forged review: the request says greenops, the stored object another namespace (whose key it
+	# carries): neither namespace's reservation goes.
+	elsewhere := json.patch(recording("team-b/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51"), [{
+		"op": "replace", "path": "/metadata/namespace",
+		"value": "team-b",
+	}])
+	r := t.answer(t.review("DELETE", null, elsewhere), "echo")
+	r.response.warnings == [concat("", [
+		"VmTemplate greenops/vm-1 deleted; its recorded reservation ",
+		`"team-b/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51" was not released: `,
+		"the object is stored in namespace team-b, not the review's greenops",
+	])]
+}
+
+test_a_refused_record_does_not_fall_back_to_the_uid_key_on_delete if {
+	# The uid key would be this namespace's, but the object says it booked under another key: the
+	# record is wrong, and guessing could release a reservation that is not this object's.
+	with_uid := json.patch(recording("stack/workload"), [{"op": "add", "path": "/metadata/uid", "value": t.legacy_uid}])
+	r := t.answer(t.review("DELETE", null, with_uid), "echo")
+	count(r.response.warnings) == 1
+	contains(r.response.warnings[0], "its recorded reservation \"stack/workload\" was not released")
+}
+
+test_an_update_ignores_a_refused_record_and_books_under_the_uid_key if {
+	foreign := recording(concat("/", ["team-b/vm-1", t.request_uid]))
+	forged := json.patch(foreign, [{"op": "add", "path": "/metadata/uid", "value": t.legacy_uid}])
+	changed := json.patch(forged, [{"op": "replace", "path": "/spec/cpu", "value": 4}])
+	rev := t.review("UPDATE", changed, forged)
+	sent(rev).key == "greenops/vm-1/6f1e0d2c-3b4a-4958-8776-655443322110"
+	stored := t.patched(rev, t.answer(rev, "it"))
+	stored.metadata.annotations["greenops.io/reservation"] == "greenops/vm-1/6f1e0d2c-3b4a-4958-8776-655443322110"
+}
+
+test_an_update_without_a_usable_key_books_under_none if {
+	# No acceptable record and no uid: the scheduler makes a key up, nothing of another namespace.
+	changed := json.patch(recording("stack/workload"), [{"op": "replace", "path": "/spec/cpu", "value": 4}])
+	body := sent(t.review("UPDATE", changed, recording("stack/workload")))
+	body.path == "cluster"
+	not "key" in object.keys(body)
+}
+
+test_cluster_key_problem_accepts_the_namespaces_own_keys if {
+	not admission.cluster_key_problem("greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51", "greenops", "greenops")
+
+	# generateName's prefix, and a uid in capitals
+	not admission.cluster_key_problem("greenops/train-/9D2C1B0A-8F7E-4D6C-B5A4-938271605F4E", "greenops", "greenops")
 }

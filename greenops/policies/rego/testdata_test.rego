@@ -97,3 +97,20 @@ workload := {
 }
 
 with_fields(fields) := object.union(workload, fields)
+
+# A few string rules in the bundle's shape (the real ones are generated from
+# greenops/models/strings.py and checked against a real OPA by tests/policies): enough to show each
+# way a value can break one.
+string_rules := {
+	"vmName": rule(`^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$`, 40, "a short DNS label"),
+	"namespace": rule(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`, 63, "a DNS-1123 label"),
+	"adminUsername": object.union(rule(`^[a-z_][a-z0-9_-]{0,31}$`, 32, "a Linux user name"), {
+		"reserved": ["admin", "root"], "reserved_by": "Azure for a VM's administrator",
+	}),
+	"sshPublicKey": rule(`^ssh-ed25519 [A-Za-z0-9+/]+={0,3}( [^\x00-\x1f\x7f]*)?$`, 8192, "one OpenSSH key line"),
+}
+
+rule(pattern, max_length, expected) := {
+	"pattern": pattern, "max_length": max_length, "expected": expected,
+	"reserved": [], "reserved_by": "",
+}

@@ -55,9 +55,39 @@
 {{- toJson (index $catalog.images .Values.provider) -}}
 {{- end -}}
 
+{{/* The namespace of every object: the release's, which Krateo makes the VmTemplate's own, so a
+     tenant's objects never land in a namespace it does not own. A namespace value is refused unless it
+     is that one (admission refuses it first, with the same reason). */}}
+{{- define "vmtemplate.namespace" -}}
+{{- if and .Values.namespace (ne .Values.namespace .Release.Namespace) -}}
+{{- fail (printf "VmTemplate %s/%s: namespace %q is not the VmTemplate's own namespace %q: its objects are always created in its own namespace (remove namespace)" .Release.Namespace .Release.Name .Values.namespace .Release.Namespace) -}}
+{{- end -}}
+{{- .Release.Namespace -}}
+{{- end -}}
+
+{{/* What every object's name starts with: vmName and 8 hex digits of sha256("<namespace>/<release>").
+     The namespace and the release (Krateo's: the VmTemplate's name) tell VmTemplates apart, so two
+     tenants with the same vmName share no object and, on Azure (one resource group) and GCP (one
+     project), no cloud resource either; both are fixed for the VmTemplate's life, so its names are.
+     vmName (at most 40) + 9 + the longest suffix ("-network", 8) stays within GCP's 63. An object set
+     made before the hash (its network named <vmName>-<suffix> and owned by this release, in this
+     namespace) keeps its names, so the upgrade does not replace a running VM.
+     Takes: root, and the set's network object: api, kind, suffix. */}}
+{{- define "vmtemplate.stem" -}}
+{{- $v := .root.Values -}}
+{{- $old := lookup .api .kind .root.Release.Namespace (printf "%s-%s" $v.vmName .suffix) | default dict -}}
+{{- if eq (dig "metadata" "annotations" "meta.helm.sh/release-name" "" $old) .root.Release.Name -}}
+{{- $v.vmName -}}
+{{- else -}}
+{{- printf "%s-%s" $v.vmName (printf "%s/%s" .root.Release.Namespace .root.Release.Name | sha256sum | trunc 8) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Every value below is quoted (or toJson): a value can never end its line, so it cannot add a
+     field, an object or a document, whatever the schema let through. */}}
 {{- define "vmtemplate.metadata" -}}
-name: {{ .name }}
-namespace: {{ .root.Values.namespace }}
+name: {{ .name | quote }}
+namespace: {{ include "vmtemplate.namespace" .root | quote }}
 labels:
   {{- if eq .root.Values.provider "gcp" }}
   greenops-workload: {{ .root.Values.vmName | lower | quote }}
@@ -77,7 +107,7 @@ labels:
 {{- if $notes }}
 annotations:
   {{- range $k, $v := $notes }}
-  {{ $k }}: {{ $v | quote }}
+  {{ $k | quote }}: {{ $v | quote }}
   {{- end }}
 {{- end }}
 {{- end -}}

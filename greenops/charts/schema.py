@@ -1,0 +1,97 @@
+"""The vm-template chart's values.schema.json, generated from greenops.models.strings.
+
+    python -m greenops.charts.schema            -> rewrites components/charts/vm-template/values.schema.json
+
+The schema is committed because it ships inside the chart: helm checks every install against it,
+and Krateo's core-provider generates the VmTemplate CRD from it, so the API server applies the same
+rules to every VmTemplate. A test holds the committed file equal to this output.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from greenops.charts import CHART_SOURCE
+from greenops.models.strings import DURATION_MAX_LENGTH, RULES
+
+PROVIDERS = ["azure", "gcp", "aws"]
+
+# The values that are not free strings, and every value's description; the string rules are added
+# from RULES. Each string value of the chart is bounded and, but for duration, has a pattern.
+_PROPERTIES: dict[str, dict[str, Any]] = {
+    "vmName": {"description": "Name of the VM: names its objects, with a hash of the VmTemplate's namespace/name"},
+    "cpu": {"type": "integer", "minimum": 1, "description": "Minimum vCPUs"},
+    "memory": {"type": "number", "exclusiveMinimum": 0, "description": "Minimum RAM in GB"},
+    "duration": {
+        "type": ["string", "number"],
+        "maxLength": DURATION_MAX_LENGTH,
+        "description": 'Duration of the workload: a number of hours, or "6h", "90m", "1h30m"; the VM is retired '
+        "at schedulingTime + duration",
+    },
+    "deadline": {"description": "Deadline, RFC 3339"},
+    "maxLatency": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "Maximum latency in ms from originRegion (2000 = none)",
+    },
+    "originRegion": {"description": "Cloud region the latency is measured from"},
+    "eligibleProviders": {
+        "type": "array",
+        "maxItems": len(PROVIDERS),
+        "items": {"type": "string", "enum": PROVIDERS},
+        "description": "Providers the workload may use",
+    },
+    "dataResidency": {"type": "string", "enum": ["eu", "none"], "description": "EU-only placement"},
+    "tenant": {"description": "Tenant, set on every object's labels; admission refuses one not the namespace's"},
+    "provider": {"type": "string", "enum": PROVIDERS, "description": "Set by the admission policy"},
+    "schedulingLocation": {"description": "Cloud region, set by the admission policy"},
+    "schedulingTime": {"description": "Start time (RFC 3339 UTC), set by the admission policy"},
+    "vmSize": {"description": "Provider VM size, set by the admission policy"},
+    "provisioningLeadSeconds": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Render this long before schedulingTime",
+    },
+    "namespace": {
+        "description": "Optional; when set it must be the VmTemplate's own namespace, where its objects always go",
+    },
+    "azureResourceGroup": {
+        "description": "Azure resource group (made by the platform) that owns the Azure objects",
+    },
+    "azureSubscriptionId": {"description": "Subscription of azureResourceGroup: the owners' ARM id needs it"},
+    "adminUsername": {"description": "The VM's administrator (Azure); names Azure refuses are refused"},
+    "sshPublicKey": {"description": "One OpenSSH public key line for adminUsername (Azure)"},
+    "gcpProject": {"description": "GCP project of the Config Connector objects"},
+    "skipAwait": {"type": "boolean", "description": "Annotate pulumi.com/skipAwait (no controller running)"},
+}
+
+
+def values_schema() -> dict[str, Any]:
+    properties = {
+        name: {**RULES[name].json_schema(), **prop} if name in RULES else prop for name, prop in _PROPERTIES.items()
+    }
+    return {
+        "$schema": "http://json-schema.org/draft-07/schema",
+        "type": "object",
+        "required": ["vmName", "cpu", "memory", "duration", "deadline", "maxLatency"],
+        "properties": properties,
+    }
+
+
+def render() -> str:
+    return json.dumps(values_schema(), indent=2) + "\n"
+
+
+SCHEMA_FILE = CHART_SOURCE / "values.schema.json"
+
+
+def main() -> int:
+    SCHEMA_FILE.write_text(render(), encoding="utf-8")
+    print(f"chart schema: wrote {SCHEMA_FILE.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

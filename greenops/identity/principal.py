@@ -1,0 +1,81 @@
+"""A principal and what its scopes allow. Every decision about a body's tenant, path or quota, and
+about who may change a reservation, is taken here, so the routes cannot each read it differently."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from greenops.errors import GreenOpsError
+
+Role = Literal["read", "write", "admin"]
+Path = Literal["pulumi", "cluster", "api"]
+ALL_PATHS: frozenset[str] = frozenset({"pulumi", "cluster", "api"})
+_RANK = {"read": 0, "write": 1, "admin": 2}
+
+
+class Forbidden(GreenOpsError):
+    """The caller is known but its scopes do not cover what it asked (HTTP 403)."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    name: str
+    role: Role
+    tenants: frozenset[str] | None  # None: every tenant
+    paths: frozenset[str]  # the paths whose reservations it books and changes
+
+    # --- the scopes ---------------------------------------------------------------------------
+    def has(self, role: Role) -> bool:
+        return _RANK[self.role] >= _RANK[role]
+
+    def reads(self, tenant: str) -> bool:
+        return self.tenants is None or tenant in self.tenants
+
+    def writes(self, tenant: str, path: str) -> bool:
+        return self.has("write") and self.reads(tenant) and path in self.paths
+
+    def describe(self) -> str:
+        tenants = "every tenant" if self.tenants is None else "tenant(s) " + ", ".join(sorted(self.tenants))
+        return f"principal {self.name} ({self.role}; {tenants}; path(s) {', '.join(sorted(self.paths)) or 'none'})"
+
+    # --- what a booking is made under ---------------------------------------------------------
+    def tenant_for(self, asked: str | None, default: str) -> str:
+        """The tenant a booking counts against: the one the body names, if this principal acts for
+        it; when the body names none, its only tenant, or the platform's default tenant."""
+        if asked is None:
+            if self.tenants is not None and len(self.tenants) == 1:
+                return next(iter(self.tenants))
+            asked = default
+        if not self.reads(asked):
+            raise Forbidden(f"tenant: {self.describe()} may not act for tenant {asked}")
+        return asked
+
+    def path_for(self, asked: str | None) -> str:
+        """The path a booking is recorded under: the body's, if this principal may book on it; when
+        the body names none, its only path, else api."""
+        if asked is None:
+            asked = next(iter(self.paths)) if len(self.paths) == 1 else "api"
+        if asked not in self.paths:
+            raise Forbidden(f"path: {self.describe()} may not book on path {asked}")
+        return asked
+
+    def may_change(self, row: Mapping[str, Any]) -> None:
+        """Raises Forbidden unless this principal owns the reservation ``row`` (its tenant and path)."""
+        if not self.writes(row["tenant"], row["path"]):
+            raise Forbidden(
+                f"reservation {row['key']} belongs to tenant {row['tenant']} on path {row['path']}: "
+                f"{self.describe()} may not change it"
+            )
+
+    def may_read(self, row: Mapping[str, Any]) -> bool:
+        return self.reads(row["tenant"])
+
+    def readable(self, asked: str | None) -> Collection[str] | None:
+        """The tenants a listing may show: the asked one (if readable), else all of this principal's."""
+        if asked is not None:
+            if not self.reads(asked):
+                raise Forbidden(f"tenant: {self.describe()} may not read tenant {asked}'s reservations")
+            return [asked]
+        return None if self.tenants is None else sorted(self.tenants)

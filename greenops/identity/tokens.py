@@ -1,0 +1,153 @@
+"""API tokens, stored hashed in the reservation record's database.
+
+``issue`` returns the token once; only its SHA-256 digest is stored. ``lookup`` is one indexed read
+per request and is never cached, so a revoked token is refused from the next request on, by every
+replica that shares the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from sqlalchemy import insert, select, update
+
+from greenops.errors import GreenOpsError
+from greenops.reservations import ReservationStore
+from greenops.reservations.tables import api_tokens
+
+from .principal import Principal, Role
+
+PREFIX = "gos_"  # says what a leaked string is, to a secret scanner and to a person
+TENANT_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$"  # a Kubernetes label value
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+Tenant = Annotated[str, Field(pattern=TENANT_PATTERN, max_length=63)]
+PathName = Literal["pulumi", "cluster", "api"]
+DEFAULT_PATHS: tuple[PathName, ...] = ("pulumi", "api")
+
+
+class TokenRequest(BaseModel):
+    """What ``POST /credentials`` takes: the principal a new token proves."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@/-]*$")
+    role: Role = "write"
+    tenants: list[Tenant] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="the tenants it acts for; null (read and admin tokens only) for every tenant",
+    )
+    paths: list[PathName] = Field(default_factory=lambda: list(DEFAULT_PATHS), min_length=1, max_length=3)
+    expires_at: AwareDatetime | None = None
+
+    @model_validator(mode="after")
+    def _writers_name_their_tenants(self) -> TokenRequest:
+        # A writer for every tenant on every path is what the old shared token was. The one writer
+        # that acts for every tenant is the admission webhook (OPA), and only on the cluster path,
+        # where the tenant is the namespace's label that OPA reads.
+        if self.tenants is None and self.role == "write" and set(self.paths) != {"cluster"}:
+            raise ValueError(
+                "tenants: a write token names its tenants; only the cluster path's (OPA's), read and admin "
+                "tokens cover every tenant"
+            )
+        return self
+
+
+@dataclass(frozen=True)
+class Issued:
+    id: str
+    token: str  # shown once
+    principal: Principal
+
+
+class UnknownToken(GreenOpsError):
+    """No token has this id."""
+
+
+class TokenStore:
+    def __init__(self, store: ReservationStore):
+        self._store = store
+
+    def issue(self, req: TokenRequest, now: datetime) -> Issued:
+        token = PREFIX + secrets.token_urlsafe(32)
+        token_id = "tok_" + secrets.token_hex(6)
+        tenants = sorted(set(req.tenants)) if req.tenants is not None else None
+        with self._store.writing() as conn:
+            conn.execute(
+                insert(api_tokens).values(
+                    id=token_id,
+                    name=req.name,
+                    token_sha256=digest(token),
+                    role=req.role,
+                    tenants=tenants,
+                    paths=sorted(set(req.paths)),
+                    created_at=now,
+                    expires_at=req.expires_at,
+                )
+            )
+        return Issued(token_id, token, _principal(req.name, req.role, tenants, req.paths))
+
+    def revoke(self, token_id: str, now: datetime) -> dict[str, Any]:
+        with self._store.writing() as conn:
+            found = conn.execute(select(api_tokens).where(api_tokens.c.id == token_id)).mappings().first()
+            if found is None:
+                raise UnknownToken(f"token {token_id}: no such token")
+            row = dict(found)
+            if row["revoked_at"] is None:
+                conn.execute(update(api_tokens).where(api_tokens.c.id == token_id).values(revoked_at=now))
+                row["revoked_at"] = now
+        return _public(row)
+
+    def list(self) -> list[dict[str, Any]]:
+        with self._store.reading() as conn:
+            rows = conn.execute(select(api_tokens).order_by(api_tokens.c.created_at)).mappings().all()
+        return [_public(dict(r)) for r in rows]
+
+    def lookup(self, token: str, now: datetime) -> Principal | str:
+        """The principal ``token`` proves, or why it proves none."""
+        with self._store.reading() as conn:
+            row = conn.execute(select(api_tokens).where(api_tokens.c.token_sha256 == digest(token))).mappings().first()
+        if row is None:
+            return "the bearer token is not known"
+        if row["revoked_at"] is not None:
+            return f"token {row['id']} ({row['name']}) was revoked"
+        expires = row["expires_at"]
+        if expires is not None and _aware(expires) <= now:
+            return f"token {row['id']} ({row['name']}) expired"
+        return _principal(row["name"], row["role"], row["tenants"], row["paths"])
+
+
+def _principal(name: str, role: str, tenants: Collection[str] | None, paths: Collection[str]) -> Principal:
+    return Principal(
+        name=name,
+        role=role,  # type: ignore[arg-type]  # stored from a validated TokenRequest
+        tenants=None if tenants is None else frozenset(tenants),
+        paths=frozenset(paths),
+    )
+
+
+def _aware(value: datetime) -> datetime:
+    from datetime import UTC
+
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _public(row: dict[str, Any]) -> dict[str, Any]:
+    """A token's row without its digest."""
+    row.pop("token_sha256", None)
+    for k in ("created_at", "expires_at", "revoked_at"):
+        if row.get(k) is not None:
+            row[k] = _aware(row[k]).isoformat()
+    return row

@@ -1,0 +1,59 @@
+"""What the record keeps beside a booking: the workload as policy saw it and policy's explanation.
+
+Both come from the caller, are stored, and are served back to every reader (listings with
+``detail``, the dashboard, ``greenops explain``). So they have a schema and a size bound when they
+come in, and every reader goes through ``workload_of``/``explanation_of``, which never raise: a row
+stored before the schema (or by hand) shows as "unknown", never as a 500 for everybody.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+MAX_WORKLOAD_BYTES = 16 * 1024
+MAX_EXPLANATION_BYTES = 64 * 1024
+_Text = Annotated[str, Field(max_length=1024)]
+
+
+class RecordedWorkload(BaseModel):
+    """The fields readers use are typed; the rest (policy's normalised spec) is kept as sent."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: Annotated[str, Field(min_length=1, max_length=253)]
+    tenant: Annotated[str, Field(max_length=63)] | None = None
+    deadline: _Text | None = None
+    cpu: float | None = None
+    memory: float | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_booleans_as_numbers(cls, value: object) -> object:
+        # JSON true would otherwise read as the number 1
+        if isinstance(value, bool):
+            raise ValueError("must not be a boolean")
+        return value
+
+
+def bounded(value: dict[str, Any] | None, limit: int, field: str) -> dict[str, Any] | None:
+    """``value`` if its JSON fits in ``limit`` bytes; else a ValueError naming the field and limit."""
+    if value is not None and len(json.dumps(value, separators=(",", ":"))) > limit:
+        raise ValueError(f"{field} is larger than {limit} bytes of JSON")
+    return value
+
+
+def workload_of(raw: object) -> dict[str, Any] | None:
+    """The stored workload as readers may use it, or None when it does not read as one."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return RecordedWorkload.model_validate(raw).model_dump(mode="json")
+    except ValidationError:
+        return None
+
+
+def explanation_of(raw: object) -> dict[str, Any] | None:
+    return raw if isinstance(raw, dict) else None

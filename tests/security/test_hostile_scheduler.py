@@ -1,0 +1,158 @@
+"""A hostile tenant against the real scheduler process: every attack of the tenancy audit is one
+test, refused with a named reason, and the record is unchanged afterwards."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.security.conftest import Tenancy, booking
+
+pytestmark = pytest.mark.integration
+
+ROUTES = [
+    ("POST", "/scheduling"),
+    ("PUT", "/reservations/team-a/x"),
+    ("PATCH", "/reservations/team-a/x"),
+    ("DELETE", "/reservations/team-a/x"),
+    ("GET", "/reservations"),
+    ("GET", "/reservations/team-a/x"),
+    ("GET", "/dashboard"),
+    ("GET", "/dashboard/api/placements"),
+    ("GET", "/forecast/FR"),
+    ("GET", "/credentials"),
+    ("POST", "/credentials"),
+]
+
+
+@pytest.mark.parametrize(("method", "path"), ROUTES)
+def test_every_route_but_health_needs_a_credential(tenancy: Tenancy, method: str, path: str):
+    for token in (None, "not-a-token", "gos_forged", "a.b.c"):
+        r = tenancy.call(method, path, token, json=booking() if method in ("POST", "PUT") else None)
+        assert r.status_code == 401, (method, path, token, r.text)
+        assert r.headers["www-authenticate"] == "Bearer"
+        assert r.json()["detail"].startswith("unauthenticated: ")
+    assert tenancy.call("GET", "/healthz", None).status_code == 200
+
+
+def test_a_body_naming_another_tenant_is_403_naming_both(tenancy: Tenancy):
+    r = tenancy.call("PUT", "/reservations/team-b/prod-db", tenancy.team_a, json=booking(tenant="team-b"))
+    assert r.status_code == 403
+    assert "team-a-ci" in r.json()["detail"] and "tenant team-b" in r.json()["detail"]
+    assert tenancy.row("team-b/prod-db") is None
+
+
+def test_a_body_cannot_choose_the_path(tenancy: Tenancy):
+    r = tenancy.call("PUT", "/reservations/team-a/c", tenancy.team_a, json=booking(path="cluster"))
+    assert r.status_code == 403 and "may not book on path cluster" in r.json()["detail"]
+    assert tenancy.row("team-a/c") is None
+
+
+def test_the_tenant_and_path_are_the_principals(tenancy: Tenancy):
+    r = tenancy.call("PUT", "/reservations/team-a/own", tenancy.team_a, json=booking())
+    assert r.status_code == 200, r.text
+    row = tenancy.row("team-a/own")
+    assert row is not None and (row["tenant"], row["path"]) == ("team-a", "pulumi")
+
+
+def test_another_tenant_cannot_take_over_put_patch_or_delete_a_booking(tenancy: Tenancy):
+    assert tenancy.call("PUT", "/reservations/team-a/prod-db", tenancy.team_a, json=booking()).status_code == 200
+    before = tenancy.row("team-a/prod-db")
+    takeover = tenancy.call("PUT", "/reservations/team-a/prod-db", tenancy.team_b, json=booking(cpu=8))
+    assert takeover.status_code == 403
+    assert "belongs to tenant team-a" in takeover.json()["detail"] and "team-b-ci" in takeover.json()["detail"]
+    patch = tenancy.call("PATCH", "/reservations/team-a/prod-db", tenancy.team_b, json={"phase": "Failed"})
+    assert patch.status_code == 403 and "belongs to tenant team-a" in patch.json()["detail"]
+    delete = tenancy.call("DELETE", "/reservations/team-a/prod-db", tenancy.team_b)
+    assert delete.status_code == 403
+    assert tenancy.row("team-a/prod-db") == before
+
+
+def test_opas_credential_acts_only_on_cluster_path_keys(tenancy: Tenancy):
+    assert tenancy.call("PUT", "/reservations/stack/etl", tenancy.team_a, json=booking()).status_code == 200
+    before = tenancy.row("stack/etl")
+    assert tenancy.call("DELETE", "/reservations/stack/etl?reason=forged", tenancy.opa).status_code == 403
+    assert tenancy.call("PATCH", "/reservations/stack/etl", tenancy.opa, json={"phase": "Failed"}).status_code == 403
+    r = tenancy.call("PUT", "/reservations/stack/etl", tenancy.opa, json=booking(tenant="team-a", path="cluster"))
+    assert r.status_code == 403 and "on path pulumi" in r.json()["detail"]
+    assert tenancy.row("stack/etl") == before
+    # its own kind of booking it may make, for any namespace's tenant
+    ok = tenancy.call("PUT", "/reservations/ns/vm/uid-1", tenancy.opa, json=booking(tenant="team-b", path="cluster"))
+    assert ok.status_code == 200, ok.text
+
+
+def test_the_quota_is_policys_not_the_bodys(tenancy: Tenancy):
+    # media's quota is 128 vCPU in the policy settings the bundle ships
+    assert tenancy.call("PUT", "/reservations/media/a", tenancy.media, json=booking(cpu=100)).status_code == 200
+    omitted = tenancy.call("PUT", "/reservations/media/b", tenancy.media, json=booking(cpu=64))
+    assert omitted.status_code == 409 and "above its quota of 128" in omitted.json()["detail"]
+    inflated = tenancy.call(
+        "PUT", "/reservations/media/c", tenancy.media, json=booking(cpu=64, tenant_quota_vcpu=10000)
+    )
+    assert inflated.status_code == 403
+    assert "tenant_quota_vcpu: 10000 is above tenant media's quota of 128" in inflated.json()["detail"]
+    assert tenancy.row("media/b") is None and tenancy.row("media/c") is None
+
+
+def test_a_reader_reads_and_writes_nothing(tenancy: Tenancy):
+    tenancy.call("PUT", "/reservations/team-b/r", tenancy.team_b, json=booking())
+    r = tenancy.call("PUT", "/reservations/team-b/r2", tenancy.reader, json=booking(tenant="team-b"))
+    assert r.status_code == 403 and "needs the write role" in r.json()["detail"]
+    assert tenancy.call("DELETE", "/reservations/team-b/r", tenancy.reader).status_code == 403
+    keys = {x["key"] for x in tenancy.call("GET", "/reservations", tenancy.reader).json()["reservations"]}
+    assert {"team-a/prod-db", "team-b/r"} <= keys
+    assert tenancy.call("GET", "/dashboard", tenancy.reader).status_code == 200
+
+
+def test_a_tenants_reader_sees_only_its_tenant(tenancy: Tenancy):
+    tenancy.call("PUT", "/reservations/team-a/seen", tenancy.team_a, json=booking())
+    tenancy.call("PUT", "/reservations/team-b/unseen", tenancy.team_b, json=booking())
+    rows = tenancy.call("GET", "/reservations", tenancy.reader_a).json()["reservations"]
+    assert rows and {x["tenant"] for x in rows} == {"team-a"}
+    asked = tenancy.call("GET", "/reservations?tenant=team-b", tenancy.reader_a)
+    assert asked.status_code == 403 and "may not read tenant team-b" in asked.json()["detail"]
+    assert tenancy.call("GET", "/reservations/team-b/unseen", tenancy.reader_a).status_code == 403
+    page = tenancy.call("GET", "/dashboard/api/placements", tenancy.reader_a).json()["placements"]
+    assert page and {p["tenant"] for p in page} == {"team-a"}
+
+
+def test_only_the_admin_issues_tokens(tenancy: Tenancy):
+    body = {"name": "escalate", "role": "admin", "tenants": None, "paths": ["pulumi"]}
+    for token in (tenancy.team_a, tenancy.opa, tenancy.reader):
+        r = tenancy.call("POST", "/credentials", token, json=body)
+        assert r.status_code == 403 and "needs the admin role" in r.json()["detail"]
+    listed = tenancy.call("GET", "/credentials", tenancy.sched.admin_token).json()["credentials"]
+    assert "escalate" not in {c["name"] for c in listed}
+    assert all("token" not in c and "token_sha256" not in c for c in listed)
+
+
+def test_a_write_token_for_every_tenant_is_refused_unless_it_is_the_cluster_paths(tenancy: Tenancy):
+    body = {"name": "everyone", "role": "write", "tenants": None, "paths": ["pulumi"]}
+    r = tenancy.call("POST", "/credentials", tenancy.sched.admin_token, json=body)
+    assert r.status_code == 422 and "a write token names its tenants" in r.json()["detail"]
+
+
+def test_a_revoked_token_is_refused_from_the_next_request(tenancy: Tenancy):
+    made = tenancy.call(
+        "POST",
+        "/credentials",
+        tenancy.sched.admin_token,
+        json={"name": "leaked", "tenants": ["team-a"], "paths": ["pulumi"]},
+    ).json()
+    assert tenancy.call("GET", "/reservations", made["token"]).status_code == 200
+    revoked = tenancy.call("DELETE", f"/credentials/{made['id']}", tenancy.sched.admin_token)
+    assert revoked.status_code == 200 and revoked.json()["revoked_at"]
+    r = tenancy.call("PUT", "/reservations/team-a/after-revoke", made["token"], json=booking())
+    assert r.status_code == 401 and f"token {made['id']} (leaked) was revoked" in r.json()["detail"]
+    assert tenancy.row("team-a/after-revoke") is None
+
+
+def test_an_expired_token_is_refused(tenancy: Tenancy):
+    # the scheduler's clock is pinned to 2027-01-10T03:00Z (GREENOPS_NOW)
+    made = tenancy.call(
+        "POST",
+        "/credentials",
+        tenancy.sched.admin_token,
+        json={"name": "short", "tenants": ["team-a"], "expires_at": "2027-01-10T02:00:00Z"},
+    ).json()
+    r = tenancy.call("GET", "/reservations", made["token"])
+    assert r.status_code == 401 and "expired" in r.json()["detail"]

@@ -1,0 +1,129 @@
+"""kill -9 of the scheduler in the middle of a burst from several principals, one of them trying to
+take the others' bookings: after a restart on the same record, no booking changed owner, every
+takeover was refused, and every owner's retry replays its answer."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from greenops.local.scheduler import SchedulerServer
+from greenops.reservations import ListingFilter, ReservationStore
+from tests.security.conftest import NOW
+
+pytestmark = pytest.mark.integration
+
+TENANTS = ["team-a", "team-b", "team-c"]
+BOOKED = 30  # owned before the burst: what the attacker goes for
+BURST = 120  # new bookings of the owners during the burst
+
+
+def body(tenant: str, cpu: float = 1) -> dict:
+    return {
+        "eligible_regions": ["FR", "DE", "PL", "NL"],
+        "deadline": "2027-01-10T15:00:00Z",
+        "duration": 2,
+        "cpu": cpu,
+        "memory": 2,
+        "tenant": tenant,
+    }
+
+
+def send(url: str, method: str, path: str, token: str, json: dict | None, give_up: float) -> httpx.Response:
+    """Retried on connection errors and 503, as Placement's client does."""
+    with httpx.Client(timeout=15) as client:
+        while True:
+            try:
+                r = client.request(method, f"{url}{path}", json=json, headers={"Authorization": f"Bearer {token}"})
+                if r.status_code != 503:
+                    return r
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > give_up:
+                raise AssertionError(f"{method} {path}: no answer before the test's deadline")
+            time.sleep(0.05)
+
+
+def key(n: int) -> str:
+    return f"{TENANTS[n % 3]}/job-{n}"
+
+
+def test_kill_9_mid_burst_changes_no_owner(tmp_path):
+    database = f"sqlite:///{tmp_path / 'reservations.db'}"
+    env = {"GREENOPS_NOW": NOW}
+    first = SchedulerServer(database=database, env=env, log=tmp_path / "first.log")
+    first.start()
+    try:
+        tokens = {t: first.issue(f"{t}-ci", [t], paths=["pulumi"]) for t in TENANTS}
+        mallory = first.issue("mallory", ["mallory"], paths=["pulumi"])
+        give_up = time.monotonic() + 240
+        answers: dict[str, httpx.Response] = {}
+        for n in range(BOOKED):
+            answers[key(n)] = send(
+                first.url, "PUT", f"/reservations/{key(n)}", tokens[TENANTS[n % 3]], body(TENANTS[n % 3]), give_up
+            )
+        assert {r.status_code for r in answers.values()} == {200}
+        attacks: list[httpx.Response] = []
+        lock = threading.Lock()
+        answered = [0]
+
+        def owner(n: int) -> None:
+            tenant = TENANTS[n % 3]
+            r = send(first.url, "PUT", f"/reservations/{key(n)}", tokens[tenant], body(tenant), give_up)
+            with lock:
+                answers[key(n)] = r
+                answered[0] += 1
+
+        def attacker(n: int) -> None:
+            target = key(n % BOOKED)
+            method, json = (
+                ("PUT", body("mallory", cpu=2)),
+                ("PATCH", {"phase": "Failed", "reason": "mine now"}),
+                ("DELETE", None),
+            )[n % 3]
+            r = send(first.url, method, f"/reservations/{target}", mallory, json, give_up)
+            with lock:
+                attacks.append(r)
+
+        with ThreadPoolExecutor(8) as pool:
+            work = []
+            for n in range(BURST):
+                work.append(pool.submit(owner, BOOKED + n))
+                work.append(pool.submit(attacker, n))
+            while answered[0] < BURST // 3:
+                time.sleep(0.002)
+            os.killpg(first._proc.pid, signal.SIGKILL)
+            first._proc.wait()
+            killed_at = answered[0]
+            second = SchedulerServer(database=database, env=env, port=first.port, log=tmp_path / "second.log")
+            with second:
+                for w in work:
+                    w.result()
+                assert killed_at < BURST, "the burst finished before the kill"
+                store = ReservationStore(database)
+                try:
+                    rows = {r["key"]: r for r in store.list(ListingFilter(all=True))}
+                finally:
+                    store.close()
+                assert {r.status_code for r in answers.values()} == {200}
+                assert {r.status_code for r in attacks} == {403}, "a takeover was not refused"
+                assert set(rows) == set(answers)
+                for k, row in rows.items():
+                    assert row["tenant"] == k.split("/")[0] and row["path"] == "pulumi", k
+                    assert row["phase"] == "Scheduled" and row["answer"] == answers[k].json(), k
+                for k, first_answer in answers.items():
+                    tenant = k.split("/")[0]
+                    again = send(second.url, "PUT", f"/reservations/{k}", tokens[tenant], body(tenant), give_up)
+                    assert again.status_code == 200 and again.json() == first_answer.json(), k
+                    assert again.headers.get("idempotent-replayed") == "true", k
+                print(
+                    f"\nkill -9 after {killed_at} of {BURST} owner answers; {len(attacks)} takeover attempts, all 403"
+                )
+    finally:
+        first.stop()

@@ -1,0 +1,31 @@
+"""The rate limit holds per principal: naming other tenants in the body does not reset it."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from greenops.local.scheduler import SchedulerServer
+from tests.security.conftest import NOW, booking
+
+pytestmark = pytest.mark.integration
+
+
+def test_rotating_the_bodys_tenant_does_not_dodge_the_limit(tmp_path):
+    env = {"GREENOPS_NOW": NOW, "GREENOPS_SCHEDULER_RATE_LIMIT": "3/minute"}
+    with SchedulerServer(env=env, log=tmp_path / "s.log") as sched:
+        several = sched.issue("platform-ci", ["t0", "t1", "t2", "t3", "t4"], paths=["pulumi"])
+        other = sched.issue("other-ci", ["t9"], paths=["pulumi"])
+        headers = {"Authorization": f"Bearer {several}"}
+        codes = [
+            httpx.post(f"{sched.url}/scheduling", json=booking(tenant=f"t{i}"), headers=headers, timeout=15).status_code
+            for i in range(5)
+        ]
+        assert codes == [200, 200, 200, 429, 429]
+        refused = httpx.post(f"{sched.url}/scheduling", json=booking(tenant="t0"), headers=headers, timeout=15)
+        assert refused.headers["retry-after"] and "principal platform-ci" in refused.json()["detail"]
+        # another principal's budget is its own
+        theirs = httpx.post(
+            f"{sched.url}/scheduling", json=booking(), headers={"Authorization": f"Bearer {other}"}, timeout=15
+        )
+        assert theirs.status_code == 200

@@ -1,0 +1,90 @@
+"""Kubernetes identities: ServiceAccount tokens checked by the real kube-apiserver's TokenReview.
+
+A principals file names one ServiceAccount (write, tenant team-a, Pulumi path); the scheduler
+reviews tokens with the API server under an identity bound to system:auth-delegator."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+import yaml
+
+from greenops.identity.kubernetes import AUDIENCE
+from greenops.local.controlplane import LocalControlPlane
+from greenops.local.scheduler import SchedulerServer
+from tests.conftest import require_tool
+from tests.security.conftest import NOW, booking
+
+pytestmark = [pytest.mark.integration, pytest.mark.tools]
+
+NAMESPACE = "ci"
+
+
+def token_for(k: httpx.Client, account: str, audience: str) -> str:
+    r = k.post(
+        f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{account}/token",
+        json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"audiences": [audience]}},
+    )
+    assert r.status_code == 201, r.text
+    token: str = r.json()["status"]["token"]
+    return token
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    for tool in ("etcd", "kube-apiserver"):
+        require_tool(tool)
+    with LocalControlPlane() as cp:
+        with cp.client() as k:
+            k.post("/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}})
+            for account in ("runner", "stranger"):
+                r = k.post(f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts", json={"metadata": {"name": account}})
+                assert r.status_code == 201, r.text
+        principals = tmp_path_factory.mktemp("principals") / "principals.yaml"
+        principals.write_text(
+            yaml.safe_dump(
+                {"principals": [{"serviceAccount": f"{NAMESPACE}/runner", "tenants": ["team-a"], "paths": ["pulumi"]}]}
+            )
+        )
+        with SchedulerServer(principals=principals, kubeconfig=cp.kubeconfig_path, env={"GREENOPS_NOW": NOW}) as s:
+            yield cp, s
+
+
+def call(s: SchedulerServer, token: str, path: str, **kw) -> httpx.Response:
+    return httpx.put(f"{s.url}{path}", headers={"Authorization": f"Bearer {token}"}, timeout=15, **kw)
+
+
+def test_a_listed_service_account_is_its_principal(cluster):
+    cp, s = cluster
+    with cp.client() as k:
+        token = token_for(k, "runner", AUDIENCE)
+    ok = call(s, token, "/reservations/team-a/sa", json=booking())
+    assert ok.status_code == 200, ok.text
+    other = call(s, token, "/reservations/team-b/sa", json=booking(tenant="team-b"))
+    assert other.status_code == 403 and "serviceaccount:ci/runner" in other.json()["detail"]
+
+
+def test_a_token_for_another_audience_is_refused(cluster):
+    cp, s = cluster
+    with cp.client() as k:
+        token = token_for(k, "runner", "https://kubernetes.default.svc")
+    r = call(s, token, "/reservations/team-a/aud", json=booking())
+    assert r.status_code == 401 and "not accepted by the API server" in r.json()["detail"]
+
+
+def test_a_service_account_not_listed_is_refused(cluster):
+    cp, s = cluster
+    with cp.client() as k:
+        token = token_for(k, "stranger", AUDIENCE)
+    r = call(s, token, "/reservations/team-a/stranger", json=booking())
+    assert (
+        r.status_code == 401
+        and "ServiceAccount ci/stranger is not one of the scheduler's principals" in r.json()["detail"]
+    )
+
+
+def test_a_forged_jwt_is_refused(cluster):
+    _, s = cluster
+    forged = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6Y2k6cnVubmVyIn0.c2ln"
+    r = call(s, forged, "/reservations/team-a/forged", json=booking())
+    assert r.status_code == 401
