@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
+.PHONY: scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver) -> .tools/bin
@@ -28,6 +28,18 @@ $(MLSERVER_STAMP): tools/mlserver/requirements.txt
 	$(MLSERVER_VENV)/bin/python -m pip install --quiet -r tools/mlserver/requirements.txt
 	touch $(MLSERVER_STAMP)
 
+# checkov, the manifest scanner of tests/test_manifest_scan.py, in its own virtualenv (see
+# tools/checkov/requirements.txt); pip's cache keeps a rebuild off the network
+CHECKOV_VENV ?= .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+scanner: $(CHECKOV_STAMP)
+
+$(CHECKOV_STAMP): tools/checkov/requirements.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip==25.3
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r tools/checkov/requirements.txt
+	touch $(CHECKOV_STAMP)
+
 # Scheduler p50/p99 over HTTP with the reservation record in memory, in SQLite and in PostgreSQL
 bench-reservations: setup postgres
 	$(PY) benchmarks/reservation_latency.py
@@ -45,7 +57,7 @@ browser:
 	bash tools/install-deb.sh chromium /usr/bin/chromium
 	bash tools/install-deb.sh chromium-driver /usr/bin/chromedriver
 
-test: setup tools mlserver postgres ingress browser
+test: setup tools mlserver scanner postgres ingress browser
 	$(PY) -m pytest
 
 # Until the main job lands (issue: the `greenops` demo on the Automation API), render the dev

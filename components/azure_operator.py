@@ -16,7 +16,15 @@ NAMESPACE = "azureserviceoperator-system"
 SERVICE_ACCOUNT = "azureserviceoperator-default"
 # Only the groups the renderers emit: ASO installs no other CRD.
 CRD_PATTERN = "resources.azure.com/*;network.azure.com/*;compute.azure.com/*"
-CONTRIBUTOR = "b24988ac-6180-42a0-ab88-20f7382dd24c"  # built-in Azure role definition id
+# Built-in Azure role definition ids, granted on the workloads' resource group only (never the
+# subscription): what the renderer's objects need (greenops/renderers/providers/azure.py: a
+# VirtualNetwork and its subnet, a NetworkInterface, a VirtualMachine, all in that group). Both
+# include reading the group itself; neither can create another group, assign roles or touch storage
+# accounts, key vaults or anything else the broad Contributor role would allow.
+ROLES = {
+    "vm-contributor": "9980e02c-c2be-4d73-94e8-173b1dc7cf3c",  # Virtual Machine Contributor
+    "network-contributor": "4d97b98b-1d4f-4787-a291-c67834d212e7",  # Network Contributor
+}
 
 
 @dataclass
@@ -47,15 +55,17 @@ class AzureServiceOperator(pulumi.ComponentResource):
             audiences=["api://AzureADTokenExchange"],
             opts=child,
         )
-        # Least privilege: Contributor on the workloads' resource group only.
-        self.role = azure.authorization.RoleAssignment(
-            f"{name}-contributor",
-            principal_id=self.identity.principal_id,
-            principal_type="ServicePrincipal",
-            role_definition_id=f"/subscriptions/{c.subscription_id}/providers/Microsoft.Authorization/roleDefinitions/{CONTRIBUTOR}",
-            scope=self.resource_group.id,
-            opts=child,
-        )
+        self.roles = [
+            azure.authorization.RoleAssignment(
+                f"{name}-{label}",
+                principal_id=self.identity.principal_id,
+                principal_type="ServicePrincipal",
+                role_definition_id=f"/subscriptions/{c.subscription_id}/providers/Microsoft.Authorization/roleDefinitions/{role}",
+                scope=self.resource_group.id,
+                opts=child,
+            )
+            for label, role in ROLES.items()
+        ]
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-ns", metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE), opts=child
         )
@@ -76,6 +86,6 @@ class AzureServiceOperator(pulumi.ComponentResource):
             NAMESPACE,
             {"crdPattern": CRD_PATTERN},
             self,
-            depends_on=[self.settings, self.role, *args.after],
+            depends_on=[self.settings, *self.roles, *args.after],
         )
         self.register_outputs({"clientId": self.identity.client_id, "resourceGroup": self.resource_group.name})

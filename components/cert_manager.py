@@ -10,12 +10,37 @@ from dataclasses import dataclass
 import pulumi
 
 from components.config import CertManagerConfig
+from components.hardening import CONTAINER_SECURITY, POD_SECURITY, Resources
 from components.helm import release
 from components.pins import ChartPin
+
+# The controller, its webhook, the CA injector and the post-install check: each a key of the chart's
+# values ("" is the controller, at the top level), each with the same three settings.
+PARTS = {
+    "": Resources(cpu="50m", memory="128Mi", cpu_limit="500m"),
+    "webhook": Resources(cpu="20m", memory="64Mi", cpu_limit="250m"),
+    "cainjector": Resources(cpu="20m", memory="128Mi", cpu_limit="250m"),
+    "startupapicheck": Resources(cpu="10m", memory="64Mi", cpu_limit="100m"),
+}
+
+
+def hardened() -> dict:
+    """The chart's securityContext (the pod's), containerSecurityContext and resources for every
+    part: its defaults are already restricted; set here so they stay so whatever a release changes."""
+    values: dict = {}
+    for part, resources in PARTS.items():
+        settings = {
+            "securityContext": POD_SECURITY,
+            "containerSecurityContext": CONTAINER_SECURITY,
+            "resources": resources.json(),
+        }
+        (values.setdefault(part, {}) if part else values).update(settings)
+    return values
 
 
 def chart_values(c: CertManagerConfig) -> dict:
     return {
+        **hardened(),
         # The chart's own CRD templates (crds.enabled, since v1.15; installCRDs is deprecated): Helm
         # upgrades them with the release, unlike crds/ files. keep: an uninstall leaves the CRDs, and
         # with them every Certificate and Issuer other parts own, to be removed deliberately.

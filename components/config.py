@@ -81,6 +81,10 @@ class PolicyEngineConfig(_Section):
     )
     webhook_timeout_seconds: int = Field(default=10, ge=1, le=30)
     scheduler_url: str = endpoints.in_cluster_scheduler_url()
+    # OPA's container; the optimized store (GOGC=400) trades memory for decision latency
+    cpu: str = "250m"
+    memory: str = "1Gi"
+    cpu_limit: str = "1"
 
 
 class ServiceAccountPrincipal(_Section):
@@ -113,6 +117,7 @@ class SchedulerConfig(_Section):
     )
     cpu: str = "500m"
     memory: str = "512Mi"
+    cpu_limit: str = "1"
     source: str = "profiles"
     capacity_vcpu: float = Field(default=512, gt=0, description="the scheduler refuses anything else at start-up")
     service_account_principals: list[ServiceAccountPrincipal] = Field(
@@ -188,6 +193,70 @@ class ExternalAccessConfig(_Section):
         if self.enabled and self.opa_host == self.scheduler_host:
             raise ValueError(f"opaHost and schedulerHost are both {self.opa_host!r}: each service needs its own name")
         return self
+
+
+LabelSelector = dict[str, str]
+
+
+def _namespace(name: str) -> LabelSelector:
+    # set by the API server on every namespace (since Kubernetes 1.22): selects a namespace by name
+    return {"kubernetes.io/metadata.name": name}
+
+
+class NetworkPolicyConfig(_Section):
+    """Default-deny NetworkPolicies in every namespace the platform installs into, with explicit
+    allows for the flows between its parts (components/network_policy.py). What differs between
+    clusters is set here; the defaults admit nothing they cannot name."""
+
+    enabled: bool = True
+    api_server_cidrs: list[str] = Field(
+        default_factory=list,
+        description="the source addresses of the Kubernetes API server's calls to webhooks (OPA's webhook "
+        "port, the operators' webhooks), and where the API server's endpoints are. A managed control plane "
+        "is outside the pod network, so no pod or namespace selector can name it: EKS, its control-plane "
+        "ENIs' subnets; GKE, the control plane's /28 range; AKS, the node subnet (calls come through "
+        "konnectivity); a kubeadm cluster, the control-plane nodes. Required: a guess would either admit "
+        "every address or break admission",
+    )
+    api_server_ports: list[int] = Field(
+        default_factory=lambda: [443, 6443], description="the API server's endpoint ports (after the Service)"
+    )
+    ingress_controller_namespace: LabelSelector = Field(
+        default_factory=lambda: _namespace("ingress-nginx"),
+        description="labels of the ingress controller's namespace: the one way into OPA's decision API "
+        "and the scheduler from outside the cluster",
+    )
+    ingress_controller_pods: LabelSelector = Field(
+        default_factory=dict, description="labels of the controller's pods in that namespace; empty: any"
+    )
+    dns_namespace: LabelSelector = Field(default_factory=lambda: _namespace("kube-system"))
+    dns_pods: LabelSelector = Field(default_factory=lambda: {"k8s-app": "kube-dns"})
+    decision_client_namespaces: list[LabelSelector] = Field(
+        default_factory=list,
+        description="more namespaces whose pods query OPA's decision API and call the scheduler (the "
+        "reconciler's stack namespace is always admitted)",
+    )
+    external_cidrs: list[str] = Field(
+        default_factory=lambda: ["0.0.0.0/0"],
+        description="where pods that must reach a service outside the cluster (cloud APIs, the bundle "
+        "registry, git, the state backend, an external PostgreSQL or S3) may connect, on external_ports "
+        "only; narrow it to an egress proxy's or NAT's range",
+    )
+    external_ports: list[int] = Field(default_factory=lambda: [443])
+    database_cidrs: list[str] = Field(
+        default_factory=list,
+        description="an existing PostgreSQL's addresses (greenops:schedulerDatabaseUrl), port database_port",
+    )
+    database_port: int = 5432
+
+    @field_validator("api_server_cidrs", "external_cidrs", "database_cidrs")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        import ipaddress
+
+        for cidr in value:
+            ipaddress.ip_network(cidr, strict=True)  # ValueError names the bad one
+        return value
 
 
 class SecretKeyRef(_Section):
@@ -305,6 +374,7 @@ class ReconcilerConfig(_Section):
     # `greenops reconcile` is a plain `up`, and Placement reads the operators' verdict itself during it
     refresh: bool = False
     workspace_cpu: str = "500m"
+    workspace_cpu_limit: str = "2"
     workspace_memory: str = Field(default="2Gi", description="the workspace pip-installs the project's requirements")
 
     @model_validator(mode="after")
@@ -338,6 +408,8 @@ class PlatformConfig(_Section):
     cert_manager: CertManagerConfig = Field(default_factory=CertManagerConfig)
     reconciler: ReconcilerConfig = Field(default_factory=lambda: ReconcilerConfig(enabled=False))
     external_access: ExternalAccessConfig = Field(default_factory=ExternalAccessConfig)
+    # after every part: its check reads them
+    network_policy: NetworkPolicyConfig = Field(default_factory=NetworkPolicyConfig)
     versions: PinnedVersions = Field(
         default_factory=pinned_versions,
         description="components/versions.yaml; a stack overrides an entry, or fields of one, under versions.<entry>",
@@ -367,6 +439,21 @@ class PlatformConfig(_Section):
         if v.enabled and off:
             raise ValueError(
                 f"externalAccess routes to OPA and the scheduler, and this stack turns off {' and '.join(off)}"
+            )
+        return v
+
+    @field_validator("network_policy")
+    @classmethod
+    def _webhooks_are_admitted(cls, v: NetworkPolicyConfig, info: ValidationInfo) -> NetworkPolicyConfig:
+        callers = [
+            k for k in ("policy", "azure", "kserve", "cert_manager") if getattr(info.data.get(k), "enabled", False)
+        ]
+        if v.enabled and callers and not v.api_server_cidrs:
+            raise ValueError(
+                "apiServerCidrs is required: the API server calls the webhooks of "
+                f"{', '.join(to_camel(k) for k in callers)}, and a managed control plane is outside the pod "
+                "network, so only its addresses can admit it (see NetworkPolicyConfig); or set enabled: false "
+                "where the cluster enforces no NetworkPolicy"
             )
         return v
 

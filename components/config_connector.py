@@ -13,6 +13,11 @@ from components.operator_bundle import operator_manifest
 from components.pins import OperatorBundlePin
 
 KSA = "cnrm-system/cnrm-controller-manager"
+# Least privilege for the minimum set (greenops/renderers/providers/gcp.py: ComputeNetwork,
+# ComputeSubnetwork, ComputeInstance): instances, and networks with their subnetworks. Never Owner,
+# Editor or compute.admin (which also covers firewalls, images, disks' IAM...). The renderer's
+# instances name no service account, so iam.serviceAccountUser is not needed either.
+ROLES = ("roles/compute.instanceAdmin.v1", "roles/compute.networkAdmin")
 
 
 @dataclass
@@ -33,14 +38,13 @@ class ConfigConnector(pulumi.ComponentResource):
             display_name="GreenOps Config Connector",
             opts=child,
         )
-        # Least privilege for the minimum set: networks, subnetworks and instances only.
-        self.compute_admin = gcp.projects.IAMMember(
-            f"{name}-compute-admin",
-            project=project,
-            role="roles/compute.admin",
-            member=self.account.email.apply(lambda e: f"serviceAccount:{e}"),
-            opts=child,
-        )
+        member = self.account.email.apply(lambda e: f"serviceAccount:{e}")
+        self.roles = [
+            gcp.projects.IAMMember(
+                f"{name}-{role.split('/')[1].replace('.', '-')}", project=project, role=role, member=member, opts=child
+            )
+            for role in ROLES
+        ]
         self.workload_identity = gcp.serviceaccount.IAMMember(
             f"{name}-workload-identity",
             service_account_id=self.account.name,
@@ -61,6 +65,6 @@ class ConfigConnector(pulumi.ComponentResource):
             kind="ConfigConnector",
             metadata=k8s.meta.v1.ObjectMetaArgs(name="configconnector.core.cnrm.cloud.google.com"),
             spec={"mode": "cluster", "googleServiceAccount": self.account.email},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.operator, self.workload_identity]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.operator, self.workload_identity, *self.roles]),
         )
         self.register_outputs({"serviceAccount": self.account.email})

@@ -10,17 +10,27 @@ import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 
 from components.config import ExternalAccessConfig
+from greenops.policies import DECISION_API_PATHS
 
 TLS_SECRET = "greenops-external-tls"
 
 
 @dataclass
 class Backend:
-    """One Service the Ingress routes to, in its own namespace."""
+    """One Service the Ingress routes to, in its own namespace: only ``paths`` (prefixes)."""
 
     namespace: pulumi.Input[str]
     service: str
     port: int
+    paths: tuple[str, ...] = ("/",)
+
+
+def opa_backend(namespace: pulumi.Input[str], service: str, port: int) -> Backend:
+    """OPA's decision API only: the packages a query token may read. Never ``/`` (the admission
+    webhook's POST /, which calls the scheduler and books), never /v1/policies, and nothing else
+    under /v1/data (writes there need kube-mgmt's admin token, and the greenops root is the
+    bundle's, which OPA keeps read-only)."""
+    return Backend(namespace, service, port, DECISION_API_PATHS)
 
 
 @dataclass
@@ -105,15 +115,18 @@ class ExternalAccess(pulumi.ComponentResource):
             string_data={"tls.crt": cert_pem, "tls.key": key_pem},
             opts=pulumi.ResourceOptions(parent=self),
         )
-        route = k8s.networking.v1.HTTPIngressPathArgs(
-            path="/",
-            path_type="Prefix",
-            backend=k8s.networking.v1.IngressBackendArgs(
-                service=k8s.networking.v1.IngressServiceBackendArgs(
-                    name=backend.service, port=k8s.networking.v1.ServiceBackendPortArgs(number=backend.port)
-                )
-            ),
-        )
+        routes = [
+            k8s.networking.v1.HTTPIngressPathArgs(
+                path=path,
+                path_type="Prefix",  # the path and what lies under it, element by element
+                backend=k8s.networking.v1.IngressBackendArgs(
+                    service=k8s.networking.v1.IngressServiceBackendArgs(
+                        name=backend.service, port=k8s.networking.v1.ServiceBackendPortArgs(number=backend.port)
+                    )
+                ),
+            )
+            for path in backend.paths
+        ]
         return k8s.networking.v1.Ingress(
             f"{name}-{part}",
             metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -125,7 +138,7 @@ class ExternalAccess(pulumi.ComponentResource):
                 tls=[k8s.networking.v1.IngressTLSArgs(hosts=[host], secret_name=TLS_SECRET)],
                 rules=[
                     k8s.networking.v1.IngressRuleArgs(
-                        host=host, http=k8s.networking.v1.HTTPIngressRuleValueArgs(paths=[route])
+                        host=host, http=k8s.networking.v1.HTTPIngressRuleValueArgs(paths=routes)
                     )
                 ],
             ),

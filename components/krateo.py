@@ -8,8 +8,17 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import KrateoConfig
+from components.hardening import CONTAINER_SECURITY, POD_SECURITY, Resources
 from components.helm import release
 from components.pins import ChartPin
+
+# The chart's scaffold keys (podSecurityContext, securityContext, resources): empty by default. The
+# composition-dynamic-controllers core-provider generates from its own template take none of these.
+CORE_PROVIDER_VALUES = {
+    "podSecurityContext": POD_SECURITY,
+    "securityContext": CONTAINER_SECURITY,
+    "resources": Resources(cpu="50m", memory="128Mi", cpu_limit="500m", memory_limit="256Mi").json(),
+}
 
 
 @dataclass
@@ -22,7 +31,9 @@ class KrateoPlatform(pulumi.ComponentResource):
     def __init__(self, name: str, args: KrateoArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("greenops:platform:KrateoPlatform", name, None, opts)
         c = args.config
-        self.core_provider = release(f"{name}-core-provider", args.core_provider, c.namespace, {}, self)
+        self.core_provider = release(
+            f"{name}-core-provider", args.core_provider, c.namespace, CORE_PROVIDER_VALUES, self
+        )
         # The CompositionDefinition makes core-provider generate the VmTemplate CRD from the chart's
         # values.schema.json and run a composition-dynamic-controller for it.
         self.composition = k8s.apiextensions.CustomResource(

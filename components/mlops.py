@@ -23,6 +23,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import KserveConfig, MlflowConfig
+from components.hardening import POD_SECURITY, Resources, container_security, image_fields
 from components.helm import postgresql, release
 from components.pins import ChartPin
 from greenops.forecasting.names import served_models, storage_uri
@@ -34,6 +35,9 @@ SEAWEEDFS_CONFIG_SECRET, SEAWEEDFS_CONFIG_KEY = "seaweedfs-s3-config", "seaweedf
 SEAWEEDFS_S3_PORT = 8333
 MODELS_S3_SECRET, MODELS_SERVICE_ACCOUNT = "greenops-models-s3", "greenops-models"
 KSERVE = "serving.kserve.io"
+MLSERVER_RESOURCES = Resources(cpu="250m", memory="512Mi", cpu_limit="1", memory_limit="1Gi")
+# KServe's controller: the chart's own security context already drops everything and runs as non-root
+KSERVE_CONTROLLER_RESOURCES = Resources(cpu="100m", memory="300Mi", cpu_limit="500m")
 
 
 def seaweedfs_s3_config(access_key: str, secret_key: str) -> str:
@@ -223,7 +227,10 @@ class ModelServing(pulumi.ComponentResource):
             c.namespace,
             {
                 "kserve": {
-                    "controller": {"deploymentMode": c.deployment_mode},
+                    "controller": {
+                        "deploymentMode": c.deployment_mode,
+                        "resources": KSERVE_CONTROLLER_RESOURCES.json(),
+                    },
                     "storage": {"s3": {"accessKeyIdName": access_key, "secretAccessKeyName": secret_key}},
                 },
             },
@@ -248,14 +255,17 @@ class ModelServing(pulumi.ComponentResource):
                 "containers": [
                     {
                         "name": "kserve-container",
-                        "image": args.mlserver_image,
+                        **image_fields(args.mlserver_image),
                         "env": [
                             {"name": "MLSERVER_MODEL_IMPLEMENTATION", "value": "mlserver_mlflow.MLflowRuntime"},
                             {"name": "MLSERVER_HTTP_PORT", "value": "8080"},
                             {"name": "MLSERVER_GRPC_PORT", "value": "9000"},
                             {"name": "MODELS_DIR", "value": "/mnt/models"},
                         ],
-                        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+                        "resources": MLSERVER_RESOURCES.json(),
+                        # MLServer writes its metrics and worker state under its working directory,
+                        # in the image: the root filesystem stays writable (the rest is restricted)
+                        "securityContext": container_security(read_only_root=False),
                     }
                 ],
             },
@@ -274,6 +284,10 @@ class ModelServing(pulumi.ComponentResource):
                 spec={
                     "predictor": {
                         "serviceAccountName": MODELS_SERVICE_ACCOUNT,
+                        # the pod (MLServer and KServe's storage initializer) never calls the API: the
+                        # controller reads the account's S3 Secret and hands it over as variables
+                        "automountServiceAccountToken": False,
+                        "securityContext": POD_SECURITY,
                         "model": {
                             "modelFormat": {"name": "mlflow"},
                             "protocolVersion": "v2",

@@ -12,9 +12,10 @@ from components.azure_operator import AzureServiceOperator, AzureServiceOperator
 from components.cert_manager import CertManager, CertManagerArgs
 from components.config import PlatformConfig
 from components.config_connector import ConfigConnector, ConfigConnectorArgs
-from components.external_access import Backend, ExternalAccess, ExternalAccessArgs
+from components.external_access import Backend, ExternalAccess, ExternalAccessArgs, opa_backend
 from components.krateo import KrateoArgs, KrateoPlatform
 from components.mlops import ModelServing, ModelServingArgs, ModelTracking, ModelTrackingArgs
+from components.network_policy import NetworkPolicies, NetworkPoliciesArgs
 from components.policy_engine import SERVICE_PORT as OPA_SERVICE_PORT
 from components.policy_engine import PolicyEngine, PolicyEngineArgs
 from components.reconciler import WorkloadReconciler, WorkloadReconcilerArgs
@@ -155,11 +156,16 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                 "external",
                 ExternalAccessArgs(
                     c.external_access,
-                    opa=Backend(c.policy.namespace, policy.service.metadata["name"], OPA_SERVICE_PORT),
+                    opa=opa_backend(c.policy.namespace, policy.service.metadata["name"], OPA_SERVICE_PORT),
                     scheduler=Backend(c.scheduler.namespace, scheduler.service.metadata["name"], SCHEDULER_PORT),
                     ca_key_pem=policy.ca_key.private_key_pem,
                     ca_cert_pem=policy.ca.cert_pem,
                 ),
                 child,
+            )
+        if c.network_policy.enabled:
+            # last: into the namespaces every other part creates
+            self.parts["networkPolicies"] = NetworkPolicies(
+                "netpol", NetworkPoliciesArgs(c, after=list(self.parts.values())), child
             )
         self.register_outputs({"parts": sorted(self.parts)})

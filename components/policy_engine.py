@@ -17,14 +17,38 @@ import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 
 from components.config import PolicyEngineConfig
+from components.hardening import (
+    Resources,
+    container_security_context,
+    digest_skips,
+    pod_security_context,
+    pull_policy,
+    scanner_skips,
+)
 from components.scheduler import TOKEN_VARIABLE
 from components.secret_env import secret_env
 from greenops.policies import ADMIN_TOKEN_VARIABLE, QUERY_TOKEN_VARIABLE
 from greenops.policies.bundle import pack
 from greenops.policies.webhook import VMTEMPLATE_GROUP, VMTEMPLATE_RESOURCE, VMTEMPLATE_VERSION, webhook_configuration
 
-OPA_PORT = 8443
-SERVICE_PORT = 443  # the Service (and the webhook, and an Ingress) reach OPA here
+OPA_PORT = 8443  # OPA's API: decision queries (Placement, through the Ingress) and kube-mgmt
+SERVICE_PORT = 443  # the Service (and an Ingress) reach OPA's API here
+# A second listener for the API server's admission calls (POST /). Both listeners serve OPA's whole
+# API (opa run has no per-listener routes); the split is for the NetworkPolicy, which admits only
+# the API server to this port and only the ingress controller and workload callers to OPA_PORT.
+WEBHOOK_PORT = 8444
+KUBE_MGMT_UNPROBED = (
+    "kube-mgmt serves no endpoint to probe; it exits when it loses OPA or the API server and the kubelet "
+    "restarts it; OPA itself has liveness and readiness probes"
+)
+MGMT_RESOURCES = Resources(cpu="50m", memory="128Mi", cpu_limit="250m")
+INIT_RESOURCES = Resources(cpu="10m", memory="32Mi", cpu_limit="100m")
+# OPA reads its API tokens and the scheduler's token in Rego (opa.runtime().env: authz.rego,
+# scheduler.rego): it has no way to read them from a file, so they stay variables from Secrets.
+SECRETS_IN_ENV = (
+    "OPA reads its API tokens and the scheduler token in Rego through opa.runtime().env; Rego cannot "
+    "read a file; the values come from Secrets through secretKeyRef"
+)
 SHIPPED_DIR = "/shipped"  # the release's bundle, from the opa-bundle ConfigMap
 PERSIST_DIR = "/var/opa"  # OPA's persistence directory: bundles/<name>/bundle.tar.gz is loaded at boot
 BUNDLE_NAME = "greenops"
@@ -97,15 +121,6 @@ def _mount(name: str, path: str, read_only: bool | None = None) -> k8s.core.v1.V
     return k8s.core.v1.VolumeMountArgs(name=name, mount_path=path, read_only=read_only)
 
 
-def _restricted(run_as_user: int | None = None) -> k8s.core.v1.SecurityContextArgs:
-    return k8s.core.v1.SecurityContextArgs(
-        run_as_non_root=True,
-        run_as_user=run_as_user,
-        read_only_root_filesystem=True,
-        allow_privilege_escalation=False,
-    )
-
-
 def _health(
     path: str, period_seconds: int | None = None, failure_threshold: int | None = None
 ) -> k8s.core.v1.ProbeArgs:
@@ -132,8 +147,10 @@ def bundle_source(c: PolicyEngineConfig, init_image: str) -> BundleSource:
         name="shipped-bundle",
         image=init_image,
         command=["sh", "-c", f"mkdir -p {target} && cp {SHIPPED_DIR}/bundle.tar.gz {target}/bundle.tar.gz"],
+        image_pull_policy=pull_policy(init_image),
         volume_mounts=[_mount("shipped-bundle", SHIPPED_DIR, read_only=True), _mount("persist", PERSIST_DIR)],
-        security_context=_restricted(run_as_user=65534),
+        resources=INIT_RESOURCES.args(),
+        security_context=container_security_context(),
     )
     return BundleSource(
         opa_arg="--config-file=/config/config.json",
@@ -149,10 +166,12 @@ def opa_container(
     return k8s.core.v1.ContainerArgs(
         name="opa",
         image=args.opa_image,
+        image_pull_policy=pull_policy(args.opa_image),
         args=[
             "run",
             "--server",
             f"--addr=0.0.0.0:{OPA_PORT}",
+            f"--addr=0.0.0.0:{WEBHOOK_PORT}",
             "--tls-cert-file=/certs/tls.crt",
             "--tls-private-key-file=/certs/tls.key",
             "--optimize-store-for-read-speed",
@@ -166,13 +185,17 @@ def opa_container(
             *scheduler_env,
             *tokens.env,
         ],
-        ports=[k8s.core.v1.ContainerPortArgs(name="https", container_port=OPA_PORT)],
+        ports=[
+            k8s.core.v1.ContainerPortArgs(name="https", container_port=OPA_PORT),
+            k8s.core.v1.ContainerPortArgs(name="webhook", container_port=WEBHOOK_PORT),
+        ],
         readiness_probe=_health("/health?bundles"),
         liveness_probe=_health("/health"),
         # With authorization on, even /health answers 500 until the bundle brings system.authz:
         # liveness waits for that (up to 5 minutes) instead of restarting.
         startup_probe=_health("/health", period_seconds=5, failure_threshold=60) if tokens.opa_args else None,
-        security_context=_restricted(),
+        resources=Resources(args.config.cpu, args.config.memory, args.config.cpu_limit).args(),
+        security_context=container_security_context(),
         volume_mounts=[
             _mount("certs", "/certs", read_only=True),
             _mount("config", "/config", read_only=True),
@@ -185,6 +208,7 @@ def kube_mgmt_container(args: PolicyEngineArgs, tokens: ApiTokens) -> k8s.core.v
     return k8s.core.v1.ContainerArgs(
         name="kube-mgmt",
         image=args.kube_mgmt_image,
+        image_pull_policy=pull_policy(args.kube_mgmt_image),
         # Same pod: the sidecar talks to OPA over loopback, through OPA's serving cert.
         args=[
             f"--opa-url=https://127.0.0.1:{OPA_PORT}/v1",
@@ -196,7 +220,8 @@ def kube_mgmt_container(args: PolicyEngineArgs, tokens: ApiTokens) -> k8s.core.v
             "--replicate-cluster=v1/namespaces",
         ],
         volume_mounts=tokens.mgmt_mounts or None,
-        security_context=_restricted(),
+        resources=MGMT_RESOURCES.args(),
+        security_context=container_security_context(),
     )
 
 
@@ -241,7 +266,20 @@ class PolicyEngine(pulumi.ComponentResource):
         self._replication_rbac(name, ns, child)
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-opa",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name="opa", namespace=ns, labels=LABELS),
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name="opa",
+                namespace=ns,
+                labels=LABELS,
+                annotations=scanner_skips(
+                    {
+                        "CKV_K8S_35": SECRETS_IN_ENV,
+                        "CKV_K8S_38": "kube-mgmt lists and watches VmTemplates and Namespaces with the pod's token",
+                        "CKV_K8S_8": KUBE_MGMT_UNPROBED,
+                        "CKV_K8S_9": KUBE_MGMT_UNPROBED,
+                        **digest_skips(args.opa_image, args.kube_mgmt_image, args.bundle_init_image),
+                    }
+                ),
+            ),
             spec=k8s.apps.v1.DeploymentSpecArgs(
                 replicas=2,
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=LABELS),
@@ -257,7 +295,10 @@ class PolicyEngine(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(name="opa", namespace=ns, labels=LABELS),
             spec=k8s.core.v1.ServiceSpecArgs(
                 selector=LABELS,
-                ports=[k8s.core.v1.ServicePortArgs(name="https", port=SERVICE_PORT, target_port=OPA_PORT)],
+                ports=[
+                    k8s.core.v1.ServicePortArgs(name="https", port=SERVICE_PORT, target_port=OPA_PORT),
+                    k8s.core.v1.ServicePortArgs(name="webhook", port=WEBHOOK_PORT, target_port=WEBHOOK_PORT),
+                ],
             ),
             opts=in_ns,
         )
@@ -378,6 +419,10 @@ class PolicyEngine(pulumi.ComponentResource):
             ),
             spec=k8s.core.v1.PodSpecArgs(
                 service_account_name="opa",
+                # kube-mgmt lists and watches VmTemplates and Namespaces: the one pod of the platform's
+                # own that calls the Kubernetes API, so the one that mounts a token.
+                automount_service_account_token=True,
+                security_context=pod_security_context(),
                 init_containers=bundle.init or None,
                 containers=[opa_container(args, tokens, bundle, scheduler_env), kube_mgmt_container(args, tokens)],
                 volumes=[
@@ -399,7 +444,7 @@ class PolicyEngine(pulumi.ComponentResource):
         client_config: dict = (
             {"url": c.webhook_url}
             if c.webhook_url
-            else {"service": {"name": "opa", "namespace": c.namespace, "path": "/", "port": SERVICE_PORT}}
+            else {"service": {"name": "opa", "namespace": c.namespace, "path": "/", "port": WEBHOOK_PORT}}
         )
         hook = webhook_configuration(
             client_config,

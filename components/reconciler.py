@@ -15,6 +15,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import GitAuthConfig, ReconcilerConfig, SecretKeyRef
+from components.hardening import image_fields
 from components.helm import release
 from components.pins import ChartPin, WorkspacePin
 from greenops.catalog import load_catalog
@@ -103,11 +104,15 @@ def stack_spec(
         "workspaceReclaimPolicy": "Retain",
         "workspaceTemplate": {
             "spec": {
-                "image": workspace.image,
+                # the operator's own hardening: Pod Security Standard restricted (non-root, seccomp
+                # RuntimeDefault, no escalation, capabilities dropped) for the workspace pod, under the
+                # image's own non-root user, whose home holds the project's virtualenv
+                "securityProfile": "restricted",
+                **image_fields(workspace.image),
                 "env": [{"name": "PYENV_VERSION", "value": workspace.python}],
                 "resources": {
                     "requests": {"cpu": c.workspace_cpu, "memory": c.workspace_memory},
-                    "limits": {"memory": c.workspace_memory},
+                    "limits": {"cpu": c.workspace_cpu_limit, "memory": c.workspace_memory},
                 },
             }
         },

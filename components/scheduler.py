@@ -19,9 +19,18 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.config import SchedulerConfig
+from components.hardening import (
+    Resources,
+    container_security_context,
+    digest_skips,
+    pod_security_context,
+    pull_policy,
+    scanner_skips,
+    scratch,
+)
 from components.helm import postgresql
 from components.pins import ChartPin
-from components.secret_env import secret_env
+from components.secret_env import secret_env, secret_file
 from greenops import endpoints
 
 PORT = endpoints.SCHEDULER_PORT
@@ -33,6 +42,10 @@ DATABASE, DB_USER = "greenops", "greenops"
 DB_SECRET = "greenops-scheduler-db"  # the platform-deployed PostgreSQL's password
 SERVICE_ACCOUNT = "greenops-scheduler"
 LABELS = {"app.kubernetes.io/name": "greenops-scheduler", "app.kubernetes.io/part-of": "greenops"}
+DATABASE_IN_ENV = (
+    "GREENOPS_SCHEDULER_DATABASE (the URL with the database password) has no file option in the scheduler, "
+    "and --database would show it in ps; it comes from a Secret through secretKeyRef"
+)
 
 
 @dataclass
@@ -72,6 +85,7 @@ def scheduler_container(
     return k8s.core.v1.ContainerArgs(
         name="scheduler",
         image=image,
+        image_pull_policy=pull_policy(image),
         args=[
             "--host",
             "0.0.0.0",
@@ -91,18 +105,16 @@ def scheduler_container(
         env=env,
         readiness_probe=_probe("/readyz"),
         liveness_probe=_probe("/healthz"),
-        resources=k8s.core.v1.ResourceRequirementsArgs(
-            requests={"cpu": c.cpu, "memory": c.memory}, limits={"memory": c.memory}
-        ),
-        security_context=k8s.core.v1.SecurityContextArgs(
-            run_as_non_root=True, read_only_root_filesystem=True, allow_privilege_escalation=False
-        ),
+        resources=Resources(c.cpu, c.memory, c.cpu_limit).args(),
+        security_context=container_security_context(),
     )
 
 
-def _metadata(c: SchedulerConfig) -> k8s.meta.v1.ObjectMetaArgs:
+def _metadata(c: SchedulerConfig, annotations: dict[str, str] | None = None) -> k8s.meta.v1.ObjectMetaArgs:
     # the Deployment and the Service share the name other components address the scheduler by
-    return k8s.meta.v1.ObjectMetaArgs(name=endpoints.SCHEDULER_SERVICE, namespace=c.namespace, labels=LABELS)
+    return k8s.meta.v1.ObjectMetaArgs(
+        name=endpoints.SCHEDULER_SERVICE, namespace=c.namespace, labels=LABELS, annotations=annotations
+    )
 
 
 class GreenOpsScheduler(pulumi.ComponentResource):
@@ -119,11 +131,16 @@ class GreenOpsScheduler(pulumi.ComponentResource):
         if args.admin_token is None:
             # the platform refuses this at preview by key (greenops.program); a direct caller too
             raise ValueError("the scheduler needs its bootstrap admin token (greenops:schedulerAdminToken)")
-        self.admin_token = k8s.core.v1.Secret(
+        # a file (--admin-token-file) rather than a variable: not in the process environment, which
+        # every child process and crash report inherits
+        self.admin_token, admin_volume, admin_mount = secret_file(
             f"{name}-admin-token",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name="greenops-scheduler-admin-token", namespace=c.namespace),
-            string_data={"token": pulumi.Output.secret(args.admin_token)},
-            opts=in_ns,
+            "greenops-scheduler-admin-token",
+            c.namespace,
+            "token",
+            args.admin_token,
+            ADMIN_TOKEN_DIR,
+            in_ns,
         )
         opa_digest = (
             pulumi.Output.from_input(args.opa_token).apply(lambda t: hashlib.sha256(t.encode()).hexdigest())
@@ -137,18 +154,19 @@ class GreenOpsScheduler(pulumi.ComponentResource):
             data={"principals.yaml": opa_digest.apply(lambda d: principals_document(c, d))},
             opts=in_ns,
         )
+        # the root filesystem is read-only: Python's and the libraries' temporary files go here
+        tmp_volume, tmp_mount = scratch("tmp", "/tmp")
         volumes = [
-            k8s.core.v1.VolumeArgs(
-                name="admin-token",
-                secret=k8s.core.v1.SecretVolumeSourceArgs(secret_name="greenops-scheduler-admin-token"),
-            ),
+            tmp_volume,
+            admin_volume,
             k8s.core.v1.VolumeArgs(
                 name="principals",
                 config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name="greenops-scheduler-principals"),
             ),
         ]
         mounts = [
-            k8s.core.v1.VolumeMountArgs(name="admin-token", mount_path=ADMIN_TOKEN_DIR, read_only=True),
+            tmp_mount,
+            admin_mount,
             k8s.core.v1.VolumeMountArgs(name="principals", mount_path=PRINCIPALS_DIR, read_only=True),
         ]
         # TokenReview is needed only for ServiceAccount principals: only then does the pod get an
@@ -172,17 +190,19 @@ class GreenOpsScheduler(pulumi.ComponentResource):
         env.append(database_env)
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deploy",
-            metadata=_metadata(c),
+            metadata=_metadata(c, scanner_skips({"CKV_K8S_35": DATABASE_IN_ENV, **digest_skips(args.image)})),
             spec=k8s.apps.v1.DeploymentSpecArgs(
                 replicas=c.replicas,
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=LABELS),
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels=LABELS),
                     spec=k8s.core.v1.PodSpecArgs(
+                        # the API server is called only to review ServiceAccount principals' tokens
+                        automount_service_account_token=reviews,
+                        service_account_name=SERVICE_ACCOUNT if reviews else None,
+                        security_context=pod_security_context(),
                         containers=[scheduler_container(c, args.image, env, mounts)],
                         volumes=volumes,
-                        service_account_name=SERVICE_ACCOUNT if reviews else None,
-                        automount_service_account_token=reviews,
                     ),
                 ),
             ),

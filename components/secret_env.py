@@ -1,4 +1,5 @@
-"""A Pulumi secret handed to a container as an environment variable, through a Kubernetes Secret.
+"""A Pulumi secret handed to a container through a Kubernetes Secret: as an environment variable
+(``secret_env``), or as a mounted file (``secret_file``) for a program that reads one.
 
 The value stays encrypted in Pulumi state (the Secret's ``stringData`` is a secret output) and the
 pod spec only names the Secret, so neither ``kubectl get deployment -o yaml`` nor the state's
@@ -33,3 +34,30 @@ def secret_env(
         ),
     )
     return secret, env
+
+
+def secret_file(
+    resource_name: str,
+    secret_name: str,
+    namespace: str,
+    key: str,
+    value: pulumi.Input[str],
+    directory: str,
+    opts: pulumi.ResourceOptions,
+) -> tuple[k8s.core.v1.Secret, k8s.core.v1.VolumeArgs, k8s.core.v1.VolumeMountArgs]:
+    """The Secret holding ``value`` under ``key``, and the volume and mount that show it to a
+    container as the file ``<directory>/token``, readable by the pod's group only."""
+    secret = k8s.core.v1.Secret(
+        resource_name,
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=secret_name, namespace=namespace),
+        string_data={key: pulumi.Output.secret(value)},
+        opts=opts,
+    )
+    volume = k8s.core.v1.VolumeArgs(
+        name=secret_name,
+        secret=k8s.core.v1.SecretVolumeSourceArgs(
+            secret_name=secret_name, items=[k8s.core.v1.KeyToPathArgs(key=key, path="token")], default_mode=0o440
+        ),
+    )
+    mount = k8s.core.v1.VolumeMountArgs(name=secret_name, mount_path=directory, read_only=True)
+    return secret, volume, mount

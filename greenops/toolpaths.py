@@ -63,3 +63,19 @@ def mlserver_path() -> str:
     raise ToolMissing(
         "MLServer is not installed: run make mlserver (it creates .venv-mlserver from tools/mlserver/requirements.txt)"
     )
+
+
+CHECKOV_VENV = REPO / ".venv-checkov"
+
+
+def checkov_path() -> str:
+    """checkov lives in its own virtualenv (``make scanner``), away from the project's pins."""
+    local = CHECKOV_VENV / "bin" / "checkov"
+    if local.exists():
+        return str(local)
+    found = shutil.which("checkov")
+    if found:
+        return found
+    raise ToolMissing(
+        "checkov is not installed: run make scanner (it creates .venv-checkov from tools/checkov/requirements.txt)"
+    )

@@ -13,6 +13,9 @@ from greenops.catalog import Catalog
 from greenops.models import Decision, Workload, strings
 
 MANAGED_BY = "greenops"
+# the cloud-side tag naming the owner: the ACK role (components/aws_controllers.py) acts only on
+# resources that carry it
+MANAGED_BY_TAG = "managed-by"
 LABEL_PREFIX = "greenops.io"
 # The two parts of the ARM id that owns every ASO object. The chart checks its values with the same
 # patterns (through its catalog and its schema), so what one path refuses the other refuses too.
@@ -111,7 +114,7 @@ class RenderContext:
         return {
             "greenops-workload": self.workload.name,
             "greenops-tenant": self.workload.tenant,
-            "managed-by": MANAGED_BY,
+            MANAGED_BY_TAG: MANAGED_BY,
         }
 
 

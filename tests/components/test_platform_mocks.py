@@ -31,6 +31,7 @@ PROD = {
     },
     "policy": {"bundleServiceUrl": "https://bundles.example.com", "webhookTimeoutSeconds": 10},
     "kserve": {"zones": ["DE", "FR"]},
+    "networkPolicy": {"apiServerCidrs": ["172.16.0.0/28"]},
 }
 MOCK_OUTPUTS = {
     "tls:index/selfSignedCert:SelfSignedCert": {"certPem": CA_PEM},
@@ -150,8 +151,8 @@ def stack_platform(stack: str) -> dict:
 def test_the_prod_stack_previews_the_whole_platform():
     m = collect(stack_platform("prod"))
     assert (
-        len({r.typ for r in m.resources if r.typ.startswith("greenops:platform:")}) == 12
-    )  # + WorkloadReconciler, ExternalAccess
+        len({r.typ for r in m.resources if r.typ.startswith("greenops:platform:")}) == 13
+    )  # + WorkloadReconciler, ExternalAccess, NetworkPolicies
     assert len(of(m, "kubernetes:serving.kserve.io/v1beta1:InferenceService")) == 6  # 5 zones + generic
 
 
@@ -159,7 +160,14 @@ def test_staging_installs_only_its_parts():
     m = collect(stack_platform("staging"), secrets=False)
     assert {
         r.typ.removeprefix("greenops:platform:") for r in m.resources if r.typ.startswith("greenops:platform:")
-    } == {"GreenOpsPlatform", "KrateoPlatform", "ConfigConnector", "GreenOpsScheduler", "PolicyEngine"}
+    } == {
+        "GreenOpsPlatform",
+        "KrateoPlatform",
+        "ConfigConnector",
+        "GreenOpsScheduler",
+        "PolicyEngine",
+        "NetworkPolicies",
+    }
 
 
 def test_the_whole_platform_in_prod():
@@ -179,6 +187,7 @@ def test_the_whole_platform_in_prod():
             "PolicyEngine",
             "ModelTracking",
             "ModelServing",
+            "NetworkPolicies",
         )
     }
     pins = yaml.safe_load(VERSIONS_FILE.read_text())
@@ -216,7 +225,8 @@ def test_webhook_configuration():
         assert w["sideEffects"] == "NoneOnDryRun" and w["timeoutSeconds"] == 10
         assert w["admissionReviewVersions"] == ["v1"] and w["reinvocationPolicy"] == "Never"
         assert base64.b64decode(w["clientConfig"]["caBundle"]).decode() == CA_PEM  # the CA resource's own cert
-        assert w["clientConfig"]["service"] == {"name": "opa", "namespace": "opa", "path": "/", "port": 443}
+        # OPA's webhook listener, apart from its decision API (the NetworkPolicy admits only the API server to it)
+        assert w["clientConfig"]["service"] == {"name": "opa", "namespace": "opa", "path": "/", "port": 8444}
         assert w["namespaceSelector"]["matchExpressions"][0]["values"] == ["kube-system", "opa"]
     # placing fails closed; deleting is never blocked, not even by an OPA outage
     assert place["failurePolicy"] == "Fail" and release["failurePolicy"] == "Ignore"
@@ -240,9 +250,15 @@ def test_identities_trust_only_the_operators_and_roles_are_scoped():
     [fic] = of(m, "azure-native:managedidentity:FederatedIdentityCredential")
     assert fic.inputs["subject"] == "system:serviceaccount:azureserviceoperator-system:azureserviceoperator-default"
     assert fic.inputs["issuer"] == "https://oidc.example.com/cluster"
-    [ra] = of(m, "azure-native:authorization:RoleAssignment")
-    assert ra.inputs["scope"] == "/subscriptions/sub-1/resourceGroups/greenops-workloads"
-    assert ra.inputs["principalId"] == "principal-1"
+    # Virtual Machine Contributor and Network Contributor, on the workloads' resource group only
+    assignments = of(m, "azure-native:authorization:RoleAssignment")
+    assert sorted(ra.inputs["roleDefinitionId"].rsplit("/", 1)[1] for ra in assignments) == [
+        "4d97b98b-1d4f-4787-a291-c67834d212e7",
+        "9980e02c-c2be-4d73-94e8-173b1dc7cf3c",
+    ]
+    for ra in assignments:
+        assert ra.inputs["scope"] == "/subscriptions/sub-1/resourceGroups/greenops-workloads"
+        assert ra.inputs["principalId"] == "principal-1"
     [aso_secret] = [
         r for r in of(m, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "aso-controller-settings"
     ]
@@ -250,10 +266,14 @@ def test_identities_trust_only_the_operators_and_roles_are_scoped():
     assert unwrap(aso_secret.inputs["stringData"])["USE_WORKLOAD_IDENTITY_AUTH"] == "true"
     members = {r.inputs["role"]: r.inputs["member"] for r in m.resources if r.typ.endswith("IAMMember")}
     assert (
-        members["roles/iam.workloadIdentityUser"]
+        members.pop("roles/iam.workloadIdentityUser")
         == "serviceAccount:acme-green.svc.id.goog[cnrm-system/cnrm-controller-manager]"
     )
-    assert members["roles/compute.admin"] == "serviceAccount:kcc@acme-green.iam.gserviceaccount.com"
+    # instances, networks and subnetworks on the project: no Owner, Editor or compute.admin
+    assert members == {
+        "roles/compute.instanceAdmin.v1": "serviceAccount:kcc@acme-green.iam.gserviceaccount.com",
+        "roles/compute.networkAdmin": "serviceAccount:kcc@acme-green.iam.gserviceaccount.com",
+    }
     [role] = of(m, "aws:iam/role:Role")
     trust = json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]
     assert (
@@ -261,8 +281,11 @@ def test_identities_trust_only_the_operators_and_roles_are_scoped():
         == "system:serviceaccount:ack-system:ack-ec2-controller"
     )
     [policy] = of(m, "aws:iam/policy:Policy")
-    actions = json.loads(policy.inputs["policy"])["Statement"][0]["Action"]
+    actions = {a for s in json.loads(policy.inputs["policy"])["Statement"] for a in s["Action"]}
     assert "ec2:RunInstances" in actions and "*" not in actions and "ec2:*" not in actions
+    # every statement is in the account of the cluster's OIDC provider (tag conditions: test_cloud_roles.py)
+    for s in json.loads(policy.inputs["policy"])["Statement"][1:]:
+        assert all(arn.startswith("arn:aws:ec2:*:123456789012:") for arn in s["Resource"]), s
 
 
 def test_secrets_stay_secret():
@@ -307,10 +330,19 @@ def test_the_scheduler_reads_its_admin_token_from_a_secret_and_declares_opa_by_d
     assert args[args.index("--admin-token-file") + 1] == "/var/run/secrets/greenops/admin/token"
     assert args[args.index("--principals") + 1] == "/etc/greenops/principals/principals.yaml"
     assert not [e for e in container.get("env", []) if "TOKEN" in e["name"]]
-    assert {"name": "admin-token", "mountPath": "/var/run/secrets/greenops/admin", "readOnly": True} in container[
-        "volumeMounts"
-    ]
-    assert {"name": "admin-token", "secret": {"secretName": "greenops-scheduler-admin-token"}} in pod["volumes"]
+    assert {
+        "name": "greenops-scheduler-admin-token",
+        "mountPath": "/var/run/secrets/greenops/admin",
+        "readOnly": True,
+    } in container["volumeMounts"]
+    assert {
+        "name": "greenops-scheduler-admin-token",
+        "secret": {
+            "secretName": "greenops-scheduler-admin-token",
+            "items": [{"key": "token", "path": "token"}],
+            "defaultMode": 0o440,
+        },
+    } in pod["volumes"]
     # OPA is declared by its token's digest: write, every tenant, on the cluster path only
     [principals] = [
         r
@@ -514,7 +546,10 @@ def test_certificates_are_declared_identically_on_every_run():
 
 
 # every part that can be turned off, turned off
-ALL_OFF = {part: {"enabled": False} for part in ("krateo", "policy", "scheduler", "mlflow", "kserve", "certManager")}
+ALL_OFF = {
+    part: {"enabled": False}
+    for part in ("krateo", "policy", "scheduler", "mlflow", "kserve", "certManager", "networkPolicy")
+}
 
 
 def test_disabled_parts_create_nothing():

@@ -163,3 +163,29 @@ def _context(ca_pem: str):
     context = ssl.create_default_context()
     context.load_verify_locations(cadata=ca_pem)
     return context
+
+
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("POST", "/"),  # the admission webhook's call: it runs system.main, which calls the scheduler
+        ("GET", "/v1/policies"),
+        ("PUT", "/v1/policies/evil"),
+        ("PUT", "/v1/data/kubernetes/namespaces"),  # kube-mgmt's replicated data
+        ("POST", "/v1/data/greenops/admission"),  # a package that books
+        ("POST", "/v1/data/system/authz"),
+        ("GET", "/health"),
+    ],
+)
+def test_the_ingress_routes_nothing_of_opa_but_its_decision_api(route, method, path):
+    """Not a refusal by OPA (which the admin token could pass): the ingress has no route there, and
+    answers itself (nginx: 404, or 405 for a write to a path it would serve as a file)."""
+    with httpx.Client(verify=_context(route["ca"]), headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as c:
+        r = c.request(method, f"{route['opa']}{path}", json={})
+    assert r.status_code in (404, 405) and "<center>nginx" in r.text, (method, path, r.status_code, r.text[:200])
+
+
+def test_a_write_under_a_routed_package_reaches_opa_and_is_refused(route):
+    with httpx.Client(verify=_context(route["ca"]), headers={"Authorization": f"Bearer {QUERY_TOKEN}"}) as c:
+        r = c.put(f"{route['opa']}/v1/data/greenops/placement/injected", json={"allowed": True})
+    assert r.status_code == 401 and "may only read greenops decisions" in r.text

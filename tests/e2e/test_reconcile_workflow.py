@@ -21,6 +21,11 @@ WORKFLOW = REPO / ".github" / "workflows" / "reconcile.yml"
 EXPRESSION = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
 
 
+def secret_names(env: dict | None) -> list[str]:
+    """The variables of an ``env`` block that are filled from secrets."""
+    return [k for k, v in (env or {}).items() if "secrets." in str(v)]
+
+
 def job() -> dict:
     return yaml.safe_load(WORKFLOW.read_text())["jobs"]["reconcile"]
 
@@ -60,6 +65,18 @@ def test_every_run_step_reconciles_a_stack(tmp_path):
     env.update({k: fill(str(v), values) for k, v in job()["env"].items()})
     steps = [s for s in job()["steps"] if "run" in s]
     assert [s["run"] for s in steps] == ["make setup tools", '.venv/bin/greenops reconcile --stack "$STACK"']
+    # each secret only in the step that uses it: none at job or workflow level, none for the set-up
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    assert secret_names(workflow.get("env")) == [] and secret_names(job().get("env")) == []
+    assert [secret_names(s.get("env")) for s in job()["steps"] if secret_names(s.get("env"))] == [
+        [
+            "PULUMI_BACKEND_URL",
+            "PULUMI_ACCESS_TOKEN",
+            "PULUMI_CONFIG_PASSPHRASE",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+        ]
+    ]
     with loopback.servers() as (scheduler, opa):
         project_with_stack(
             project,
@@ -79,7 +96,7 @@ def test_every_run_step_reconciles_a_stack(tmp_path):
                 done = subprocess.run(
                     ["bash", "-eo", "pipefail", "-c", fill(step["run"], values)],
                     cwd=REPO,
-                    env=env,
+                    env={**env, **{k: fill(str(v), values) for k, v in (step.get("env") or {}).items()}},
                     capture_output=True,
                     text=True,
                     timeout=600,
