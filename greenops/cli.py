@@ -440,7 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
         a.set_defaults(func=cmd_token)
         if action == "issue":
             a.add_argument("--name", required=True, help="who holds it, e.g. ci-team-a")
-            a.add_argument("--role", choices=["read", "write", "admin"], default="write")
+            a.add_argument("--role", choices=["read", "report", "write", "admin"], default="write")
             who = a.add_mutually_exclusive_group(required=True)
             who.add_argument("--tenant", action="append", help="a tenant it acts for (repeatable)")
             who.add_argument(

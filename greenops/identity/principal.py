@@ -9,10 +9,12 @@ from typing import Any, Literal
 
 from greenops.errors import GreenOpsError
 
-Role = Literal["read", "write", "admin"]
+# report: reads, reports phases, confirms holds and releases what it owns, but never books (the
+# cluster path's controller: it follows what admission booked and must not place anything itself)
+Role = Literal["read", "report", "write", "admin"]
 Path = Literal["pulumi", "cluster", "api"]
 ALL_PATHS: frozenset[str] = frozenset({"pulumi", "cluster", "api"})
-_RANK = {"read": 0, "write": 1, "admin": 2}
+_RANK = {"read": 0, "report": 1, "write": 2, "admin": 3}
 
 
 class Forbidden(GreenOpsError):
@@ -33,8 +35,8 @@ class Principal:
     def reads(self, tenant: str) -> bool:
         return self.tenants is None or tenant in self.tenants
 
-    def writes(self, tenant: str, path: str) -> bool:
-        return self.has("write") and self.reads(tenant) and path in self.paths
+    def writes(self, tenant: str, path: str, role: Role = "write") -> bool:
+        return self.has(role) and self.reads(tenant) and path in self.paths
 
     def describe(self) -> str:
         tenants = "every tenant" if self.tenants is None else "tenant(s) " + ", ".join(sorted(self.tenants))
@@ -62,8 +64,16 @@ class Principal:
         return asked
 
     def may_change(self, row: Mapping[str, Any]) -> None:
-        """Raises Forbidden unless this principal owns the reservation ``row`` (its tenant and path)."""
-        if not self.writes(row["tenant"], row["path"]):
+        """Raises Forbidden unless this principal may book over the reservation ``row`` (its tenant and path)."""
+        self._owns(row, "write")
+
+    def may_report(self, row: Mapping[str, Any]) -> None:
+        """Raises Forbidden unless this principal may report on, confirm or release ``row``: the
+        report role is enough (its tenant and path still have to be the principal's)."""
+        self._owns(row, "report")
+
+    def _owns(self, row: Mapping[str, Any], role: Role) -> None:
+        if not self.writes(row["tenant"], row["path"], role):
             raise Forbidden(
                 f"reservation {row['key']} belongs to tenant {row['tenant']} on path {row['path']}: "
                 f"{self.describe()} may not change it"

@@ -56,11 +56,12 @@ class TokenRequest(BaseModel):
     def _writers_name_their_tenants(self) -> TokenRequest:
         # A writer for every tenant on every path is what the old shared token was. The one writer
         # that acts for every tenant is the admission webhook (OPA), and only on the cluster path,
-        # where the tenant is the namespace's label that OPA reads.
-        if self.tenants is None and self.role == "write" and set(self.paths) != {"cluster"}:
+        # where the tenant is the namespace's label that OPA reads; the same holds for the cluster
+        # path's controller, which reports and releases (role report) for every namespace.
+        if self.tenants is None and self.role in ("write", "report") and set(self.paths) != {"cluster"}:
             raise ValueError(
-                "tenants: a write token names its tenants; only the cluster path's (OPA's), read and admin "
-                "tokens cover every tenant"
+                f"tenants: a {self.role} token names its tenants; only the cluster path's (OPA's, the "
+                "controller's), read and admin tokens cover every tenant"
             )
         return self
 

@@ -18,7 +18,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -57,6 +57,11 @@ if TYPE_CHECKING:
 ACTIVE = ("Scheduled", "Provisioning", "Running")
 TERMINAL = ("Completed", "Failed", "Released")
 PRUNE_EVERY = 600.0  # seconds between sweeps of zone-hours that have passed
+# How long an admission's booking waits for its VmTemplate to be stored: well above the API server's
+# webhook timeout (30 s at most) plus a controller's resync, so only a CREATE that never stored its
+# object (forged, denied by a later webhook, abandoned) outlives it.
+DEFAULT_HOLD = timedelta(minutes=2)
+HELD_PATH = "cluster"  # the path whose bookings are made before their object exists (at admission)
 _MIGRATIONS = Path(__file__).parent / "migrations"
 _PG_MIGRATION_LOCK = 0x67726E6F  # one advisory lock id: replicas starting together migrate in turn
 
@@ -109,8 +114,9 @@ class Booking:
 class ReservationStore:
     """``ReservationStore("sqlite:///path.db")``, ``"postgresql+psycopg://…"``, or ``"sqlite://"`` in memory."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, hold: timedelta = DEFAULT_HOLD):
         self.url = url
+        self.hold = hold
         self.engine = _engine(url)
         self._writer = self.engine.execution_options(greenops_write=True)
         # One in-memory SQLite connection is shared by every thread, so its users take turns.
@@ -247,16 +253,21 @@ class ReservationStore:
     def report(
         self,
         key: str,
-        phase: str,
+        phase: str | None,
         reason: str,
         now: datetime,
         authorize: Callable[[dict[str, Any]], None] | None = None,
+        *,
+        confirm: bool = False,
+        lifecycle: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Record what happened to an active reservation: an active phase (Provisioning, Running),
-        or a terminal one (Completed, Failed, Released) that gives its zone-hours back. A reservation
-        already terminal is returned as it is: a retried release or a late report changes nothing.
-        ``authorize`` sees the row under its lock, before anything changes, and raises to refuse."""
-        assert phase in ACTIVE or phase in TERMINAL
+        or a terminal one (Completed, Failed, Released) that gives its zone-hours back; ``confirm``
+        turns a hold into a reservation (its object was seen stored), ``lifecycle`` records the
+        phases' real times. ``phase`` None keeps the phase. A reservation already terminal is
+        returned as it is: a retried release or a late report changes nothing. ``authorize`` sees
+        the row under its lock, before anything changes, and raises to refuse."""
+        assert phase is None or phase in ACTIVE or phase in TERMINAL
         with self._write() as conn:
             row = (
                 conn.execute(select(reservations).where(reservations.c.key == key).with_for_update()).mappings().first()
@@ -267,7 +278,13 @@ class ReservationStore:
                 authorize(dict(row))
             if row["phase"] not in ACTIVE:
                 return dict(row)
-            values = {"phase": phase, "reason": reason[:1024], "updated_at": now}
+            values: dict[str, Any] = {"updated_at": now}
+            if phase is not None:
+                values.update(phase=phase, reason=reason[:1024])
+            if confirm:
+                values["held_until"] = None
+            if lifecycle is not None:
+                values["lifecycle"] = lifecycle
             if phase in TERMINAL:
                 seen = self.seen(dict(row))
                 self._apply(conn, _deltas(seen.placements, -seen.milli_cpu), capacity_milli=0)
@@ -296,9 +313,11 @@ class ReservationStore:
             "answer": b.answer,
             "reason": None,
             "updated_at": now,
+            "lifecycle": None,  # a new decision starts a new life
         }
         if seen.revision is None:
-            conn.execute(insert(reservations).values(key=b.key, revision=1, created_at=now, **values))
+            held = now + self.hold if b.path == HELD_PATH else None
+            conn.execute(insert(reservations).values(key=b.key, revision=1, created_at=now, held_until=held, **values))
             return
         done = conn.execute(
             update(reservations)

@@ -31,6 +31,10 @@ reservations = Table(
     Column("request", JSON, nullable=False),
     Column("answer", JSON, nullable=False),
     Column("reason", String(1024)),
+    # a cluster-path booking made at admission is a hold until its VmTemplate is seen stored; a
+    # hold still unconfirmed at this time is released (forged or abandoned CREATEs cost nothing)
+    Column("held_until", DateTime(timezone=True)),
+    Column("lifecycle", JSON),  # the recorded phases and their real times (placement.lifecycle)
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
 )

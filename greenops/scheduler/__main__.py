@@ -24,6 +24,7 @@ import argparse
 import logging
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import structlog
@@ -111,6 +112,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="scheduling requests per principal and replica, e.g. 600/minute ('none' for no limit; "
         "env GREENOPS_SCHEDULER_RATE_LIMIT; default 600/minute)",
     )
+    parser.add_argument(
+        "--hold-seconds",
+        type=float,
+        help="how long an admission's cluster-path booking waits for its VmTemplate to be stored "
+        "(env GREENOPS_SCHEDULER_HOLD_SECONDS; default 120)",
+    )
     parser.add_argument("--log-format", choices=["json", "console"], default="json")
     parser.add_argument(
         "--admin-token-file",
@@ -159,7 +166,7 @@ def main(argv: list[str] | None = None) -> None:
     # GREENOPS_NOW pins the clock for replays of recorded traces (see greenops.clock)
     database = settings.database or default_database()
     try:
-        store = ReservationStore(database)
+        store = ReservationStore(database, hold=timedelta(seconds=settings.hold_seconds))
     except SQLAlchemyError as exc:
         raise SystemExit(f"scheduler: cannot open the reservation record {_safe(database)}: {exc}") from None
     structlog.get_logger("greenops.scheduler").info(

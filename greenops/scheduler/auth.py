@@ -90,5 +90,6 @@ def requires(role: Role) -> Callable[[Principal], Principal]:
 
 
 Reader = Annotated[Principal, Depends(requires("read"))]
+Reporter = Annotated[Principal, Depends(requires("report"))]
 Writer = Annotated[Principal, Depends(requires("write"))]
 Admin = Annotated[Principal, Depends(requires("admin"))]

@@ -2,12 +2,15 @@
 
     GET    /reservations?tenant=&zone=&region=&provider=&path=&all=   active ones (all: every phase)
     GET    /reservations/{key}
-    PATCH  /reservations/{key}  {"phase": "Provisioning"|"Running"|"Completed"|"Failed", "reason"}
+    PATCH  /reservations/{key}  {"phase"?: "Provisioning"|"Running"|"Completed"|"Failed", "reason",
+                                 "confirm"?: true, "lifecycle"?: {...}}
     DELETE /reservations/{key}?reason=                                 released; its zone-hours freed
 Completed, Failed and Released are terminal and free the zone-hours; a retried release or a late
-report changes nothing. Reads need the read role and show the tenants the caller reads; PATCH and
-DELETE need write and touch only reservations whose tenant and path the caller owns (403 otherwise,
-naming the reservation's owner and the caller).
+report changes nothing. A cluster-path booking is a hold (``held_until``) until ``confirm``: its
+VmTemplate was seen stored. Reads need the read role and show the tenants the caller reads; PATCH
+and DELETE need the report role (the cluster path's controller has it; write implies it) and touch
+only reservations whose tenant and path the caller owns (403 otherwise, naming the reservation's
+owner and the caller).
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from greenops.identity import Forbidden
+from greenops.placement.lifecycle import Lifecycle
 from greenops.reservations import ListingFilter, UnknownReservation
-from greenops.scheduler.auth import Reader, Writer
+from greenops.scheduler.auth import Reader, Reporter
 from greenops.scheduler.recorded import explanation_of, workload_of
 from greenops.scheduler.series import ceil_second
 from greenops.scheduler.state import ClockDep, StoreDep
@@ -43,6 +47,10 @@ class ReservationOut(BaseModel):
     revision: int
     workload: dict[str, Any] | None = Field(description="the workload as policy saw it, when the caller sent it")
     updated_at: datetime
+    held_until: datetime | None = Field(
+        default=None, description="a hold, not yet confirmed by its object: released if still one then"
+    )
+    lifecycle: dict[str, Any] | None = Field(default=None, description="the recorded phases and their real times")
     created_at: datetime | None = Field(default=None, description="when it was booked (with detail)")
     searched_from: datetime | None = Field(
         default=None,
@@ -66,8 +74,18 @@ class ReservationList(BaseModel):
 class PhaseReport(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    phase: Literal["Provisioning", "Running", "Completed", "Failed"]
+    phase: Literal["Provisioning", "Running", "Completed", "Failed"] | None = None
     reason: str = Field(default="", max_length=1024)
+    confirm: bool = Field(default=False, description="the hold's object was seen stored: it is a reservation now")
+    lifecycle: Lifecycle | None = Field(default=None, description="the phases and the times they really happened")
+
+    @model_validator(mode="after")
+    def _says_something(self) -> PhaseReport:
+        if self.phase is None and not self.confirm and self.lifecycle is None:
+            raise ValueError("give a phase, confirm or a lifecycle")
+        if self.lifecycle is not None and self.phase is not None and self.lifecycle.phase.value != self.phase:
+            raise ValueError(f"the lifecycle's phase {self.lifecycle.phase.value} is not the reported {self.phase}")
+        return self
 
 
 def out(row: dict[str, Any], detail: bool = False) -> ReservationOut:
@@ -100,6 +118,8 @@ def out(row: dict[str, Any], detail: bool = False) -> ReservationOut:
         revision=row["revision"],
         workload=workload_of(row["request"].get("workload")),
         updated_at=_utc(row["updated_at"]),
+        held_until=_utc(row["held_until"]) if row.get("held_until") else None,
+        lifecycle=row.get("lifecycle"),
         **recorded,
     )
 
@@ -142,10 +162,20 @@ def get_reservation(key: str, store: StoreDep, principal: Reader) -> Reservation
 
 @router.patch("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
 def report_phase(
-    key: str, report: PhaseReport, store: StoreDep, clock: ClockDep, principal: Writer
+    key: str, report: PhaseReport, store: StoreDep, clock: ClockDep, principal: Reporter
 ) -> ReservationOut | JSONResponse:
+    lifecycle = None if report.lifecycle is None else report.lifecycle.document()
     try:
-        return out(store.report(key, report.phase, report.reason, clock(), authorize=principal.may_change))
+        row = store.report(
+            key,
+            report.phase,
+            report.reason,
+            clock(),
+            authorize=principal.may_report,
+            confirm=report.confirm,
+            lifecycle=lifecycle,
+        )
+        return out(row)
     except UnknownReservation as exc:
         return _unknown(exc)
 
@@ -155,10 +185,10 @@ def release(
     key: str,
     store: StoreDep,
     clock: ClockDep,
-    principal: Writer,
+    principal: Reporter,
     reason: str = Query("released by its owner", max_length=1024),
 ) -> ReservationOut | JSONResponse:
     try:
-        return out(store.report(key, "Released", reason, clock(), authorize=principal.may_change))
+        return out(store.report(key, "Released", reason, clock(), authorize=principal.may_report))
     except UnknownReservation as exc:
         return _unknown(exc)

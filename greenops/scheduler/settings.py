@@ -23,6 +23,7 @@ FLAGS = {
     "capacity_vcpu": "--capacity-vcpu",
     "database": "--database",
     "rate_limit": "--rate-limit",
+    "hold_seconds": "--hold-seconds",
     "admin_token": "--admin-token-file",
     "principals": "--principals",
     "kubeconfig": "--kubeconfig",
@@ -57,6 +58,13 @@ class SchedulerSettings(BaseSettings):
     )
     database: str | None = Field(
         default=None, description="SQLAlchemy URL of the reservation record; None: the default SQLite file"
+    )
+    hold_seconds: float = Field(
+        default=120.0,
+        ge=5,
+        le=3600,
+        description="how long a cluster-path booking made at admission waits for its VmTemplate to be "
+        "stored before the controller releases it (well above the webhook's timeout)",
     )
     rate_limit: str = Field(default="600/minute", description="scheduling requests per principal and replica, or none")
     admin_token: SecretStr | None = Field(

@@ -1,0 +1,139 @@
+"""``python -m greenops.controller``: the cluster path's controller process.
+
+Every replica runs for the Lease; only the leader watches and acts. A leader runs, in this thread,
+the VmTemplate stream (a list, then a watch) and a sweep of the record against the API server's
+list at start and every ``--sweep-seconds``; a second thread renews the Lease. Losing the Lease
+stops the stream before anything else is done; winning it again starts with a fresh list, so
+nothing that changed meanwhile is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import queue
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+from greenops.clock import system_clock
+from greenops.errors import GreenOpsError
+
+from .kube import api_client
+from .lease import LeaseElector
+from .reconciler import Reconciler
+from .record import Record, RecordUnavailable, token_reader
+from .watch import Changed, Listed, VmTemplateWatch
+
+log = logging.getLogger("greenops.controller")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="greenops.controller", description=__doc__)
+    p.add_argument("--scheduler-url", required=True)
+    p.add_argument("--token-file", help="the controller's scheduler credential (else GREENOPS_CONTROLLER_TOKEN)")
+    p.add_argument("--kubeconfig", help="default: the pod's ServiceAccount")
+    p.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "greenops-system"))
+    p.add_argument("--lease-name", default="greenops-controller")
+    p.add_argument("--identity", default=f"{socket.gethostname()}-{os.getpid()}")
+    p.add_argument("--lease-seconds", type=float, default=15.0)
+    p.add_argument("--renew-deadline", type=float, default=10.0)
+    p.add_argument("--sweep-seconds", type=float, default=60.0)
+    p.add_argument("--watch-timeout", type=int, default=300, help="seconds one watch request lasts")
+    return p.parse_args(argv)
+
+
+class Controller:
+    def __init__(self, args: argparse.Namespace):
+        api = api_client(args.kubeconfig)
+        self.args = args
+        self.elector = LeaseElector(
+            api, args.lease_namespace, args.lease_name, args.identity, args.lease_seconds, args.renew_deadline
+        )
+        self.api = api
+        self.record = Record(
+            args.scheduler_url, token_reader(args.token_file, os.environ.get("GREENOPS_CONTROLLER_TOKEN"))
+        )
+        self.reconciler = Reconciler(self.record, system_clock, self.elector.leading)
+        self.stop = threading.Event()
+
+    def renew_forever(self) -> None:
+        period = self.args.renew_deadline / 3
+        while not self.stop.is_set():
+            self.elector.try_acquire_or_renew()
+            self.stop.wait(period)
+
+    def run(self) -> None:
+        threading.Thread(target=self.renew_forever, name="lease", daemon=True).start()
+        while not self.stop.is_set():
+            if self.elector.leading():
+                log.info("leading as %s", self.args.identity)
+                self.lead()
+                log.info("not leading any more")
+            self.stop.wait(0.5)
+        self.elector.release()
+
+    def lead(self) -> None:
+        watch = VmTemplateWatch(self.api, timeout_seconds=self.args.watch_timeout)
+        ended = threading.Event()
+        items: queue.Queue[Listed | Changed] = queue.Queue()
+
+        def pump() -> None:
+            for item in watch.stream(ended):
+                items.put(item)
+
+        threading.Thread(target=pump, name="watch", daemon=True).start()
+        next_sweep = 0.0
+        try:
+            while not self.stop.is_set() and self.elector.leading():
+                if time.monotonic() >= next_sweep:
+                    self.guarded(lambda: self.reconciler.sweep(lambda: _listed(watch)))
+                    next_sweep = time.monotonic() + self.args.sweep_seconds
+                try:
+                    item = items.get(timeout=0.5)
+                except queue.Empty:
+                    continue
+                self.guarded(lambda i=item: self.handle(i))
+        finally:
+            ended.set()
+
+    def handle(self, item: Listed | Changed) -> None:
+        if isinstance(item, Listed):
+            for obj in item.objects:
+                self.reconciler.stored(obj)
+        elif item.type == "DELETED":
+            self.reconciler.deleted(item.object)
+        else:
+            self.reconciler.stored(item.object)
+
+    def guarded(self, step: Any) -> None:
+        """A failed step (the scheduler down) is logged and retried by the next sweep, never fatal."""
+        try:
+            step()
+        except (RecordUnavailable, OSError) as exc:
+            log.warning("%s; the next sweep retries", exc)
+        except Exception as exc:  # the API server's answers: logged, retried by the sweep
+            log.warning("%s: %s; the next sweep retries", type(exc).__name__, exc)
+
+
+def _listed(watch: VmTemplateWatch) -> tuple[list[dict[str, Any]], str]:
+    listed = watch.list()
+    return listed.objects, listed.resource_version
+
+
+def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    try:
+        controller = Controller(parse_args(argv))
+    except GreenOpsError as exc:
+        raise SystemExit(f"controller: {exc}") from None
+    signal.signal(signal.SIGTERM, lambda *_: controller.stop.set())
+    controller.run()
+
+
+if __name__ == "__main__":
+    main()

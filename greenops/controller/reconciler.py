@@ -1,0 +1,107 @@
+"""What the controller does with what it sees: every handler is idempotent (it compares the record
+with the object and changes only what differs), so a replayed event, a relist after a restart or
+a second look by a new leader changes nothing that was already right.
+
+- An object stored with a reservation key in its annotation confirms that key's hold.
+- An observed DELETED event releases the key (releasing is final and a retry is a no-op).
+- A sweep compares the record's active cluster-path reservations with the API server's list:
+  a confirmed reservation whose object is absent was deleted while nobody watched (OPA down, the
+  controller restarting) and is released; a hold past its time whose object never appeared was a
+  forged, failed or abandoned CREATE and is released with that reason. A hold still within its
+  time is left alone: its CREATE may be in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from greenops.clock import stamp
+
+from .record import Record, held_until
+from .watch import key_of
+
+RESERVATION_ANNOTATION = "greenops.io/reservation"  # written by admission (policies/rego/admission.rego)
+log = logging.getLogger(__name__)
+
+
+def reservation_key(obj: dict[str, Any]) -> str | None:
+    """The key admission recorded on the object, when it is a cluster-path key of its namespace
+    (``<namespace>/<name>/<uid>``): a user-edited annotation naming someone else's key is ignored."""
+    meta = obj.get("metadata") or {}
+    key = (meta.get("annotations") or {}).get(RESERVATION_ANNOTATION)
+    if not isinstance(key, str):
+        return None
+    parts = key.split("/")
+    if len(parts) != 3 or parts[0] != meta.get("namespace") or not all(parts):
+        return None
+    return key
+
+
+class Reconciler:
+    def __init__(self, record: Record, clock: Callable[[], datetime], acting: Callable[[], bool]):
+        self.record = record
+        self.clock = clock
+        self.acting = acting  # False once this replica is no longer the leader: it stops at once
+
+    def _act(self, what: str, key: str, call: Callable[[], Any]) -> Any:
+        if not self.acting():
+            log.info("not leading: %s %s left to the leader", what, key)
+            return None
+        result = call()
+        log.info("%s %s", what, key, extra={"action": what, "key": key})
+        return result
+
+    def stored(self, obj: dict[str, Any]) -> None:
+        """An object is in the API server (listed, added or modified): confirm its hold."""
+        key = reservation_key(obj)
+        if key is None:
+            return
+        row = self.record.get(key)
+        if row is None or row["phase"] not in ("Scheduled", "Provisioning", "Running"):
+            return
+        if held_until(row) is not None:
+            self._act("confirmed", key, lambda: self.record.patch(key, {"confirm": True}))
+
+    def deleted(self, obj: dict[str, Any]) -> None:
+        key = reservation_key(obj)
+        if key is None:
+            return
+        row = self.record.get(key)
+        if row is None or row["phase"] not in ("Scheduled", "Provisioning", "Running"):
+            return  # released already: a replayed DELETED changes nothing
+        reason = f"VmTemplate {key_of(obj)} deleted (observed by the controller)"
+        self._act("released", key, lambda: self.record.release(key, reason))
+
+    def sweep(self, list_objects: Callable[[], tuple[list[dict[str, Any]], str]]) -> None:
+        """Compare the record with the API server. The record is read first, then the list, so every
+        reservation considered was booked before the list was taken: its object, if stored, is in it."""
+        rows = self.record.active()
+        objects, version = list_objects()
+        now = self.clock()
+        live = {k for o in objects if (k := reservation_key(o)) is not None}
+        for obj in objects:
+            self.stored(obj)
+        for row in rows:
+            key = row["key"]
+            if key in live:
+                continue
+            until = held_until(row)
+            if until is not None and until > now:
+                continue  # its CREATE may still be in flight
+            if until is not None:
+                reason = (
+                    f"hold expired at {stamp(until)}: no VmTemplate was stored under it (a forged, denied "
+                    "or abandoned CREATE)"
+                )
+            else:
+                reason = (
+                    f"VmTemplate {'/'.join(key.split('/')[:2])} is gone: absent from the API server's list "
+                    f"at resourceVersion {version} (deleted while nobody watched)"
+                )
+            self._release(key, reason)
+
+    def _release(self, key: str, reason: str) -> None:
+        self._act("released", key, lambda: self.record.release(key, reason))

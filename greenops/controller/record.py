@@ -1,0 +1,77 @@
+"""The scheduler's reservation record, as the controller uses it: its own credential (the report
+role on the cluster path, every tenant), re-read from its file on every call so a rotated
+ServiceAccount token or Secret is picked up."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from greenops.clock import parse_time
+from greenops.errors import GreenOpsError, one_line
+
+
+class RecordUnavailable(GreenOpsError):
+    """The scheduler could not be asked or refused; the message names the key and the answer."""
+
+
+class Record:
+    def __init__(self, url: str, token: Callable[[], str], timeout: float = 10.0):
+        self._http = httpx.Client(base_url=url.rstrip("/"), timeout=timeout)
+        self._token = token
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _call(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        try:
+            r = self._http.request(method, path, headers={"Authorization": f"Bearer {self._token()}"}, **kw)
+        except httpx.HTTPError as exc:
+            raise RecordUnavailable(f"{method} {path}: {type(exc).__name__}: {exc}") from None
+        if r.status_code >= 400 and r.status_code != 404:
+            raise RecordUnavailable(f"{method} {path}: the scheduler answered {r.status_code}: {one_line(r.text)}")
+        return r
+
+    def active(self) -> list[dict[str, Any]]:
+        """Every active cluster-path reservation (holds included), of every tenant."""
+        r = self._call("GET", "/reservations", params={"path": "cluster"})
+        rows: list[dict[str, Any]] = r.json()["reservations"]
+        return rows
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        r = self._call("GET", f"/reservations/{key}")
+        return None if r.status_code == 404 else r.json()
+
+    def patch(self, key: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        r = self._call("PATCH", f"/reservations/{key}", json=body)
+        return None if r.status_code == 404 else r.json()
+
+    def release(self, key: str, reason: str) -> dict[str, Any] | None:
+        r = self._call("DELETE", f"/reservations/{key}", params={"reason": reason[:1024]})
+        return None if r.status_code == 404 else r.json()
+
+
+def held_until(row: dict[str, Any]) -> datetime | None:
+    value = row.get("held_until")
+    return parse_time(value) if value else None
+
+
+def token_reader(path: str | None, value: str | None) -> Callable[[], str]:
+    """The bearer token: the file ``path`` (a projected ServiceAccount token or a mounted Secret),
+    re-read at every use, else the fixed ``value``."""
+    if path:
+
+        def from_file() -> str:
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    return fh.read().strip()
+            except OSError as exc:
+                raise RecordUnavailable(f"cannot read the controller's token file {path}: {exc.strerror}") from None
+
+        return from_file
+    if value:
+        return lambda: value
+    raise GreenOpsError("the controller needs its scheduler credential: --token-file or GREENOPS_CONTROLLER_TOKEN")

@@ -1,0 +1,77 @@
+"""The cluster path's controller as a subprocess on loopback (tests, ``greenops demo``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from greenops.errors import GreenOpsError
+from greenops.local.service import ProcessService
+
+
+@dataclass
+class ControllerProcess(ProcessService):
+    scheduler_url: str = ""
+    token: str = ""  # its scheduler credential (the report role on the cluster path)
+    kubeconfig: Path | None = None
+    identity: str = "controller"
+    lease_namespace: str = "default"
+    lease_seconds: float = 4.0
+    renew_deadline: float = 3.0
+    sweep_seconds: float = 2.0
+    log: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-ctl-")) / "controller.log")
+    name = "controller"
+
+    def start(self) -> None:
+        self._launch(
+            [
+                sys.executable,
+                "-m",
+                "greenops.controller",
+                "--scheduler-url",
+                self.scheduler_url,
+                "--lease-namespace",
+                self.lease_namespace,
+                "--identity",
+                self.identity,
+                "--lease-seconds",
+                str(self.lease_seconds),
+                "--renew-deadline",
+                str(self.renew_deadline),
+                "--sweep-seconds",
+                str(self.sweep_seconds),
+                *(["--kubeconfig", str(self.kubeconfig)] if self.kubeconfig else []),
+            ],
+            self.log,
+            env={**os.environ, "GREENOPS_CONTROLLER_TOKEN": self.token},
+        )
+
+    def kill(self) -> None:
+        """SIGKILL: no clean hand-over of the Lease, nothing flushed."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGKILL)
+            self._proc.wait()
+
+    def wait_leading(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc is not None and self._proc.poll() is not None:
+                raise GreenOpsError(f"controller exited: {self.log.read_text()[-2000:]}")
+            if "leading as" in self.log.read_text(errors="replace"):
+                return
+            time.sleep(0.1)
+        raise GreenOpsError(f"controller {self.identity} did not lead within {timeout:.0f}s")
+
+    def actions(self) -> list[str]:
+        """The actions this process took, in order: "confirmed <key>", "released <key>"."""
+        lines = self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
+        return [
+            line.split(" greenops.controller.reconciler ", 1)[1]
+            for line in lines
+            if " greenops.controller.reconciler " in line and " INFO " in line and "not leading" not in line
+        ]
