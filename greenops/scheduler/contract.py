@@ -59,7 +59,7 @@ class SchedulingRequest(BaseModel):
         default_factory=dict, description="zone -> provider/region the caller maps it to, recorded with the booking"
     )
     dry_run: bool = Field(default=False, description="decide without booking (a dry-run admission)")
-    workload: RecordedWorkload | None = Field(
+    workload: dict[str, Any] | None = Field(
         default=None,
         description="the workload as policy saw it, kept for re-evaluation "
         f"(at most {MAX_WORKLOAD_BYTES} bytes of JSON)",
@@ -79,9 +79,12 @@ class SchedulingRequest(BaseModel):
 
     @field_validator("workload")
     @classmethod
-    def _workload_fits(cls, v: RecordedWorkload | None) -> RecordedWorkload | None:
+    def _workload_fits(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        # Checked against the schema but kept as sent: the record serves it back, and its spec hash
+        # (what a retry is matched by) is the caller's document, not a re-serialisation of it.
         if v is not None:
-            bounded(v.model_dump(mode="json"), MAX_WORKLOAD_BYTES, "workload")
+            RecordedWorkload.model_validate(v)
+            bounded(v, MAX_WORKLOAD_BYTES, "workload")
         return v
 
     @field_validator("explanation")

@@ -46,13 +46,14 @@ def bounded(value: dict[str, Any] | None, limit: int, field: str) -> dict[str, A
 
 
 def workload_of(raw: object) -> dict[str, Any] | None:
-    """The stored workload as readers may use it, or None when it does not read as one."""
+    """The stored workload as it was sent, when it reads as one; None when it does not."""
     if not isinstance(raw, dict):
         return None
     try:
-        return RecordedWorkload.model_validate(raw).model_dump(mode="json")
+        RecordedWorkload.model_validate(raw)
     except ValidationError:
         return None
+    return raw
 
 
 def explanation_of(raw: object) -> dict[str, Any] | None:

@@ -264,11 +264,6 @@ def test_the_search_start_is_recorded_with_each_booking_and_keys_are_listed_by_p
     assert [r["key"] for r in listed] == ["dev/etl/a1"]  # not dev/etl-two/...
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: greenops/scheduler/recorded.py workload_of dumps RecordedWorkload without "
-    "exclude_unset, so readers get tenant/deadline/cpu/memory: null keys the caller never sent",
-)
 def test_the_workload_is_served_back_as_sent(client):
     sent = {"name": "x", "originRegion": "italynorth"}
     assert client.post("/scheduling", json=body(key="x", workload=sent)).status_code == 200
