@@ -88,8 +88,10 @@ def test_every_run_step_reconciles_a_stack(tmp_path):
                 workloads=[small_job("nightly", iso(now + timedelta(hours=1, minutes=2)), tenant="ci")],
             ),
         )
-        # the stack's credentials are its encrypted secrets: the job's passphrase opens them
-        set_project_secrets(project, "ci", env, loopback.stack_secrets(scheduler, opa, ["ci"]))
+        # the stack's credentials are its encrypted secrets: the reconcile step's passphrase (the only
+        # step given the secrets) opens them
+        reconcile_env = {**env, **{k: fill(str(v), values) for k, v in (steps[-1].get("env") or {}).items()}}
+        set_project_secrets(project, "ci", reconcile_env, loopback.stack_secrets(scheduler, opa, ["ci"]))
         outputs = []
         for _ in range(2):  # two scheduled runs: the first places and opens the gate, the second changes nothing
             for step in steps:
