@@ -66,6 +66,8 @@ else := _placed
 # A CREATE, or an UPDATE whose intent changed: checked, placed by the scheduler and patched.
 _placed := _deny(sprintf("%v: %v", [_subject, _tenant_problem])) if _tenant_problem
 
+else := _deny(sprintf("%v: %v", [_subject, _room_problem])) if _room_problem
+
 else := _deny(sprintf("%v: %v", [_subject, concat("; ", _decision.errors)])) if count(_decision.errors) > 0
 
 else := _deny(sprintf("%v: not placed, failing closed: %v", [_subject, _schedule.error])) if not _schedule.ok
@@ -185,6 +187,14 @@ _workload := object.union(
 	{"name": object.get(_intent, "vmName", object.get(_metadata, "name", "")), "tenant": _tenant},
 	_intent,
 )
+
+# A deadline that leaves no room for the run from now: refused as the Pulumi path's model refuses it
+# (placement.decision leaves it out: a recorded workload is re-evaluated after its deadline passed).
+# Only a spec without other problems is timed; those are named first, as the model names them.
+_room_problem := sprintf("workload %q: %v", [workload.name_of(_workload), p]) if {
+	count(_decision.errors) == 0
+	p := workload.room_problem(_workload, time.now_ns())
+}
 
 _decision := placement.decision_for({"workload": _workload}, catalog, config)
 

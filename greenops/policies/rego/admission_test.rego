@@ -484,8 +484,11 @@ test_vmtemplate_without_spec_is_denied if {
 test_invalid_spec_fields_are_named if {
 	r := answer(review("CREATE", vm(object.union(spec, {"cpu": "four", "duration": "3 hours"})), null), "fr")
 	message(r) == concat("; ", [
-		`VmTemplate greenops/vm-1: workload "vm-1": cpu: must be a whole number of vCPUs greater than 0`,
-		`workload "vm-1": duration: malformed 3 hours: use hours (6, "6h") or minutes ("90m"), e.g. "1h30m"`,
+		`VmTemplate greenops/vm-1: workload "vm-1": cpu: "four" is not valid: a whole number of vCPUs from 1 to 100000`,
+		concat("", [
+			`workload "vm-1": duration: "3 hours" is not a duration: whole hours as a number (6), or a string of `,
+			`hours and/or minutes in that order, lowercase, without spaces: "6", "1.5", "6h", "90m", "1h30m"`,
+		]),
 	])
 }
 

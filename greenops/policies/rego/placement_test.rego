@@ -163,8 +163,8 @@ test_zone_outside_the_eligible_set_selects_nothing if {
 test_invalid_workload_reports_only_input_problems if {
 	d := decide({"cpu": -1, "originRegion": "atlantis"})
 	d.errors == [
-		`workload "w1": cpu: must be a whole number of vCPUs greater than 0`,
-		`workload "w1": originRegion: unknown region atlantis`,
+		`workload "w1": cpu: -1 is not valid: a whole number of vCPUs from 1 to 100000`,
+		`workload "w1": originRegion: unknown region "atlantis"`,
 	]
 	d.eligible == {}
 }
@@ -259,7 +259,7 @@ test_a_malformed_workload_has_an_empty_decision if {
 	d := decide({"cpu": -1})
 	d.workload == "w1"
 	not d.allowed
-	d.errors == [`workload "w1": cpu: must be a whole number of vCPUs greater than 0`]
+	d.errors == [`workload "w1": cpu: -1 is not valid: a whole number of vCPUs from 1 to 100000`]
 	[d.eligible, d.zones, d.selection, d.zoneRegions, d.tenantQuotaVcpu] == [{}, [], null, {}, null]
 	d.explanation == {"constraintChain": [], "zones": {}}
 	candidates({"cpu": -1}) == []

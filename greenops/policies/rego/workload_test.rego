@@ -14,9 +14,18 @@ test_duration_forms if {
 	workload.duration_hours("0.5h") == 0.5
 }
 
+# The contract's one written form: no case folding, no spaces, hours before minutes, whole hours
+# as a number (the CRD types the field integer-or-string).
 test_malformed_durations_are_undefined if {
-	every d in ["", "h", "6 hours", "6d", "-1h", 0, -2, "0h", true, null, [6]] {
+	every d in ["", "h", "6 hours", "6d", "-1h", "2H", " 2h", "30m1h", 1.5, true, null, [6]] {
 		not workload.duration_hours(d)
+	}
+}
+
+test_non_positive_and_overlong_durations_are_problems if {
+	every d in [0, -2, "0h", "0", "745h", 745] {
+		some p in workload.problems(testdata.with_fields({"duration": d}), testdata.catalog)
+		startswith(p, "duration: ")
 	}
 }
 
@@ -62,7 +71,7 @@ test_missing_fields_are_named if {
 }
 
 test_fractional_cpu_is_refused if {
-	"cpu: must be a whole number of vCPUs greater than 0" in workload.problems(
+	"cpu: 2.5 is not valid: a whole number of vCPUs from 1 to 100000" in workload.problems(
 		testdata.with_fields({"cpu": 2.5}),
 		testdata.catalog,
 	)
@@ -87,6 +96,6 @@ test_problems_read_the_given_catalog if {
 	workload.problems(testdata.with_fields({"originRegion": "westus"}), testdata.catalog) == []
 	without_westus := json.patch(testdata.catalog, [{"op": "remove", "path": "/region_provider/westus"}])
 	workload.problems(testdata.with_fields({"originRegion": "westus"}), without_westus) == [
-		"originRegion: unknown region westus",
+		`originRegion: unknown region "westus"`,
 	]
 }
