@@ -69,7 +69,7 @@ def values_schema() -> dict[str, Any]:
     return {
         "$schema": "http://json-schema.org/draft-07/schema",
         "type": "object",
-        "required": ["vmName", "cpu", "memory", "duration", "deadline", "maxLatency"],
+        "required": contract.REQUIRED,
         "properties": properties,
     }
 

@@ -99,6 +99,11 @@ def room_problem(deadline: str, earliest_end: str) -> str:
     return f"{deadline} is earlier than now plus the duration ({earliest_end}): the workload cannot finish in time"
 
 
+# What every workload states; the rest has a default (maxLatency: no constraint, eligibleProviders:
+# the platform's, dataResidency: none, tenant: the namespace's or the platform's default).
+REQUIRED = ["vmName", "cpu", "memory", "duration", "deadline", "originRegion"]
+
+
 def bundle_document(providers: list[str]) -> dict[str, Any]:
     """The contract as the policy bundle's data.greenops.workload_contract (see workload.rego)."""
     return {

@@ -149,3 +149,22 @@ def test_refusals_name_the_field_and_the_accepted_form(servers):
 def test_generated_workloads_get_the_same_verdict_on_both_paths(servers, spec):
     opa, client = servers
     assert compare(opa, client, spec, exact=False) == []
+
+
+def test_a_cluster_booking_is_re_evaluated_as_the_workload_it_was(servers):
+    """`placements --without-region` reads the record: a cluster booking holds the admission
+    policy's normal form (durationHours, null requests), which read back as a workload used to be
+    "duration: missing", so every cluster placement "lost eligibility"."""
+    from greenops.placements import as_written
+
+    _, client = servers
+    spec = {**spec_of({"duration": "1h30m"}), "name": "train", "tenant": TENANT}
+    recorded = {  # what admission.rego's _normalized records with the booking
+        "name": "train", "cpu": 2, "memory": 4, "durationHours": 1.5, "deadline": spec["deadline"],
+        "maxLatency": 2000, "originRegion": "westeurope", "eligibleProviders": ["azure", "gcp", "aws"],
+        "dataResidency": "eu", "tenant": TENANT, "provider": None, "region": None,
+    }  # fmt: skip
+    assert any("duration: missing" in e for e in client.decision(recorded)["errors"])
+    assert as_written(recorded)["duration"] == "1h30m"
+    again, first = client.decision(as_written(recorded)), client.decision(spec)
+    assert again["allowed"] and again["eligible"] == first["eligible"] and len(again["zones"]) > 1
