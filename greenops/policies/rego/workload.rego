@@ -166,7 +166,10 @@ else := sprintf("eligibleProviders: %v listed more than once: %v", [
 	count(repeated) > 0
 }
 
-problem(spec, "dataResidency", _) := sprintf("dataResidency: %v is not one of eu, none", [_shown(spec.dataResidency)]) if {
+problem(spec, "dataResidency", _) := sprintf(
+	"dataResidency: %v is not one of eu, none",
+	[_shown(spec.dataResidency)],
+) if {
 	"dataResidency" in object.keys(spec)
 	not spec.dataResidency in {"eu", "none"}
 }
@@ -196,7 +199,7 @@ room_problem(spec, now_ns) := sprintf(
 	"deadline: %v is earlier than now plus the duration (%v): the workload cannot finish in time",
 	[_utc(deadline_ns(spec.deadline)), _utc(end)],
 ) if {
-	end := now_ns + round(duration_hours(spec.duration) * 3600) * 1000000000
+	end := now_ns + (round(duration_hours(spec.duration) * 3600) * 1000000000)
 	deadline_ns(spec.deadline) < end
 }
 
