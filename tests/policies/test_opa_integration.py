@@ -365,6 +365,24 @@ def test_bundle_manifest_roots_and_revision(opa_binary, tmp_path):
     assert set(data["greenops"]) == {"catalog", "config", "string_rules", "workload_contract"}
 
 
+def test_the_rego_tests_contract_is_the_models(opa_binary, tmp_path):
+    """The Rego unit tests pass the workload contract as an argument (testdata.workload_contract, the
+    bundle's shape for their catalog's providers): it must be the one the bundle ships, as the model
+    reads it, and workload.rego's no-constraint latency its default."""
+    from greenops.models import contract, strings
+
+    src = stage(tmp_path / "b", include_tests=True)
+    query = "[data.greenops.testdata.workload_contract, data.greenops.testdata.string_rules.tenant]"
+    out = subprocess.run(
+        [opa_binary, "eval", "--format", "json", "--bundle", str(src), query], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    shipped, tenant = json.loads(out.stdout)["result"][0]["expressions"][0]["value"]
+    assert shipped == contract.bundle_document(["azure", "gcp", "aws"])
+    assert tenant["pattern"] == strings.RULES["tenant"].pattern
+    assert shipped["maxLatency"]["default"] == contract.NO_LATENCY_CONSTRAINT_MS
+
+
 def test_rego_unit_tests_pass(opa_binary, tmp_path):
     src = stage(tmp_path / "b", include_tests=True)
     result = subprocess.run([opa_binary, "test", str(src), "--format", "json"], capture_output=True, text=True)

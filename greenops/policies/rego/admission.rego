@@ -193,12 +193,12 @@ _workload := object.union(
 # Only a spec without other problems is timed; those are named first, as the model names them.
 _room_problem := sprintf("workload %q: %v", [workload.name_of(_workload), p]) if {
 	count(_decision.errors) == 0
-	p := workload.room_problem(_workload, time.now_ns())
+	p := workload.room_problem(_workload, time.now_ns(), workload.bundle_rules)
 }
 
-_decision := placement.decision_for({"workload": _workload}, catalog, config)
+_decision := placement.decision_for({"workload": _workload}, catalog, config, workload.bundle_rules)
 
-_normalized := workload.normalize(_workload, catalog, config)
+_normalized := workload.normalize(_workload, catalog, config, workload.bundle_rules)
 
 _schedule := scheduler.call(object.union(scheduler.request_body(_normalized, _decision.zones, catalog), _booking))
 
@@ -206,19 +206,21 @@ _schedule := scheduler.call(object.union(scheduler.request_body(_normalized, _de
 _selection := s if {
 	s := placement.decision_for(
 		{"workload": _workload, "zone": _schedule.answer.scheduling_location},
-		catalog, config,
+		catalog, config, workload.bundle_rules,
 	).selection
 	s != null
 }
 
 # --- The spec's strings and namespace (see spec_fields.rego) -------------------------------------
-# Without the bundle's rules nothing could be checked: fail closed rather than pass every string.
+# Without the bundle's string rules or workload contract nothing could be checked: fail closed.
 default _string_rules := null
 
 _string_rules := data.greenops.string_rules
 
 _spec_refusals := ["the policy bundle has no data.greenops.string_rules, so the spec's strings cannot be checked"] if {
 	not is_object(_string_rules)
+} else := ["the policy bundle has no data.greenops.workload_contract, so the workload cannot be checked"] if {
+	not is_object(workload.bundle_rules.contract)
 } else := array.concat(_namespace_refusal, spec_fields.problems(_spec, _string_rules))
 
 default _namespace_refusal := []
