@@ -13,8 +13,8 @@ import json
 import sys
 from typing import Any
 
-from greenops.charts import CHART_SOURCE
 from greenops.catalog import load_catalog
+from greenops.charts import CHART_SOURCE
 from greenops.models import contract
 from greenops.models.strings import RULES
 

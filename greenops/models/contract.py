@@ -42,7 +42,7 @@ _AMOUNT = r"[0-9]+(?:\.[0-9]+)?"
 DURATION_PATTERN = rf"^(?:{_AMOUNT}|(?:{_AMOUNT}h)?(?:{_AMOUNT}m)?)$"
 DURATION_MAX_LENGTH = 32
 DURATION_EXPECTED = (
-    'whole hours as a number (6), or a string of hours and/or minutes in that order, lowercase, '
+    "whole hours as a number (6), or a string of hours and/or minutes in that order, lowercase, "
     'without spaces: "6", "1.5", "6h", "90m", "1h30m"'
 )
 

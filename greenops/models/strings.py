@@ -134,6 +134,7 @@ RULES: dict[str, StringRule] = {
     ),
 }
 
+
 def check(field: str, value: object) -> str:
     """``value`` when it keeps ``field``'s rule; otherwise ValueError with the reason (for pydantic
     validators, whose error then names the field)."""

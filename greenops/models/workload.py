@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
@@ -28,9 +27,14 @@ from pydantic.alias_generators import to_camel
 from greenops.clock import stamp
 
 from . import contract, strings
+
 # The bounds and written forms of every field are the workload contract's, which the policy and the
 # chart's schema read too; imported from here by the code that used to find them here.
-from .contract import MAX_CPU, MAX_LATENCY_MS, MAX_MEMORY_GB, MIN_MEMORY_GB, NO_LATENCY_CONSTRAINT_MS  # noqa: F401
+from .contract import MAX_CPU as MAX_CPU
+from .contract import MAX_LATENCY_MS as MAX_LATENCY_MS
+from .contract import MAX_MEMORY_GB as MAX_MEMORY_GB
+from .contract import MIN_MEMORY_GB as MIN_MEMORY_GB
+from .contract import NO_LATENCY_CONSTRAINT_MS as NO_LATENCY_CONSTRAINT_MS
 from .duration import format_duration, parse_duration
 
 if TYPE_CHECKING:

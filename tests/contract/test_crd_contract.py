@@ -49,7 +49,9 @@ def test_the_crd_agrees_with_the_model_on_the_corpus(api):
             elif workload is None and stored and case not in BEYOND_THE_SCHEMA:
                 disagree[case] = f"the model refuses {sorted(fields)} {messages}, the API server stores it"
             elif workload is None and not stored and not any(f"spec.{f}" in r.text for f in fields):
-                disagree[case] = f"the model refuses {sorted(fields)}, the API server names another field: {r.text[-300:]}"
+                disagree[case] = (
+                    f"the model refuses {sorted(fields)}, the API server names another field: {r.text[-300:]}"
+                )
             elif stored and case in BEYOND_THE_SCHEMA and workload is None:
                 continue  # the webhook's to refuse (tests/contract/test_differential.py)
     assert disagree == {}

@@ -94,7 +94,9 @@ def compare(opa: OpaServer, client: OpaClient, spec: dict[str, Any], exact: bool
         return [f"pulumi {'accepts' if workload else py_messages}, cluster {'accepts' if allowed else opa_message}"]
     if workload is None:
         if not opa_fields or not (opa_fields == py_fields if exact else opa_fields <= py_fields):
-            return [f"pulumi refuses {sorted(py_fields)} {py_messages}, cluster refuses {sorted(opa_fields)}: {opa_message}"]
+            return [
+                f"pulumi refuses {sorted(py_fields)} {py_messages}, cluster refuses {sorted(opa_fields)}: {opa_message}"
+            ]
         return []
     # Accepted by both: the Pulumi path asks OPA with the model's normal form, the cluster path
     # decides on the spec as written; the decisions must be the same.
