@@ -141,6 +141,15 @@ class Workload(_Model):
             return int(v)
         return v
 
+    @field_validator("max_latency", mode="before")
+    @classmethod
+    def _max_latency_integral(cls, v: Any) -> Any:
+        # A whole number written as a float is the same JSON number (the policy reads 2000.0 as
+        # 2000), and Pulumi hands a dynamic provider every number as a float: read it as the int.
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        return v
+
     @field_validator("memory")
     @classmethod
     def _memory_floor(cls, v: float) -> float:

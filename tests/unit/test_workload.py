@@ -102,6 +102,18 @@ def test_providers_are_a_list_of_distinct_lowercase_names(make_workload, written
     assert make_workload(eligibleProviders=["gcp", "aws"]).eligible_providers == ("gcp", "aws")
 
 
+def test_whole_numbers_written_as_floats_are_read_as_ints(make_workload):
+    """One JSON number: the policy reads 2000.0 as 2000, and Pulumi hands a dynamic provider every
+    number as a float. A fraction or a boolean is still refused."""
+    w = make_workload(cpu=4.0, maxLatency=2000.0, duration=6.0)
+    assert (w.cpu, w.max_latency, w.duration_hours) == (4, 2000, 6.0)
+    assert type(w.max_latency) is int
+    for bad in (2.5, True):
+        with pytest.raises(ValidationError) as info:
+            make_workload(maxLatency=bad)
+        assert "maxLatency" in errors_of(info.value)
+
+
 def test_decision_saving_and_utc():
     d = Decision(**IN_PARIS, scheduling_time="2026-11-22T03:00:00+01:00", expected_intensity=30, baseline_intensity=120)
     assert d.scheduling_time == datetime(2026, 11, 22, 2, tzinfo=UTC)
