@@ -15,9 +15,8 @@ import pytest
 from pulumi import automation as auto
 
 from greenops import automation
-from greenops.local.opa import OpaServer
-from greenops.local.scheduler import SchedulerServer
 from greenops.toolpaths import REPO, pulumi_env
+from tests import loopback
 from tests.cloud_standin import JOURNAL_ENV, REFUSE_ENV, inventory, plugin_scripts
 from tests.conftest import AZURE_SUBSCRIPTION
 from tests.engine import KEY, engine_stack, iso, render_mode_config, small_job
@@ -36,7 +35,7 @@ VM_TYPES = {
 
 @pytest.fixture(scope="module")
 def servers():
-    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+    with loopback.servers() as (scheduler, opa):
         yield opa, scheduler
 
 
@@ -54,7 +53,9 @@ def _stack(tmp_path, servers, clouds, now):
         provisioning="direct",
         render={"sshPublicKey": KEY, "azureSubscriptionId": AZURE_SUBSCRIPTION, "gcpProject": "greenops-test"},
     )
-    stack = engine_stack(tmp_path, "direct", now, config)
+    stack = engine_stack(
+        tmp_path, "direct", now, config, secrets=loopback.stack_secrets(scheduler, opa, loopback.tenants_of(workloads))
+    )
     journal = tmp_path / "cloud.jsonl"
     plugins = plugin_scripts(tmp_path / "plugins", REPO)
     stack.workspace.env_vars.update({"PATH": f"{plugins}:{pulumi_env()['PATH']}", JOURNAL_ENV: str(journal)})

@@ -11,10 +11,10 @@ import pytest
 from greenops.clock import stamp
 from greenops.direct.records import verdict
 from greenops.errors import GreenOpsError
-from greenops.local.opa import OpaServer
-from greenops.local.scheduler import SchedulerServer
 from greenops.models import Workload
+from greenops.models.workload import DEFAULT_TENANT
 from greenops.provider.placement import PlacementProvider
+from tests import loopback
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 
 pytestmark = pytest.mark.integration
@@ -25,7 +25,9 @@ LEAD = timedelta(seconds=300)
 @pytest.fixture(scope="module")
 def servers():
     require_tool("opa")
-    with SchedulerServer() as scheduler, OpaServer(scheduler_url=scheduler.url) as opa:
+    with loopback.servers() as (scheduler, opa):
+        # the stack's credential for the default tenant (the workload names none), on the Pulumi path
+        scheduler.stack_token = scheduler.issue("direct-stack", [DEFAULT_TENANT], paths=["pulumi"])
         yield opa, scheduler
 
 
@@ -43,7 +45,9 @@ def base_props(servers, now: datetime) -> dict:
             "region": "eu-north-1",
         },
         "opaUrl": opa.url,
+        "opaToken": opa.query_token,
         "schedulerUrl": scheduler.url,
+        "schedulerToken": scheduler.stack_token,
         "timeoutSeconds": 5,
         "attempts": 2,
         "leadSeconds": LEAD.total_seconds(),

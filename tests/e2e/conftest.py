@@ -13,6 +13,7 @@ from greenops.local.webhook import install_admission, loopback_tls
 from greenops.policies.bundle import build, default_revision
 from greenops.policies.config import load_policy_settings
 from greenops.toolpaths import REPO
+from tests import loopback
 from tests.conftest import require_tool
 from tests.engine import iso
 
@@ -37,9 +38,16 @@ def cluster(tmp_path_factory):
     with (
         LocalControlPlane(with_controller_manager=True) as cp,
         SchedulerServer(capacity_vcpu=4) as sched,
-        OpaServer(scheduler_url=sched.url, tls_cert=tls.cert_file, tls_key=tls.key_file, bundle=bundle) as opa,
+        OpaServer(
+            scheduler_url=sched.url,
+            # OPA's own scheduler principal (cluster-path keys only), as the chart issues it
+            scheduler_token=sched.issue("opa", None, paths=["cluster"]),
+            tls_cert=tls.cert_file,
+            tls_key=tls.key_file,
+            bundle=bundle,
+        ) as opa,
     ):
-        install_admission(cp, opa.url, tls.ca_pem, NAMESPACES)
+        install_admission(cp, opa.url, tls.ca_pem, NAMESPACES, token=opa.admin_token)
         yield {"cp": cp, "scheduler": sched, "opa": opa, "tls": tls}
 
 
@@ -76,6 +84,9 @@ def cluster_stack(cluster, tmp_path, name: str, workloads: list[dict], render: d
     st.set_config(
         "greenops:kubeconfig", automation.auto.ConfigValue(cluster["cp"].kubeconfig_path.read_text(), secret=True)
     )
+    # the credentials Placement presents: OPA's query token, each tenant's scheduler token
+    secrets = loopback.stack_secrets(cluster["scheduler"], cluster["opa"], loopback.tenants_of(workloads))
+    st.set_all_config({f"greenops:{k}": automation.auto.ConfigValue(v, secret=True) for k, v in secrets.items()})
 
     def reconcile(at) -> None:
         st.workspace.env_vars["GREENOPS_NOW"] = iso(at)

@@ -46,7 +46,8 @@ def in_namespace(ns: str) -> str:
 
 def reservations(cluster, **query) -> list[dict]:
     """The scheduler's record (GET /reservations): active ones, or every phase with all=true."""
-    r = httpx.get(f"{cluster['scheduler'].url}/reservations", params=query, timeout=10)
+    sched = cluster["scheduler"]
+    r = httpx.get(f"{sched.url}/reservations", params=query, headers=sched.admin_headers, timeout=10)
     assert r.status_code == 200, r.text
     return r.json()["reservations"]
 
@@ -114,16 +115,25 @@ def test_scheduler_down_fails_closed_then_recovers(tmp_path):
 
     port = free_port()
     tls = loopback_tls(tmp_path)
+    # OPA's scheduler principal, issued into the record the restarted scheduler reads
+    database = f"sqlite:///{tmp_path / 'reservations.db'}"
+    with SchedulerServer(port=port, database=database) as first:
+        opa_token = first.issue("opa", None, paths=["cluster"])
     with (
         LocalControlPlane() as cp,
-        OpaServer(scheduler_url=f"http://127.0.0.1:{port}", tls_cert=tls.cert_file, tls_key=tls.key_file) as opa,
+        OpaServer(
+            scheduler_url=f"http://127.0.0.1:{port}",
+            scheduler_token=opa_token,
+            tls_cert=tls.cert_file,
+            tls_key=tls.key_file,
+        ) as opa,
     ):
-        install_admission(cp, opa.url, tls.ca_pem, ("e2e",))
+        install_admission(cp, opa.url, tls.ca_pem, ("e2e",), token=opa.admin_token)
         with cp.client() as k:
             down = k.post(PATH, json=vmtemplate("while-down", originRegion="westeurope"))
             assert down.status_code == 403 and "failing closed" in down.json()["message"]
             assert k.get(f"{PATH}/while-down").status_code == 404  # nothing half-created
-            with SchedulerServer(port=port):
+            with SchedulerServer(port=port, database=database):
                 assert k.post(PATH, json=vmtemplate("after-restart", originRegion="westeurope")).status_code == 201
 
 
@@ -259,7 +269,11 @@ def test_quota_counts_both_paths(cluster):
         }
     )
     trust = httpx.HTTPTransport(verify=ssl.create_default_context(cadata=cluster["tls"].ca_pem.decode()))
-    with OpaClient(cluster["opa"].url, transport=trust) as opa, SchedulerClient(cluster["scheduler"].url) as sched:
+    stack_token = cluster["scheduler"].issue("e2e-stack-thrifty", ["thrifty"], paths=["pulumi"])
+    with (
+        OpaClient(cluster["opa"].url, transport=trust, token=cluster["opa"].query_token) as opa,
+        SchedulerClient(cluster["scheduler"].url, token=stack_token) as sched,
+    ):
         place(batch, opa, sched, key="e2e-stack/batch")
     path = in_namespace("thrifty-batch")
     with cluster["cp"].client() as k:
