@@ -9,11 +9,13 @@ no other eligible region loses eligibility altogether.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from greenops.catalog import Catalog, load_catalog
 from greenops.errors import GreenOpsError
 from greenops.httpclient import RetryingClient, detail
+from greenops.models.duration import format_duration
 from greenops.policies.client import OpaClient
 
 
@@ -66,7 +68,9 @@ def affected(rows: list[dict[str, Any]], region: str, opa: OpaClient) -> list[Im
                 "re-evaluated (booked by a client that sent none)"
             )
         eligible = [
-            f"{p}/{r}" for p, regions in sorted(opa.decision(workload).get("eligible", {}).items()) for r in regions
+            f"{p}/{r}"
+            for p, regions in sorted(opa.decision(as_written(workload)).get("eligible", {}).items())
+            for r in regions
         ]
         gone = [e for e in eligible if _matches(e, region)]
         remaining = [e for e in eligible if e not in gone]
@@ -78,6 +82,21 @@ def affected(rows: list[dict[str, Any]], region: str, opa: OpaClient) -> list[Im
             continue
         out.append(Impact(row["key"], row["tenant"], placed, verdict, remaining))
     return out
+
+
+def as_written(recorded: dict[str, Any]) -> dict[str, Any]:
+    """A recorded workload as a workload document policy reads. The Pulumi path records the
+    workload as written (``duration``); the admission policy records its normal form
+    (``durationHours``, and ``region``/``provider`` as null when not requested), which is not a
+    document: read back as one, every cluster placement was "duration: missing" and lost its
+    eligibility. The hours go back as the contract's string form, to the minute (what the record
+    holds; the eligible set does not depend on the seconds)."""
+    if "duration" in recorded or "durationHours" not in recorded:
+        return recorded
+    doc = {k: v for k, v in recorded.items() if k != "durationHours" and v is not None}
+    hours = recorded["durationHours"]
+    doc["duration"] = format_duration(timedelta(hours=hours)) if isinstance(hours, (int, float)) else hours
+    return doc
 
 
 def _matches(provider_region: str, region: str) -> bool:

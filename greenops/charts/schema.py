@@ -13,39 +13,32 @@ import json
 import sys
 from typing import Any
 
+from greenops.catalog import load_catalog
 from greenops.charts import CHART_SOURCE
-from greenops.models.strings import DURATION_MAX_LENGTH, RULES
+from greenops.models import contract
+from greenops.models.strings import RULES
 
-PROVIDERS = ["azure", "gcp", "aws"]
+# The workload's fields as the contract (greenops.models.contract) writes them: types, bounds, forms.
+CONTRACT = contract.json_schema_properties(list(load_catalog().providers))
 
-# The values that are not free strings, and every value's description; the string rules are added
-# from RULES. Each string value of the chart is bounded and, but for duration, has a pattern.
+# Every value's description and the chart's own values; the workload's fields get their schema from
+# the contract and the strings' from RULES. Each string value of the chart is bounded and has a
+# pattern or an enum.
 _PROPERTIES: dict[str, dict[str, Any]] = {
     "vmName": {"description": "Name of the VM: names its objects, with a hash of the VmTemplate's namespace/name"},
-    "cpu": {"type": "integer", "minimum": 1, "description": "Minimum vCPUs"},
-    "memory": {"type": "number", "exclusiveMinimum": 0, "description": "Minimum RAM in GB"},
+    "cpu": {"description": "Minimum vCPUs"},
+    "memory": {"description": "Minimum RAM in GB"},
     "duration": {
-        "type": ["string", "number"],
-        "maxLength": DURATION_MAX_LENGTH,
-        "description": 'Duration of the workload: a number of hours, or "6h", "90m", "1h30m"; the VM is retired '
-        "at schedulingTime + duration",
+        "description": f"Duration of the workload: {contract.DURATION_EXPECTED}; the VM is retired at "
+        "schedulingTime + duration",
     },
     "deadline": {"description": "Deadline, RFC 3339"},
-    "maxLatency": {
-        "type": "integer",
-        "minimum": 1,
-        "description": "Maximum latency in ms from originRegion (2000 = none)",
-    },
+    "maxLatency": {"description": "Maximum latency in ms from originRegion (2000 = none)"},
     "originRegion": {"description": "Cloud region the latency is measured from"},
-    "eligibleProviders": {
-        "type": "array",
-        "maxItems": len(PROVIDERS),
-        "items": {"type": "string", "enum": PROVIDERS},
-        "description": "Providers the workload may use",
-    },
-    "dataResidency": {"type": "string", "enum": ["eu", "none"], "description": "EU-only placement"},
+    "eligibleProviders": {"description": "Providers the workload may use (distinct; none: the platform's default)"},
+    "dataResidency": {"description": "EU-only placement"},
     "tenant": {"description": "Tenant, set on every object's labels; admission refuses one not the namespace's"},
-    "provider": {"type": "string", "enum": PROVIDERS, "description": "Set by the admission policy"},
+    "provider": {"description": "Set by the admission policy"},
     "schedulingLocation": {"description": "Cloud region, set by the admission policy"},
     "schedulingTime": {"description": "Start time (RFC 3339 UTC), set by the admission policy"},
     "vmSize": {"description": "Provider VM size, set by the admission policy"},
@@ -70,12 +63,13 @@ _PROPERTIES: dict[str, dict[str, Any]] = {
 
 def values_schema() -> dict[str, Any]:
     properties = {
-        name: {**RULES[name].json_schema(), **prop} if name in RULES else prop for name, prop in _PROPERTIES.items()
+        name: {**(RULES[name].json_schema() if name in RULES else {}), **CONTRACT.get(name, {}), **prop}
+        for name, prop in _PROPERTIES.items()
     }
     return {
         "$schema": "http://json-schema.org/draft-07/schema",
         "type": "object",
-        "required": ["vmName", "cpu", "memory", "duration", "deadline", "maxLatency"],
+        "required": contract.REQUIRED,
         "properties": properties,
     }
 

@@ -79,7 +79,10 @@ def loopback_tls(folder: Path) -> TlsIdentity:
 
 # The schema keywords carried into the CRD as they are: the string rules (pattern, maxLength, the
 # reserved names under "not") must reach the API server, which checks every VmTemplate with them.
-_CRD_KEYWORDS = ("description", "enum", "minimum", "pattern", "items", "maxLength", "maxItems", "not")
+# So must the workload contract's bounds and forms (minimum, maximum, minLength, distinct items).
+_CRD_KEYWORDS = (
+    "description", "enum", "minimum", "maximum", "pattern", "items", "minLength", "maxLength", "maxItems", "not",
+)  # fmt: skip
 
 
 def vmtemplate_crd() -> dict[str, Any]:
@@ -95,6 +98,8 @@ def vmtemplate_crd() -> dict[str, Any]:
             p["type"] = types[0]
         if "exclusiveMinimum" in prop:
             p["minimum"], p["exclusiveMinimum"] = prop["exclusiveMinimum"], True
+        if prop.get("uniqueItems"):  # a structural schema forbids uniqueItems; a set list refuses duplicates
+            p["x-kubernetes-list-type"] = "set"
         props[name] = p
     return {
         "apiVersion": "apiextensions.k8s.io/v1",

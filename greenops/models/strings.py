@@ -95,8 +95,8 @@ def _shown(value: str) -> str:
 
 
 # Every string field of the VmTemplate spec that is written into an object, a label or a cloud
-# request, by its spec name. (provider, dataResidency and eligibleProviders are enums; duration is
-# parsed by the chart and the models, and only bounded here.)
+# request, by its spec name. (provider, dataResidency and eligibleProviders are enums; duration's
+# form is the workload contract's, in .contract.)
 RULES: dict[str, StringRule] = {
     "vmName": StringRule(
         VM_NAME, 40, "1-40 lowercase letters, digits and '-', starting with a letter and not ending with '-'"
@@ -133,9 +133,6 @@ RULES: dict[str, StringRule] = {
         "an Azure resource group name: 1-90 of A-Z a-z 0-9 - _ . ( ), not ending with '.'",
     ),
 }
-
-# The longest string the duration field takes ("1h30m", "6", "1.5h" are far shorter).
-DURATION_MAX_LENGTH = 32
 
 
 def check(field: str, value: object) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
@@ -27,30 +26,23 @@ from pydantic.alias_generators import to_camel
 
 from greenops.clock import stamp
 
-from . import strings
+from . import contract, strings
+
+# The bounds and written forms of every field are the workload contract's, which the policy and the
+# chart's schema read too; imported from here by the code that used to find them here.
+from .contract import MAX_CPU as MAX_CPU
+from .contract import MAX_LATENCY_MS as MAX_LATENCY_MS
+from .contract import MAX_MEMORY_GB as MAX_MEMORY_GB
+from .contract import MIN_MEMORY_GB as MIN_MEMORY_GB
+from .contract import NO_LATENCY_CONSTRAINT_MS as NO_LATENCY_CONSTRAINT_MS
 from .duration import format_duration, parse_duration
 
 if TYPE_CHECKING:
     from greenops.catalog import Catalog
 
-NO_LATENCY_CONSTRAINT_MS = 2000
-
-# Bounds of a workload's sizes. A tenant writes these, and the scheduler adds one booking's vCPUs per
-# job to a zone's capacity: an unbounded or vanishing size is a way to book nothing or everything.
-# The upper bounds are the scheduler's (greenops/scheduler/contract.py), so what the stack accepts
-# the scheduler takes. The record counts vCPU in millicores (reservations.milli): cpu is whole
-# vCPUs, far above it; memory's floor is the same thousandth, one MB.
-MAX_CPU = 100_000
-MIN_MEMORY_GB = 0.001
-MAX_MEMORY_GB = 1_000_000
-# 2000 ms already means "no constraint"; the bound only keeps the number a number every consumer reads
-MAX_LATENCY_MS = 1_000_000
-
 # Workload names become Kubernetes object names with suffixes such as "-subnet" appended, and
 # Azure/GCP resource names: short DNS-1123 labels (the rule is in .strings, shared with the chart
 # and the policy).
-_NAME = re.compile(strings.VM_NAME)
-_LABEL_VALUE = re.compile(strings.LABEL_VALUE)
 
 
 # Whose quota a workload without a tenant counts against: the same on both paths, in the scheduler
@@ -100,7 +92,12 @@ class Workload(_Model):
     Validate with ``Workload.model_validate(data, context={"now": ..., "catalog": ...})``; both
     context keys are optional (defaults: the current time, the embedded catalog). With
     ``"check_deadline": False`` the deadline is not compared with now (an already placed workload).
+
+    Every field is read in the contract's one written form (greenops.models.contract): no spaces
+    trimmed, no case folded, no comma lists split, as the policy and the VmTemplate CRD read it.
     """
+
+    model_config = ConfigDict(**{**_Model.model_config, "str_strip_whitespace": False})
 
     name: str = Field(description="DNS-1123 label, at most 40 characters; names every derived object")
     # strict: a number, as in the VmTemplate's schema and the policy, not a string that parses as one
@@ -108,10 +105,10 @@ class Workload(_Model):
     memory: Annotated[
         float, Field(strict=True, gt=0, le=MAX_MEMORY_GB, allow_inf_nan=False, description="minimum RAM in GB (MinRAM)")
     ]
-    duration: timedelta = Field(description="run time D: hours as a number, or '6h', '90m', '1h30m'")
+    duration: timedelta = Field(description="run time D: " + contract.DURATION_EXPECTED)
     deadline: AwareDatetime = Field(description="DL, RFC 3339 with an offset; stored in UTC")
     max_latency: Annotated[
-        int, Field(gt=0, le=MAX_LATENCY_MS, description="ML in ms from originRegion; 2000 = no constraint")
+        int, Field(strict=True, gt=0, le=MAX_LATENCY_MS, description="ML in ms from originRegion; 2000 = no constraint")
     ] = NO_LATENCY_CONSTRAINT_MS
     origin_region: str = Field(description="cloud region the latency is measured from")
     eligible_providers: tuple[str, ...] = Field(
@@ -128,27 +125,27 @@ class Workload(_Model):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not _NAME.fullmatch(v):
-            raise ValueError(
-                f"{v!r} is not a valid workload name: use 1-40 lowercase letters, digits and '-', "
-                "starting with a letter and not ending with '-'"
-            )
-        return v
+        return strings.check("vmName", v)
 
     @field_validator("tenant")
     @classmethod
     def _tenant(cls, v: str) -> str:
-        if not _LABEL_VALUE.fullmatch(v):
-            raise ValueError(
-                f"{v!r} is not a valid tenant: it must be a Kubernetes label value (1-63 of A-Z a-z 0-9 - _ .)"
-            )
-        return v
+        return strings.check("tenant", v)
 
     @field_validator("cpu", mode="before")
     @classmethod
     def _cpu_integral(cls, v: Any) -> Any:
         if isinstance(v, bool):
             raise ValueError("cpu must be a whole number of vCPUs")
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        return v
+
+    @field_validator("max_latency", mode="before")
+    @classmethod
+    def _max_latency_integral(cls, v: Any) -> Any:
+        # A whole number written as a float is the same JSON number (the policy reads 2000.0 as
+        # 2000), and Pulumi hands a dynamic provider every number as a float: read it as the int.
         if isinstance(v, float) and v.is_integer():
             return int(v)
         return v
@@ -165,6 +162,18 @@ class Workload(_Model):
     def _duration(cls, v: Any) -> timedelta:
         return parse_duration(v)
 
+    @field_validator("deadline", mode="before")
+    @classmethod
+    def _deadline_form(cls, v: Any) -> Any:
+        # A datetime comes from Python code; a document writes the contract's RFC 3339 form only
+        # (no epoch numbers, no missing seconds, no space for the "T").
+        if isinstance(v, datetime):
+            return v
+        problem = contract.deadline_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
     @field_validator("deadline", mode="after")
     @classmethod
     def _deadline_utc(cls, v: datetime) -> datetime:
@@ -175,9 +184,13 @@ class Workload(_Model):
 
     @field_validator("eligible_providers", mode="before")
     @classmethod
-    def _providers_list(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            return tuple(p.strip() for p in v.split(",") if p.strip())
+    def _providers_list(cls, v: Any, info: ValidationInfo) -> Any:
+        expected = contract.PROVIDERS_EXPECTED.format(known=", ".join(_catalog(info).providers))
+        if not isinstance(v, (list, tuple)):
+            raise ValueError(f"{contract.shown(v)} is not valid: {expected}")
+        repeated = sorted({p for p in v if isinstance(p, str) and list(v).count(p) > 1})
+        if repeated:
+            raise ValueError(f"{', '.join(repeated)} listed more than once: {expected}")
         return v
 
     @field_validator("eligible_providers", mode="after")
@@ -186,11 +199,10 @@ class Workload(_Model):
         known = _catalog(info).providers
         if not v:
             return tuple(known)
-        lowered = tuple(dict.fromkeys(p.lower() for p in v))
-        unknown = [p for p in lowered if p not in known]
+        unknown = [p for p in v if p not in known]
         if unknown:
-            raise ValueError(f"unknown provider(s) {', '.join(unknown)}: choose from {', '.join(known)}")
-        return lowered
+            raise ValueError(f"unknown provider(s) {', '.join(unknown)}: choose from {', '.join(known)} (lowercase)")
+        return v
 
     @field_validator("provider", mode="after")
     @classmethod
@@ -198,9 +210,9 @@ class Workload(_Model):
         if v is None:
             return v
         known = _catalog(info).providers
-        if v.lower() not in known:
-            raise ValueError(f"unknown provider {v!r}: choose from {', '.join(known)}")
-        return v.lower()
+        if v not in known:
+            raise ValueError(f"unknown provider {contract.shown(v)}: choose from {', '.join(known)} (lowercase)")
+        return v
 
     @field_validator("origin_region", mode="after")
     @classmethod
@@ -217,10 +229,7 @@ class Workload(_Model):
         # must not make the declaration itself invalid (context {"check_deadline": False}).
         check_deadline = (info.context or {}).get("check_deadline", True)
         if check_deadline and self.deadline < earliest_end:
-            raise ValueError(
-                f"deadline {self.deadline.isoformat()} is earlier than now plus the duration "
-                f"({earliest_end.replace(microsecond=0).isoformat()}): the workload cannot finish in time"
-            )
+            raise ValueError("deadline " + contract.room_problem(stamp(self.deadline), stamp(earliest_end)))
         if self.provider and self.provider not in self.eligible_providers:
             raise ValueError(
                 f"requested provider {self.provider!r} is not among eligibleProviders {list(self.eligible_providers)}"

@@ -23,7 +23,7 @@ from typing import Any
 
 from greenops.catalog import Catalog, VmSize, fits, haversine_km, load_catalog, size_order
 from greenops.errors import GreenOpsError
-from greenops.models import strings
+from greenops.models import contract, strings
 from greenops.toolpaths import REPO, tool_path
 
 from .config import PolicySettings, load_policy_settings
@@ -107,6 +107,7 @@ def bundle_data(catalog: Catalog, config: PolicySettings) -> dict[str, Any]:
             "catalog": catalog_document(catalog),
             "config": config.document(),
             "string_rules": strings.bundle_document(),
+            "workload_contract": contract.bundle_document(list(catalog.providers)),
         }
     }
 

@@ -260,8 +260,9 @@ def test_the_lead_time_opens_the_gate_early(chart):
     assert helm_template(chart, dict(base, provisioningLeadSeconds=0)) == []
 
 
-# Every duration form of greenops/models/duration.py: a bare number or numeric string is hours.
-DURATIONS = [6, 1.5, "6", "1.5", "6h", "90m", "1h30m", "0.5h", " 2H "]
+# Every duration form of the workload contract (greenops/models/contract.py): whole hours as a number,
+# a numeric string is hours, else hours then minutes, lowercase, without spaces.
+DURATIONS = [6, "6", "1.5", "6h", "90m", "1h30m", "0.5h"]
 
 
 @pytest.mark.parametrize("duration", DURATIONS, ids=repr)
@@ -294,9 +295,15 @@ def test_every_provider_retires_its_vm_after_the_run(chart, provider, region):
     assert helm_template(chart, dict(base, schedulingTime=stamp(-timedelta(minutes=91)))) == []
 
 
-@pytest.mark.parametrize("duration", ["", "h", "6 hours", "6d", "-1h", "1h-30m", "abc", "90s", "1h30", ".5h", "1e3"])
+# Malformed, and the forms the contract refuses on purpose: a fractional number (the CRD types the
+# field integer-or-string), uppercase, spaces, minutes before hours.
+@pytest.mark.parametrize(
+    "duration",
+    ["", "h", "6 hours", "6d", "-1h", "1h-30m", "abc", "90s", "1h30", ".5h", "1e3", 1.5, " 2H ", "2H", "30m1h"],
+    ids=repr,
+)
 @pytest.mark.parametrize("offset", [timedelta(hours=-1), timedelta(hours=2)], ids=["running", "not-yet-due"])
-def test_a_malformed_duration_fails_naming_the_vmtemplate(chart, duration, offset):
+def test_a_malformed_duration_fails_naming_the_field(chart, duration, offset):
     with pytest.raises(ValueError):  # the Python side refuses it too
         parse_duration(duration)
     result = helm_run(
@@ -306,16 +313,26 @@ def test_a_malformed_duration_fails_naming_the_vmtemplate(chart, duration, offse
         ),
     )
     assert result.returncode != 0 and result.stdout == ""  # not one object, let alone half of them
-    assert re.search(
-        re.escape(f"VmTemplate parity: malformed duration {json.dumps(duration)}: use hours"), result.stderr
-    )
+    # the chart's schema (the contract's form) refuses it before any template runs
+    assert "at '/duration'" in result.stderr, result.stderr
 
 
-@pytest.mark.parametrize("duration", [0, "0", "0h", "0m", -2], ids=repr)
-def test_a_duration_must_be_positive(chart, duration):
+@pytest.mark.parametrize(
+    "duration,refusal",
+    [
+        # a number: the schema's minimum; a string of the contract's form: the template's guard
+        (0, "at '/duration': minimum: got 0, want 1"),
+        (-2, "at '/duration': minimum: got -2, want 1"),
+        ("0", "VmTemplate parity: duration must be positive, got 0"),
+        ("0h", "VmTemplate parity: duration must be positive, got 0h"),
+        ("0m", "VmTemplate parity: duration must be positive, got 0m"),
+    ],
+    ids=repr,
+)
+def test_a_duration_must_be_positive(chart, duration, refusal):
     with pytest.raises(ValueError, match="positive"):
         parse_duration(duration)
-    with pytest.raises(RuntimeError, match=re.escape(f"VmTemplate parity: duration must be positive, got {duration}")):
+    with pytest.raises(RuntimeError, match=re.escape(refusal)):
         helm_template(
             chart,
             values(

@@ -16,7 +16,7 @@ from tests.policies.test_tenant_strings import CORPUS
 pytestmark = [pytest.mark.e2e, pytest.mark.tools]
 PATH = f"/apis/{GROUP}/{VERSION}/namespaces/crd-test/vmtemplates"
 SPEC = {"vmName": "vm-1", "cpu": 2, "memory": 4, "duration": "2h", "deadline": "2030-01-01T00:00:00Z"}
-SPEC["maxLatency"] = 2000
+SPEC["maxLatency"], SPEC["originRegion"] = 2000, "westeurope"
 
 
 @pytest.fixture(scope="module")

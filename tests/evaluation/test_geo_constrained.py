@@ -188,7 +188,7 @@ def opa_answers(workloads: list[dict], tmp: Path) -> list[dict]:
     opa = require_tool("opa")
     bundle = stage(tmp / "bundle")
     (tmp / "input.json").write_text(json.dumps({"workloads": workloads}))
-    args = '({"workload": w}, data.greenops.catalog, data.greenops.config)'
+    args = '({"workload": w}, data.greenops.catalog, data.greenops.config, data.greenops.workload.bundle_rules)'
     decision = f"data.greenops.placement.decision_for{args}"
     query = (
         f'[{{"eligible": {decision}.eligible, "zones": {decision}.zones, '

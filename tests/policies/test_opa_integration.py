@@ -327,13 +327,13 @@ def test_malformed_reviews_get_a_clean_answer(opa, body, message):
 @pytest.mark.parametrize(
     "spec_patch,fragment",
     [
-        ({"cpu": "four"}, "cpu: must be a whole number"),
+        ({"cpu": "four"}, 'cpu: "four" is not valid: a whole number of vCPUs'),
         # strings are checked against their rules first (spec_fields.rego)
         ({"deadline": 12}, "spec.deadline: must be a string (an RFC 3339 time"),
-        ({"deadline": "2030-13-45T00:00:00Z"}, "deadline: 2030-13-45T00:00:00Z is not an RFC 3339 time"),
-        ({"eligibleProviders": "azure"}, "eligibleProviders: must be a list"),
+        ({"deadline": "2030-13-45T00:00:00Z"}, 'deadline: "2030-13-45T00:00:00Z" is not valid: an RFC 3339 time'),
+        ({"eligibleProviders": "azure"}, 'eligibleProviders: "azure" is not valid: a list of distinct provider names'),
         ({"originRegion": None}, "spec.originRegion: must be a string (a cloud region name"),
-        ({"originRegion": "atlantis"}, "originRegion: unknown region atlantis"),
+        ({"originRegion": "atlantis"}, 'originRegion: unknown region "atlantis"'),
     ],
 )
 def test_wrong_types_in_the_spec_are_named(opa, spec_patch, fragment):
@@ -362,7 +362,25 @@ def test_bundle_manifest_roots_and_revision(opa_binary, tmp_path):
     assert {"/admission.rego", "/placement.rego", "/system.rego", "/authz.rego", "/data.json"} <= names
     assert "/constraints.rego" in names  # placement.rego's constraint chain, a package of its own
     assert not [n for n in names if n.endswith("_test.rego")]
-    assert set(data["greenops"]) == {"catalog", "config", "string_rules"}
+    assert set(data["greenops"]) == {"catalog", "config", "string_rules", "workload_contract"}
+
+
+def test_the_rego_tests_contract_is_the_models(opa_binary, tmp_path):
+    """The Rego unit tests pass the workload contract as an argument (testdata.workload_contract, the
+    bundle's shape for their catalog's providers): it must be the one the bundle ships, as the model
+    reads it, and workload.rego's no-constraint latency its default."""
+    from greenops.models import contract, strings
+
+    src = stage(tmp_path / "b", include_tests=True)
+    query = "[data.greenops.testdata.workload_contract, data.greenops.testdata.string_rules.tenant]"
+    out = subprocess.run(
+        [opa_binary, "eval", "--format", "json", "--bundle", str(src), query], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    shipped, tenant = json.loads(out.stdout)["result"][0]["expressions"][0]["value"]
+    assert shipped == contract.bundle_document(["azure", "gcp", "aws"])
+    assert tenant["pattern"] == strings.RULES["tenant"].pattern
+    assert shipped["maxLatency"]["default"] == contract.NO_LATENCY_CONSTRAINT_MS
 
 
 def test_rego_unit_tests_pass(opa_binary, tmp_path):

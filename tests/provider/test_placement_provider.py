@@ -95,7 +95,7 @@ def test_check_names_the_workload_and_field(servers):
     p["schedulerUrl"] = "localhost:8080"
     failures = {f.property: f.reason for f in PlacementProvider().check({}, p).failures}
     assert failures["workload.cpu"] == "workload 'etl': Input should be greater than 0"
-    assert failures["workload.duration"].startswith("workload 'etl': malformed duration '6 hours'")
+    assert failures["workload.duration"].startswith("workload 'etl': \"6 hours\" is not a duration: whole hours")
     assert failures["schedulerUrl"] == "workload 'etl': schedulerUrl must be an http(s) URL"
 
 

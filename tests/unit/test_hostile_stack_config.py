@@ -89,11 +89,23 @@ def test_an_absolute_path_inside_the_project_is_read(project):
 def test_errors_quote_no_file_content_beyond_a_bounded_field_value(project):
     (project / "workloads" / "ok.yaml").unlink()
     (project / "workloads" / "leak.yaml").write_text(
-        yaml.safe_dump([workload("leak", tenant="s3cr3t-token-" + "x" * 500, notes="hunter2")])
+        yaml.safe_dump(
+            [
+                workload(
+                    "leak",
+                    tenant="s3cr3t-token-" + "x" * 500,
+                    deadline="s3cr3t-deadline-" + "y" * 500,
+                    notes="hunter2",
+                )
+            ]
+        )
     )
     msg = refused({"workloadsFrom": "workloads"}, root=project)
     assert "hunter2" not in msg
-    assert "s3cr3t-token-" in msg and "x" * 100 not in msg and "…" in msg
+    # an over-long tenant is refused by its length, quoting none of it
+    assert "tenant: is 513 characters long" in msg and "s3cr3t-token-" not in msg
+    # a malformed deadline is quoted, cut to 80 characters
+    assert "s3cr3t-deadline-" in msg and "y" * 100 not in msg and '..." is not valid' in msg
 
 
 # --- one line naming file or object, field and reason, never a traceback -----------------------

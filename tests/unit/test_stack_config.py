@@ -53,7 +53,7 @@ def test_bad_workload_is_named_with_field_and_reason():
         parse_stack_config(raw, now=NOW)
     msg = str(info.value)
     assert "greenops:workloads[1] (broken).cpu: Input should be greater than 0" in msg
-    assert "greenops:workloads[1] (broken).duration: malformed duration '1x'" in msg
+    assert 'greenops:workloads[1] (broken).duration: "1x" is not a duration: whole hours as a number (6)' in msg
     assert "ok-one" not in msg
 
 

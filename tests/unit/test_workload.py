@@ -1,3 +1,4 @@
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -40,15 +41,15 @@ def test_spec_is_camel_case_and_round_trips(make_workload):
         ("cpu", 2.5, "integer"),
         ("memory", 0, "greater than 0"),
         ("memory", -1, "greater than 0"),
-        ("duration", "6 hours", "malformed duration"),
+        ("duration", "6 hours", "is not a duration"),
         ("duration", "0h", "positive"),
         ("originRegion", "atlantis-1", "unknown origin region"),
         ("eligibleProviders", ["azure", "oracle"], "unknown provider(s) oracle"),
-        ("deadline", "2026-12-01T00:00:00", "timezone"),
-        ("deadline", "next friday", "datetime"),
+        ("deadline", "2026-12-01T00:00:00", "an RFC 3339 time with an offset"),
+        ("deadline", "next friday", "an RFC 3339 time with an offset"),
         ("maxLatency", 0, "greater than 0"),
-        ("name", "Train_1", "not a valid workload name"),
-        ("tenant", "a b", "not a valid tenant"),
+        ("name", "Train_1", "1-40 lowercase letters"),
+        ("tenant", "a b", "a Kubernetes label value"),
         ("dataResidency", "mars", "'eu' or 'none'"),
         ("provider", "ibm", "unknown provider"),
     ],
@@ -90,8 +91,27 @@ def test_requested_region_must_belong_to_requested_provider(make_workload):
     assert make_workload(provider="azure", region="westeurope").region == "westeurope"
 
 
-def test_providers_deduplicated_and_lowercased(make_workload):
-    assert make_workload(eligibleProviders=["GCP", "gcp", "aws"]).eligible_providers == ("gcp", "aws")
+@pytest.mark.parametrize(
+    "written,fragment",
+    [(["GCP"], "unknown provider(s) GCP"), (["gcp", "gcp"], "listed more than once"), ("gcp,aws", "a list of")],
+)
+def test_providers_are_a_list_of_distinct_lowercase_names(make_workload, written, fragment):
+    """The contract's one form, as the policy and the CRD read it: nothing folded, split or deduplicated."""
+    with pytest.raises(ValidationError, match=re.escape(fragment)):
+        make_workload(eligibleProviders=written)
+    assert make_workload(eligibleProviders=["gcp", "aws"]).eligible_providers == ("gcp", "aws")
+
+
+def test_whole_numbers_written_as_floats_are_read_as_ints(make_workload):
+    """One JSON number: the policy reads 2000.0 as 2000, and Pulumi hands a dynamic provider every
+    number as a float. A fraction or a boolean is still refused."""
+    w = make_workload(cpu=4.0, maxLatency=2000.0, duration=6.0)
+    assert (w.cpu, w.max_latency, w.duration_hours) == (4, 2000, 6.0)
+    assert type(w.max_latency) is int
+    for bad in (2.5, True):
+        with pytest.raises(ValidationError) as info:
+            make_workload(maxLatency=bad)
+        assert "maxLatency" in errors_of(info.value)
 
 
 def test_decision_saving_and_utc():

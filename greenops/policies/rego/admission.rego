@@ -66,6 +66,8 @@ else := _placed
 # A CREATE, or an UPDATE whose intent changed: checked, placed by the scheduler and patched.
 _placed := _deny(sprintf("%v: %v", [_subject, _tenant_problem])) if _tenant_problem
 
+else := _deny(sprintf("%v: %v", [_subject, _room_problem])) if _room_problem
+
 else := _deny(sprintf("%v: %v", [_subject, concat("; ", _decision.errors)])) if count(_decision.errors) > 0
 
 else := _deny(sprintf("%v: not placed, failing closed: %v", [_subject, _schedule.error])) if not _schedule.ok
@@ -186,9 +188,17 @@ _workload := object.union(
 	_intent,
 )
 
-_decision := placement.decision_for({"workload": _workload}, catalog, config)
+# A deadline that leaves no room for the run from now: refused as the Pulumi path's model refuses it
+# (placement.decision leaves it out: a recorded workload is re-evaluated after its deadline passed).
+# Only a spec without other problems is timed; those are named first, as the model names them.
+_room_problem := sprintf("workload %q: %v", [workload.name_of(_workload), p]) if {
+	count(_decision.errors) == 0
+	p := workload.room_problem(_workload, time.now_ns(), workload.bundle_rules)
+}
 
-_normalized := workload.normalize(_workload, catalog, config)
+_decision := placement.decision_for({"workload": _workload}, catalog, config, workload.bundle_rules)
+
+_normalized := workload.normalize(_workload, catalog, config, workload.bundle_rules)
 
 _schedule := scheduler.call(object.union(scheduler.request_body(_normalized, _decision.zones, catalog), _booking))
 
@@ -196,19 +206,21 @@ _schedule := scheduler.call(object.union(scheduler.request_body(_normalized, _de
 _selection := s if {
 	s := placement.decision_for(
 		{"workload": _workload, "zone": _schedule.answer.scheduling_location},
-		catalog, config,
+		catalog, config, workload.bundle_rules,
 	).selection
 	s != null
 }
 
 # --- The spec's strings and namespace (see spec_fields.rego) -------------------------------------
-# Without the bundle's rules nothing could be checked: fail closed rather than pass every string.
+# Without the bundle's string rules or workload contract nothing could be checked: fail closed.
 default _string_rules := null
 
 _string_rules := data.greenops.string_rules
 
 _spec_refusals := ["the policy bundle has no data.greenops.string_rules, so the spec's strings cannot be checked"] if {
 	not is_object(_string_rules)
+} else := ["the policy bundle has no data.greenops.workload_contract, so the workload cannot be checked"] if {
+	not is_object(workload.bundle_rules.contract)
 } else := array.concat(_namespace_refusal, spec_fields.problems(_spec, _string_rules))
 
 default _namespace_refusal := []

@@ -93,6 +93,7 @@ answer_in(rev, mode, replicated) := r if {
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
 		with data.greenops.string_rules as testdata.string_rules
+		with data.greenops.workload_contract as testdata.workload_contract
 		with data.kubernetes.namespaces as replicated
 		with opa.runtime as {"env": {"SCHEDULER_URL": "http://127.0.0.1:9/"}}
 		with http.send as mock
@@ -157,35 +158,6 @@ test_pointer_escape if {
 	admission._pointer_escape("a~b/c/d") == "a~0b~1c~1d"
 }
 
-test_scheduler_receives_the_thesis_body if {
-	r := admission.main with input as review("CREATE", vm(spec), null)
-		with data.greenops.catalog as testdata.catalog
-		with data.greenops.config as testdata.config
-		with data.greenops.string_rules as testdata.string_rules
-		with data.kubernetes.namespaces as namespaces
-		with opa.runtime as {"env": {"SCHEDULER_URL": "http://sched:8080/"}}
-		with http.send as echo_request
-
-	# the mock fails the call on purpose, reporting what it was sent
-	contains(message(r), `"eligible_regions":["FR","IT-NO"]`)
-	contains(message(r), `"duration":3`)
-	contains(message(r), `"number_of_jobs":1`)
-	contains(message(r), `"origin_zone":"IT-NO"`)
-	contains(message(r), "http://sched:8080/scheduling")
-
-	# ...and books it as the object's reservation: its key, the namespace's tenant and its quota
-	# (t1 has none here), the cluster path, the zones' regions and the workload policy saw
-	contains(message(r), `"key":"greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51"`)
-	contains(message(r), `"tenant":"t1"`)
-	contains(message(r), `"tenant_quota_vcpu":null`)
-	contains(message(r), `"path":"cluster"`)
-	contains(message(r), `"regions":{"FR":"azure/francecentral","IT-NO":"azure/italynorth"}`)
-	contains(message(r), `"workload":{"cpu":2,`)
-	contains(message(r), `"dry_run":false`)
-}
-
-echo_request(req) := {"status_code": 418, "body": {"detail": sprintf("%v %v", [req.url, json.marshal(req.body)])}}
-
 test_conflict_is_denied_with_the_reason if {
 	conflicting := object.union(spec, {"dataResidency": "eu", "originRegion": "westus", "maxLatency": 10})
 	r := answer(review("CREATE", vm(conflicting), null), "fr")
@@ -226,6 +198,7 @@ test_missing_scheduler_url_fails_closed if {
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
 		with data.greenops.string_rules as testdata.string_rules
+		with data.greenops.workload_contract as testdata.workload_contract
 		with data.kubernetes.namespaces as namespaces
 		with opa.runtime as {"env": {}}
 		with http.send as mock_fr
@@ -484,8 +457,11 @@ test_vmtemplate_without_spec_is_denied if {
 test_invalid_spec_fields_are_named if {
 	r := answer(review("CREATE", vm(object.union(spec, {"cpu": "four", "duration": "3 hours"})), null), "fr")
 	message(r) == concat("; ", [
-		`VmTemplate greenops/vm-1: workload "vm-1": cpu: must be a whole number of vCPUs greater than 0`,
-		`workload "vm-1": duration: malformed 3 hours: use hours (6, "6h") or minutes ("90m"), e.g. "1h30m"`,
+		`VmTemplate greenops/vm-1: workload "vm-1": cpu: "four" is not valid: a whole number of vCPUs from 1 to 100000`,
+		concat("", [
+			`workload "vm-1": duration: "3 hours" is not a duration: whole hours as a number (6), or a string of `,
+			`hours and/or minutes in that order, lowercase, without spaces: "6", "1.5", "6h", "90m", "1h30m"`,
+		]),
 	])
 }
 

@@ -8,8 +8,9 @@
 #         /v1/data/greenops/placement/candidates ranks every eligible region.
 #
 # Those two rules read input and data; everything else is a function of its arguments: the request
-# (the query's input), the bundle's catalog (data.greenops.catalog) and the platform's config
-# (data.greenops.config). The admission policy calls decision_for for a VmTemplate's workload, and
+# (the query's input), the bundle's catalog (data.greenops.catalog), the platform's config
+# (data.greenops.config) and the workload contract (workload.bundle_rules: data.greenops's
+# workload_contract and string_rules). The admission policy calls decision_for for a VmTemplate's workload, and
 # the tests call it with a small catalog. Why a region is not eligible (the constraint chain and the
 # errors that name it): constraints.rego.
 #
@@ -32,18 +33,19 @@ import data.greenops.workload
 
 # METADATA
 # entrypoint: true
-decision := decision_for(input, data.greenops.catalog, data.greenops.config)
+decision := decision_for(input, data.greenops.catalog, data.greenops.config, workload.bundle_rules)
 
-candidates := candidates_for(input, data.greenops.catalog, data.greenops.config)
+candidates := candidates_for(input, data.greenops.catalog, data.greenops.config, workload.bundle_rules)
 
 # --- The document -----------------------------------------------------------------------------
-# decision_for(request, catalog, config): the decision document for request, shaped as the query's
-# input ({"workload": {...}, "zone": "FR"?}). Undefined when the workload has no name.
-decision_for(request, catalog, config) := _refused(request.workload, problems) if {
-	problems := workload.problems(request.workload, catalog)
+# decision_for(request, catalog, config, rules): the decision document for request, shaped as the
+# query's input ({"workload": {...}, "zone": "FR"?}), the workload checked against the contract
+# rules (workload.bundle_rules). Undefined when the workload has no name.
+decision_for(request, catalog, config, rules) := _refused(request.workload, problems) if {
+	problems := workload.problems(request.workload, catalog, rules)
 	count(problems) > 0
 } else := _decided(spec, object.get(request, "zone", null), catalog, config) if {
-	spec := workload.normalize(request.workload, catalog, config)
+	spec := workload.normalize(request.workload, catalog, config, rules)
 }
 
 # A malformed workload: what is wrong with it, and nothing eligible (nor any chain to explain).
@@ -218,10 +220,10 @@ _provider_rank(catalog, p) := i if {
 	q == p
 }
 
-# candidates_for(request, catalog, config): every eligible region of the request's workload,
+# candidates_for(request, catalog, config, rules): every eligible region of the request's workload,
 # ranked; [] for a malformed workload.
-candidates_for(request, catalog, config) := ranked(spec, catalog, eligible_pairs(spec, catalog, config)) if {
-	spec := workload.normalize(request.workload, catalog, config)
+candidates_for(request, catalog, config, rules) := ranked(spec, catalog, eligible_pairs(spec, catalog, config)) if {
+	spec := workload.normalize(request.workload, catalog, config, rules)
 } else := []
 
 # selection(spec, catalog, config, zone): the candidate a scheduler-chosen zone maps back to; null

@@ -5,13 +5,17 @@ import rego.v1
 import data.greenops.placement
 import data.greenops.testdata
 
-decide(fields) := placement.decision_for({"workload": testdata.with_fields(fields)}, testdata.catalog, testdata.config)
+decide(fields) := placement.decision_for(
+	{"workload": testdata.with_fields(fields)},
+	testdata.catalog, testdata.config, testdata.rules,
+)
 
 # The decision under a platform config that allows only `providers`.
 decide_allowing(fields, allowed) := placement.decision_for(
 	{"workload": testdata.with_fields(fields)},
 	testdata.catalog,
 	object.union(testdata.config, {"default_providers": allowed}),
+	testdata.rules,
 )
 
 # thesis §3.6.7: from italynorth with maxLatency 100, Azure offers italynorth and francecentral.
@@ -109,7 +113,7 @@ test_allowed_requested_region_narrows_the_set if {
 
 candidates(fields) := placement.candidates_for(
 	{"workload": testdata.with_fields(fields)},
-	testdata.catalog, testdata.config,
+	testdata.catalog, testdata.config, testdata.rules,
 )
 
 test_size_is_the_first_fitting_in_preference_order if {
@@ -129,7 +133,7 @@ test_candidates_are_ranked_by_latency_then_price_then_provider if {
 # The selection a scheduler-chosen zone maps back to, in the decision for that zone.
 selection(fields, zone, catalog) := placement.decision_for(
 	{"workload": testdata.with_fields(fields), "zone": zone},
-	catalog, testdata.config,
+	catalog, testdata.config, testdata.rules,
 ).selection
 
 # Mapping a zone back: lowest latency first.
@@ -163,8 +167,8 @@ test_zone_outside_the_eligible_set_selects_nothing if {
 test_invalid_workload_reports_only_input_problems if {
 	d := decide({"cpu": -1, "originRegion": "atlantis"})
 	d.errors == [
-		`workload "w1": cpu: must be a whole number of vCPUs greater than 0`,
-		`workload "w1": originRegion: unknown region atlantis`,
+		`workload "w1": cpu: -1 is not valid: a whole number of vCPUs from 1 to 100000`,
+		`workload "w1": originRegion: unknown region "atlantis"`,
 	]
 	d.eligible == {}
 }
@@ -217,20 +221,26 @@ test_the_decision_rule_is_decision_for_of_input_and_data if {
 	d := placement.decision with input as request
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
-	d == placement.decision_for(request, testdata.catalog, testdata.config)
+		with data.greenops.workload_contract as testdata.workload_contract
+		with data.greenops.string_rules as testdata.string_rules
+	d == placement.decision_for(request, testdata.catalog, testdata.config, testdata.rules)
 	c := placement.candidates with input as request
 		with data.greenops.catalog as testdata.catalog
 		with data.greenops.config as testdata.config
-	c == placement.candidates_for(request, testdata.catalog, testdata.config)
+		with data.greenops.workload_contract as testdata.workload_contract
+		with data.greenops.string_rules as testdata.string_rules
+	c == placement.candidates_for(request, testdata.catalog, testdata.config, testdata.rules)
 }
 
-# Nothing is read from the bundle's data: the catalog and config given are the only ones.
+# Nothing is read from the bundle's data: the catalog, config and contract given are the only ones.
 test_decision_for_reads_only_its_arguments if {
 	fields := {"eligibleProviders": ["azure"], "maxLatency": 100, "tenant": "small"}
 	request := {"workload": testdata.with_fields(fields)}
-	d := placement.decision_for(request, testdata.catalog, testdata.config)
+	d := placement.decision_for(request, testdata.catalog, testdata.config, testdata.rules)
 		with data.greenops.catalog as {"providers": [], "regions": {}}
 		with data.greenops.config as {"default_providers": [], "tenant_vcpu_quota": {}}
+		with data.greenops.workload_contract as {}
+		with data.greenops.string_rules as {}
 	d.eligible == {"azure": ["francecentral", "italynorth"]}
 	d.tenantQuotaVcpu == 8
 	d.zoneRegions == {"FR": "azure/francecentral", "IT-NO": "azure/italynorth"}
@@ -259,7 +269,7 @@ test_a_malformed_workload_has_an_empty_decision if {
 	d := decide({"cpu": -1})
 	d.workload == "w1"
 	not d.allowed
-	d.errors == [`workload "w1": cpu: must be a whole number of vCPUs greater than 0`]
+	d.errors == [`workload "w1": cpu: -1 is not valid: a whole number of vCPUs from 1 to 100000`]
 	[d.eligible, d.zones, d.selection, d.zoneRegions, d.tenantQuotaVcpu] == [{}, [], null, {}, null]
 	d.explanation == {"constraintChain": [], "zones": {}}
 	candidates({"cpu": -1}) == []

@@ -6,7 +6,10 @@ import data.greenops.placement
 import data.greenops.quota
 import data.greenops.testdata
 
-decide(fields) := placement.decision_for({"workload": testdata.with_fields(fields)}, testdata.catalog, testdata.config)
+decide(fields) := placement.decision_for(
+	{"workload": testdata.with_fields(fields)},
+	testdata.catalog, testdata.config, testdata.rules,
+)
 
 test_the_decision_hands_the_tenants_cap_to_the_scheduler if {
 	decide({"tenant": "small", "cpu": 4}).tenantQuotaVcpu == 8
@@ -26,7 +29,7 @@ test_policy_no_longer_counts_what_is_placed if {
 		"placed": [{"name": "a", "tenant": "small", "cpu": 100}],
 	}
 	replicated := {"team": {"big": {"spec": {"vmName": "big", "tenant": "small", "cpu": 64, "provider": "azure"}}}}
-	d := placement.decision_for(request, testdata.catalog, testdata.config)
+	d := placement.decision_for(request, testdata.catalog, testdata.config, testdata.rules)
 		with data.kubernetes.vmtemplates as replicated
 	d.allowed
 	d.tenantQuotaVcpu == 8

@@ -5,6 +5,7 @@ import rego.v1
 
 import data.greenops.admission
 import data.greenops.admission_test as t
+import data.greenops.testdata
 
 # What the scheduler was sent (the "echo" mode fails the call and reports it).
 sent(rev) := json.unmarshal(substring(msg, indexof(msg, "{"), -1)) if {
@@ -210,3 +211,34 @@ test_cluster_key_problem_accepts_the_namespaces_own_keys if {
 	# generateName's prefix, and a uid in capitals
 	not admission.cluster_key_problem("greenops/train-/9D2C1B0A-8F7E-4D6C-B5A4-938271605F4E", "greenops", "greenops")
 }
+
+# The scheduler at SCHEDULER_URL receives the thesis' body, and books it as the object's reservation.
+test_scheduler_receives_the_thesis_body if {
+	r := admission.main with input as t.review("CREATE", t.vm(t.spec), null)
+		with data.greenops.catalog as testdata.catalog
+		with data.greenops.config as testdata.config
+		with data.greenops.string_rules as testdata.string_rules
+		with data.greenops.workload_contract as testdata.workload_contract
+		with data.kubernetes.namespaces as t.namespaces
+		with opa.runtime as {"env": {"SCHEDULER_URL": "http://sched:8080/"}}
+		with http.send as echo_request
+
+	# the mock fails the call on purpose, reporting what it was sent
+	contains(t.message(r), `"eligible_regions":["FR","IT-NO"]`)
+	contains(t.message(r), `"duration":3`)
+	contains(t.message(r), `"number_of_jobs":1`)
+	contains(t.message(r), `"origin_zone":"IT-NO"`)
+	contains(t.message(r), "http://sched:8080/scheduling")
+
+	# ...and books it as the object's reservation: its key, the namespace's tenant and its quota
+	# (t1 has none here), the cluster path, the zones' regions and the workload policy saw
+	contains(t.message(r), `"key":"greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51"`)
+	contains(t.message(r), `"tenant":"t1"`)
+	contains(t.message(r), `"tenant_quota_vcpu":null`)
+	contains(t.message(r), `"path":"cluster"`)
+	contains(t.message(r), `"regions":{"FR":"azure/francecentral","IT-NO":"azure/italynorth"}`)
+	contains(t.message(r), `"workload":{"cpu":2,`)
+	contains(t.message(r), `"dry_run":false`)
+}
+
+echo_request(req) := {"status_code": 418, "body": {"detail": sprintf("%v %v", [req.url, json.marshal(req.body)])}}

@@ -96,3 +96,18 @@ test_without_the_bundles_rules_admission_fails_closed if {
 		"so the spec's strings cannot be checked",
 	])
 }
+
+test_without_the_bundles_workload_contract_admission_fails_closed if {
+	r := admission.main with input as t.review("CREATE", t.vm(t.spec), null)
+		with data.greenops.catalog as testdata.catalog
+		with data.greenops.config as testdata.config
+		with data.kubernetes.namespaces as t.namespaces
+		with opa.runtime as {"env": {"SCHEDULER_URL": "http://127.0.0.1:9/"}}
+		with http.send as t.mock_fr
+		with data.greenops.string_rules as testdata.string_rules
+		with data.greenops.workload_contract as null # absent (the shipped bundle's data.json is loaded too)
+	t.message(r) == concat("", [
+		"VmTemplate greenops/vm-1: the policy bundle has no data.greenops.workload_contract, ",
+		"so the workload cannot be checked",
+	])
+}

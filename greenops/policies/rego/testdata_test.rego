@@ -108,9 +108,39 @@ string_rules := {
 		"reserved": ["admin", "root"], "reserved_by": "Azure for a VM's administrator",
 	}),
 	"sshPublicKey": rule(`^ssh-ed25519 [A-Za-z0-9+/]+={0,3}( [^\x00-\x1f\x7f]*)?$`, 8192, "one OpenSSH key line"),
+	"tenant": rule(`^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`, 63, "a Kubernetes label value"),
 }
 
 rule(pattern, max_length, expected) := {
 	"pattern": pattern, "max_length": max_length, "expected": expected,
 	"reserved": [], "reserved_by": "",
 }
+
+# The workload contract in the bundle's shape for this catalog's providers: a copy of
+# greenops.models.contract.bundle_document(["azure", "gcp", "aws"]), which
+# tests/policies/test_opa_integration.py checks it equals.
+workload_contract := {
+	"cpu": {"minimum": 1, "maximum": 100000},
+	"memory": {"minimum": 0.001, "maximum": 1000000},
+	"maxLatency": {"minimum": 1, "maximum": 1000000, "default": 2000},
+	"duration": {
+		"pattern": `^(?:[0-9]+(?:\.[0-9]+)?|(?:[0-9]+(?:\.[0-9]+)?h)?(?:[0-9]+(?:\.[0-9]+)?m)?)$`,
+		"max_length": 32,
+		"max_hours": 744,
+		"expected": concat("", [
+			"whole hours as a number (6), or a string of hours and/or minutes in that order, lowercase, ",
+			`without spaces: "6", "1.5", "6h", "90m", "1h30m"`,
+		]),
+	},
+	"deadline": {
+		"pattern": `^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$`,
+		"expected": "an RFC 3339 time with an offset, e.g. 2030-01-01T00:00:00Z",
+	},
+	"eligibleProviders": {"expected": concat("", [
+		"a list of distinct provider names, each one of azure, gcp, aws (lowercase), ",
+		"e.g. [azure, gcp]",
+	])},
+}
+
+# What workload.rego's functions take as their `rules` argument (workload.bundle_rules in the bundle).
+rules := {"contract": workload_contract, "strings": string_rules}

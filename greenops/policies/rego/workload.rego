@@ -3,7 +3,8 @@
 # Accepts the Pulumi path's workload spec (`name`, `region`) and the VmTemplate spec (`vmName`,
 # `schedulingLocation`), and applies the same defaults as the Python model. Every function takes what
 # it reads as arguments: the spec, the bundle's catalog (data.greenops.catalog: known regions and
-# providers) and the platform's config (data.greenops.config: default providers and tenant).
+# providers), the platform's config (data.greenops.config: default providers and tenant) and the
+# workload contract (`rules`, see bundle_rules below: data.greenops.workload_contract and data.greenops.string_rules).
 # METADATA
 # title: Workload normal form
 # description: >-
@@ -12,7 +13,7 @@ package greenops.workload
 
 import rego.v1
 
-no_latency_constraint := 2000
+import data.greenops.spec_fields
 
 # Fields that drive placement, explicit provider/region requests included: when none of them
 # changes, an existing decision is kept.
@@ -21,15 +22,27 @@ placement_fields := [
 	"eligibleProviders", "dataResidency", "tenant", "provider", "region", "schedulingLocation",
 ]
 
-# normalize(spec, catalog, config) is the spec with defaults applied; undefined when
-# problems(spec, catalog) is not empty.
-normalize(spec, catalog, config) := {
+# The workload contract as the bundle ships it, generated from greenops/models/contract.py and
+# strings.py (which the Pulumi path's model and the VmTemplate CRD read too), so that the same form is
+# refused on both paths for the same reason: `contract` holds each field's form and bounds
+# (data.greenops.workload_contract), `strings` the string rules (data.greenops.string_rules: name
+# and tenant here). Only the entry points read it (placement.decision, the admission policy); every
+# function below takes it as its `rules` argument, as it takes the catalog and the config.
+bundle_rules := {"contract": data.greenops.workload_contract, "strings": data.greenops.string_rules}
+
+# The maxLatency that means "no constraint" (and the default): the contract's maxLatency.default
+# (NO_LATENCY_CONSTRAINT_MS in greenops/models/contract.py; workload_test checks they agree).
+no_latency_constraint := 2000
+
+# normalize(spec, catalog, config, rules) is the spec with defaults applied; undefined when
+# problems(spec, catalog, rules) is not empty.
+normalize(spec, catalog, config, rules) := {
 	"name": name_of(spec),
 	"cpu": spec.cpu,
 	"memory": spec.memory,
-	"durationHours": duration_hours(spec.duration),
-	"deadline": spec.deadline,
-	"maxLatency": object.get(spec, "maxLatency", no_latency_constraint),
+	"durationHours": duration_hours(spec.duration, rules.contract),
+	"deadline": _utc(deadline_ns(spec.deadline, rules.contract)),
+	"maxLatency": object.get(spec, "maxLatency", rules.contract.maxLatency.default),
 	"originRegion": spec.originRegion,
 	"eligibleProviders": providers_of(spec, config),
 	"dataResidency": object.get(spec, "dataResidency", "none"),
@@ -37,19 +50,20 @@ normalize(spec, catalog, config) := {
 	"provider": object.get(spec, "provider", null),
 	"region": requested_region(spec),
 } if {
-	count(problems(spec, catalog)) == 0
+	count(problems(spec, catalog, rules)) == 0
 }
 
-# problems(spec, catalog) lists every invalid field, each message naming the field and the reason,
-# sorted; regions and providers are checked against the catalog.
-problems(spec, _) := ["workload spec must be an object"] if not is_object(spec)
+# problems(spec, catalog, rules) lists every invalid field, each message naming the field and the
+# reason, sorted; regions and providers are checked against the catalog, forms and bounds against the
+# contract (rules).
+problems(spec, _, _) := ["workload spec must be an object"] if not is_object(spec)
 
-problems(spec, catalog) := sort([msg |
+problems(spec, catalog, rules) := sort([msg |
 	some field in [
 		"name", "cpu", "memory", "duration", "deadline", "maxLatency", "originRegion",
 		"eligibleProviders", "dataResidency", "tenant", "provider", "region",
 	]
-	msg := problem(spec, field, catalog)
+	msg := problem(spec, field, catalog, rules)
 ]) if {
 	is_object(spec)
 }
@@ -73,120 +87,186 @@ providers_of(spec, config) := spec.eligibleProviders if {
 	count(spec.eligibleProviders) > 0
 } else := config.default_providers
 
-# problem(spec, field, catalog): what is wrong with one field; undefined when nothing is.
-problem(spec, "name", _) := "name: missing (set name or vmName)" if not name_of(spec)
+# problem(spec, field, catalog, rules): what is wrong with one field; undefined when nothing is. How
+# each field is written, and its bounds, are the workload contract's (rules, see above): the same
+# form is refused on both paths, for the same reason.
+problem(spec, "name", _, rules) := "name: missing (set name or vmName)" if not name_of(spec)
 
-problem(spec, "name", _) := "name: must be a non-empty string" if name_of(spec) == ""
-
-problem(spec, "cpu", _) := "cpu: missing" if not "cpu" in object.keys(spec)
-
-else := "cpu: must be a whole number of vCPUs greater than 0" if {
-	not _positive_integer(spec.cpu)
+else := sprintf("name: %v", [msg]) if {
+	msg := spec_fields.problem(name_of(spec), rules.strings.vmName)
 }
 
-problem(spec, "memory", _) := "memory: missing" if not "memory" in object.keys(spec)
+problem(spec, "cpu", _, rules) := "cpu: missing" if not "cpu" in object.keys(spec)
 
-else := "memory: must be a number of GB greater than 0" if {
-	not _positive_number(spec.memory)
+else := sprintf("cpu: %v is not valid: a whole number of vCPUs from %v to %v", [
+	_shown(spec.cpu),
+	rules.contract.cpu.minimum, rules.contract.cpu.maximum,
+]) if {
+	not _whole_within(spec.cpu, rules.contract.cpu)
 }
 
-problem(spec, "duration", _) := "duration: missing" if not "duration" in object.keys(spec)
+problem(spec, "memory", _, rules) := "memory: missing" if not "memory" in object.keys(spec)
 
-else := sprintf(`duration: malformed %v: use hours (6, "6h") or minutes ("90m"), e.g. "1h30m"`, [spec.duration]) if {
-	not duration_hours(spec.duration)
+else := sprintf("memory: %v is not valid: a number of GB from %v to %v", [
+	_shown(spec.memory),
+	rules.contract.memory.minimum, rules.contract.memory.maximum,
+]) if {
+	not _within(spec.memory, rules.contract.memory)
 }
 
-problem(spec, "deadline", _) := "deadline: missing" if not "deadline" in object.keys(spec)
+problem(spec, "duration", _, rules) := "duration: missing" if not "duration" in object.keys(spec)
 
-else := sprintf("deadline: %v is not an RFC 3339 time with an offset", [spec.deadline]) if {
-	not deadline_ns(spec.deadline)
+else := sprintf("duration: %v is not a duration: %v", [_shown(spec.duration), rules.contract.duration.expected]) if {
+	not _duration_form(spec.duration, rules.contract)
 }
 
-problem(spec, "maxLatency", _) := "maxLatency: must be a number of milliseconds greater than 0" if {
+else := sprintf("duration: %v is not a positive duration: %v", [
+	_shown(spec.duration),
+	rules.contract.duration.expected,
+]) if {
+	not duration_hours(spec.duration, rules.contract) > 0
+}
+
+else := sprintf(
+	"duration: %v is longer than %v h (%v days), the longest run the scheduler places",
+	[_shown(spec.duration), rules.contract.duration.max_hours, rules.contract.duration.max_hours / 24],
+) if {
+	duration_hours(spec.duration, rules.contract) > rules.contract.duration.max_hours
+}
+
+problem(spec, "deadline", _, rules) := "deadline: missing" if not "deadline" in object.keys(spec)
+
+else := sprintf("deadline: %v is not valid: %v", [_shown(spec.deadline), rules.contract.deadline.expected]) if {
+	not deadline_ns(spec.deadline, rules.contract)
+}
+
+problem(spec, "maxLatency", _, rules) := sprintf(
+	"maxLatency: %v is not valid: a whole number of milliseconds from %v to %v",
+	[_shown(spec.maxLatency), rules.contract.maxLatency.minimum, rules.contract.maxLatency.maximum],
+) if {
 	"maxLatency" in object.keys(spec)
-	not _positive_number(spec.maxLatency)
+	not _whole_within(spec.maxLatency, rules.contract.maxLatency)
 }
 
-problem(spec, "originRegion", catalog) := "originRegion: missing" if not "originRegion" in object.keys(spec)
+problem(spec, "originRegion", catalog, _) := "originRegion: missing" if not "originRegion" in object.keys(spec)
 
-else := sprintf("originRegion: unknown region %v", [spec.originRegion]) if {
+else := sprintf("originRegion: unknown region %v", [_shown(spec.originRegion)]) if {
 	not catalog.region_provider[spec.originRegion]
 }
 
-problem(spec, "eligibleProviders", catalog) := "eligibleProviders: must be a list of provider names" if {
+problem(spec, "eligibleProviders", catalog, rules) := sprintf("eligibleProviders: %v is not valid: %v", [
+	_shown(spec.eligibleProviders),
+	rules.contract.eligibleProviders.expected,
+]) if {
 	"eligibleProviders" in object.keys(spec)
 	not is_array(spec.eligibleProviders)
 }
 
-else := sprintf("eligibleProviders: unknown provider(s) %v", [concat(", ", unknown)]) if {
+else := sprintf("eligibleProviders: unknown provider(s) %v: choose from %v (lowercase)", [
+	concat(", ", unknown),
+	concat(", ", catalog.providers),
+]) if {
 	unknown := [sprintf("%v", [p]) | some p in spec.eligibleProviders; not p in catalog.providers]
 	count(unknown) > 0
 }
 
-problem(spec, "dataResidency", _) := sprintf("dataResidency: %v is not one of eu, none", [spec.dataResidency]) if {
+else := sprintf("eligibleProviders: %v listed more than once: %v", [
+	concat(", ", sort(repeated)),
+	rules.contract.eligibleProviders.expected,
+]) if {
+	repeated := {p | some i, p in spec.eligibleProviders; some j, q in spec.eligibleProviders; i < j; p == q}
+	count(repeated) > 0
+}
+
+problem(spec, "dataResidency", _, _) := sprintf(
+	"dataResidency: %v is not one of eu, none",
+	[_shown(spec.dataResidency)],
+) if {
 	"dataResidency" in object.keys(spec)
 	not spec.dataResidency in {"eu", "none"}
 }
 
-problem(spec, "tenant", _) := "tenant: must be a non-empty string" if {
+problem(spec, "tenant", _, rules) := sprintf("tenant: %v", [msg]) if {
 	"tenant" in object.keys(spec)
-	not _non_empty_string(spec.tenant)
+	msg := spec_fields.problem(spec.tenant, rules.strings.tenant)
 }
 
-problem(spec, "provider", catalog) := sprintf("provider: unknown provider %v", [spec.provider]) if {
+problem(spec, "provider", catalog, _) := sprintf("provider: unknown provider %v: choose from %v (lowercase)", [
+	_shown(spec.provider),
+	concat(", ", catalog.providers),
+]) if {
 	spec.provider != null
 	not spec.provider in catalog.providers
 }
 
-problem(spec, "region", catalog) := sprintf("region: unknown region %v", [r]) if {
+problem(spec, "region", catalog, _) := sprintf("region: unknown region %v", [_shown(r)]) if {
 	r := requested_region(spec)
 	r != null
 	not catalog.region_provider[r]
 }
 
-# duration_hours(d): a number of hours, "6", "6h", "90m" or "1h30m"; undefined when malformed.
-duration_hours(d) := d if {
-	is_number(d)
-	d > 0
+# room_problem(spec, now_ns, rules): the deadline leaves no room for the run from now_ns; undefined
+# when it does (or when the spec is malformed, which problems names). Worded as the Pulumi path's
+# model.
+room_problem(spec, now_ns, rules) := sprintf(
+	"deadline: %v is earlier than now plus the duration (%v): the workload cannot finish in time",
+	[_utc(deadline_ns(spec.deadline, rules.contract)), _utc(end)],
+) if {
+	end := now_ns + (round(duration_hours(spec.duration, rules.contract) * 3600) * 1000000000)
+	deadline_ns(spec.deadline, rules.contract) < end
 }
 
-duration_hours(d) := h if {
+# duration_hours(d, contract): the hours of a duration in the contract's form (whole hours as a
+# number, or a string "6", "1.5", "6h", "90m", "1h30m"); undefined when malformed. Not bounded:
+# problems is. contract: the workload contract (bundle_rules.contract).
+duration_hours(d, contract) := d if {
+	is_number(d)
+	_duration_form(d, contract)
+} else := to_number(d) if {
 	is_string(d)
 	regex.match(`^[0-9]+(\.[0-9]+)?$`, d)
-	h := to_number(d)
-	h > 0
+} else := sum([_part_hours(p) | some p in regex.find_all_string_submatch_n(`([0-9.]+)([hm])`, d, -1)]) if {
+	_duration_form(d, contract)
 }
 
-duration_hours(d) := h if {
+_duration_form(d, _) if {
+	is_number(d)
+	d == floor(d)
+}
+
+_duration_form(d, contract) if {
 	is_string(d)
 	d != ""
-	parts := regex.find_all_string_submatch_n(`^(?:([0-9]+(?:\.[0-9]+)?)h)?(?:([0-9]+(?:\.[0-9]+)?)m)?$`, d, 1)
-	count(parts) == 1
-	h := _num(parts[0][1]) + (_num(parts[0][2]) / 60)
-	h > 0
+	count(d) <= contract.duration.max_length
+	regex.match(contract.duration.pattern, d)
 }
 
-deadline_ns(d) := ns if {
+_part_hours([_, n, "h"]) := to_number(n)
+
+_part_hours([_, n, "m"]) := to_number(n) / 60
+
+# deadline_ns(d, contract): the deadline written in the contract's form, in ns since the epoch.
+deadline_ns(d, contract) := ns if {
 	is_string(d)
-	regex.match(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$`, d)
+	regex.match(contract.deadline.pattern, d)
 	ns := time.parse_rfc3339_ns(d)
 }
 
-_num("") := 0
+# An instant as the platform writes it (RFC 3339, UTC, whole seconds), as the model stores it.
+_utc(ns) := time.format([ns, "UTC", "2006-01-02T15:04:05Z07:00"])
 
-_num(s) := to_number(s) if s != ""
+# A value as errors show it on both paths: a string as JSON, anything else as it is.
+_shown(x) := spec_fields.shown(x) if is_string(x)
 
-_positive_number(x) if {
+else := json.marshal(x)
+
+_within(x, bounds) if {
 	is_number(x)
-	x > 0
+	x >= bounds.minimum
+	x <= bounds.maximum
 }
 
-_positive_integer(x) if {
-	_positive_number(x)
+_whole_within(x, bounds) if {
+	_within(x, bounds)
 	x == floor(x)
-}
-
-_non_empty_string(x) if {
-	is_string(x)
-	x != ""
 }

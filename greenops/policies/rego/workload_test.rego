@@ -6,22 +6,33 @@ import data.greenops.testdata
 import data.greenops.workload
 
 test_duration_forms if {
-	workload.duration_hours(6) == 6
-	workload.duration_hours("6") == 6
-	workload.duration_hours("6h") == 6
-	workload.duration_hours("90m") == 1.5
-	workload.duration_hours("1h30m") == 1.5
-	workload.duration_hours("0.5h") == 0.5
+	workload.duration_hours(6, testdata.workload_contract) == 6
+	workload.duration_hours("6", testdata.workload_contract) == 6
+	workload.duration_hours("6h", testdata.workload_contract) == 6
+	workload.duration_hours("90m", testdata.workload_contract) == 1.5
+	workload.duration_hours("1h30m", testdata.workload_contract) == 1.5
+	workload.duration_hours("0.5h", testdata.workload_contract) == 0.5
 }
 
+# The contract's one written form: no case folding, no spaces, hours before minutes, whole hours
+# as a number (the CRD types the field integer-or-string).
 test_malformed_durations_are_undefined if {
-	every d in ["", "h", "6 hours", "6d", "-1h", 0, -2, "0h", true, null, [6]] {
-		not workload.duration_hours(d)
+	every d in ["", "h", "6 hours", "6d", "-1h", "2H", " 2h", "30m1h", 1.5, true, null, [6]] {
+		not workload.duration_hours(d, testdata.workload_contract)
 	}
 }
 
+test_non_positive_and_overlong_durations_are_problems if {
+	named := [d |
+		some d in [0, -2, "0h", "0", "745h", 745]
+		some p in workload.problems(object.union(testdata.workload, {"duration": d}), testdata.catalog, testdata.rules)
+		startswith(p, "duration: ")
+	]
+	count(named) == 6
+}
+
 test_defaults_applied if {
-	spec := workload.normalize(testdata.workload, testdata.catalog, testdata.config)
+	spec := workload.normalize(testdata.workload, testdata.catalog, testdata.config, testdata.rules)
 	spec.maxLatency == 2000
 	spec.dataResidency == "none"
 	spec.tenant == "default"
@@ -36,7 +47,7 @@ test_vmtemplate_names_and_requested_region if {
 			"vmName": "vm", "cpu": 1, "memory": 2, "duration": "3h",
 			"deadline": "2030-01-01T00:00:00Z", "originRegion": "italynorth", "schedulingLocation": "francecentral",
 		},
-		testdata.catalog, testdata.config,
+		testdata.catalog, testdata.config, testdata.rules,
 	)
 	spec.name == "vm"
 	spec.region == "francecentral"
@@ -48,7 +59,7 @@ test_each_bad_field_is_named if {
 		"originRegion": "atlantis", "eligibleProviders": ["azure", "oracle"], "dataResidency": "mars",
 		"tenant": "", "provider": "ibm",
 	}
-	problems := workload.problems(testdata.with_fields(bad), testdata.catalog)
+	problems := workload.problems(testdata.with_fields(bad), testdata.catalog, testdata.rules)
 	count(problems) == 10
 	every field, _ in bad {
 		some p in problems
@@ -57,19 +68,20 @@ test_each_bad_field_is_named if {
 }
 
 test_missing_fields_are_named if {
-	problems := workload.problems({"name": "x"}, testdata.catalog)
+	problems := workload.problems({"name": "x"}, testdata.catalog, testdata.rules)
 	problems == ["cpu: missing", "deadline: missing", "duration: missing", "memory: missing", "originRegion: missing"]
 }
 
 test_fractional_cpu_is_refused if {
-	"cpu: must be a whole number of vCPUs greater than 0" in workload.problems(
+	"cpu: 2.5 is not valid: a whole number of vCPUs from 1 to 100000" in workload.problems(
 		testdata.with_fields({"cpu": 2.5}),
 		testdata.catalog,
+		testdata.rules,
 	)
 }
 
 test_non_object_spec if {
-	workload.problems("nope", testdata.catalog) == ["workload spec must be an object"]
+	workload.problems("nope", testdata.catalog, testdata.rules) == ["workload spec must be an object"]
 }
 
 # The workload's own providers, else the platform's (the config's), never the bundle's data.
@@ -78,15 +90,28 @@ test_providers_come_from_the_spec_or_the_given_config if {
 	workload.providers_of({}, config) == ["gcp"]
 	workload.providers_of({"eligibleProviders": []}, config) == ["gcp"]
 	workload.providers_of({"eligibleProviders": ["aws"]}, config) == ["aws"]
-	workload.normalize(testdata.workload, testdata.catalog, config).eligibleProviders == ["gcp"]
-	workload.normalize(testdata.workload, testdata.catalog, config).tenant == "default"
+	workload.normalize(testdata.workload, testdata.catalog, config, testdata.rules).eligibleProviders == ["gcp"]
+	workload.normalize(testdata.workload, testdata.catalog, config, testdata.rules).tenant == "default"
 }
 
 # Regions and providers are known by the catalog given, not the bundle's.
 test_problems_read_the_given_catalog if {
-	workload.problems(testdata.with_fields({"originRegion": "westus"}), testdata.catalog) == []
+	workload.problems(testdata.with_fields({"originRegion": "westus"}), testdata.catalog, testdata.rules) == []
 	without_westus := json.patch(testdata.catalog, [{"op": "remove", "path": "/region_provider/westus"}])
-	workload.problems(testdata.with_fields({"originRegion": "westus"}), without_westus) == [
-		"originRegion: unknown region westus",
+	workload.problems(testdata.with_fields({"originRegion": "westus"}), without_westus, testdata.rules) == [
+		`originRegion: unknown region "westus"`,
 	]
+}
+
+# The maxLatency meaning "no constraint" is the contract's default (the bundle's is checked against
+# the model's by tests/policies/test_opa_integration.py).
+test_no_latency_constraint_is_the_contracts_default if {
+	workload.no_latency_constraint == testdata.workload_contract.maxLatency.default
+}
+
+# The bundle's rules are its data, read by the entry points only.
+test_bundle_rules_are_the_bundles_contract_and_string_rules if {
+	r := workload.bundle_rules with data.greenops.workload_contract as testdata.workload_contract
+		with data.greenops.string_rules as testdata.string_rules
+	r == testdata.rules
 }

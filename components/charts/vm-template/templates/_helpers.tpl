@@ -13,23 +13,24 @@
 {{- end -}}
 {{- end -}}
 
-{{/* The workload's duration in seconds, as greenops/models/duration.py reads it: a number or a
-     numeric string is hours ("1.5" is 90 minutes), otherwise "<n>h" and "<n>m" parts ("6h", "90m",
-     "1h30m"). Not Go's time.ParseDuration: it also takes "s", "ms", signs and a bare "0", which the
-     Python side refuses, and it cannot read a bare number. A bad duration fails the whole render. */}}
+{{/* The workload's duration in seconds, in the workload contract's form (greenops/models/contract.py,
+     which values.schema.json enforces before this runs): whole hours as a number, a numeric string of
+     hours ("1.5" is 90 minutes), otherwise "<n>h" then "<n>m" ("6h", "90m", "1h30m"), lowercase,
+     without spaces. Not Go's time.ParseDuration: it also takes "s", "ms", signs and a bare "0", which
+     the contract refuses, and it cannot read a bare number. A bad duration fails the whole render. */}}
 {{- define "vmtemplate.durationSeconds" -}}
 {{- $raw := .Values.duration -}}
 {{- $seconds := 0.0 -}}
 {{- if kindIs "string" $raw -}}
-{{- $text := $raw | trim | lower | replace " " "" -}}
+{{- $text := $raw -}}
 {{- if regexMatch `^[0-9]+(\.[0-9]+)?$` $text -}}
 {{- $seconds = mulf $text 3600 -}}
-{{- else if regexMatch `^([0-9]+(\.[0-9]+)?[hm])+$` $text -}}
+{{- else if regexMatch `^([0-9]+(\.[0-9]+)?h)?([0-9]+(\.[0-9]+)?m)?$` $text -}}
 {{- range regexFindAll `[0-9.]+[hm]` $text -1 -}}
 {{- $seconds = addf $seconds (mulf (trimSuffix "h" (trimSuffix "m" .)) (ternary 3600 60 (hasSuffix "h" .))) -}}
 {{- end -}}
 {{- else -}}
-{{- fail (printf "VmTemplate %s: malformed duration %q: use hours ('6', '6h') or minutes ('90m'), e.g. '1h30m'" .Values.vmName $raw) -}}
+{{- fail (printf "VmTemplate %s: duration %q is not a duration: whole hours as a number (6), or a string of hours and/or minutes in that order, lowercase, without spaces: \"6\", \"1.5\", \"6h\", \"90m\", \"1h30m\"" .Values.vmName $raw) -}}
 {{- end -}}
 {{- else if or (kindIs "float64" $raw) (kindIs "int64" $raw) (kindIs "int" $raw) -}}
 {{- $seconds = mulf $raw 3600 -}}
