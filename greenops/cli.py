@@ -243,11 +243,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _scheduler_of(stack: str) -> RetryingClient:
-    """A client of the stack's scheduler, with the token from GREENOPS_SCHEDULER_TOKEN."""
-    import os
-
-    endpoints = parse_stack_config(_stack_raw(stack), root=REPO).endpoints
-    return RetryingClient(str(endpoints.scheduler_url), token=os.environ.get("GREENOPS_SCHEDULER_TOKEN"))
+    """A client of the stack's scheduler, with the token from GREENOPS_SCHEDULER_TOKEN (or the file
+    GREENOPS_SCHEDULER_TOKEN_FILE names)."""
+    stack_endpoints = parse_stack_config(_stack_raw(stack), root=REPO).endpoints
+    return RetryingClient(str(stack_endpoints.scheduler_url), token=endpoints.ambient_scheduler_token())
 
 
 def cmd_token(args: argparse.Namespace) -> int:

@@ -27,6 +27,13 @@ class Principal:
     role: Role
     tenants: frozenset[str] | None  # None: every tenant
     paths: frozenset[str]  # the paths whose reservations it books and changes
+    # What tells principals apart where their names may not (two tokens issued with one name): the
+    # rate limit's bucket. Unset: the name, unique for the admin, declared and ServiceAccount ones.
+    credential: str = ""
+
+    @property
+    def bucket(self) -> str:
+        return self.credential or f"name:{self.name}"
 
     # --- the scopes ---------------------------------------------------------------------------
     def has(self, role: Role) -> bool:

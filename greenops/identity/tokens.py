@@ -98,7 +98,7 @@ class TokenStore:
                     expires_at=req.expires_at,
                 )
             )
-        return Issued(token_id, token, _principal(req.name, req.role, tenants, req.paths))
+        return Issued(token_id, token, _principal(req.name, req.role, tenants, req.paths, token_id))
 
     def revoke(self, token_id: str, now: datetime) -> dict[str, Any]:
         with self._store.writing() as conn:
@@ -127,11 +127,14 @@ class TokenStore:
         expires = row["expires_at"]
         if expires is not None and _aware(expires) <= now:
             return f"token {row['id']} ({row['name']}) expired"
-        return _principal(row["name"], row["role"], row["tenants"], row["paths"])
+        return _principal(row["name"], row["role"], row["tenants"], row["paths"], row["id"])
 
 
-def _principal(name: str, role: str, tenants: Collection[str] | None, paths: Collection[str]) -> Principal:
+def _principal(
+    name: str, role: str, tenants: Collection[str] | None, paths: Collection[str], token_id: str
+) -> Principal:
     return Principal(
+        credential=f"token:{token_id}",
         name=name,
         role=role,  # type: ignore[arg-type]  # stored from a validated TokenRequest
         tenants=None if tenants is None else frozenset(tenants),

@@ -21,11 +21,12 @@ class PrincipalRateLimit:
         self._limit = parse(spec)
         self._limiter = strategies.MovingWindowRateLimiter(storage.MemoryStorage())
 
-    def refuse(self, principal: str) -> JSONResponse | None:
-        """None when ``principal`` may go on; otherwise the 429 to answer, saying when to retry."""
-        if self._limiter.hit(self._limit, principal):
+    def refuse(self, bucket: str, principal: str) -> JSONResponse | None:
+        """None when the credential ``bucket`` may go on; otherwise the 429 to answer, naming the
+        ``principal`` and when to retry."""
+        if self._limiter.hit(self._limit, bucket):
             return None
-        stats = self._limiter.get_window_stats(self._limit, principal)
+        stats = self._limiter.get_window_stats(self._limit, bucket)
         wait = max(1, math.ceil(stats.reset_time - time.time()))
         return JSONResponse(
             status_code=429,

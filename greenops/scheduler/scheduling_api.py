@@ -88,7 +88,7 @@ class Decider:
     def schedule(self, req: SchedulingRequest, key: str, principal: Principal) -> JSONResponse:
         started = time.monotonic()
         give_up_at = started + req.req_timeout
-        if self.rate_limit and (refused := self.rate_limit.refuse(principal.name)):
+        if self.rate_limit and (refused := self.rate_limit.refuse(principal.bucket, principal.name)):
             return refused
         # Whose booking it is comes from the principal, never from the body: the body may only pick
         # among the tenants and paths the principal already has (Forbidden, 403, otherwise).

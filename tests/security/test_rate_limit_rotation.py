@@ -29,3 +29,21 @@ def test_rotating_the_bodys_tenant_does_not_dodge_the_limit(tmp_path):
             f"{sched.url}/scheduling", json=booking(), headers={"Authorization": f"Bearer {other}"}, timeout=15
         )
         assert theirs.status_code == 200
+
+
+def test_two_tokens_with_one_name_do_not_share_a_limit(tmp_path):
+    env = {"GREENOPS_NOW": NOW, "GREENOPS_SCHEDULER_RATE_LIMIT": "2/minute"}
+    with SchedulerServer(env=env, log=tmp_path / "s.log") as sched:
+        # names are labels an admin chooses; the limit follows the credential
+        first = sched.issue("ci", ["t1"], paths=["pulumi"])
+        second = sched.issue("ci", ["t2"], paths=["pulumi"])
+
+        def codes(token: str) -> list[int]:
+            headers = {"Authorization": f"Bearer {token}"}
+            return [
+                httpx.post(f"{sched.url}/scheduling", json=booking(), headers=headers, timeout=15).status_code
+                for _ in range(3)
+            ]
+
+        assert codes(first) == [200, 200, 429]
+        assert codes(second) == [200, 200, 429]
