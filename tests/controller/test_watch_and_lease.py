@@ -29,6 +29,7 @@ def template(name: str) -> dict:
         "maxLatency": 2000,
         "tenant": NS,
         "deadline": "2030-01-01T00:00:00Z",
+        "originRegion": "westeurope",  # required by the workload contract, the CRD's schema included
     }
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "VmTemplate", "metadata": {"name": name}, "spec": spec}
 
