@@ -22,6 +22,9 @@ from greenops.catalog import Catalog, load_catalog
 from greenops.toolpaths import REPO, tool_path
 
 CHART_SOURCE = REPO / "components" / "charts" / "vm-template"
+# values.yaml's provisioningLeadSeconds (a test holds them equal): how long before its start a
+# VmTemplate that sets none renders, so the cluster path's controller opens its gate then too.
+PROVISIONING_LEAD_SECONDS = 300
 
 
 def chart_catalog(catalog: Catalog) -> dict[str, Any]:

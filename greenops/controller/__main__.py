@@ -1,8 +1,9 @@
 """``python -m greenops.controller``: the cluster path's controller process.
 
 Every replica runs for the Lease; only the leader watches and acts. A leader runs, in this thread,
-the VmTemplate stream (a list, then a watch) and a sweep of the record against the API server's
-list at start and every ``--sweep-seconds``; a second thread renews the Lease. Losing the Lease
+the VmTemplate stream (a list, then a watch), a sweep of the record against the API server's list
+at start and every ``--sweep-seconds``, and a lifecycle pass over the VmTemplates it holds every
+``--resync-seconds`` (a gate opens within one resync of its time); a second thread renews the Lease. Losing the Lease
 stops the stream before anything else is done; winning it again starts with a fresh list, so
 nothing that changed meanwhile is missed.
 """
@@ -21,13 +22,17 @@ import time
 from typing import Any
 
 from greenops.clock import system_clock
-from greenops.errors import GreenOpsError
+from greenops.errors import GreenOpsError, one_line
+from greenops.policies.webhook import VMTEMPLATE_GROUP as GROUP
+from greenops.policies.webhook import VMTEMPLATE_VERSION as VERSION
 
 from .kube import api_client
 from .lease import LeaseElector
+from .objects import RenderedObjects
+from .progress import RENDER_ANNOTATION, Progress
 from .reconciler import Reconciler
 from .record import Record, RecordUnavailable, token_reader
-from .watch import Changed, Listed, VmTemplateWatch
+from .watch import PLURAL, Changed, Listed, VmTemplateWatch, key_of
 
 log = logging.getLogger("greenops.controller")
 
@@ -43,7 +48,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--lease-seconds", type=float, default=15.0)
     p.add_argument("--renew-deadline", type=float, default=10.0)
     p.add_argument("--sweep-seconds", type=float, default=60.0)
+    p.add_argument("--resync-seconds", type=float, default=30.0, help="how often the lifecycle pass runs")
     p.add_argument("--watch-timeout", type=int, default=300, help="seconds one watch request lasts")
+    p.add_argument(
+        "--readiness",
+        choices=["operator", "applied"],
+        default="operator",
+        help="operator: Running when the cloud operator reports the VM ready; applied: no operator is "
+        "watched (a cluster without ASO, Config Connector or ACK), the run counts from the gate",
+    )
     return p.parse_args(argv)
 
 
@@ -58,7 +71,10 @@ class Controller:
         self.record = Record(
             args.scheduler_url, token_reader(args.token_file, os.environ.get("GREENOPS_CONTROLLER_TOKEN"))
         )
-        self.reconciler = Reconciler(self.record, system_clock, self.elector.leading)
+        observe = RenderedObjects(api).observe if args.readiness == "operator" else None
+        progress = Progress(self.record, system_clock, self.annotate, observe)
+        self.reconciler = Reconciler(self.record, system_clock, self.elector.leading, progress)
+        self.templates: dict[str, dict[str, Any]] = {}  # the leader's view of every VmTemplate, from the stream
         self.stop = threading.Event()
 
     def renew_forever(self) -> None:
@@ -87,12 +103,16 @@ class Controller:
                 items.put(item)
 
         threading.Thread(target=pump, name="watch", daemon=True).start()
-        next_sweep = 0.0
+        next_sweep = next_pass = 0.0
+        self.templates = {}
         try:
             while not self.stop.is_set() and self.elector.leading():
                 if time.monotonic() >= next_sweep:
                     self.guarded(lambda: self.reconciler.sweep(lambda: _listed(watch)))
                     next_sweep = time.monotonic() + self.args.sweep_seconds
+                if time.monotonic() >= next_pass:
+                    self.guarded(lambda: self.reconciler.progress(list(self.templates.values())))
+                    next_pass = time.monotonic() + self.args.resync_seconds
                 try:
                     item = items.get(timeout=0.5)
                 except queue.Empty:
@@ -102,13 +122,30 @@ class Controller:
             ended.set()
 
     def handle(self, item: Listed | Changed) -> None:
-        if isinstance(item, Listed):
+        if isinstance(item, Listed):  # the whole truth: what it lacks was deleted meanwhile
+            self.templates = {key_of(o): o for o in item.objects}
             for obj in item.objects:
                 self.reconciler.stored(obj)
         elif item.type == "DELETED":
+            self.templates.pop(key_of(item.object), None)
             self.reconciler.deleted(item.object)
         else:
+            self.templates[key_of(item.object)] = item.object
             self.reconciler.stored(item.object)
+
+    def annotate(self, template: dict[str, Any], value: str) -> None:
+        """Make Krateo render the composition again: an annotation change is an update event."""
+        from kubernetes import client
+
+        meta = template["metadata"]
+        client.CustomObjectsApi(self.api).patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            meta["namespace"],
+            PLURAL,
+            meta["name"],
+            {"metadata": {"annotations": {RENDER_ANNOTATION: value}}},
+        )
 
     def guarded(self, step: Any) -> None:
         """A failed step (the scheduler down) is logged and retried by the next sweep, never fatal."""
@@ -117,7 +154,7 @@ class Controller:
         except (RecordUnavailable, OSError) as exc:
             log.warning("%s; the next sweep retries", exc)
         except Exception as exc:  # the API server's answers: logged, retried by the sweep
-            log.warning("%s: %s; the next sweep retries", type(exc).__name__, exc)
+            log.warning("%s: %s; the next sweep retries", type(exc).__name__, one_line(str(exc)))
 
 
 def _listed(watch: VmTemplateWatch) -> tuple[list[dict[str, Any]], str]:

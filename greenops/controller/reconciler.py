@@ -4,6 +4,8 @@ a second look by a new leader changes nothing that was already right.
 
 - An object stored with a reservation key in its annotation confirms that key's hold.
 - An observed DELETED event releases the key (releasing is final and a retry is a no-op).
+- A lifecycle pass (``progress``) moves each confirmed reservation along with what the API server
+  shows (greenops.controller.progress).
 - A sweep compares the record's active cluster-path reservations with the API server's list:
   a confirmed reservation whose object is absent was deleted while nobody watched (OPA down, the
   controller restarting) and is released; a hold past its time whose object never appeared was a
@@ -19,12 +21,15 @@ from datetime import datetime
 from typing import Any
 
 from greenops.clock import stamp
+from greenops.errors import one_line
 
-from .record import Record, held_until
+from .progress import Progress
+from .record import Record, RecordUnavailable, held_until
 from .watch import key_of
 
 RESERVATION_ANNOTATION = "greenops.io/reservation"  # written by admission (policies/rego/admission.rego)
 log = logging.getLogger(__name__)
+passes = logging.getLogger("greenops.controller.passes")
 
 
 def reservation_key(obj: dict[str, Any]) -> str | None:
@@ -41,10 +46,17 @@ def reservation_key(obj: dict[str, Any]) -> str | None:
 
 
 class Reconciler:
-    def __init__(self, record: Record, clock: Callable[[], datetime], acting: Callable[[], bool]):
+    def __init__(
+        self,
+        record: Record,
+        clock: Callable[[], datetime],
+        acting: Callable[[], bool],
+        progress: Progress | None = None,
+    ):
         self.record = record
         self.clock = clock
         self.acting = acting  # False once this replica is no longer the leader: it stops at once
+        self._progress = progress
 
     def _act(self, what: str, key: str, call: Callable[[], Any]) -> Any:
         if not self.acting():
@@ -74,6 +86,32 @@ class Reconciler:
             return  # released already: a replayed DELETED changes nothing
         reason = f"VmTemplate {key_of(obj)} deleted (observed by the controller)"
         self._act("released", key, lambda: self.record.release(key, reason))
+
+    def progress(self, templates: list[dict[str, Any]]) -> None:
+        """A lifecycle pass over every VmTemplate whose reservation is active. One object's failure
+        (its API read refused, a field unreadable) is logged with its key and does not stop the rest."""
+        if self._progress is None:
+            return
+        rows = {r["key"]: r for r in self.record.active(detail=True)}
+        changed = 0
+        for template in templates:
+            key = reservation_key(template)
+            if key is None or key not in rows:
+                continue
+            if not self.acting():
+                log.info("not leading: lifecycle pass left to the leader")
+                return
+            try:
+                after = self._progress.step(template, rows[key])
+            except RecordUnavailable:
+                raise  # the scheduler is down: the whole pass waits for the next one
+            except Exception as exc:
+                log.warning("lifecycle %s: %s: %s; the next pass retries", key, type(exc).__name__, one_line(str(exc)))
+                continue
+            if after is not None:
+                changed += 1
+                log.info("%s %s: %s", after.phase.value, key, after.reason, extra={"action": "lifecycle", "key": key})
+        passes.info("lifecycle pass: %d VmTemplates, %d reservations, %d changed", len(templates), len(rows), changed)
 
     def sweep(self, list_objects: Callable[[], tuple[list[dict[str, Any]], str]]) -> None:
         """Compare the record with the API server. The record is read first, then the list, so every

@@ -35,9 +35,11 @@ class Record:
             raise RecordUnavailable(f"{method} {path}: the scheduler answered {r.status_code}: {one_line(r.text)}")
         return r
 
-    def active(self) -> list[dict[str, Any]]:
-        """Every active cluster-path reservation (holds included), of every tenant."""
-        r = self._call("GET", "/reservations", params={"path": "cluster"})
+    def active(self, detail: bool = False) -> list[dict[str, Any]]:
+        """Every active cluster-path reservation (holds included), of every tenant; ``detail`` adds
+        what was recorded at decision time (the run's duration)."""
+        params = {"path": "cluster", **({"detail": "true"} if detail else {})}
+        r = self._call("GET", "/reservations", params=params)
         rows: list[dict[str, Any]] = r.json()["reservations"]
         return rows
 

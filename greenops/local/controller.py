@@ -24,6 +24,9 @@ class ControllerProcess(ProcessService):
     lease_seconds: float = 4.0
     renew_deadline: float = 3.0
     sweep_seconds: float = 2.0
+    resync_seconds: float = 1.0
+    readiness: str = "operator"  # applied: no cloud operator runs here (the demo)
+    clock_file: Path | None = None  # a simulated clock the caller plays forward (greenops.clock)
     log: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-ctl-")) / "controller.log")
     name = "controller"
 
@@ -45,10 +48,18 @@ class ControllerProcess(ProcessService):
                 str(self.renew_deadline),
                 "--sweep-seconds",
                 str(self.sweep_seconds),
+                "--resync-seconds",
+                str(self.resync_seconds),
+                "--readiness",
+                self.readiness,
                 *(["--kubeconfig", str(self.kubeconfig)] if self.kubeconfig else []),
             ],
             self.log,
-            env={**os.environ, "GREENOPS_CONTROLLER_TOKEN": self.token},
+            env={
+                **os.environ,
+                "GREENOPS_CONTROLLER_TOKEN": self.token,
+                **({"GREENOPS_CLOCK_FILE": str(self.clock_file)} if self.clock_file else {}),
+            },
         )
 
     def kill(self) -> None:
@@ -67,8 +78,23 @@ class ControllerProcess(ProcessService):
             time.sleep(0.1)
         raise GreenOpsError(f"controller {self.identity} did not lead within {timeout:.0f}s")
 
+    def passes(self) -> int:
+        """How many lifecycle passes this process has finished."""
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return text.count(" INFO greenops.controller.passes lifecycle pass: ")
+
+    def wait_passes(self, n: int, timeout: float = 30.0) -> None:
+        """Until ``n`` more lifecycle passes have finished: a clock moved before this call has been seen."""
+        target = self.passes() + n
+        deadline = time.monotonic() + timeout
+        while self.passes() < target:
+            if time.monotonic() > deadline:
+                raise GreenOpsError(f"controller {self.identity}: {n} lifecycle passes not done within {timeout:.0f}s")
+            time.sleep(0.1)
+
     def actions(self) -> list[str]:
-        """The actions this process took, in order: "confirmed <key>", "released <key>"."""
+        """The actions this process took, in order: "confirmed <key>", "released <key>",
+        "<phase> <key>: <reason>"."""
         lines = self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
         return [
             line.split(" greenops.controller.reconciler ", 1)[1]

@@ -80,29 +80,35 @@ class ClusterObserver:
                 f"workload {workload!r}: cannot read its objects back from the cluster: {type(exc).__name__}: {exc}"
             ) from None
         missing = tuple(f"{m['kind']} {m['metadata']['name']}" for m, got in live if got is None)
-        failure = next(
-            (
-                f"{m['kind']} {m['metadata']['name']}: {s.failure}"
-                for m, got in live
-                if got is not None
-                for s in [object_state(provider, got)]
-                if s.failure
-            ),
-            None,
-        )
-        reported = {f"{m['kind']}/{m['metadata']['name']}": got.get("status") or {} for m, got in live if got}
-        vm = next(((m, got) for m, got in live if m["kind"] == vm_kind(provider)), None)
-        if vm is None or vm[1] is None:
-            return Observation(ready=False, failure=failure, missing=missing, reported=reported)
-        state = object_state(provider, vm[1])
-        return Observation(
-            ready=state.ready,
-            ready_since=_time(state.since),
-            failure=failure,
-            missing=missing,
-            detail=f"{vm[0]['kind']} {vm[0]['metadata']['name']}: {state.detail}" if state.detail else "",
-            reported=reported,
-        )
+        return verdict(provider, [got for _, got in live if got is not None], missing)
+
+
+def verdict(provider: str, found: list[dict[str, Any]], missing: tuple[str, ...] = ()) -> Observation:
+    """The operator's verdict on the objects ``found`` of one workload: a terminal condition on any
+    of them, and the VM object's readiness. Placement reads back what it applied; the cluster path's
+    controller what Krateo rendered."""
+    failure = next(
+        (
+            f"{o['kind']} {o['metadata']['name']}: {s.failure}"
+            for o in found
+            for s in [object_state(provider, o)]
+            if s.failure
+        ),
+        None,
+    )
+    reported = {f"{o['kind']}/{o['metadata']['name']}": o.get("status") or {} for o in found}
+    vm = next((o for o in found if o["kind"] == vm_kind(provider)), None)
+    if vm is None:
+        return Observation(ready=False, failure=failure, missing=missing, reported=reported)
+    state = object_state(provider, vm)
+    return Observation(
+        ready=state.ready,
+        ready_since=_time(state.since),
+        failure=failure,
+        missing=missing,
+        detail=f"{vm['kind']} {vm['metadata']['name']}: {state.detail}" if state.detail else "",
+        reported=reported,
+    )
 
 
 def _time(text: str | None) -> datetime | None:

@@ -47,6 +47,12 @@ def rendered_kinds() -> list[tuple[str, str]]:
     return [k for provider in sorted(_KINDS) for k in _KINDS[provider]]
 
 
+def provider_kinds(provider: str) -> list[tuple[str, str]]:
+    """(apiVersion, kind) of the objects ``provider``'s renderer emits."""
+    _discover()
+    return list(_KINDS[provider])
+
+
 def _discover() -> None:
     package = importlib.import_module(_PROVIDER_MODULES)
     for info in pkgutil.iter_modules(package.__path__):

@@ -392,3 +392,12 @@ def test_clear_failures(chart):
 def test_helm_lint(chart):
     result = subprocess.run([require_tool("helm"), "lint", str(chart)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_controllers_default_lead_is_the_charts():
+    """The cluster path's controller opens a gate when the chart starts rendering; a VmTemplate
+    that sets no provisioningLeadSeconds gets values.yaml's."""
+    from greenops.charts import CHART_SOURCE, PROVISIONING_LEAD_SECONDS
+
+    values = yaml.safe_load((CHART_SOURCE / "values.yaml").read_text())
+    assert values["provisioningLeadSeconds"] == PROVISIONING_LEAD_SECONDS

@@ -38,6 +38,7 @@ from greenops.validation.crd import default_crd_dir
 from tests.charts.test_vm_template_chart import stem_of
 from tests.conftest import require_tool
 from tests.references import GROUP_ID, group_reported
+from tests.upstream_crds import local_crd
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tools, pytest.mark.crds]
 
@@ -79,19 +80,6 @@ def chart_package(tmp_path_factory) -> Path:
     path = Path(result.stdout.strip().rsplit(" ", 1)[-1])
     assert path.is_file() and path.parent == out and path.name.startswith("vm-template-") and path.suffix == ".tgz"
     return path
-
-
-def local_crd(crd: dict) -> dict:
-    """ASO ships its CRDs with ``conversion.strategy: Webhook`` served by the operator itself
-    (service azureserviceoperator-webhook-service, CA injected by cert-manager). No operator runs
-    here, so every create of a non-storage version (the chart writes v1api20240301/v1api20220301,
-    the storage versions are v20250301storage/v20220301storage) fails with "conversion webhook ...
-    service not found". Conversion ``None`` lets the API server store what it accepted; the request
-    is still validated and pruned against the real schema of the version the chart writes, and the
-    test compares what is stored with what was rendered, so nothing can be silently dropped."""
-    if (crd["spec"].get("conversion") or {}).get("strategy") == "Webhook":
-        crd = dict(crd, spec=dict(crd["spec"], conversion={"strategy": "None"}))
-    return crd
 
 
 @pytest.fixture(scope="module")

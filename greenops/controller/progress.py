@@ -1,0 +1,118 @@
+"""The cluster path's lifecycle, recorded from the API server with the Pulumi path's own rules
+(``greenops.placement.lifecycle.advance``): the same phases, the same times, the same reasons for
+a failure; only the voice differs (Krateo renders, the controller asks it to).
+
+A pass at ``now`` for one confirmed reservation and its VmTemplate:
+- at the gate (``schedulingTime - provisioningLeadSeconds``) it asks Krateo to render the
+  composition again, by writing the annotation ``greenops.io/render`` (an update event, which
+  Krateo's composition controller reconciles; the chart renders the VM only inside its window), and
+  records Provisioning with the instant it did so: a late gate shows as late;
+- Running from the operator's Ready condition and its ``lastTransitionTime`` (or at once, when no
+  operator is watched: ``--readiness applied``);
+- Completed at ``runningSince + duration``, Failed on a terminal condition, on a VM object deleted
+  while Running, when not ready by ``deadline - duration``, or when the gate was missed: the cluster
+  path never re-places by itself (a new decision is a new admission, so the record says to create
+  the VmTemplate again); at the end it asks Krateo to render again, which removes the VM.
+
+Each write is compared with the record first, so a replayed pass writes nothing; the record is
+written last, so a pass cut short is done again whole by the next one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from greenops.charts import PROVISIONING_LEAD_SECONDS
+from greenops.clock import parse_time, stamp
+from greenops.errors import GreenOpsError
+from greenops.placement.lifecycle import Lifecycle, Observation, Phase, Voice, Window, advance
+
+RENDER_ANNOTATION = "greenops.io/render"  # "gate <instant>" | "end <instant>": why and when Krateo was asked
+
+KRATEO = Voice(
+    gate_opened="gate opened: Krateo asked to render the VM's objects, waiting for the operator to report the VM ready",
+    waiting="waiting for the operator to report the VM ready",
+    ready="the operator reports the VM ready since {since}",
+)
+NOT_REPLACED = (
+    "the cluster path does not place a VmTemplate again by itself (a new decision is a new admission): "
+    "delete it and create it again to place it anew"
+)
+log = logging.getLogger(__name__)
+
+
+class UnreadableTemplate(GreenOpsError):
+    """A VmTemplate or reservation lacks what its window is judged against; names the field."""
+
+
+def window_of(template: dict[str, Any], row: dict[str, Any]) -> Window:
+    """The window the record and the VmTemplate agree on: the booked start and duration, the
+    VmTemplate's deadline and lead."""
+    meta, spec = template["metadata"], template.get("spec") or {}
+    name = f"VmTemplate {meta.get('namespace')}/{meta.get('name')}"
+    try:
+        deadline = parse_time(str(spec["deadline"]))
+    except (KeyError, ValueError):
+        raise UnreadableTemplate(f"{name}: spec.deadline {spec.get('deadline')!r} is not an RFC 3339 instant") from None
+    lead = spec.get("provisioningLeadSeconds", PROVISIONING_LEAD_SECONDS)
+    if not isinstance(lead, int | float) or isinstance(lead, bool) or lead < 0:
+        raise UnreadableTemplate(f"{name}: spec.provisioningLeadSeconds {lead!r} is not a number of seconds >= 0")
+    start, end = parse_time(row["start"]), parse_time(row["end"])
+    hours = row.get("duration_hours")
+    duration = timedelta(hours=hours) if hours else end - start
+    return Window(start=start, duration=duration, lead=timedelta(seconds=lead), deadline=deadline)
+
+
+def recorded_lifecycle(row: dict[str, Any]) -> Lifecycle:
+    if row.get("lifecycle"):
+        return Lifecycle.from_document(row["lifecycle"])
+    booked = parse_time(row["created_at"]) if row.get("created_at") else parse_time(row["updated_at"])
+    return Lifecycle.placed(booked, f"placed at admission: {row['zone']} from {stamp(parse_time(row['start']))}")
+
+
+class Progress:
+    """``observe(template, running)`` reads the operator's verdict; None: no operator is watched."""
+
+    def __init__(
+        self,
+        record: Any,
+        clock: Callable[[], datetime],
+        annotate: Callable[[dict[str, Any], str], None],
+        observe: Callable[[dict[str, Any], bool], Observation] | None,
+    ):
+        self.record = record
+        self.clock = clock
+        self.annotate = annotate
+        self.observe = observe
+
+    def step(self, template: dict[str, Any], row: dict[str, Any]) -> Lifecycle | None:
+        """One pass for one reservation; the lifecycle written, or None when nothing changed."""
+        if row["phase"] not in ("Scheduled", "Provisioning", "Running") or row.get("held_until"):
+            return None  # ended, or a hold the sweep confirms first
+        before = recorded_lifecycle(row)
+        window = window_of(template, row)
+        now = self.clock()
+        observe = None
+        if self.observe is not None:
+            watch = self.observe
+            observe = lambda: watch(template, before.phase is Phase.RUNNING)  # noqa: E731
+        step = advance(before, window, now, observe, KRATEO)
+        after = step.lifecycle
+        if step.replace:
+            after = before.to(Phase.FAILED, now, f"{step.replace}; {NOT_REPLACED}", failed_at=now)
+        opened = before.phase is Phase.SCHEDULED and after.gate_opened_at is not None
+        if after.phase.terminal and (before.phase.materialised or opened):
+            self.annotate(template, f"end {stamp(now)}")  # the run is over: rendering again removes the VM
+        elif opened:
+            self.annotate(template, f"gate {stamp(now)}")
+        if row.get("lifecycle") and after == before:
+            return None
+        body: dict[str, Any] = {"lifecycle": after.document()}
+        if after.phase is not Phase.SCHEDULED:
+            body["phase"] = after.phase.value
+            body["reason"] = after.reason[:1024]
+        self.record.patch(row["key"], body)
+        return after

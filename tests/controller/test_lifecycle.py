@@ -1,0 +1,201 @@
+"""A cluster-path workload's whole life in the record, from the API server, on real servers.
+
+The test plays the parts that cannot run here: Krateo (it stores the VM object its Helm release
+would, marked with the release, once the controller has asked for a render at the gate) and ASO
+(it writes the VirtualMachine's Ready condition). The controller's clock is a file the test plays
+forward (GREENOPS_CLOCK_FILE), so a one-hour run is lived in seconds; the scheduler, OPA and the
+API server run on their own clocks."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import yaml
+
+from greenops.clock import parse_time, set_clock_file, stamp
+from greenops.local.controller import ControllerProcess
+from greenops.validation.crd import default_crd_dir
+from tests.controller.conftest import template
+from tests.upstream_crds import local_crd
+
+pytestmark = [pytest.mark.integration, pytest.mark.tools, pytest.mark.crds]
+
+VM = ("compute.azure.com", "v1api20220301", "virtualmachines")
+LEAD = timedelta(seconds=300)  # the chart's default provisioningLeadSeconds
+
+
+@pytest.fixture(scope="module")
+def vm_kind(cluster):
+    """ASO's real VirtualMachine CRD, served without its operator (see tests.upstream_crds)."""
+    path = default_crd_dir() / "compute.azure.com_virtualmachines.yaml"
+    if not path.is_file():
+        pytest.skip(f"upstream CRD {path} is absent")
+    cluster.cp.create_crd(local_crd(yaml.safe_load(path.read_text())))
+    return VM
+
+
+@pytest.fixture
+def clock(tmp_path):
+    """The controller's clock starts two hours behind the scheduler's, which may place a run at
+    once: every gate is then still ahead of it."""
+    path = tmp_path / "now"
+    set_clock_file(path, datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2))
+    return path
+
+
+def controller(cluster, clock, tmp_path, name: str) -> ControllerProcess:
+    return ControllerProcess(
+        scheduler_url=cluster.sched.url,
+        token=cluster.controller_token,
+        kubeconfig=cluster.cp.kubeconfig_path,
+        identity=name,
+        resync_seconds=0.3,
+        clock_file=clock,
+        log=tmp_path / f"{name}.log",
+    )
+
+
+def admitted(cluster, ns: str, name: str) -> tuple[str, dict]:
+    with cluster.cp.client() as k:
+        r = k.post(cluster.path(ns), json=template(name, ns, eligibleProviders=["azure"]))
+        assert r.status_code == 201, r.text
+        return r.json()["metadata"]["annotations"]["greenops.io/reservation"], r.json()
+
+
+def render_note(cluster, ns: str, name: str) -> str | None:
+    with cluster.cp.client() as k:
+        return (k.get(cluster.path(ns, name)).json()["metadata"].get("annotations") or {}).get("greenops.io/render")
+
+
+def act_as_krateo(cluster, obj: dict) -> str:
+    """Store the VirtualMachine the chart renders, marked as Helm marks its release's objects."""
+    ns, release = obj["metadata"]["namespace"], obj["metadata"]["name"]
+    vm = {
+        "apiVersion": f"{VM[0]}/{VM[1]}",
+        "kind": "VirtualMachine",
+        "metadata": {
+            "name": f"{release}-vm",
+            "annotations": {"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": ns},
+        },
+        "spec": {"location": obj["spec"]["schedulingLocation"], "owner": {"name": "greenops-workloads"}},
+    }
+    with cluster.cp.client() as k:
+        r = k.post(f"/apis/{VM[0]}/{VM[1]}/namespaces/{ns}/{VM[2]}", json=vm)
+        assert r.status_code == 201, r.text
+    return vm["metadata"]["name"]
+
+
+def act_as_aso(cluster, ns: str, name: str, condition: dict) -> None:
+    with cluster.cp.client() as k:
+        r = k.patch(
+            f"/apis/{VM[0]}/{VM[1]}/namespaces/{ns}/{VM[2]}/{name}/status",
+            json={"status": {"conditions": [{"type": "Ready", **condition}]}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+        assert r.status_code == 200, r.text
+
+
+def phase_is(phase: str):
+    return lambda row: row["phase"] == phase and (row.get("lifecycle") or {}).get("phase") == phase
+
+
+def test_scheduled_provisioning_running_completed_with_every_time_recorded(cluster, vm_kind, clock, tmp_path):
+    with controller(cluster, clock, tmp_path, "life") as c:
+        c.wait_leading()
+        key, obj = admitted(cluster, "team-a", "whole-life")
+        row = cluster.wait(key, lambda r: r["held_until"] is None and r.get("lifecycle"))
+        assert row["phase"] == "Scheduled" and row["lifecycle"]["phase"] == "Scheduled"
+        start = parse_time(row["start"])
+        assert stamp(start) == obj["spec"]["schedulingTime"]
+        gate = start - LEAD
+
+        set_clock_file(clock, gate - timedelta(minutes=1))  # before the gate: nothing moves
+        c.wait_passes(3)
+        assert cluster.reservation(key)["phase"] == "Scheduled"
+        assert render_note(cluster, "team-a", "whole-life") is None
+
+        opened = gate + timedelta(seconds=7)
+        set_clock_file(clock, opened)
+        row = cluster.wait(key, phase_is("Provisioning"))
+        assert row["lifecycle"]["gateOpenedAt"] == stamp(opened)
+        assert render_note(cluster, "team-a", "whole-life") == f"gate {stamp(opened)}"  # Krateo asked to render
+
+        vm = act_as_krateo(cluster, cluster_object(cluster, "team-a", "whole-life"))
+        act_as_aso(
+            cluster,
+            "team-a",
+            vm,
+            {"status": "False", "reason": "Reconciling", "message": "creating", "lastTransitionTime": stamp(opened)},
+        )
+        set_clock_file(clock, opened + timedelta(seconds=60))
+        row = cluster.wait(key, lambda r: "creating" in (r["lifecycle"] or {}).get("reason", ""))
+        assert row["phase"] == "Provisioning"
+
+        ready_at = opened + timedelta(seconds=90)
+        act_as_aso(
+            cluster, "team-a", vm, {"status": "True", "reason": "Succeeded", "lastTransitionTime": stamp(ready_at)}
+        )
+        set_clock_file(clock, opened + timedelta(seconds=150))
+        row = cluster.wait(key, phase_is("Running"))
+        assert row["lifecycle"]["runningSince"] == stamp(ready_at)  # the operator's time, not the pass's
+
+        end = ready_at + timedelta(hours=1)
+        set_clock_file(clock, end - timedelta(seconds=1))
+        c.wait_passes(3)
+        assert cluster.reservation(key)["phase"] == "Running"
+        set_clock_file(clock, end + timedelta(seconds=2))
+        row = cluster.wait(key, phase_is("Completed"))
+        lc = row["lifecycle"]
+        assert lc["completedAt"] == stamp(end + timedelta(seconds=2))
+        assert [e["phase"] for e in lc["events"]] == ["Scheduled", "Provisioning", "Running", "Completed"]
+        assert render_note(cluster, "team-a", "whole-life") == f"end {stamp(end + timedelta(seconds=2))}"
+        # the zone-hours are given back, and a replayed pass writes nothing more
+        revision = row["revision"]
+        c.wait_passes(3)
+        assert cluster.reservation(key)["revision"] == revision
+        assert c.actions().count(f"Completed {key}: {lc['reason']}") == 1
+
+
+def test_an_operators_terminal_error_gives_failed(cluster, vm_kind, clock, tmp_path):
+    with controller(cluster, clock, tmp_path, "fail") as c:
+        c.wait_leading()
+        key, _ = admitted(cluster, "team-b", "quota-hit")
+        row = cluster.wait(key, lambda r: r["held_until"] is None and r.get("lifecycle"))
+        opened = parse_time(row["start"]) - LEAD + timedelta(seconds=1)
+        set_clock_file(clock, opened)
+        cluster.wait(key, phase_is("Provisioning"))
+        vm = act_as_krateo(cluster, cluster_object(cluster, "team-b", "quota-hit"))
+        act_as_aso(
+            cluster,
+            "team-b",
+            vm,
+            {
+                "status": "False",
+                "severity": "Error",
+                "reason": "QuotaExceeded",
+                "message": "cores quota reached",
+                "lastTransitionTime": stamp(opened),
+            },
+        )
+        row = cluster.wait(key, phase_is("Failed"))
+        assert "terminal error" in row["reason"] and "cores quota reached" in row["reason"]
+        assert row["lifecycle"]["failedAt"] == stamp(opened)
+        assert render_note(cluster, "team-b", "quota-hit") == f"end {stamp(opened)}"
+
+
+def test_a_missed_gate_with_no_room_left_fails_and_says_so(cluster, vm_kind, clock, tmp_path):
+    """The controller was not running at the gate (nor at the start): the run cannot meet its deadline."""
+    key, obj = admitted(cluster, "team-a", "missed")
+    deadline = parse_time(obj["spec"]["deadline"])
+    set_clock_file(clock, deadline - timedelta(minutes=30))  # a one-hour run no longer fits
+    with controller(cluster, clock, tmp_path, "late") as c:
+        c.wait_leading()
+        row = cluster.wait(key, phase_is("Failed"))
+        assert "missed its window" in row["reason"] and "leaves no room" in row["reason"]
+        assert render_note(cluster, "team-a", "missed") is None  # nothing was rendered, nothing to retire
+
+
+def cluster_object(cluster, ns: str, name: str) -> dict:
+    with cluster.cp.client() as k:
+        return k.get(cluster.path(ns, name)).json()
