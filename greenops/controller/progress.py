@@ -9,10 +9,21 @@ A pass at ``now`` for one confirmed reservation and its VmTemplate:
   records Provisioning with the instant it did so: a late gate shows as late;
 - Running from the operator's Ready condition and its ``lastTransitionTime`` (or at once, when no
   operator is watched: ``--readiness applied``);
-- Completed at ``runningSince + duration``, Failed on a terminal condition, on a VM object deleted
-  while Running, when not ready by ``deadline - duration``, or when the gate was missed: the cluster
-  path never re-places by itself (a new decision is a new admission, so the record says to create
-  the VmTemplate again); at the end it asks Krateo to render again, which removes the VM.
+- Completed at ``runningSince + duration``; Failed on a terminal condition, on a VM object deleted
+  while Running, or when not ready by ``deadline - duration``. At the end it asks Krateo to render
+  again, which removes the VM.
+
+Two rules differ from the Pulumi path's, because here the chart, not the pass, renders the VM, and
+only an admission decides:
+- **A missed gate opens late, or fails.** The Pulumi path places a missed window again; the cluster
+  path cannot (a new decision is a new admission). The chart renders until ``schedulingTime +
+  duration``, so a gate passed with room left before the deadline still opens, recorded late (a
+  VmTemplate placed to start at once is always a little late); with no room, or once the chart's
+  window is over, the run Fails and says to create the VmTemplate again.
+- **The chart's window ends the run.** The chart counts from the decided start, the lifecycle from
+  the actual one. A VM that came up after its start is removed by Krateo at ``schedulingTime +
+  duration``; seen gone after that instant it is recorded Completed, retired by the chart, with how
+  long it really ran, never Failed as if deleted by hand.
 
 Each write is compared with the record first, so a replayed pass writes nothing; the record is
 written last, so a pass cut short is done again whole by the next one.
@@ -28,6 +39,7 @@ from typing import Any
 from greenops.charts import PROVISIONING_LEAD_SECONDS
 from greenops.clock import parse_time, stamp
 from greenops.errors import GreenOpsError
+from greenops.models.duration import format_duration
 from greenops.placement.lifecycle import Lifecycle, Observation, Phase, Voice, Window, advance
 
 RENDER_ANNOTATION = "greenops.io/render"  # "gate <instant>" | "end <instant>": why and when Krateo was asked
@@ -99,10 +111,10 @@ class Progress:
         if self.observe is not None:
             watch = self.observe
             observe = lambda: watch(template, before.phase is Phase.RUNNING)  # noqa: E731
-        step = advance(before, window, now, observe, KRATEO)
-        after = step.lifecycle
-        if step.replace:
-            after = before.to(Phase.FAILED, now, f"{step.replace}; {NOT_REPLACED}", failed_at=now)
+        after = self._retired_by_chart(template, before, window, now)
+        if after is None:
+            step = advance(before, window, now, observe, KRATEO)
+            after = step.lifecycle if not step.replace else self._late(before, window, now, step.replace, observe)
         opened = before.phase is Phase.SCHEDULED and after.gate_opened_at is not None
         if after.phase.terminal and (before.phase.materialised or opened):
             self.annotate(template, f"end {stamp(now)}")  # the run is over: rendering again removes the VM
@@ -116,3 +128,32 @@ class Progress:
             body["reason"] = after.reason[:1024]
         self.record.patch(row["key"], body)
         return after
+
+    def _late(
+        self, before: Lifecycle, w: Window, now: datetime, missed: str, observe: Callable[[], Observation] | None
+    ) -> Lifecycle:
+        chart_end = w.start + w.duration
+        if now >= chart_end:
+            why = f"{missed}; the chart's window ended at {stamp(chart_end)}; {NOT_REPLACED}"
+            return before.to(Phase.FAILED, now, why, failed_at=now)
+        late = Window(start=now, duration=w.duration, lead=timedelta(0), deadline=w.deadline)
+        opened = advance(before, late, now, observe, KRATEO).lifecycle  # the gate, now
+        return opened.model_copy(update={"reason": f"gate opened late ({missed}): {opened.reason}"})
+
+    def _retired_by_chart(
+        self, template: dict[str, Any], before: Lifecycle, w: Window, now: datetime
+    ) -> Lifecycle | None:
+        chart_end = w.start + w.duration
+        if before.phase is not Phase.RUNNING or self.observe is None or now < chart_end:
+            return None
+        if not self.observe(template, True).missing:
+            return None
+        assert before.running_since is not None
+        ran = format_duration(max(chart_end - before.running_since, timedelta(0)))
+        return before.to(
+            Phase.COMPLETED,
+            now,
+            f"completed: retired by the chart at the end of its window {stamp(chart_end)} (schedulingTime + "
+            f"duration), having run {ran} from {stamp(before.running_since)}",
+            completed_at=now,
+        )

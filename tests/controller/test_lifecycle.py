@@ -8,6 +8,9 @@ API server run on their own clocks."""
 
 from __future__ import annotations
 
+import math
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -22,7 +25,8 @@ from tests.upstream_crds import local_crd
 pytestmark = [pytest.mark.integration, pytest.mark.tools, pytest.mark.crds]
 
 VM = ("compute.azure.com", "v1api20220301", "virtualmachines")
-LEAD = timedelta(seconds=300)  # the chart's default provisioningLeadSeconds
+LEAD = timedelta(seconds=300)
+RESYNC = 0.3  # the chart's default provisioningLeadSeconds
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +54,7 @@ def controller(cluster, clock, tmp_path, name: str) -> ControllerProcess:
         token=cluster.controller_token,
         kubeconfig=cluster.cp.kubeconfig_path,
         identity=name,
-        resync_seconds=0.3,
+        resync_seconds=RESYNC,
         clock_file=clock,
         log=tmp_path / f"{name}.log",
     )
@@ -194,6 +198,77 @@ def test_a_missed_gate_with_no_room_left_fails_and_says_so(cluster, vm_kind, clo
         row = cluster.wait(key, phase_is("Failed"))
         assert "missed its window" in row["reason"] and "leaves no room" in row["reason"]
         assert render_note(cluster, "team-a", "missed") is None  # nothing was rendered, nothing to retire
+
+
+def test_the_gate_opens_within_one_resync_of_its_time(cluster, vm_kind, clock, tmp_path):
+    """The test ticks the controller's clock one second per second through the gate, as a real
+    clock would: the gate must be recorded open at most one resync after it is due."""
+    with controller(cluster, clock, tmp_path, "tick") as c:
+        c.wait_leading()
+        key, _ = admitted(cluster, "team-b", "on-time")
+        row = cluster.wait(key, lambda r: r["held_until"] is None and r.get("lifecycle"))
+        gate = parse_time(row["start"]) - LEAD
+        ticking = Ticker(clock, gate - timedelta(seconds=3))
+        with ticking:
+            row = cluster.wait(key, phase_is("Provisioning"))
+        opened = parse_time(row["lifecycle"]["gateOpenedAt"])
+        # whole seconds are recorded: one resync, rounded up, plus the second being cut
+        assert gate <= opened <= gate + timedelta(seconds=math.ceil(RESYNC) + 1), (gate, opened, ticking.last)
+        assert render_note(cluster, "team-b", "on-time") == f"gate {stamp(opened)}"
+
+
+def test_a_vm_that_came_up_late_is_retired_by_the_chart_and_recorded_so(cluster, vm_kind, clock, tmp_path):
+    """Placed to start at once, the gate opens late; the VM comes up after its start; Krateo removes it
+    at schedulingTime + duration (the chart's window), before runningSince + duration."""
+    with controller(cluster, clock, tmp_path, "late-vm") as c:
+        c.wait_leading()
+        key, obj = admitted(cluster, "team-a", "came-up-late")
+        row = cluster.wait(key, lambda r: r["held_until"] is None and r.get("lifecycle"))
+        start = parse_time(row["start"])
+        opened = start + timedelta(seconds=20)
+        set_clock_file(clock, opened)
+        row = cluster.wait(key, phase_is("Provisioning"))
+        assert row["lifecycle"]["gateOpenedAt"] == stamp(opened)
+        assert row["reason"].startswith("gate opened late (missed its window")
+        vm = act_as_krateo(cluster, cluster_object(cluster, "team-a", "came-up-late"))
+        ready = start + timedelta(minutes=10)
+        act_as_aso(cluster, "team-a", vm, {"status": "True", "reason": "Succeeded", "lastTransitionTime": stamp(ready)})
+        set_clock_file(clock, ready + timedelta(seconds=5))
+        cluster.wait(key, phase_is("Running"))
+        chart_end = start + timedelta(hours=1)
+        set_clock_file(clock, chart_end + timedelta(seconds=30))
+        c.wait_passes(3)
+        assert cluster.reservation(key)["phase"] == "Running"  # the VM is still there: still running
+        with cluster.cp.client() as k:  # Krateo's render after the chart's window: the VM is removed
+            assert k.delete(f"/apis/{VM[0]}/{VM[1]}/namespaces/team-a/{VM[2]}/{vm}").status_code == 200
+        row = cluster.wait(key, phase_is("Completed"))
+        assert "retired by the chart at the end of its window" in row["reason"] and "having run 50m" in row["reason"]
+
+
+class Ticker:
+    """Moves a clock file forward one second per real second, from ``start``, in a thread."""
+
+    def __init__(self, path, start: datetime):
+        self.path, self.last = path, start
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        began = time.monotonic()
+        while not self._stop.is_set():
+            now = self._start + timedelta(seconds=time.monotonic() - began)
+            set_clock_file(self.path, now.replace(microsecond=0))
+            self.last = now
+            self._stop.wait(0.05)
+
+    def __enter__(self) -> Ticker:
+        self._start = self.last
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def cluster_object(cluster, ns: str, name: str) -> dict:
