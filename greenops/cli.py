@@ -223,18 +223,33 @@ def _configured_interval(stack: str) -> timedelta:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """The placement table with each completed run's actual and oracle in hindsight, from the
-    traces (--traces) or, with ELECTRICITYMAPS_TOKEN set, Electricity Maps' history; the oracle
-    over policy's zones as booked with the scheduler (--policy-zones), else the placed zone."""
-    from greenops import automation, explain, hindsight, report
+    traces (--traces) or, with ELECTRICITYMAPS_TOKEN set, Electricity Maps' history. The rows are
+    the stack's (--stack), the oracle over policy's zones as booked with the scheduler
+    (--policy-zones), else the placed zone; or the scheduler's record's (--record), the cluster
+    path's included, each with its recorded lifecycle and policy's zones."""
+    from greenops import automation, explain, hindsight, record_rows, report
     from greenops.carbon_history import history_source
 
+    only_record = [f"--{name.replace('_', '-')}" for name in ("path", "tenant", "scheduler_url") if getattr(args, name)]
+    if args.record:
+        if args.policy_zones:
+            raise GreenOpsError("--record reads policy's zones with each booking already: drop --policy-zones")
+    elif not args.stack:
+        raise GreenOpsError("report: give --stack S (its placements) or --record (the scheduler's record)")
+    elif only_record:
+        raise GreenOpsError(f"{', '.join(only_record)}: only with --record")
     source = history_source(Path(args.traces) if args.traces else None)
-    rows = automation.placements(automation.stack(args.stack))
-    if args.policy_zones:
-        with _scheduler_of(args.stack) as scheduler:
-            rows = hindsight.with_allowed_zones(
-                rows, lambda name: explain.account(explain.find(scheduler, name, args.stack))["eligibleZones"]
-            )
+    if args.record:
+        path = None if args.path == "all" else args.path or "cluster"
+        with _scheduler_of(args.stack or "dev", args.scheduler_url) as scheduler:
+            rows = record_rows.listed(scheduler, path=path, tenant=args.tenant)
+    else:
+        rows = automation.placements(automation.stack(args.stack))
+        if args.policy_zones:
+            with _scheduler_of(args.stack) as scheduler:
+                rows = hindsight.with_allowed_zones(
+                    rows, lambda name: explain.account(explain.find(scheduler, name, args.stack))["eligibleZones"]
+                )
     rows = report.account(hindsight.with_truth(rows, source))
     print(report.table(rows))
     if args.plot:
@@ -242,11 +257,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _scheduler_of(stack: str) -> RetryingClient:
-    """A client of the stack's scheduler, with the token from GREENOPS_SCHEDULER_TOKEN (or the file
-    GREENOPS_SCHEDULER_TOKEN_FILE names)."""
-    stack_endpoints = parse_stack_config(_stack_raw(stack), root=REPO).endpoints
-    return RetryingClient(str(stack_endpoints.scheduler_url), token=endpoints.ambient_scheduler_token())
+def _scheduler_of(stack: str, url: str | None = None) -> RetryingClient:
+    """A client of the stack's scheduler (or the one at ``url``), with the token from
+    GREENOPS_SCHEDULER_TOKEN (or the file GREENOPS_SCHEDULER_TOKEN_FILE names)."""
+    if url is None:
+        url = str(parse_stack_config(_stack_raw(stack), root=REPO).endpoints.scheduler_url)
+    return RetryingClient(url, token=endpoints.ambient_scheduler_token())
 
 
 def cmd_token(args: argparse.Namespace) -> int:
@@ -393,8 +409,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--interval", help="with --watch: e.g. 5m (default: the stack's greenops:reconcile.intervalSeconds)")
     p.set_defaults(func=cmd_reconcile)
-    p = sub.add_parser("report", help="placements and carbon accounting of a stack")
-    p.add_argument("--stack", required=True)
+    p = sub.add_parser(
+        "report",
+        help="placements and carbon accounting: of a stack (--stack), or of the scheduler's record (--record)",
+    )
+    p.add_argument(
+        "--stack",
+        help="the stack whose placements to report (its state holds the Pulumi path's lifecycle); with "
+        "--record, only whose scheduler to ask (default: dev)",
+    )
     p.add_argument("--plot", help="write a PNG of the chosen zones' intensity with the runs")
     p.add_argument(
         "--traces",
@@ -406,6 +429,24 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the oracle searches the zones policy allowed, as booked with the stack's scheduler "
         "(token: GREENOPS_SCHEDULER_TOKEN); without it, the placed zone only",
+    )
+    p.add_argument(
+        "--record",
+        action="store_true",
+        help="report from the scheduler's reservation record instead of a stack's state: the record is where "
+        "the cluster path (VmTemplates) keeps its lifecycle, which no stack holds; each row carries policy's "
+        "zones as booked, so the oracle searches them (token: GREENOPS_SCHEDULER_TOKEN)",
+    )
+    p.add_argument(
+        "--path",
+        choices=["cluster", "pulumi", "api", "all"],
+        help="with --record: whose placements (default: cluster, the path whose lifecycle only the record "
+        "holds; the Pulumi path reports its phase there but keeps its times in its stack)",
+    )
+    p.add_argument("--tenant", help="with --record: only this tenant's placements (of those the token reads)")
+    p.add_argument(
+        "--scheduler-url",
+        help="with --record: the scheduler to ask, instead of the stack's greenops:endpoints.schedulerUrl",
     )
     p.set_defaults(func=cmd_report)
     p = sub.add_parser(

@@ -1,6 +1,8 @@
 """Why a workload runs where and when it does, from what was recorded when it was decided: policy's
 constraint chain and zone mapping (kept with the booking), and the windows the scheduler weighed
-(kept in its answer). Nothing is recomputed against today's data.
+(kept in its answer). Nothing is recomputed against today's data. A reservation whose owner reports
+its lifecycle (the cluster path's controller) also shows what has happened since: its phase, the
+times the gate opened, the run started and ended, and the last events.
 
 Both paths book in the same record: a Pulumi workload under ``<stack>/<workload>/<spec digest>``,
 a VmTemplate under ``<namespace>/<name>/<uid>``.
@@ -12,6 +14,8 @@ from typing import Any
 
 from greenops.errors import GreenOpsError
 from greenops.httpclient import RetryingClient, detail
+
+LAST_EVENTS = 5  # of a recorded lifecycle's, the newest shown
 
 
 def find(scheduler: RetryingClient, workload: str, stack: str) -> dict[str, Any]:
@@ -26,6 +30,11 @@ def find(scheduler: RetryingClient, workload: str, stack: str) -> dict[str, Any]
     if not rows:
         raise GreenOpsError(f"workload {workload!r}: no reservation under {prefix}… in the record of {scheduler.url}")
     return max(rows, key=lambda x: x["created_at"])
+
+
+def eligible_zones(row: dict[str, Any]) -> list[str]:
+    """Policy's zones as recorded with the booking (its explanation); empty when none was sent."""
+    return sorted(((row.get("explanation") or {}).get("zones")) or {})
 
 
 def account(row: dict[str, Any]) -> dict[str, Any]:
@@ -63,7 +72,7 @@ def account(row: dict[str, Any]) -> dict[str, Any]:
         "searchedFrom": row.get("searched_from"),
         "workload": row.get("workload"),
         "constraintChain": policy.get("constraintChain"),
-        "eligibleZones": sorted(policy.get("zones") or {}),
+        "eligibleZones": eligible_zones(row),
         "considered": considered,
         "chosen": {"zone": chosen, "start": answer["scheduling_time"], "expected": answer["expected_intensity"]},
         "baseline": {
@@ -74,6 +83,8 @@ def account(row: dict[str, Any]) -> dict[str, Any]:
         "source": answer.get("source"),
         "why": why,
         "mapping": mapping,
+        # what happened since, as its owner reported it (the cluster path's controller)
+        "lifecycle": row.get("lifecycle"),
     }
 
 
@@ -117,4 +128,29 @@ def text(a: dict[str, Any]) -> str:
             lines.append(f"  image {m['image']}")
         elif a["path"] == "cluster":
             lines.append("  image: the VmTemplate composition's image for the provider, set when Krateo renders it")
+    if a.get("lifecycle"):
+        lines += lifecycle_lines(a["lifecycle"])
     return "\n".join(lines)
+
+
+def lifecycle_lines(lc: dict[str, Any]) -> list[str]:
+    """The recorded life: the phase and its reason, the times that really happened, the last events."""
+    lines = [f"lifecycle: {lc.get('phase')}" + (f" ({lc['reason']})" if lc.get("reason") else "")]
+    times = [
+        f"{label} {lc[key]}"
+        for key, label in (
+            ("gateOpenedAt", "gate opened"),
+            ("runningSince", "running since"),
+            ("completedAt", "completed"),
+            ("failedAt", "failed"),
+        )
+        if lc.get(key)
+    ]
+    if lc.get("replacements"):
+        times.append(f"placed again {lc['replacements']} time(s)")
+    lines.append("  " + (", ".join(times) if times else "not started"))
+    events = (lc.get("events") or [])[-LAST_EVENTS:]
+    if events:
+        lines.append(f"  last events ({len(events)} of {len(lc.get('events') or [])}):")
+        lines += [f"    {e.get('at')}  {e.get('phase')!s:<12} {e.get('reason')}" for e in events]
+    return lines

@@ -13,8 +13,9 @@ the workload's earliest start (the first time it was placed, or its decision's `
 the scheduler's own search (``best_placement``) on the history instead of a forecast, with no
 capacity bound. The stack's record of a decision (``placement_row``) holds the placed zone, not the
 policy-allowed set; the scheduler's reservation record keeps policy's set with the booking
-(``with_allowed_zones``, ``greenops report --policy-zones``). A row without ``eligibleZones`` gets
-the oracle of its own zone only (when to run, not where), and its note says so.
+(``with_allowed_zones``, ``greenops report --policy-zones``); a row read from that record
+(greenops.record_rows, ``greenops report --record``) carries them already. A row without
+``eligibleZones`` gets the oracle of its own zone only (when to run, not where), and its note says so.
 
 A zone and period the history does not cover leaves the value out with the reason; the other
 figures of the row stand.
@@ -38,6 +39,11 @@ PLACED_ZONE_ONLY = (
     "oracle over the placed zone only: the stack's record holds no policy-allowed zone set "
     "(--policy-zones reads it from the scheduler's record)"
 )
+NO_RUNNING_SINCE = (
+    "actual and oracle unknown: the record holds no runningSince for this run (its owner reported "
+    "the phase without its lifecycle)"
+)
+NO_POLICY_ZONES = "policy's zones not read: its booking holds none"
 TRUTH_KEYS = ("actual", "actualFrom", "actualTo", "oracle", "oracleZone", "oracleStart", "truthNote")
 
 
@@ -77,6 +83,8 @@ def truth(row: dict[str, Any], source: CarbonSource) -> dict[str, Any]:
     out: dict[str, Any] = dict.fromkeys(TRUTH_KEYS)
     window = actual_window(row)
     if window is None:
+        if row.get("phase") == "Completed":  # a reservation whose owner reported the phase only
+            out["truthNote"] = NO_RUNNING_SINCE
         return out
     notes: list[str] = []
     out["actualFrom"], out["actualTo"] = stamp(window[0]), stamp(window[1])
@@ -85,9 +93,11 @@ def truth(row: dict[str, Any], source: CarbonSource) -> dict[str, Any]:
     except GreenOpsError as exc:
         notes.append(f"actual unknown: {exc}")
     zones, limit = oracle_zones(row)
-    first, deadline = earliest_start(row), parse_time(row["deadline"])
+    first, deadline = earliest_start(row), parse_time(row["deadline"]) if row.get("deadline") else None
     if first is None:
         notes.append("oracle unknown: the record holds neither a decision time nor events")
+    elif deadline is None:
+        notes.append("oracle unknown: the record holds no deadline (booked without its workload)")
     else:
         histories: dict[str, Series] = {}
         for zone in zones:
@@ -134,5 +144,5 @@ def with_allowed_zones(rows: list[dict[str, Any]], lookup: Callable[[str], list[
         if zones:
             out.append({**r, "eligibleZones": zones})
         else:  # booked by a client that sent policy's explanation along with none
-            out.append({**r, "allowedZonesNote": "policy's zones not read: its booking holds none"})
+            out.append({**r, "allowedZonesNote": NO_POLICY_ZONES})
     return out

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from html import escape
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from greenops import report
+from greenops import record_rows, report
 from greenops.clock import parse_time as _at
 from greenops.dashboard.data import DashboardData
 from greenops.errors import GreenOpsError
@@ -25,41 +25,13 @@ ALTERNATIVES_SHOWN = 5  # in a timeline bar's hover: the runners-up the schedule
 HISTORY = timedelta(days=7)  # besides the active ones, placements that ended this recently
 MAX_ROWS = 500  # the most recent by start; the JSON API has them all
 FORECAST_SPAN = (timedelta(days=2), timedelta(days=5))  # before and after now: what the chart draws
+LIFECYCLE_TIMES = (("runningSince", "running since"), ("completedAt", "completed"), ("failedAt", "failed"))
 
 
 def placement_rows(reservations: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per reservation, in the shape report.account prices (energy from the CCF model)."""
-    rows = []
-    for r in reservations:
-        w, a = r.get("workload") or {}, r.get("answer") or {}
-        start, end = _at(r["start"]), _at(r["end"])
-        rows.append(
-            {
-                "key": r["key"],
-                "workload": w.get("name") or r["key"],
-                "tenant": r["tenant"],
-                "path": r["path"],
-                "phase": r["phase"],
-                "reason": r.get("reason"),
-                "provider": r.get("provider"),
-                "region": r.get("region"),
-                "zone": r["zone"],
-                "start": r["start"],
-                "end": r["end"],
-                "deadline": w.get("deadline"),
-                # answers recorded before searched_from was kept: the booking's own instant
-                "decidedAt": r.get("searched_from") or r.get("created_at"),
-                # one job's run; the first start to the last end spans a whole batch
-                "hours": r.get("duration_hours") or (end - start).total_seconds() / 3600,
-                "cpu": r["cpu"] * r["jobs"],
-                "memory": None if w.get("memory") is None else w["memory"] * r["jobs"],  # like cpu, every job's
-                "expected": a.get("expected_intensity"),
-                "baseline": a.get("baseline_intensity"),
-                "saving%": a.get("saving_percent"),
-                "considered": a.get("considered") or [],
-            }
-        )
-    return report.account(rows)
+    """One row per reservation (greenops.record_rows, with its recorded lifecycle), priced by
+    report.account (energy from the CCF model)."""
+    return report.account([record_rows.placement_row(r) for r in reservations])
 
 
 def options(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
@@ -101,6 +73,10 @@ def _hover(r: dict[str, Any]) -> str:
         f"{r['start']} for {r['hours']:g} h",
         f"expected {r['expected']} g/kWh, baseline {r['baseline']}",
     ]
+    # as its owner recorded it: the actual start, and the end (the reason is the users' text too)
+    lines += [f"{label} {r[k]}" for k, label in LIFECYCLE_TIMES if r.get(k)]
+    if r.get("reason"):
+        lines.append(escape(str(r["reason"])))
     others = [c for c in r["considered"] if c["scheduling_location"] != r["zone"]][:ALTERNATIVES_SHOWN]
     if others:
         lines.append("also weighed:")

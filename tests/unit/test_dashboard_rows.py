@@ -59,3 +59,43 @@ def test_the_loopback_app_names_a_scheduler_that_is_down_and_refuses_other_hosts
         assert page.status_code == 502 and down in page.text
         assert TestClient(app, base_url="http://127.0.0.1").get("/dashboard/explain/a/b").status_code == 502
         assert TestClient(app, base_url="http://evil.example").get("/dashboard").status_code == 400
+
+
+LIFECYCLE = {
+    "phase": "Running",
+    "reason": "running: ready since 2027-01-10T02:20:00Z",
+    "gateOpenedAt": "2027-01-10T01:50:00Z",
+    "runningSince": "2027-01-10T02:20:00Z",
+    "completedAt": None,
+    "failedAt": None,
+    "replacements": 0,
+    "events": [{"at": "2027-01-10T02:22:00Z", "phase": "Running", "reason": "running"}],
+}
+
+
+def test_a_row_takes_its_phase_and_times_from_the_recorded_lifecycle():
+    """(greenops.record_rows, the one definition the dashboard and `greenops report --record` share)"""
+    (row,) = views.placement_rows([reservation(path="cluster", phase="Provisioning", lifecycle=LIFECYCLE)])
+    assert (row["phase"], row["reason"]) == ("Running", LIFECYCLE["reason"])
+    assert (row["runningSince"], row["gateOpenedAt"]) == ("2027-01-10T02:20:00Z", "2027-01-10T01:50:00Z")
+    assert row["start"] == "2027-01-10T02:00:00Z"  # the decided start stays beside the actual one
+    assert row["events"] == LIFECYCLE["events"]
+    # a reservation closed by the record (its VmTemplate deleted) is Released, whatever the run had got to
+    (gone,) = views.placement_rows(
+        [reservation(path="cluster", phase="Released", reason="VmTemplate deleted", lifecycle=LIFECYCLE)]
+    )
+    assert (gone["phase"], gone["reason"], gone["expected_g"]) == ("Released", "VmTemplate deleted", None)
+    assert gone["runningSince"] == "2027-01-10T02:20:00Z"
+    # no lifecycle reported (the Pulumi path keeps its own in its stack): the record's phase, no times
+    (plain,) = views.placement_rows([reservation(phase="Completed")])
+    assert (plain["phase"], plain["runningSince"], plain["events"]) == ("Completed", None, [])
+
+
+def test_a_rows_eligible_zones_are_policys_as_booked():
+    zones = {z: {"provider": "azure", "region": "r", "zone": z, "vmSize": "Standard_F2s_v2"} for z in ("FR", "DE")}
+    (row,) = views.placement_rows([reservation(explanation={"constraintChain": [], "zones": zones})])
+    assert row["eligibleZones"] == ["DE", "FR"] and row["size"] == "Standard_F2s_v2"
+    assert "allowedZonesNote" not in row
+    (unexplained,) = views.placement_rows([reservation(explanation=None)])
+    assert unexplained["eligibleZones"] == []
+    assert unexplained["allowedZonesNote"] == "policy's zones not read: its booking holds none"

@@ -80,3 +80,24 @@ def test_the_cleanest_window_wins_and_the_runner_up_is_named():
 
 def test_alternatives_not_recorded_are_said_so():
     assert "not recorded" in explain.account(row("FR", None))["why"]
+
+
+def test_a_reported_lifecycle_is_shown_with_its_last_events():
+    events = [{"at": f"2026-11-23T0{h}:00:00Z", "phase": "Provisioning", "reason": f"waiting {h}"} for h in range(7)]
+    lifecycle = {
+        "phase": "Failed",
+        "reason": "not ready by 2026-11-23T07:00:00Z",
+        "gateOpenedAt": "2026-11-23T00:00:00Z",
+        "runningSince": None,
+        "completedAt": None,
+        "failedAt": "2026-11-23T07:01:00Z",
+        "replacements": 1,
+        "events": events,
+    }
+    out = explain.text(explain.account({**row("FR", None), "lifecycle": lifecycle}))
+    section = out[out.index("lifecycle: ") :].splitlines()
+    assert section[0] == "lifecycle: Failed (not ready by 2026-11-23T07:00:00Z)"
+    assert section[1] == "  gate opened 2026-11-23T00:00:00Z, failed 2026-11-23T07:01:00Z, placed again 1 time(s)"
+    assert section[2] == f"  last events ({explain.LAST_EVENTS} of 7):"
+    assert [line.split()[-1] for line in section[3:]] == ["2", "3", "4", "5", "6"]
+    assert "lifecycle:" not in explain.text(explain.account(row("FR", None)))  # none reported, none shown
