@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from greenops.catalog import data_dir
+from greenops.clock import parse_time
 from greenops.catalog.schema import PowerFile
 
 # A Failed workload never ran (or never finished); a Released one was given back (its VmTemplate
@@ -87,6 +88,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         lines.append("  ".join(f"{'-' if r.get(c) is None else r.get(c)!s:<{w}}" for c, w in cols))
     lines += [f"  {r['workload']}: {r['reason']}" for r in rows if r.get("reason")]
     lines += [f"  {r['workload']}: in hindsight, {r['truthNote']}" for r in rows if r.get("truthNote")]
+    lines += [f"  {r['workload']}: {late}" for r in rows if (late := late_gate(r))]
     for label, group in (
         ("completed", [r for r in rows if r.get("phase") == "Completed"]),
         ("planned", [r for r in rows if r.get("phase") not in ("Completed", "Failed")]),
@@ -104,6 +106,16 @@ def table(rows: list[dict[str, Any]]) -> str:
         lines.append(f"failed: {', '.join(failed)} (nothing counted)")
     lines.append("energy: CCF power model (data/power.json)")
     return "\n".join(lines)
+
+
+def late_gate(row: dict[str, Any]) -> str | None:
+    """Why the row's gate shows as late: it opened after the decided start (a gate is due at the start
+    less the provisioning lead, so this is late whatever the lead)."""
+    opened, start = row.get("gateOpenedAt"), row.get("start")
+    if not opened or not start or parse_time(opened) <= parse_time(start):
+        return None
+    late = round((parse_time(opened) - parse_time(start)).total_seconds())
+    return f"gate late: opened at {opened}, {late} s after the decided start {start}"
 
 
 def _hindsight_totals(rows: list[dict[str, Any]]) -> list[str]:

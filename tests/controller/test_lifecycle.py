@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import yaml
 
+from greenops import record_rows
 from greenops.clock import parse_time, set_clock_file, stamp
 from greenops.local.controller import ControllerProcess
 from greenops.validation.crd import default_crd_dir
@@ -159,6 +160,13 @@ def test_scheduled_provisioning_running_completed_with_every_time_recorded(clust
         c.wait_passes(3)
         assert cluster.reservation(key)["revision"] == revision
         assert c.actions().count(f"Completed {key}: {lc['reason']}") == 1
+        # the report's and the dashboard's row of it: the actual start, ready for hindsight
+        reported = record_rows.placement_row(cluster.reservation(key))
+        assert (reported["phase"], reported["runningSince"], reported["gateOpenedAt"]) == (
+            "Completed",
+            stamp(ready_at),
+            stamp(opened),
+        )
 
 
 def test_an_operators_terminal_error_gives_failed(cluster, vm_kind, clock, tmp_path):

@@ -99,3 +99,17 @@ def test_a_rows_eligible_zones_are_policys_as_booked():
     (unexplained,) = views.placement_rows([reservation(explanation=None)])
     assert unexplained["eligibleZones"] == []
     assert unexplained["allowedZonesNote"] == "policy's zones not read: its booking holds none"
+
+
+def test_the_report_shows_a_gate_opened_after_its_start_as_late():
+    from greenops import report
+
+    late = {"workload": "w", "gateOpenedAt": "2026-01-01T00:00:20Z", "start": "2026-01-01T00:00:00Z"}
+    on_time = {"workload": "v", "gateOpenedAt": "2025-12-31T23:55:00Z", "start": "2026-01-01T00:00:00Z"}
+    assert (
+        report.late_gate(late)
+        == "gate late: opened at 2026-01-01T00:00:20Z, 20 s after the decided start 2026-01-01T00:00:00Z"
+    )
+    assert report.late_gate(on_time) is None
+    table = report.table(report.account([late, on_time]))
+    assert "  w: gate late: opened at" in table and "  v: gate late" not in table
