@@ -28,8 +28,10 @@ import yaml
 from pulumi import automation as auto
 
 from greenops import automation, explain, placements, report
-from greenops.clock import stamp
+from greenops.clock import parse_time, set_clock_file, stamp
 from greenops.httpclient import RetryingClient
+from greenops.local.cluster_day import ClusterDay
+from greenops.local.controller import ControllerProcess
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
@@ -37,6 +39,7 @@ from greenops.local.webhook import install_admission, loopback_tls
 from greenops.policies.webhook import VMTEMPLATE_GROUP as GROUP
 from greenops.policies.webhook import VMTEMPLATE_VERSION as VERSION
 from greenops.reconcile import WAKE_MARGIN, Pass, reconcile_once
+from greenops.record_rows import listed
 from greenops.renderers import registry
 from greenops.stack_files import read_stack_file
 from greenops.toolpaths import REPO
@@ -158,6 +161,7 @@ class Credentials:
     tenants: dict[str, str]
     opa: str
     reader: str
+    controller: str  # the cluster path's controller: reports phases, books nothing
 
 
 def issue_credentials(sched: SchedulerServer, tenants: list[str]) -> Credentials:
@@ -165,6 +169,7 @@ def issue_credentials(sched: SchedulerServer, tenants: list[str]) -> Credentials
         tenants={t: sched.issue(f"demo-{t}", [t], paths=["pulumi"]) for t in sorted(set(tenants))},
         opa=sched.issue("demo-opa", None, paths=["cluster"]),
         reader=sched.issue("demo-reader", None, paths=["api"], role="read"),
+        controller=sched.issue("demo-controller", None, paths=["cluster"], role="report"),
     )
 
 
@@ -222,7 +227,7 @@ def demo(once: bool = True, record: Path = RECORD, start: datetime | None = None
         opa = running.enter_context(
             OpaServer(scheduler_url=sched.url, scheduler_token=creds.opa, tls_cert=tls.cert_file, tls_key=tls.key_file)
         )
-        return _demo(Running(cp, sched, opa, creds, tls.ca_pem), work, record, t0, hours, once)
+        return _demo(Running(cp, sched, opa, creds, tls.ca_pem, running), work, record, t0, hours, once)
 
 
 @dataclass(frozen=True)
@@ -234,6 +239,7 @@ class Running:
     opa: OpaServer
     creds: Credentials
     ca_pem: bytes  # the webhook's throw-away CA
+    services: contextlib.ExitStack  # what the demo starts later (the controller) stops with the rest
 
 
 def _demo(running: Running, work: Path, record: Path, t0: datetime, hours: float, once: bool) -> int:
@@ -301,6 +307,26 @@ def _demo(running: Running, work: Path, record: Path, t0: datetime, hours: float
     say(f"   timeline of the placements: {plot}")
 
     say("\n2) Cluster path (the thesis): VmTemplates through the API server, patched by OPA's webhook")
+    cluster_t0 = datetime.now(UTC).replace(microsecond=0)
+    clock_file = work / "cluster-clock"
+    set_clock_file(clock_file, cluster_t0)
+    controller = running.services.enter_context(
+        ControllerProcess(
+            scheduler_url=sched.url,
+            token=creds.controller,
+            kubeconfig=cp.kubeconfig_path,
+            identity="demo-controller",
+            readiness="applied",
+            resync_seconds=0.5,
+            clock_file=clock_file,
+            log=work / "controller.log",
+        )
+    )
+    controller.wait_leading()
+    say(
+        "   the cluster path's controller follows them (its own report-only credential; the Lease "
+        f"{controller.lease_namespace}/greenops-controller); its clock is simulated from {stamp(cluster_t0)}"
+    )
     cases = cluster_templates()
     with cp.client() as k:
         for vm in cases:
@@ -323,6 +349,15 @@ def _demo(running: Running, work: Path, record: Path, t0: datetime, hours: float
     with RetryingClient(sched.url, token=creds.reader) as client:
         for name in ("nightly-etl", "demo/settle-de"):
             say(explain.text(explain.account(explain.find(client, name, "demo"))) + "\n")
+    say(
+        "\n5) The cluster path over its days: the controller's clock played to each next change (a gate, "
+        "a run's end); no Krateo or cloud operator runs here, so a run counts from its gate (readiness: applied)"
+    )
+    with RetryingClient(sched.url, token=creds.reader) as client:
+        last = max(parse_time(vm["spec"]["deadline"]) for vm in cases)
+        steps = ClusterDay(controller, clock_file, client, say).play(cluster_t0, last)
+        say(f"   {steps} steps of the controller's clock")
+        say(report.table(report.account(listed(client, path="cluster"))))
     if not once:
         # The handler goes in before the prompt: a Ctrl-C sent as soon as the line shows must
         # take the orderly path below, not interrupt it half-way.

@@ -39,6 +39,18 @@ def simulated_day(out: str) -> list[tuple[datetime, list[tuple[str, str, str]], 
     return passes
 
 
+def cluster_days(out: str) -> list[tuple[datetime, list[tuple[str, str, str]]]]:
+    """The steps of the cluster path's played days: each instant and its (verb, VmTemplate, reason) lines."""
+    section = out.split("5) The cluster path over its days", 1)[1].split(" steps of the controller's clock", 1)[0]
+    steps: list[tuple[datetime, list[tuple[str, str, str]]]] = []
+    for line in section.splitlines():
+        if m := PASS.match(line):
+            steps.append((at(m.group(1)), []))
+        elif m := re.match(r"^      (scheduled|started|retired|failed)\s+(\S+): (.*)$", line):
+            steps[-1][1].append(m.groups())
+    return steps
+
+
 def test_the_demo_plays_a_simulated_day(tmp_path):
     require_engine()
     for tool in ("etcd", "kube-apiserver"):
@@ -90,6 +102,27 @@ def test_the_demo_plays_a_simulated_day(tmp_path):
 
     # the cluster path: at least one admitted VmTemplate waits for a later hour
     assert re.search(r"admitted \S+\s+-> \S+ size \S+ at \S+ \(waits for a cleaner hour\)", out), out
+
+    # the cluster path over its days: a VmTemplate that waited starts at its gate and retires after
+    # its duration, as the controller recorded in the reservation record
+    cluster_waiters = set(re.findall(r"admitted (\S+)\s+-> \S+ size \S+ at \S+ \(waits for a cleaner hour\)", out))
+    days = cluster_days(out)
+    started = {name: when for when, changes in days for verb, name, _ in changes if verb == "started"}
+    done = {name: when for when, changes in days for verb, name, _ in changes if verb == "retired"}
+    with sqlite3.connect(record) as db:
+        lives = {
+            key.split("/")[1]: (phase, json.loads(lc) if lc else None, start)
+            for key, phase, lc, start in db.execute(
+                "SELECT key, phase, lifecycle, start_at FROM reservations WHERE path = 'cluster'"
+            )
+        }
+    for name in cluster_waiters:
+        phase, lc, start = lives[name]
+        begins = datetime.fromisoformat(start).replace(tzinfo=UTC)
+        assert begins - timedelta(minutes=6) <= started[name] <= begins, (name, started[name], begins)
+        assert done[name] >= started[name] + timedelta(hours=2), (name, done)
+        assert phase == "Completed" and lc["runningSince"] == stamp(started[name]), (name, phase, lc)
+        assert [e["phase"] for e in lc["events"]][-2:] == ["Running", "Completed"], lc
 
     # explain, both paths: the constraint chain and the winning window, as the record holds them
     section = out.split("4) Why they run where and when", 1)[1].split("\n", 1)[1].split("Tearing down", 1)[0]
