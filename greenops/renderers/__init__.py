@@ -1,7 +1,17 @@
 """Decision -> provider-specific Kubernetes objects for ASO, Config Connector and ACK."""
 
 from .base import LABEL_PREFIX, MANAGED_BY, ObjectState, RenderContext, RenderSettings
-from .registry import Rendered, object_state, providers, render, render_set, rendered_kinds, renderer, vm_kind
+from .registry import (
+    Rendered,
+    object_state,
+    providers,
+    render,
+    render_set,
+    rendered_kinds,
+    rendered_resources,
+    renderer,
+    vm_kind,
+)
 
 __all__ = [
     "LABEL_PREFIX",
@@ -15,6 +25,7 @@ __all__ = [
     "render",
     "render_set",
     "rendered_kinds",
+    "rendered_resources",
     "renderer",
     "vm_kind",
 ]
