@@ -13,6 +13,7 @@ from components.pins import VERSIONS_FILE as VERSIONS_FILE  # re-exported: tests
 from components.pins import PinnedVersions, pinned_versions
 from greenops import endpoints
 from greenops.forecasting.names import DEFAULT_STORAGE_PREFIX
+from greenops.identity.principal import Role
 
 
 class _Section(BaseModel):
@@ -94,14 +95,22 @@ class ServiceAccountPrincipal(_Section):
     service_account: str = Field(
         pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", description="namespace/name"
     )
-    role: Literal["read", "write", "admin"] = "write"
-    tenants: list[str] | None = Field(default=None, description="null: every tenant (read and admin only)")
+    role: Role = "write"
+    tenants: list[str] | None = Field(
+        default=None, description="null: every tenant (read and admin; report on the cluster path only)"
+    )
     paths: list[Literal["pulumi", "cluster", "api"]] = Field(default_factory=lambda: ["pulumi"], min_length=1)
 
     @model_validator(mode="after")
     def _writers_name_tenants(self) -> ServiceAccountPrincipal:
         if self.tenants is None and self.role == "write":
             raise ValueError(f"{self.service_account}: a writing principal names its tenants")
+        # as for issued tokens (greenops.identity.tokens): on the cluster path a namespace's label
+        # says whose a reservation is; on the others, nothing would bound what it releases
+        if self.tenants is None and self.role == "report" and set(self.paths) != {"cluster"}:
+            raise ValueError(
+                f"{self.service_account}: a reporting principal for every tenant is on the cluster path only"
+            )
         return self
 
 
@@ -122,6 +131,35 @@ class SchedulerConfig(_Section):
     capacity_vcpu: float = Field(default=512, gt=0, description="the scheduler refuses anything else at start-up")
     service_account_principals: list[ServiceAccountPrincipal] = Field(
         default_factory=list, description="ServiceAccounts the scheduler accepts, with their scopes"
+    )
+
+
+class ControllerConfig(_Section):
+    """The cluster path's controller (``python -m greenops.controller``, components/controller.py),
+    installed beside the scheduler in its namespace: it follows every VmTemplate, confirms the holds
+    OPA's admission booked, records their lifecycle and releases them on deletion.
+
+    It belongs to the cluster path: installed when ``enabled`` and the scheduler (whose record it
+    keeps) and the policy engine (whose admission books the holds it follows) are both on; with
+    either off, ``enabled`` reads false after validation, since there is nothing to follow or to
+    report to."""
+
+    enabled: bool = True
+    replicas: int = Field(default=2, ge=1, le=5, description="one leads (the Lease); the others only wait to take over")
+    cpu: str = "100m"
+    memory: str = "256Mi"
+    cpu_limit: str = "500m"
+    readiness: Literal["operator", "applied"] = Field(
+        default="operator",
+        description="operator: a VM runs once its cloud operator reports Ready; applied: once its objects "
+        "exist (no operator watched)",
+    )
+    resync_seconds: int = Field(default=30, ge=5, le=3600)
+    sweep_seconds: int = Field(
+        default=60, ge=10, le=3600, description="how often the record is compared with the API server's list"
+    )
+    lease_seconds: int = Field(
+        default=15, ge=3, le=300, description="how long a leader's Lease lasts unrenewed before another takes it"
     )
 
 
@@ -402,6 +440,8 @@ class PlatformConfig(_Section):
     aws: AwsConfig = Field(default_factory=lambda: AwsConfig(enabled=False))
     policy: PolicyEngineConfig = Field(default_factory=PolicyEngineConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    # after policy and scheduler: its check reads them (validated even when absent, to apply it)
+    controller: ControllerConfig = Field(default_factory=ControllerConfig, validate_default=True)
     mlflow: MlflowConfig = Field(default_factory=MlflowConfig)
     kserve: KserveConfig = Field(default_factory=KserveConfig)
     # after azure and kserve: its check reads them
@@ -431,6 +471,12 @@ class PlatformConfig(_Section):
                 "if the cluster already runs one"
             )
         return v
+
+    @field_validator("controller")
+    @classmethod
+    def _controller_follows_the_cluster_path(cls, v: ControllerConfig, info: ValidationInfo) -> ControllerConfig:
+        path = all(getattr(info.data.get(k), "enabled", False) for k in ("scheduler", "policy"))
+        return v if path or not v.enabled else v.model_copy(update={"enabled": False})
 
     @field_validator("external_access")
     @classmethod

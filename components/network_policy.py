@@ -6,9 +6,12 @@ The flows, from the platform's own pods:
   reconciler's workspace pods, networkPolicy.decisionClientNamespaces); its webhook port
   (WEBHOOK_PORT) admits only the API server, by address. OPA reaches the scheduler, the API server
   (kube-mgmt) and, with a bundle service, the registry outside.
-- The scheduler admits OPA, the ingress controller and the workload callers; it reaches its
-  PostgreSQL (the chart's pods beside it, or networkPolicy.databaseCidrs), the forecasters in the
-  models namespace, and the outside only with --source electricitymaps.
+- The scheduler admits OPA, the ingress controller, the workload callers and the cluster path's
+  controller; it reaches its PostgreSQL (the chart's pods beside it, or networkPolicy.databaseCidrs),
+  the forecasters in the models namespace, the API server when it reviews ServiceAccount tokens, and
+  the outside only with --source electricitymaps.
+- The cluster path's controller, beside the scheduler, admits nothing; it reaches the API server
+  and the scheduler.
 - MLflow, its PostgreSQL and SeaweedFS talk among themselves; the models' storage initializer reads
   SeaweedFS's S3 port; the forecasters admit the scheduler.
 - The reconciler's workspace pods admit the Pulumi operator (its agent's port) and reach the API
@@ -36,6 +39,8 @@ import pulumi_kubernetes as k8s
 
 from components import aws_controllers, azure_operator, policy_engine, scheduler
 from components.config import NetworkPolicyConfig, PlatformConfig
+from components.controller import LABELS as CONTROLLER
+from components.controller import scheduler_principals
 
 DNS_PORT = 53
 KSERVE_HTTP_PORT = 8080  # MLServer's HTTP port in the ServingRuntime (components/mlops.py)
@@ -153,6 +158,8 @@ def platform_policies(c: PlatformConfig) -> list[Policy]:
         callers_of_scheduler = [ingress_controller, *callers]
         if c.policy.enabled:
             callers_of_scheduler.append(_in(c.policy.namespace, policy_engine.LABELS))
+        if c.controller.enabled:
+            callers_of_scheduler.append({"podSelector": _pods(CONTROLLER)})
         egress = [{"to": [{"podSelector": _pods(POSTGRESQL)}], "ports": _ports(n.database_port)}]
         if n.database_cidrs:
             egress.append({"to": _addresses(n.database_cidrs), "ports": _ports(n.database_port)})
@@ -160,7 +167,7 @@ def platform_policies(c: PlatformConfig) -> list[Policy]:
             egress.append({"to": [_in(c.kserve.models_namespace)], "ports": _ports(KSERVE_HTTP_PORT)})
         if c.scheduler.source.startswith("electricitymaps"):
             egress.append(outside(n))
-        if c.scheduler.service_account_principals:
+        if scheduler.service_accounts(c.scheduler, scheduler_principals(c)):
             egress.append(api_server(n))  # TokenReview of ServiceAccount principals' tokens
         policies += [
             Policy(
@@ -183,6 +190,22 @@ def platform_policies(c: PlatformConfig) -> list[Policy]:
                 },
             ),
         ]
+        if c.controller.enabled:
+            policies.append(
+                Policy(
+                    ns,
+                    "allow-cluster-path-controller",
+                    {
+                        "podSelector": _pods(CONTROLLER),
+                        # nothing calls it; it lists, watches and holds its Lease, and reports to the scheduler
+                        "policyTypes": ["Ingress", "Egress"],
+                        "egress": [
+                            api_server(n),
+                            {"to": [{"podSelector": _pods(scheduler.LABELS)}], "ports": _ports(scheduler.PORT)},
+                        ],
+                    },
+                )
+            )
     if c.mlflow.enabled:
         ns = c.mlflow.namespace
         own(ns)

@@ -12,6 +12,7 @@ from components.azure_operator import AzureServiceOperator, AzureServiceOperator
 from components.cert_manager import CertManager, CertManagerArgs
 from components.config import PlatformConfig
 from components.config_connector import ConfigConnector, ConfigConnectorArgs
+from components.controller import Controller, ControllerArgs, scheduler_principals
 from components.external_access import Backend, ExternalAccess, ExternalAccessArgs, opa_backend
 from components.krateo import KrateoArgs, KrateoPlatform
 from components.mlops import ModelServing, ModelServingArgs, ModelTracking, ModelTrackingArgs
@@ -74,7 +75,7 @@ class GreenOpsPlatform(pulumi.ComponentResource):
         if c.scheduler.enabled:
             image = c.scheduler.image or pins.scheduler_image
             s = args.secrets
-            self.parts["scheduler"] = GreenOpsScheduler(
+            scheduler_part = GreenOpsScheduler(
                 "scheduler",
                 GreenOpsSchedulerArgs(
                     c.scheduler,
@@ -84,9 +85,20 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                     database_url=s.scheduler_database_url,
                     db_password=s.scheduler_db_password,
                     postgresql_chart=pins.postgresql,
+                    platform_principals=scheduler_principals(c),
                 ),
                 child,
             )
+            self.parts["scheduler"] = scheduler_part
+            if c.controller.enabled:
+                # beside the scheduler, in its namespace, from its image; after it, whose record it follows
+                self.parts["controller"] = Controller(
+                    "controller",
+                    ControllerArgs(
+                        c.controller, c.scheduler.namespace, image, scheduler_part.url, after=[scheduler_part]
+                    ),
+                    pulumi.ResourceOptions(parent=self, depends_on=[scheduler_part]),
+                )
         if c.policy.enabled:
             self.parts["policy"] = PolicyEngine(
                 "opa",

@@ -18,8 +18,7 @@ from components.config import GitAuthConfig, ReconcilerConfig, SecretKeyRef
 from components.hardening import image_fields
 from components.helm import release
 from components.pins import ChartPin, WorkspacePin
-from greenops.catalog import load_catalog
-from greenops.renderers import rendered_kinds
+from greenops.renderers import rendered_resources
 from greenops.shards import shard_stack
 
 ACCOUNT = "greenops-workloads"  # the workspace's ServiceAccount, its RBAC and the Stack share this name
@@ -73,14 +72,9 @@ def program_source(c: ReconcilerConfig) -> dict:
 
 def workload_rules() -> list[k8s.rbac.v1.PolicyRuleArgs]:
     """Exactly the kinds the renderers emit (ASO, Config Connector, ACK), one rule per API group."""
-    kinds = load_catalog().crd_kinds
-    plurals: dict[str, set[str]] = {}
-    for api_version, kind in rendered_kinds():
-        group = api_version.split("/")[0]
-        plurals.setdefault(group, set()).add(kinds[(group, kind)].plural)
     return [
-        k8s.rbac.v1.PolicyRuleArgs(api_groups=[g], resources=sorted(r), verbs=APPLY_VERBS)
-        for g, r in sorted(plurals.items())
+        k8s.rbac.v1.PolicyRuleArgs(api_groups=[g], resources=r, verbs=APPLY_VERBS)
+        for g, r in rendered_resources().items()
     ]
 
 

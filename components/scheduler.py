@@ -4,13 +4,15 @@ named by greenops:schedulerDatabaseUrl).
 
 Its callers are principals (greenops.identity): the bootstrap admin (greenops:schedulerAdminToken,
 mounted as a file), the principals it declares in a ConfigMap (OPA's token by its digest; the
-ServiceAccounts of greenops:platform.scheduler.serviceAccountPrincipals, reviewed with the API
-server), and the API tokens the admin issues to tenants."""
+ServiceAccounts of greenops:platform.scheduler.serviceAccountPrincipals and the platform's own, the
+cluster path's controller's, reviewed with the API server), and the API tokens the admin issues to
+tenants."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -18,7 +20,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.config import SchedulerConfig
+from components.config import SchedulerConfig, ServiceAccountPrincipal
 from components.hardening import (
     Resources,
     container_security_context,
@@ -46,6 +48,9 @@ DATABASE_IN_ENV = (
     "GREENOPS_SCHEDULER_DATABASE (the URL with the database password) has no file option in the scheduler, "
     "and --database would show it in ps; it comes from a Secret through secretKeyRef"
 )
+REVIEWS_WITH_ITS_TOKEN = (
+    "the scheduler reviews its ServiceAccount principals' tokens (TokenReview) with the pod's token"
+)
 
 
 @dataclass
@@ -59,20 +64,40 @@ class GreenOpsSchedulerArgs:
     database_url: pulumi.Input[str] | None = None
     db_password: pulumi.Input[str] | None = None
     postgresql_chart: ChartPin | None = None
+    # the platform's own ServiceAccounts it accepts besides the stack's (the cluster path's controller)
+    platform_principals: list[ServiceAccountPrincipal] = field(default_factory=list)
 
 
 def _probe(path: str) -> k8s.core.v1.ProbeArgs:
     return k8s.core.v1.ProbeArgs(http_get=k8s.core.v1.HTTPGetActionArgs(path=path, port=PORT), period_seconds=10)
 
 
-def principals_document(c: SchedulerConfig, opa_digest: str | None) -> str:
+def service_accounts(
+    c: SchedulerConfig, platform_principals: Sequence[ServiceAccountPrincipal] = ()
+) -> list[ServiceAccountPrincipal]:
+    """Every ServiceAccount the scheduler accepts: the stack's, then the platform's own. Any at all,
+    and the scheduler reviews tokens with the API server (TokenReview)."""
+    accounts = [*c.service_account_principals, *platform_principals]
+    names = [a.service_account for a in accounts]
+    if twice := sorted({n for n in names if names.count(n) > 1}):
+        # the principals file keeps the last entry of an account: say so rather than drop one silently
+        raise ValueError(
+            f"greenops:platform.scheduler.serviceAccountPrincipals: {', '.join(twice)} declared more than once "
+            "(the platform declares its own parts' accounts itself)"
+        )
+    return accounts
+
+
+def principals_document(
+    c: SchedulerConfig, opa_digest: str | None, platform_principals: Sequence[ServiceAccountPrincipal] = ()
+) -> str:
     """The principals file (greenops.identity.principals) the scheduler reads: OPA, which books and
     releases cluster-path reservations for every tenant (the namespace's label says whose), and the
-    ServiceAccounts the stack declares."""
+    ServiceAccounts of service_accounts."""
     entries: list[dict[str, Any]] = []
     if opa_digest is not None:
         entries.append({"name": "opa", "tokenSha256": opa_digest, "role": "write", "paths": ["cluster"]})
-    entries += [a.model_dump(by_alias=True, exclude_none=True) for a in c.service_account_principals]
+    entries += [a.model_dump(by_alias=True, exclude_none=True) for a in service_accounts(c, platform_principals)]
     return yaml.safe_dump({"principals": entries}, sort_keys=False)
 
 
@@ -121,6 +146,10 @@ class GreenOpsScheduler(pulumi.ComponentResource):
     def __init__(self, name: str, args: GreenOpsSchedulerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("greenops:platform:GreenOpsScheduler", name, None, opts)
         c = args.config
+        # TokenReview is needed only for ServiceAccount principals: only then does the pod get an
+        # identity of its own that may ask the API server (system:auth-delegator) and a token.
+        # (Checked before anything is declared: an account declared twice is refused.)
+        reviews = bool(service_accounts(c, args.platform_principals))
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-ns",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=c.namespace),
@@ -151,7 +180,7 @@ class GreenOpsScheduler(pulumi.ComponentResource):
             f"{name}-principals",
             metadata=k8s.meta.v1.ObjectMetaArgs(name="greenops-scheduler-principals", namespace=c.namespace),
             # a digest of a 256-bit token is not a secret: nothing can be recovered from it
-            data={"principals.yaml": opa_digest.apply(lambda d: principals_document(c, d))},
+            data={"principals.yaml": opa_digest.apply(lambda d: principals_document(c, d, args.platform_principals))},
             opts=in_ns,
         )
         # the root filesystem is read-only: Python's and the libraries' temporary files go here
@@ -169,9 +198,6 @@ class GreenOpsScheduler(pulumi.ComponentResource):
             admin_mount,
             k8s.core.v1.VolumeMountArgs(name="principals", mount_path=PRINCIPALS_DIR, read_only=True),
         ]
-        # TokenReview is needed only for ServiceAccount principals: only then does the pod get an
-        # identity of its own that may ask the API server (system:auth-delegator) and a token.
-        reviews = bool(c.service_account_principals)
         if reviews:
             self._token_reviewer(name, c, in_ns)
         after: list[pulumi.Resource] = [self.namespace, self.admin_token, self.principals]
@@ -190,7 +216,16 @@ class GreenOpsScheduler(pulumi.ComponentResource):
         env.append(database_env)
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deploy",
-            metadata=_metadata(c, scanner_skips({"CKV_K8S_35": DATABASE_IN_ENV, **digest_skips(args.image)})),
+            metadata=_metadata(
+                c,
+                scanner_skips(
+                    {
+                        "CKV_K8S_35": DATABASE_IN_ENV,
+                        **({"CKV_K8S_38": REVIEWS_WITH_ITS_TOKEN} if reviews else {}),
+                        **digest_skips(args.image),
+                    }
+                ),
+            ),
             spec=k8s.apps.v1.DeploymentSpecArgs(
                 replicas=c.replicas,
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=LABELS),

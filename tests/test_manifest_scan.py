@@ -129,7 +129,9 @@ def test_what_stays_suppressed_is_named_with_its_reason(platform):
     _, report = platform
     skipped = {(c["check_id"], c["resource"]) for c in report["results"]["skipped_checks"]}
     # OPA keeps its tokens in its environment (Rego reads opa.runtime().env) and its pod's token (kube-mgmt);
-    # the scheduler keeps the database URL (no file option); both images are pinned by tag
+    # the scheduler keeps the database URL (no file option) and its pod's token (it reviews the
+    # controller's); the controller keeps its pod's token (it calls the API server) and serves no probe;
+    # every image is pinned by tag
     assert skipped == {
         ("CKV_K8S_35", "Deployment.opa.opa"),
         ("CKV_K8S_38", "Deployment.opa.opa"),
@@ -137,7 +139,12 @@ def test_what_stays_suppressed_is_named_with_its_reason(platform):
         ("CKV_K8S_9", "Deployment.opa.opa"),
         ("CKV_K8S_43", "Deployment.opa.opa"),
         ("CKV_K8S_35", "Deployment.greenops.greenops-scheduler"),
+        ("CKV_K8S_38", "Deployment.greenops.greenops-scheduler"),
         ("CKV_K8S_43", "Deployment.greenops.greenops-scheduler"),
+        ("CKV_K8S_38", "Deployment.greenops.greenops-controller"),
+        ("CKV_K8S_8", "Deployment.greenops.greenops-controller"),
+        ("CKV_K8S_9", "Deployment.greenops.greenops-controller"),
+        ("CKV_K8S_43", "Deployment.greenops.greenops-controller"),
     }
 
 

@@ -9,6 +9,7 @@ from .registry import (
     render,
     render_set,
     rendered_kinds,
+    rendered_resources,
     renderer,
     vm_kind,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "render",
     "render_set",
     "rendered_kinds",
+    "rendered_resources",
     "renderer",
     "vm_kind",
 ]

@@ -53,6 +53,17 @@ def provider_kinds(provider: str) -> list[tuple[str, str]]:
     return list(_KINDS[provider])
 
 
+def rendered_resources(catalog: Catalog | None = None) -> dict[str, list[str]]:
+    """API group -> the resources (the upstream CRDs' plurals) of every kind any renderer emits:
+    the names RBAC grants them by."""
+    kinds = (catalog or load_catalog()).crd_kinds
+    plurals: dict[str, set[str]] = {}
+    for api_version, kind in rendered_kinds():
+        group = api_version.split("/")[0]
+        plurals.setdefault(group, set()).add(kinds[(group, kind)].plural)
+    return {group: sorted(names) for group, names in sorted(plurals.items())}
+
+
 def _discover() -> None:
     package = importlib.import_module(_PROVIDER_MODULES)
     for info in pkgutil.iter_modules(package.__path__):

@@ -151,7 +151,7 @@ def stack_platform(stack: str) -> dict:
 def test_the_prod_stack_previews_the_whole_platform():
     m = collect(stack_platform("prod"))
     assert (
-        len({r.typ for r in m.resources if r.typ.startswith("greenops:platform:")}) == 13
+        len({r.typ for r in m.resources if r.typ.startswith("greenops:platform:")}) == 14
     )  # + WorkloadReconciler, ExternalAccess, NetworkPolicies
     assert len(of(m, "kubernetes:serving.kserve.io/v1beta1:InferenceService")) == 6  # 5 zones + generic
 
@@ -165,6 +165,7 @@ def test_staging_installs_only_its_parts():
         "KrateoPlatform",
         "ConfigConnector",
         "GreenOpsScheduler",
+        "Controller",
         "PolicyEngine",
         "NetworkPolicies",
     }
@@ -184,6 +185,7 @@ def test_the_whole_platform_in_prod():
             "ConfigConnector",
             "AwsControllers",
             "GreenOpsScheduler",
+            "Controller",
             "PolicyEngine",
             "ModelTracking",
             "ModelServing",
@@ -236,7 +238,7 @@ def test_webhook_configuration():
     assert "--config-file=/config/config.json" in opa["args"]
     assert "--replicate=composition.krateo.io/v1-0-0/vmtemplates" in mgmt["args"]
     assert "--replicate-cluster=v1/namespaces" in mgmt["args"]  # the tenant is the namespace's label
-    [role] = of(m, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
+    [role] = [r for r in of(m, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole") if r.name == "opa-replicate"]
     assert role.inputs["rules"] == [
         {"apiGroups": ["composition.krateo.io"], "resources": ["vmtemplates"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
@@ -343,23 +345,18 @@ def test_the_scheduler_reads_its_admin_token_from_a_secret_and_declares_opa_by_d
             "defaultMode": 0o440,
         },
     } in pod["volumes"]
-    # OPA is declared by its token's digest: write, every tenant, on the cluster path only
-    [principals] = [
-        r
-        for r in of(m, "kubernetes:core/v1:ConfigMap")
-        if r.inputs["metadata"]["name"] == "greenops-scheduler-principals"
-    ]
-    # (derived from a secret, the digest stays marked secret in the state: more careful than needed)
-    declared = yaml.safe_load(unwrap(principals.inputs["data"])["principals.yaml"])
+    # OPA is declared by its token's digest: write, every tenant, on the cluster path only; the
+    # cluster path's controller by its ServiceAccount: report, every tenant, the cluster path only
     opa_token = SCHEDULER_TOKENS["greenops:opaSchedulerToken"]
-    assert declared == {
+    assert declared_principals(m) == {
         "principals": [
             {
                 "name": "opa",
                 "tokenSha256": hashlib.sha256(opa_token.encode()).hexdigest(),
                 "role": "write",
                 "paths": ["cluster"],
-            }
+            },
+            {"serviceAccount": "greenops/greenops-controller", "role": "report", "paths": ["cluster"]},
         ]
     }
     # OPA presents that token (GREENOPS_SCHEDULER_TOKEN, a client's variable) from its own Secret
@@ -383,11 +380,34 @@ def test_the_scheduler_reads_its_admin_token_from_a_secret_and_declares_opa_by_d
         if r.inputs["metadata"]["name"] == "greenops-scheduler-token"
         and r.inputs["metadata"]["namespace"] == "greenops"
     ]
-    # no ServiceAccount principals declared: the pod gets no identity and no API token of its own
+    # the controller's token is reviewed: the pod has an identity, bound to system:auth-delegator
+    assert pod["automountServiceAccountToken"] is True and pod["serviceAccountName"] == "greenops-scheduler"
+    [reviews] = [
+        r for r in of(m, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding") if "token-reviews" in r.name
+    ]
+    assert reviews.inputs["roleRef"]["name"] == "system:auth-delegator"
+    assert reviews.inputs["subjects"] == [
+        {"kind": "ServiceAccount", "name": "greenops-scheduler", "namespace": "greenops"}
+    ]
+    # no ServiceAccount principal at all: the pod gets no identity and no API token of its own
+    m = collect({**PROD, "controller": {"enabled": False}})
+    [deploy] = [r for r in of(m, "kubernetes:apps/v1:Deployment") if r.name == "scheduler-deploy"]
+    pod = deploy.inputs["spec"]["template"]["spec"]
     assert pod["automountServiceAccountToken"] is False and "serviceAccountName" not in pod
     assert not [
         r for r in of(m, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding") if "token-reviews" in r.name
     ]
+    assert [p.get("name") for p in declared_principals(m)["principals"]] == ["opa"]
+
+
+def declared_principals(m: Mocks) -> dict:
+    [principals] = [
+        r
+        for r in of(m, "kubernetes:core/v1:ConfigMap")
+        if r.inputs["metadata"]["name"] == "greenops-scheduler-principals"
+    ]
+    # (derived from a secret, the digest stays marked secret in the state: more careful than needed)
+    return yaml.safe_load(unwrap(principals.inputs["data"])["principals.yaml"])
 
 
 def test_scheduler_replicas_share_a_postgresql_whose_url_is_a_secret():

@@ -76,7 +76,11 @@ def test_only_the_pod_that_calls_the_api_mounts_a_token(declared, stack):
         for label, pod in pod_specs(declared(stack).objects)
         if pod.get("automountServiceAccountToken") is not False
     }
-    assert mounted == {"Deployment opa/opa"}  # kube-mgmt replicates VmTemplates and Namespaces
+    assert mounted == {
+        "Deployment opa/opa",  # kube-mgmt replicates VmTemplates and Namespaces
+        "Deployment greenops/greenops-controller",  # follows VmTemplates, holds its Lease
+        "Deployment greenops/greenops-scheduler",  # reviews the controller's token (TokenReview)
+    }
 
 
 def test_the_scheduler_token_is_a_file_and_only_opa_keeps_secrets_in_its_environment(declared):
@@ -156,14 +160,26 @@ def test_opas_webhook_port_admits_only_the_api_server_and_its_api_only_named_cal
         '{"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}',
         '{"matchLabels": {"kubernetes.io/metadata.name": "greenops-reconciler"}}',
     }
-    # the scheduler admits OPA, the ingress controller and the reconciler, on its one port
+    # the scheduler admits OPA, the ingress controller, the reconciler and, beside it, the cluster
+    # path's controller, on its one port
     [rule] = np[("greenops", "greenops-allow-scheduler")]["ingress"]
     assert rule["ports"] == [{"protocol": "TCP", "port": 8080}]
-    assert {p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for p in rule["from"]} == {
+    other_namespaces = [p for p in rule["from"] if "namespaceSelector" in p]
+    assert {p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for p in other_namespaces} == {
         "ingress-nginx",
         "greenops-reconciler",
         "opa",
     }
+    assert [p for p in rule["from"] if p not in other_namespaces] == [
+        {
+            "podSelector": {
+                "matchLabels": {
+                    "app.kubernetes.io/name": "greenops-controller",
+                    "app.kubernetes.io/part-of": "greenops",
+                }
+            }
+        }
+    ]
 
 
 def test_network_policies_need_the_api_servers_addresses_and_check_them():

@@ -5,9 +5,10 @@ TLS it verifies against the CA the stack exports (opaCaCertificate), with both t
 What is real: the prod stack's own declarations (evaluated under mocks, with the tls provider's
 certificates made for real from their inputs), nginx as the ingress data plane configured from the
 declared Ingresses and TLS Secrets (tests/ingress.py), OPA with the policy bundle and token
-authorization, the scheduler with the prod stack's admin token and OPA declared by its token's digest
-(as the scheduler component declares it), a tenant's token issued by that admin, and Placement's
-own HTTP clients. What stands in: the
+authorization, the scheduler with the prod stack's admin token and its principals file as the
+scheduler component declares it (OPA by its token's digest, the cluster path's controller by its
+ServiceAccount, reviewed with a local kube-apiserver), a tenant's token issued by that admin, and
+Placement's own HTTP clients. What stands in: the
 DNS entries for the two host names (pointed at loopback, as /etc/hosts would), and loopback
 addresses for the two Services.
 """
@@ -22,6 +23,7 @@ import pytest
 
 from greenops.clock import stamp
 from greenops.errors import GreenOpsError
+from greenops.local.controlplane import LocalControlPlane
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import loopback_tls
@@ -39,7 +41,8 @@ KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-tes
 
 @pytest.fixture(scope="module")
 def route(tmp_path_factory):
-    require_tool("opa")
+    for tool in ("opa", "etcd", "kube-apiserver"):
+        require_tool(tool)
     if nginx_binary() is None:
         pytest.fail("nginx is not installed: `make ingress` (make test runs it)")
     declared = evaluate_stack("prod")
@@ -53,12 +56,16 @@ def route(tmp_path_factory):
     ca = declared.mocks.outputs[("tls:index/selfSignedCert:SelfSignedCert", "opa-ca")]["certPem"]
     hosts = {i["metadata"]["name"]: i["spec"]["rules"][0]["host"] for i in ingresses}
     backend_tls = loopback_tls(tmp_path_factory.mktemp("opa-tls"))  # OPA's own serving certificate
-    # the principals file the prod stack declares: OPA, by the digest of its token
+    # the principals file the prod stack declares: OPA, by the digest of its token, and the
+    # controller's ServiceAccount, which the scheduler reviews with an API server
     [principals] = [o for o in declared.objects if o["kind"] == "ConfigMap" and "principals.yaml" in o.get("data", {})]
     principals_file = tmp_path_factory.mktemp("principals") / "principals.yaml"
     principals_file.write_text(principals["data"]["principals.yaml"])
     with (
-        SchedulerServer(admin_token=SCHEDULER_ADMIN_TOKEN, principals=principals_file) as scheduler,
+        LocalControlPlane() as cp,
+        SchedulerServer(
+            admin_token=SCHEDULER_ADMIN_TOKEN, principals=principals_file, kubeconfig=cp.kubeconfig_path
+        ) as scheduler,
         OpaServer(
             scheduler_url=scheduler.url,
             scheduler_token=OPA_AT_SCHEDULER,

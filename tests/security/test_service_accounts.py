@@ -1,7 +1,8 @@
 """Kubernetes identities: ServiceAccount tokens checked by the real kube-apiserver's TokenReview.
 
 A principals file names one ServiceAccount (write, tenant team-a, Pulumi path); the scheduler
-reviews tokens with the API server under an identity bound to system:auth-delegator."""
+reviews tokens with the API server under an identity bound to system:auth-delegator. The platform's
+own principals file (the cluster path's controller, role report) is reviewed the same way."""
 
 from __future__ import annotations
 
@@ -88,3 +89,35 @@ def test_a_forged_jwt_is_refused(cluster):
     forged = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6Y2k6cnVubmVyIn0.c2ln"
     r = call(s, forged, "/reservations/team-a/forged", json=booking())
     assert r.status_code == 401
+
+
+def test_the_platforms_controller_is_a_reporter_for_every_tenant(cluster, tmp_path):
+    """The principals file as the scheduler component writes it for the prod platform (OPA left out):
+    the controller's token, from the API server with the scheduler's audience, reads every tenant's
+    reservations and books none."""
+    from components.config import SchedulerConfig
+    from components.controller import SERVICE_ACCOUNT, principal
+    from components.scheduler import principals_document
+
+    cp, _ = cluster
+    with cp.client() as k:
+        k.post("/api/v1/namespaces", json={"metadata": {"name": "greenops"}})
+        r = k.post("/api/v1/namespaces/greenops/serviceaccounts", json={"metadata": {"name": SERVICE_ACCOUNT}})
+        assert r.status_code == 201, r.text
+        r = k.post(
+            f"/api/v1/namespaces/greenops/serviceaccounts/{SERVICE_ACCOUNT}/token",
+            json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"audiences": [AUDIENCE]}},
+        )
+        assert r.status_code == 201, r.text
+        token = r.json()["status"]["token"]
+    principals = tmp_path / "principals.yaml"
+    principals.write_text(principals_document(SchedulerConfig(), None, [principal("greenops")]))
+    with SchedulerServer(principals=principals, kubeconfig=cp.kubeconfig_path, env={"GREENOPS_NOW": NOW}) as s:
+        headers = {"Authorization": f"Bearer {token}"}
+        listed = httpx.get(f"{s.url}/reservations", headers=headers, timeout=15)
+        assert listed.status_code == 200, listed.text
+        booked = call(s, token, "/reservations/team-a/by-controller", json=booking(path="cluster"))
+        assert booked.status_code == 403, booked.text
+        detail = booked.json()["detail"]
+        assert "serviceaccount:greenops/greenops-controller (report; every tenant; path(s) cluster)" in detail
+        assert "it needs the write role" in detail
