@@ -21,15 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from greenops.errors import GreenOpsError, field_errors
+from greenops.user_yaml import load_yaml_file
 
 from .principal import Principal, Role
 from .tokens import Tenant
-
-MAX_FILE_BYTES = 1024 * 1024
 
 
 class PrincipalEntry(BaseModel):
@@ -77,15 +75,10 @@ class Declared:
 
 
 def load_principals(path: Path) -> Declared:
+    # user_yaml bounds the size, refuses aliases and names the line of a YAML error
+    raw = load_yaml_file(path, str(path)) or {}
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise GreenOpsError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         parsed = PrincipalsFile.model_validate(raw)
-    except OSError as exc:
-        raise GreenOpsError(f"{path}: cannot read ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise GreenOpsError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
     except ValidationError as exc:
         problems = "; ".join(f"{where}: {why}" for where, why in field_errors(exc.errors(include_input=False)))
         raise GreenOpsError(f"{path}: {problems}") from None
