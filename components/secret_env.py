@@ -12,6 +12,23 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 
+def _secret(
+    resource_name: str,
+    secret_name: str,
+    namespace: str,
+    key: str,
+    value: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+) -> k8s.core.v1.Secret:
+    """The Secret holding ``value`` under ``key``, encrypted in state."""
+    return k8s.core.v1.Secret(
+        resource_name,
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=secret_name, namespace=namespace),
+        string_data={key: pulumi.Output.secret(value)},
+        opts=opts,
+    )
+
+
 def secret_env(
     resource_name: str,
     secret_name: str,
@@ -21,12 +38,7 @@ def secret_env(
     opts: pulumi.ResourceOptions,
 ) -> tuple[k8s.core.v1.Secret, k8s.core.v1.EnvVarArgs]:
     """The Secret holding ``value`` under key ``variable``, and the container env entry reading it."""
-    secret = k8s.core.v1.Secret(
-        resource_name,
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=secret_name, namespace=namespace),
-        string_data={variable: pulumi.Output.secret(value)},
-        opts=opts,
-    )
+    secret = _secret(resource_name, secret_name, namespace, variable, value, opts)
     env = k8s.core.v1.EnvVarArgs(
         name=variable,
         value_from=k8s.core.v1.EnvVarSourceArgs(
@@ -47,12 +59,7 @@ def secret_file(
 ) -> tuple[k8s.core.v1.Secret, k8s.core.v1.VolumeArgs, k8s.core.v1.VolumeMountArgs]:
     """The Secret holding ``value`` under ``key``, and the volume and mount that show it to a
     container as the file ``<directory>/token``, readable by the pod's group only."""
-    secret = k8s.core.v1.Secret(
-        resource_name,
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=secret_name, namespace=namespace),
-        string_data={key: pulumi.Output.secret(value)},
-        opts=opts,
-    )
+    secret = _secret(resource_name, secret_name, namespace, key, value, opts)
     volume = k8s.core.v1.VolumeArgs(
         name=secret_name,
         secret=k8s.core.v1.SecretVolumeSourceArgs(
