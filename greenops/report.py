@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from greenops.catalog import data_dir
-from greenops.clock import parse_time
 from greenops.catalog.schema import PowerFile
+from greenops.clock import parse_time
 
 # A Failed workload never ran (or never finished); a Released one was given back (its VmTemplate
 # deleted, or replaced by a new spec) and is counted, if at all, under the booking that replaced it.
