@@ -138,10 +138,12 @@ def test_scheduled_provisioning_running_completed_with_every_time_recorded(clust
         assert row["phase"] == "Provisioning"
 
         ready_at = opened + timedelta(seconds=90)
+        # the clock first, then the condition: a pass never sees a Ready time ahead of its own clock
+        set_clock_file(clock, opened + timedelta(seconds=150))
+        c.wait_passes(2)
         act_as_aso(
             cluster, "team-a", vm, {"status": "True", "reason": "Succeeded", "lastTransitionTime": stamp(ready_at)}
         )
-        set_clock_file(clock, opened + timedelta(seconds=150))
         row = cluster.wait(key, phase_is("Running"))
         assert row["lifecycle"]["runningSince"] == stamp(ready_at)  # the operator's time, not the pass's
 
@@ -240,8 +242,9 @@ def test_a_vm_that_came_up_late_is_retired_by_the_chart_and_recorded_so(cluster,
         assert row["reason"].startswith("gate opened late (missed its window")
         vm = act_as_krateo(cluster, cluster_object(cluster, "team-a", "came-up-late"))
         ready = start + timedelta(minutes=10)
-        act_as_aso(cluster, "team-a", vm, {"status": "True", "reason": "Succeeded", "lastTransitionTime": stamp(ready)})
         set_clock_file(clock, ready + timedelta(seconds=5))
+        c.wait_passes(2)
+        act_as_aso(cluster, "team-a", vm, {"status": "True", "reason": "Succeeded", "lastTransitionTime": stamp(ready)})
         cluster.wait(key, phase_is("Running"))
         chart_end = start + timedelta(hours=1)
         set_clock_file(clock, chart_end + timedelta(seconds=30))
