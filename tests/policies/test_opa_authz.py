@@ -11,23 +11,14 @@ import pytest
 from greenops.local.opa import OpaServer
 from greenops.local.webhook import namespace_manifest, put_namespaces
 from greenops.policies.client import OpaClient, PolicyUnauthorized
+from tests.policies.test_opa_integration import WORKLOAD as ETL
 from tests.policies.test_opa_integration import vmtemplate
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 
 QUERY, ADMIN = "query-t0ken-for-greenvm", "admin-t0ken-for-kube-mgmt"
 DECISION = "/v1/data/greenops/placement/decision"
-WORKLOAD = {
-    "name": "etl",
-    "cpu": 4,
-    "memory": 8,
-    "duration": "2h",
-    "deadline": "2030-01-01T00:00:00Z",
-    "originRegion": "italynorth",
-    "tenant": "data",
-    "eligibleProviders": ["azure"],
-    "maxLatency": 100,
-}
+WORKLOAD = dict(ETL, eligibleProviders=["azure"], maxLatency=100)  # the integration tests' workload, Azure only
 POLICY = "package scratch\n\nx := 1\n"
 
 
