@@ -11,6 +11,7 @@ import pytest
 from greenops.local.opa import OpaServer
 from greenops.local.webhook import namespace_manifest, put_namespaces
 from greenops.policies.client import OpaClient, PolicyUnauthorized
+from tests.admission import admission_review
 from tests.policies.test_opa_integration import WORKLOAD as ETL
 from tests.policies.test_opa_integration import vmtemplate
 
@@ -89,18 +90,10 @@ def test_the_admin_token_writes_policies_and_data(http):
 
 
 def test_the_webhook_call_and_the_probes_need_no_token(http):
-    review = {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "u-1",
-            "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
-            "operation": "CREATE",
-            "namespace": "greenops",
-            "name": "d",
-            "object": {"metadata": {"name": "d"}},
-        },
-    }
+    deployment = {"metadata": {"name": "d"}}
+    review = admission_review(
+        "u-1", "CREATE", group="apps", kind="Deployment", namespace="greenops", name="d", object=deployment
+    )
     r = http.post("/", json=review)
     assert r.status_code == 200, r.text
     assert r.json()["response"] == {"uid": "u-1", "allowed": True}  # not a VmTemplate: passes untouched
