@@ -11,11 +11,17 @@ setup: $(STAMP)
 tools: setup
 	bash tools/install.sh
 
+# $(call virtualenv,DIR,PIP-ARGS): the recipe of each virtualenv below: DIR made with the pinned pip,
+# `pip install PIP-ARGS` into it, then its stamp DIR/.installed
+define virtualenv
+$(PYTHON) -m venv $(1)
+$(1)/bin/python -m pip install --quiet --upgrade pip==25.3
+$(1)/bin/python -m pip install --quiet $(2)
+touch $(1)/.installed
+endef
+
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip==25.3
-	$(PY) -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	$(call virtualenv,$(VENV),-e '.[dev]')
 
 # MLServer + its MLflow runtime in their own virtualenv (see tools/mlserver/requirements.txt)
 MLSERVER_VENV ?= .venv-mlserver
@@ -23,10 +29,7 @@ MLSERVER_STAMP := $(MLSERVER_VENV)/.installed
 mlserver: $(MLSERVER_STAMP)
 
 $(MLSERVER_STAMP): tools/mlserver/requirements.txt
-	$(PYTHON) -m venv $(MLSERVER_VENV)
-	$(MLSERVER_VENV)/bin/python -m pip install --quiet --upgrade pip==25.3
-	$(MLSERVER_VENV)/bin/python -m pip install --quiet -r tools/mlserver/requirements.txt
-	touch $(MLSERVER_STAMP)
+	$(call virtualenv,$(MLSERVER_VENV),-r tools/mlserver/requirements.txt)
 
 # checkov, the manifest scanner of tests/test_manifest_scan.py, in its own virtualenv (see
 # tools/checkov/requirements.txt); pip's cache keeps a rebuild off the network
@@ -35,10 +38,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 scanner: $(CHECKOV_STAMP)
 
 $(CHECKOV_STAMP): tools/checkov/requirements.txt
-	$(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip==25.3
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r tools/checkov/requirements.txt
-	touch $(CHECKOV_STAMP)
+	$(call virtualenv,$(CHECKOV_VENV),-r tools/checkov/requirements.txt)
 
 # Scheduler p50/p99 over HTTP with the reservation record in memory, in SQLite and in PostgreSQL
 bench-reservations: setup postgres

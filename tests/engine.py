@@ -84,12 +84,34 @@ def engine_stack(tmp_path: Path, name: str, now: datetime, config: dict, secrets
     return stack
 
 
-def project_with_stack(folder: Path, name: str, config: dict) -> Path:
-    """A copy of the Pulumi project whose stacks/ holds only ``name`` with ``config``."""
+def write_stack(folder: Path, name: str, config: dict) -> None:
+    """``folder``/stacks/Pulumi.<name>.yaml, the only stack file there, with ``config`` as ``greenops:*``."""
     (folder / "stacks").mkdir(parents=True)
-    shutil.copy2(REPO / "Pulumi.yaml", folder / "Pulumi.yaml")
     (folder / "stacks" / f"Pulumi.{name}.yaml").write_text(
         yaml.safe_dump({"config": {f"greenops:{k}": v for k, v in config.items()}})
+    )
+
+
+def project_with_stack(folder: Path, name: str, config: dict) -> Path:
+    """A copy of the Pulumi project whose stacks/ holds only ``name`` with ``config``."""
+    write_stack(folder, name, config)
+    shutil.copy2(REPO / "Pulumi.yaml", folder / "Pulumi.yaml")
+    return folder
+
+
+def project_beside_the_repo(folder: Path, name: str, config: dict) -> Path:
+    """A project folder outside the repository whose Pulumi.yaml runs the repository's program (in
+    its .venv), its stacks/ holding only ``name`` with ``config``: what the `pulumi` CLI runs there."""
+    write_stack(folder, name, config)
+    (folder / "Pulumi.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "greenops-platform",
+                "main": str(REPO),
+                "stackConfigDir": "stacks",
+                "runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": str(REPO / ".venv")}},
+            }
+        )
     )
     return folder
 

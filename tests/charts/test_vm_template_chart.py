@@ -89,6 +89,11 @@ def values(**over) -> dict:
     return {k: x for k, x in v.items() if x is not None}  # None: leave the value out
 
 
+def azure_values(**over) -> dict:
+    """``values`` with an Azure decision: westeurope, started an hour ago, a placeholder size."""
+    return values(provider="azure", schedulingLocation="westeurope", schedulingTime=started(), vmSize="x", **over)
+
+
 def canonical(objs: list[dict]) -> list[str]:
     return sorted(json.dumps(o, sort_keys=True) for o in objs)
 
@@ -157,16 +162,7 @@ def test_chart_output_validates_against_the_crds(chart, crd_schemas):
 
 def test_azure_owners_resolve_in_a_namespace_of_our_objects(chart):
     """The resource group is named by ARM id; only the subnet is owned by name, by our VNet."""
-    objs = helm_template(
-        chart,
-        values(
-            provider="azure",
-            schedulingLocation="westeurope",
-            schedulingTime=started(),
-            vmSize="x",
-            azureResourceGroup="rg-ml",
-        ),
-    )
+    objs = helm_template(chart, azure_values(azureResourceGroup="rg-ml"))
     assert owner_problems(objs) == []
     group = f"/subscriptions/{AZURE_SUBSCRIPTION}/resourceGroups/rg-ml"
     assert {o["kind"]: o["spec"]["owner"] for o in objs} == {
@@ -179,16 +175,7 @@ def test_azure_owners_resolve_in_a_namespace_of_our_objects(chart):
 
 def test_azure_without_a_subscription_fails_naming_the_vmtemplate(chart):
     """A malformed subscription or group is the schema's to refuse (test_every_string_field_...)."""
-    result = helm_run(
-        chart,
-        values(
-            provider="azure",
-            schedulingLocation="westeurope",
-            schedulingTime=started(),
-            vmSize="x",
-            azureSubscriptionId=None,
-        ),
-    )
+    result = helm_run(chart, azure_values(azureSubscriptionId=None))
     assert result.returncode != 0 and result.stdout == ""  # not one object, let alone half of them
     says = 'need azureSubscriptionId, the subscription of resource group greenops-workloads, as a GUID; got ""'
     assert "VmTemplate parity: " in result.stderr and says in result.stderr, result.stderr
@@ -200,12 +187,7 @@ def test_azure_without_a_subscription_fails_naming_the_vmtemplate(chart):
 )
 def test_azure_without_a_well_formed_owner_is_refused_by_the_schema(chart, field, value):
     """The Python side refuses the same values (tests/renderers/test_renderers.py)."""
-    result = helm_run(
-        chart,
-        values(
-            provider="azure", schedulingLocation="westeurope", schedulingTime=started(), vmSize="x", **{field: value}
-        ),
-    )
+    result = helm_run(chart, azure_values(**{field: value}))
     assert result.returncode != 0 and result.stdout == ""  # not one object, let alone half of them
     assert f"at '/{field}'" in result.stderr, result.stderr
 
@@ -377,16 +359,7 @@ def test_clear_failures(chart):
             chart, values(provider="aws", schedulingLocation="ca-west-1", schedulingTime=started(), vmSize="x")
         )
     with pytest.raises(RuntimeError, match="Azure Linux VMs need sshPublicKey"):
-        helm_template(
-            chart,
-            values(
-                provider="azure",
-                schedulingLocation="westeurope",
-                schedulingTime=started(),
-                vmSize="x",
-                sshPublicKey=None,
-            ),
-        )
+        helm_template(chart, azure_values(sshPublicKey=None))
 
 
 def test_helm_lint(chart):

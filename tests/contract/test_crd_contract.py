@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from greenops.local.controlplane import LocalControlPlane
-from greenops.local.webhook import GROUP, VERSION, vmtemplate_crd
-from tests.conftest import require_tool
+from greenops.local.webhook import GROUP, VERSION
 from tests.contract.corpus import BEYOND_THE_SCHEMA, CASES, spec_of
 from tests.contract.test_differential import pulumi_path
+from tests.crd_api import api_server_with_crd
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tools]
 PATH = f"/apis/{GROUP}/{VERSION}/namespaces/contract/vmtemplates"
@@ -19,13 +18,7 @@ PATH = f"/apis/{GROUP}/{VERSION}/namespaces/contract/vmtemplates"
 
 @pytest.fixture(scope="module")
 def api():
-    for tool in ("etcd", "kube-apiserver"):
-        require_tool(tool)
-    with LocalControlPlane() as cp:
-        cp.create_crd(vmtemplate_crd())
-        with cp.client() as k:
-            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "contract"}}
-            assert k.post("/api/v1/namespaces", json=namespace).status_code == 201
+    with api_server_with_crd("contract") as cp:
         yield cp
 
 

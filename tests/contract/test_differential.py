@@ -19,6 +19,7 @@ from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import namespace_manifest, put_namespaces
 from greenops.models import Workload
 from greenops.policies.client import OpaClient
+from tests.admission import admission_review
 from tests.conftest import require_tool
 from tests.contract.corpus import CASES, NAMESPACE, TENANT, as_pulumi, generated, spec_of
 
@@ -59,18 +60,8 @@ def cluster_path(opa: OpaServer, spec: dict[str, Any]) -> tuple[bool, set[str], 
     """The admission webhook's verdict on a dry-run CREATE (decides, books nothing): allowed, the
     fields its message names, the message, and the answer."""
     name = f"case-{uuid.uuid4().hex[:8]}"
-    review = {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": str(uuid.uuid4()),
-            "kind": {"group": "composition.krateo.io", "version": "v1", "kind": "VmTemplate"},
-            "operation": "CREATE",
-            "namespace": NAMESPACE,
-            "dryRun": True,
-            "object": {"metadata": {"name": name, "namespace": NAMESPACE}, "spec": spec},
-        },
-    }
+    obj = {"metadata": {"name": name, "namespace": NAMESPACE}, "spec": spec}
+    review = admission_review(str(uuid.uuid4()), "CREATE", namespace=NAMESPACE, dryRun=True, object=obj)
     answer = httpx.post(f"{opa.url}/", json=review, timeout=30).json()["response"]
     if answer["allowed"]:
         return True, set(), "", answer

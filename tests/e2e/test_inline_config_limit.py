@@ -10,14 +10,13 @@ import json
 import subprocess
 
 import pytest
-import yaml
 
 from greenops import automation
 from greenops.errors import GreenOpsError
 from greenops.inline_config import ENVIRONMENT_STRING_LIMIT
-from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
-from tests.conftest import AZURE_SUBSCRIPTION, require_tool
-from tests.engine import KEY, require_engine, small_job
+from greenops.toolpaths import TOOLS_BIN, pulumi_env
+from tests.conftest import require_tool
+from tests.engine import project_beside_the_repo, render_mode_config, require_engine, small_job
 
 pytestmark = pytest.mark.e2e
 N = 1000
@@ -27,35 +26,10 @@ N = 1000
 def project(tmp_path_factory):
     require_engine()
     folder = tmp_path_factory.mktemp("inline")
-    (folder / "Pulumi.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "name": "greenops-platform",
-                "main": str(REPO),
-                "stackConfigDir": "stacks",
-                "runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": str(REPO / ".venv")}},
-            }
-        )
-    )
     workloads = [small_job(f"job-{i}", "2030-01-01T00:00:00Z") for i in range(N)]
     assert len(json.dumps(workloads)) > ENVIRONMENT_STRING_LIMIT
-    (folder / "stacks").mkdir()
-    (folder / "stacks" / "Pulumi.inline.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "config": {
-                    "greenops:workloads": workloads,
-                    "greenops:endpoints": {"opaUrl": "http://127.0.0.1:1", "schedulerUrl": "http://127.0.0.1:2"},
-                    "greenops:kubernetes": {"mode": "render", "renderDir": str(folder / "rendered")},
-                    "greenops:render": {
-                        "sshPublicKey": KEY,
-                        "skipAwait": True,
-                        "azureSubscriptionId": AZURE_SUBSCRIPTION,
-                    },
-                }
-            }
-        )
-    )
+    config = render_mode_config("http://127.0.0.1:1", "http://127.0.0.1:2", folder / "rendered", workloads=workloads)
+    project_beside_the_repo(folder, "inline", config)
     (folder / "state").mkdir()
     return folder
 

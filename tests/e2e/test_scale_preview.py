@@ -11,13 +11,11 @@ import time
 
 import psutil
 import pytest
-import yaml
 
 from benchmarks.scale import write_workloads
 from greenops import automation
-from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
-from tests.conftest import AZURE_SUBSCRIPTION
-from tests.engine import KEY, require_engine
+from greenops.toolpaths import TOOLS_BIN, pulumi_env
+from tests.engine import project_beside_the_repo, render_mode_config, require_engine
 
 pytestmark = pytest.mark.e2e
 N = 1000
@@ -30,33 +28,10 @@ def project(tmp_path_factory):
     stack file holds settings only, and the workloads are per-tenant files under workloads/."""
     require_engine()
     folder = tmp_path_factory.mktemp("scale")
-    (folder / "Pulumi.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "name": "greenops-platform",
-                "main": str(REPO),
-                "stackConfigDir": "stacks",
-                "runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": str(REPO / ".venv")}},
-            }
-        )
+    config = render_mode_config(
+        "http://127.0.0.1:1", "http://127.0.0.1:2", folder / "rendered", workloadsFrom="workloads"
     )
-    (folder / "stacks").mkdir()
-    (folder / "stacks" / "Pulumi.scale.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "config": {
-                    "greenops:workloadsFrom": "workloads",
-                    "greenops:endpoints": {"opaUrl": "http://127.0.0.1:1", "schedulerUrl": "http://127.0.0.1:2"},
-                    "greenops:kubernetes": {"mode": "render", "renderDir": str(folder / "rendered")},
-                    "greenops:render": {
-                        "sshPublicKey": KEY,
-                        "skipAwait": True,
-                        "azureSubscriptionId": AZURE_SUBSCRIPTION,
-                    },
-                }
-            }
-        )
-    )
+    project_beside_the_repo(folder, "scale", config)
     write_workloads(folder / "workloads", N)
     (folder / "state").mkdir()
     return folder

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from greenops.local.controlplane import LocalControlPlane
-from greenops.local.webhook import GROUP, VERSION, vmtemplate_crd
+from greenops.local.webhook import GROUP, VERSION
 from greenops.models.strings import RULES
-from tests.conftest import require_tool
+from tests.crd_api import api_server_with_crd
 from tests.policies.test_tenant_strings import CORPUS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tools]
@@ -21,13 +20,7 @@ SPEC["maxLatency"], SPEC["originRegion"] = 2000, "westeurope"
 
 @pytest.fixture(scope="module")
 def api():
-    for tool in ("etcd", "kube-apiserver"):
-        require_tool(tool)
-    with LocalControlPlane() as cp:
-        cp.create_crd(vmtemplate_crd())
-        with cp.client() as k:
-            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "crd-test"}}
-            assert k.post("/api/v1/namespaces", json=namespace).status_code == 201
+    with api_server_with_crd("crd-test") as cp:
         yield cp
 
 

@@ -11,23 +11,15 @@ import pytest
 from greenops.local.opa import OpaServer
 from greenops.local.webhook import namespace_manifest, put_namespaces
 from greenops.policies.client import OpaClient, PolicyUnauthorized
+from tests.admission import admission_review
+from tests.policies.test_opa_integration import WORKLOAD as ETL
 from tests.policies.test_opa_integration import vmtemplate
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 
 QUERY, ADMIN = "query-t0ken-for-greenvm", "admin-t0ken-for-kube-mgmt"
 DECISION = "/v1/data/greenops/placement/decision"
-WORKLOAD = {
-    "name": "etl",
-    "cpu": 4,
-    "memory": 8,
-    "duration": "2h",
-    "deadline": "2030-01-01T00:00:00Z",
-    "originRegion": "italynorth",
-    "tenant": "data",
-    "eligibleProviders": ["azure"],
-    "maxLatency": 100,
-}
+WORKLOAD = dict(ETL, eligibleProviders=["azure"], maxLatency=100)  # the integration tests' workload, Azure only
 POLICY = "package scratch\n\nx := 1\n"
 
 
@@ -98,18 +90,10 @@ def test_the_admin_token_writes_policies_and_data(http):
 
 
 def test_the_webhook_call_and_the_probes_need_no_token(http):
-    review = {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "u-1",
-            "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
-            "operation": "CREATE",
-            "namespace": "greenops",
-            "name": "d",
-            "object": {"metadata": {"name": "d"}},
-        },
-    }
+    deployment = {"metadata": {"name": "d"}}
+    review = admission_review(
+        "u-1", "CREATE", group="apps", kind="Deployment", namespace="greenops", name="d", object=deployment
+    )
     r = http.post("/", json=review)
     assert r.status_code == 200, r.text
     assert r.json()["response"] == {"uid": "u-1", "allowed": True}  # not a VmTemplate: passes untouched

@@ -14,6 +14,7 @@ import pytest
 from greenops.catalog import select_size
 from greenops.policies.bundle import ROOTS, build, stage
 from greenops.policies.client import OpaClient, PolicyDenied, PolicyUnavailable
+from tests.admission import admission_review
 
 pytestmark = pytest.mark.integration
 # The review's uid: the API server's are UUIDs, and admission books and releases only keys ending in one.
@@ -52,19 +53,9 @@ def vmtemplate(**spec):
 
 
 def review(op="CREATE", obj=None, old=None, kind="VmTemplate"):
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": UID,
-            "kind": {"group": "composition.krateo.io", "version": "v1-2-0", "kind": kind},
-            "operation": op,
-            "namespace": "greenops",
-            "name": "vm-1",
-            "object": obj,
-            "oldObject": old,
-        },
-    }
+    return admission_review(
+        UID, op, version="v1-2-0", kind=kind, namespace="greenops", name="vm-1", object=obj, oldObject=old
+    )
 
 
 def admit(opa, body) -> dict:

@@ -17,6 +17,7 @@ from greenops.local.controlplane import free_port
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import namespace_manifest, put_namespaces
+from tests.admission import admission_review
 from tests.principals import declare_opa
 
 pytestmark = pytest.mark.integration
@@ -42,16 +43,8 @@ def review(deadline: str) -> dict:
         "dataResidency": "eu",
         "tenant": "ml",
     }
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "5d0e1f2a-3b4c-4d5e-9f60-718293a4b5c1",
-            "kind": {"group": "composition.krateo.io", "version": "v1", "kind": "VmTemplate"},
-            "operation": "CREATE",
-            "object": {"metadata": {"name": "train", "namespace": "ml"}, "spec": spec},
-        },
-    }
+    obj = {"metadata": {"name": "train", "namespace": "ml"}, "spec": spec}
+    return admission_review("5d0e1f2a-3b4c-4d5e-9f60-718293a4b5c1", "CREATE", object=obj)
 
 
 def test_place_fail_closed_and_recover(opa_binary, catalog, tmp_path):
@@ -81,19 +74,10 @@ ANNOTATION = "greenops.io/decision"
 
 
 def admission(op: str, obj: dict, old: dict | None = None) -> dict:
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "5d0e1f2a-3b4c-4d5e-9f60-718293a4b5c2",
-            "kind": {"group": "composition.krateo.io", "version": "v1", "kind": "VmTemplate"},
-            "operation": op,
-            "namespace": "ml",
-            "name": obj["metadata"]["name"],
-            "object": obj,
-            "oldObject": old,
-        },
-    }
+    name = obj["metadata"]["name"]
+    return admission_review(
+        "5d0e1f2a-3b4c-4d5e-9f60-718293a4b5c2", op, namespace="ml", name=name, object=obj, oldObject=old
+    )
 
 
 def apply_patch(obj: dict, answer: dict) -> dict:

@@ -82,6 +82,12 @@ def props(servers, **workload):
     }
 
 
+def refused(p: dict, match: str) -> None:
+    """Placement refuses to create ``p``, with an error that ``match`` (a regular expression) finds."""
+    with pytest.raises(GreenOpsError, match=match):
+        PlacementProvider().create(p)
+
+
 class Clock:
     def __init__(self):
         self.now = datetime.now(UTC)
@@ -227,10 +233,7 @@ def test_policy_conflict_fails_closed(servers):
 def test_a_dependency_down_is_a_clear_error(servers, setting, named):
     p = props(servers)
     p[setting] = f"http://127.0.0.1:{free_port()}"
-    with pytest.raises(
-        GreenOpsError, match=rf"workload 'etl' was not placed: {named} at http://127\.0\.0\.1:\d+ did not answer"
-    ):
-        PlacementProvider().create(p)
+    refused(p, rf"workload 'etl' was not placed: {named} at http://127\.0\.0\.1:\d+ did not answer")
 
 
 def test_an_unreachable_cluster_is_a_named_error_and_the_record_is_kept(servers):
@@ -261,18 +264,17 @@ def test_the_scheduler_token_comes_from_the_stacks_secret_else_the_environment(s
     opa, scheduler = servers
     p = props(servers)
     p.pop("schedulerToken")
-    with pytest.raises(
-        GreenOpsError,
-        match=r"workload 'etl' was not placed: scheduler refused the request "
+    refused(
+        p,
+        r"workload 'etl' was not placed: scheduler refused the request "
         r"\(HTTP 401\): unauthenticated: a bearer token is required",
-    ):
-        PlacementProvider().create(p)
+    )
     # another tenant's token does not book for this one: refused by name
     other = scheduler.issue("web-stack", ["web"], paths=["pulumi"])
-    with pytest.raises(
-        GreenOpsError, match=r"scheduler refused the request \(HTTP 403\): tenant: principal web-stack .* tenant data"
-    ):
-        PlacementProvider().create(p | {"schedulerToken": other})
+    refused(
+        p | {"schedulerToken": other},
+        r"scheduler refused the request \(HTTP 403\): tenant: principal web-stack .* tenant data",
+    )
     placed = PlacementProvider().create(p | {"schedulerToken": scheduler.stack_token}).outs
     assert placed["decision"]["zone"] and placed["phase"] in ("Scheduled", "Running")
     # without the stack's secret, the ambient credential (a CI step's secret, greenops serve's export)
@@ -288,18 +290,16 @@ def test_the_opa_token_comes_from_the_stacks_secret_else_the_environment(servers
     opa, _ = servers
     p = props(servers)
     p.pop("opaToken")
-    with pytest.raises(
-        GreenOpsError,
-        match=rf"^workload 'etl' was not placed: OPA at {opa.url} requires a "
+    refused(
+        p,
+        rf"^workload 'etl' was not placed: OPA at {opa.url} requires a "
         r"bearer token and none was sent \(HTTP 401: ",
-    ):
-        PlacementProvider().create(p)
-    with pytest.raises(
-        GreenOpsError,
-        match=rf"^workload 'etl' was not placed: OPA at {opa.url} refused the "
+    )
+    refused(
+        p | {"opaToken": "stale"},
+        rf"^workload 'etl' was not placed: OPA at {opa.url} refused the "
         r"bearer token \(HTTP 401: .*\); set greenops:opaToken",
-    ):
-        PlacementProvider().create(p | {"opaToken": "stale"})
+    )
     placed = PlacementProvider().create(p | {"opaToken": opa.query_token}).outs
     assert placed["decision"]["zone"] and placed["phase"] in ("Scheduled", "Running")
     monkeypatch.setenv("GREENOPS_OPA_TOKEN", opa.query_token)

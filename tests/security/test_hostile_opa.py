@@ -11,6 +11,7 @@ import pytest
 
 from greenops.local.opa import OpaServer
 from greenops.local.webhook import namespace_manifest, put_namespaces
+from tests.admission import admission_review
 from tests.security.conftest import Tenancy, booking
 
 pytestmark = pytest.mark.integration
@@ -58,18 +59,7 @@ def delete_review(namespace: str, key: str) -> dict:
         "metadata": {"name": "z", "namespace": namespace, "annotations": {"greenops.io/reservation": key}},
         "spec": {"vmName": "z"},
     }
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "forged-1",
-            "kind": {"group": "composition.krateo.io", "version": "v1", "kind": "VmTemplate"},
-            "operation": "DELETE",
-            "namespace": namespace,
-            "name": "z",
-            "oldObject": vm,
-        },
-    }
+    return admission_review("forged-1", "DELETE", namespace=namespace, name="z", oldObject=vm)
 
 
 def test_a_forged_delete_review_cannot_release_a_pulumi_path_booking(tenancy: Tenancy, opa: OpaServer):

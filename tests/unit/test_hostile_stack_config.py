@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import UTC, datetime
 
 import pytest
 import yaml
@@ -14,20 +13,7 @@ import yaml
 from greenops.errors import MAX_MESSAGE_CHARS
 from greenops.stack_config import MAX_REPORTED_ERRORS, StackConfigError, parse_stack_config
 from greenops.workload_files import MAX_WORKLOADS
-
-NOW = datetime(2026, 11, 22, tzinfo=UTC)
-
-
-def workload(name: str, **over) -> dict:
-    return {
-        "name": name,
-        "cpu": 2,
-        "memory": 4,
-        "duration": "1h",
-        "deadline": "2027-01-01T00:00:00Z",
-        "originRegion": "westeurope",
-        **over,
-    }
+from tests.stack_workloads import NOW, workload
 
 
 def refused(raw: dict, root=None) -> str:

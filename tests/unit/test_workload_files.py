@@ -3,26 +3,11 @@ as greenops:workloads, each error pointing at its file and position."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 import yaml
 
 from greenops.stack_config import StackConfigError, parse_stack_config
-
-NOW = datetime(2026, 11, 22, tzinfo=UTC)
-
-
-def workload(name: str, **over) -> dict:
-    return {
-        "name": name,
-        "cpu": 2,
-        "memory": 4,
-        "duration": "1h",
-        "deadline": "2027-01-01T00:00:00Z",
-        "originRegion": "westeurope",
-        **over,
-    }
+from tests.stack_workloads import NOW, workload
 
 
 def write(path, doc) -> None:
