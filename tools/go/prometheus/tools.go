@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools pins the upstream main packages this wrapper module builds.
+package tools
+
+import (
+	_ "github.com/prometheus/prometheus/cmd/prometheus"
+	_ "github.com/prometheus/prometheus/cmd/promtool"
+)
