@@ -71,8 +71,9 @@ SCHEDULER_TOKENS = {
     "greenops:schedulerAdminToken": "S4d-scheduler-admin-s3cret",  # the scheduler's bootstrap admin
     "greenops:opaSchedulerToken": "O2p-opa-at-the-scheduler-s3cret",  # OPA's principal at the scheduler
 }
+METRICS_TOKEN = {"greenops:metricsToken": "M3t-prometheus-s3cret"}  # Prometheus's, with monitoring on
 # what a cluster install with the scheduler and policy on refuses to go without (greenops.program)
-CREDENTIALS = {**SCHEDULER_TOKENS, **OPA_TOKENS}
+CREDENTIALS = {**SCHEDULER_TOKENS, **OPA_TOKENS, **METRICS_TOKEN}
 
 
 def run_platform(
