@@ -433,6 +433,32 @@ class ReconcilerConfig(_Section):
         return self
 
 
+class MonitoringConfig(_Section):
+    """greenops:platform.monitoring: the Prometheus Operator's monitors and rule and a Grafana
+    dashboard (the cluster must run the Prometheus Operator; its CRDs are not installed here)."""
+
+    enabled: bool = False
+    prometheus_labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="labels your Prometheus selects monitors and rules by (kube-prometheus-stack: release: <name>)",
+    )
+    grafana_labels: dict[str, str] = Field(
+        default_factory=lambda: {"grafana_dashboard": "1"},
+        description="the label Grafana's dashboard sidecar watches ConfigMaps for",
+    )
+    dashboard_namespace: str | None = Field(
+        default=None, description="where the dashboard's ConfigMap goes; default the scheduler's namespace"
+    )
+    scrape_interval: str = Field(default="30s", pattern=r"^[1-9][0-9]*(s|m)$")
+    prometheus_namespace: LabelSelector = Field(
+        default_factory=lambda: _namespace("monitoring"),
+        description="labels of Prometheus's namespace: the NetworkPolicies admit its scrapes from there",
+    )
+    capacity_ratio: float = Field(
+        default=0.9, gt=0, le=1, description="GreenOpsCapacityNearlyFull fires above this share of a zone's capacity"
+    )
+
+
 class PlatformConfig(_Section):
     krateo: KrateoConfig = Field(default_factory=KrateoConfig)
     azure: AzureConfig = Field(default_factory=lambda: AzureConfig(enabled=False))
@@ -450,6 +476,7 @@ class PlatformConfig(_Section):
     external_access: ExternalAccessConfig = Field(default_factory=ExternalAccessConfig)
     # after every part: its check reads them
     network_policy: NetworkPolicyConfig = Field(default_factory=NetworkPolicyConfig)
+    monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)
     versions: PinnedVersions = Field(
         default_factory=pinned_versions,
         description="components/versions.yaml; a stack overrides an entry, or fields of one, under versions.<entry>",

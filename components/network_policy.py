@@ -121,6 +121,8 @@ def platform_policies(c: PlatformConfig) -> list[Policy]:
     callers = [_selected(labels) for labels in n.decision_client_namespaces]
     if c.reconciler.enabled:
         callers.append(_in(c.reconciler.stack_namespace))
+    # Prometheus scrapes the scheduler and OPA on their API ports (greenops:platform.monitoring)
+    scrapers = [_selected(c.monitoring.prometheus_namespace)] if c.monitoring.enabled else []
     policies: list[Policy] = []
     namespaces: list[str] = []
 
@@ -145,7 +147,7 @@ def platform_policies(c: PlatformConfig) -> list[Policy]:
                     "podSelector": _pods(opa),
                     "policyTypes": ["Ingress", "Egress"],
                     "ingress": [
-                        {"from": [ingress_controller, *callers], "ports": _ports(policy_engine.OPA_PORT)},
+                        {"from": [ingress_controller, *callers, *scrapers], "ports": _ports(policy_engine.OPA_PORT)},
                         {"from": _addresses(n.api_server_cidrs), "ports": _ports(policy_engine.WEBHOOK_PORT)},
                     ],
                     "egress": egress,
@@ -155,7 +157,7 @@ def platform_policies(c: PlatformConfig) -> list[Policy]:
     if c.scheduler.enabled:
         ns = c.scheduler.namespace
         own(ns)
-        callers_of_scheduler = [ingress_controller, *callers]
+        callers_of_scheduler = [ingress_controller, *callers, *scrapers]
         if c.policy.enabled:
             callers_of_scheduler.append(_in(c.policy.namespace, policy_engine.LABELS))
         if c.controller.enabled:

@@ -16,6 +16,7 @@ from components.controller import Controller, ControllerArgs, scheduler_principa
 from components.external_access import Backend, ExternalAccess, ExternalAccessArgs, opa_backend
 from components.krateo import KrateoArgs, KrateoPlatform
 from components.mlops import ModelServing, ModelServingArgs, ModelTracking, ModelTrackingArgs
+from components.monitoring import Monitoring, MonitoringArgs
 from components.network_policy import NetworkPolicies, NetworkPoliciesArgs
 from components.policy_engine import SERVICE_PORT as OPA_SERVICE_PORT
 from components.policy_engine import PolicyEngine, PolicyEngineArgs
@@ -37,6 +38,7 @@ class PlatformSecrets:
     opa_admin_token: pulumi.Input[str] | None = None  # greenops:opaAdminToken: kube-mgmt's, for writes
     scheduler_database_url: pulumi.Input[str] | None = None  # greenops:schedulerDatabaseUrl: an existing PostgreSQL
     scheduler_db_password: pulumi.Input[str] | None = None  # greenops:schedulerDbPassword: or the platform's own
+    metrics_token: pulumi.Input[str] | None = None  # greenops:metricsToken: Prometheus's, with monitoring
 
 
 @dataclass
@@ -86,6 +88,7 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                     db_password=s.scheduler_db_password,
                     postgresql_chart=pins.postgresql,
                     platform_principals=scheduler_principals(c),
+                    metrics_token=s.metrics_token if c.monitoring.enabled else None,
                 ),
                 child,
             )
@@ -161,6 +164,21 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                     after=list(self.parts.values()),
                 ),
                 child,
+            )
+        if c.monitoring.enabled and c.scheduler.enabled:
+            policy = self.parts.get("policy")
+            self.parts["monitoring"] = Monitoring(
+                "monitoring",
+                MonitoringArgs(
+                    c.monitoring,
+                    c.scheduler.namespace,
+                    c.policy.namespace if policy else None,
+                    controller="controller" in self.parts,
+                    metrics_token=args.secrets.metrics_token or "",
+                    opa_ca_pem=policy.ca.cert_pem if isinstance(policy, PolicyEngine) else None,
+                    interval_seconds=args.reconcile_interval_seconds,
+                ),
+                pulumi.ResourceOptions(parent=self, depends_on=list(self.parts.values())),
             )
         if c.external_access.enabled:
             policy, scheduler = self.parts["policy"], self.parts["scheduler"]

@@ -66,6 +66,14 @@ class GreenOpsSchedulerArgs:
     postgresql_chart: ChartPin | None = None
     # the platform's own ServiceAccounts it accepts besides the stack's (the cluster path's controller)
     platform_principals: list[ServiceAccountPrincipal] = field(default_factory=list)
+    metrics_token: pulumi.Input[str] | None = None  # greenops:metricsToken: Prometheus's, declared by digest
+
+
+def _digest(token: pulumi.Input[str] | None) -> pulumi.Output[str | None]:
+    """A declared token's SHA-256: a digest of a 256-bit token is not a secret."""
+    if token is None:
+        return pulumi.Output.from_input(None)
+    return pulumi.Output.from_input(token).apply(lambda t: hashlib.sha256(t.encode()).hexdigest())
 
 
 def _probe(path: str) -> k8s.core.v1.ProbeArgs:
@@ -89,14 +97,20 @@ def service_accounts(
 
 
 def principals_document(
-    c: SchedulerConfig, opa_digest: str | None, platform_principals: Sequence[ServiceAccountPrincipal] = ()
+    c: SchedulerConfig,
+    opa_digest: str | None,
+    platform_principals: Sequence[ServiceAccountPrincipal] = (),
+    metrics_digest: str | None = None,
 ) -> str:
     """The principals file (greenops.identity.principals) the scheduler reads: OPA, which books and
-    releases cluster-path reservations for every tenant (the namespace's label says whose), and the
-    ServiceAccounts of service_accounts."""
+    releases cluster-path reservations for every tenant (the namespace's label says whose), Prometheus
+    (greenops:metricsToken: reads /metrics, every tenant, writes nothing), and the ServiceAccounts of
+    service_accounts."""
     entries: list[dict[str, Any]] = []
     if opa_digest is not None:
         entries.append({"name": "opa", "tokenSha256": opa_digest, "role": "write", "paths": ["cluster"]})
+    if metrics_digest is not None:
+        entries.append({"name": "prometheus", "tokenSha256": metrics_digest, "role": "read", "paths": ["api"]})
     entries += [a.model_dump(by_alias=True, exclude_none=True) for a in service_accounts(c, platform_principals)]
     return yaml.safe_dump({"principals": entries}, sort_keys=False)
 
@@ -171,16 +185,16 @@ class GreenOpsScheduler(pulumi.ComponentResource):
             ADMIN_TOKEN_DIR,
             in_ns,
         )
-        opa_digest = (
-            pulumi.Output.from_input(args.opa_token).apply(lambda t: hashlib.sha256(t.encode()).hexdigest())
-            if args.opa_token is not None
-            else pulumi.Output.from_input(None)
-        )
+        digests = pulumi.Output.all(_digest(args.opa_token), _digest(args.metrics_token))
         self.principals = k8s.core.v1.ConfigMap(
             f"{name}-principals",
             metadata=k8s.meta.v1.ObjectMetaArgs(name="greenops-scheduler-principals", namespace=c.namespace),
             # a digest of a 256-bit token is not a secret: nothing can be recovered from it
-            data={"principals.yaml": opa_digest.apply(lambda d: principals_document(c, d, args.platform_principals))},
+            data={
+                "principals.yaml": digests.apply(
+                    lambda d: principals_document(c, d[0], args.platform_principals, metrics_digest=d[1])
+                )
+            },
             opts=in_ns,
         )
         # the root filesystem is read-only: Python's and the libraries' temporary files go here

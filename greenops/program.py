@@ -118,12 +118,14 @@ def missing_credentials(platform_config: PlatformConfig, secrets: PlatformSecret
         "opaSchedulerToken": c.policy.enabled,  # OPA's own principal at the scheduler (cluster path only)
         "opaToken": c.policy.enabled,  # decision queries (Placement's)
         "opaAdminToken": c.policy.enabled,  # kube-mgmt's writes
+        "metricsToken": c.monitoring.enabled and c.scheduler.enabled,  # Prometheus's: the metrics name tenants
     }
     given = {
         "schedulerAdminToken": secrets.scheduler_admin_token,
         "opaSchedulerToken": secrets.opa_scheduler_token,
         "opaToken": secrets.opa_token,
         "opaAdminToken": secrets.opa_admin_token,
+        "metricsToken": secrets.metrics_token,
     }
     missing = [f"greenops:{k}" for k, wanted in needed.items() if wanted and given[k] is None]
     if not missing:
@@ -175,6 +177,7 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
         opa_admin_token=cfg.get_secret("opaAdminToken"),
         scheduler_database_url=cfg.get_secret("schedulerDatabaseUrl"),
         scheduler_db_password=cfg.get_secret("schedulerDbPassword"),
+        metrics_token=cfg.get_secret("metricsToken"),
     )
     if missing := missing_credentials(platform_config, secrets):
         raise pulumi.RunError(missing)

@@ -71,8 +71,9 @@ SCHEDULER_TOKENS = {
     "greenops:schedulerAdminToken": "S4d-scheduler-admin-s3cret",  # the scheduler's bootstrap admin
     "greenops:opaSchedulerToken": "O2p-opa-at-the-scheduler-s3cret",  # OPA's principal at the scheduler
 }
+METRICS_TOKEN = {"greenops:metricsToken": "M3t-prometheus-s3cret"}  # Prometheus's, with monitoring on
 # what a cluster install with the scheduler and policy on refuses to go without (greenops.program)
-CREDENTIALS = {**SCHEDULER_TOKENS, **OPA_TOKENS}
+CREDENTIALS = {**SCHEDULER_TOKENS, **OPA_TOKENS, **METRICS_TOKEN}
 
 
 def run_platform(
@@ -151,8 +152,8 @@ def stack_platform(stack: str) -> dict:
 def test_the_prod_stack_previews_the_whole_platform():
     m = collect(stack_platform("prod"))
     assert (
-        len({r.typ for r in m.resources if r.typ.startswith("greenops:platform:")}) == 14
-    )  # + WorkloadReconciler, ExternalAccess, NetworkPolicies
+        len({r.typ for r in m.resources if r.typ.startswith("greenops:platform:")}) == 15
+    )  # + WorkloadReconciler, ExternalAccess, NetworkPolicies, Monitoring
     assert len(of(m, "kubernetes:serving.kserve.io/v1beta1:InferenceService")) == 6  # 5 zones + generic
 
 
@@ -496,7 +497,7 @@ def test_a_platform_without_its_credentials_is_refused_at_preview_by_key():
     from components.policy_engine import PolicyEngine, PolicyEngineArgs
     from greenops import program
 
-    lean = {**PROD, "mlflow": {"enabled": False}, "kserve": {"enabled": False}}
+    lean = {**PROD, "mlflow": {"enabled": False}, "kserve": {"enabled": False}, "monitoring": {"enabled": True}}
     # each missing credential alone is refused, by its key, before anything is declared
     for missing in CREDENTIALS:
         m = run_platform(lean, without=missing)

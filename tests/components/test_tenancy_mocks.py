@@ -159,6 +159,7 @@ def test_opas_webhook_port_admits_only_the_api_server_and_its_api_only_named_cal
     assert {json.dumps(p["namespaceSelector"], sort_keys=True) for p in by_port[8443]} == {
         '{"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}',
         '{"matchLabels": {"kubernetes.io/metadata.name": "greenops-reconciler"}}',
+        '{"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}',  # Prometheus's scrapes (monitoring on)
     }
     # the scheduler admits OPA, the ingress controller, the reconciler and, beside it, the cluster
     # path's controller, on its one port
@@ -169,6 +170,7 @@ def test_opas_webhook_port_admits_only_the_api_server_and_its_api_only_named_cal
         "ingress-nginx",
         "greenops-reconciler",
         "opa",
+        "monitoring",  # Prometheus, with greenops:platform.monitoring on
     }
     assert [p for p in rule["from"] if p not in other_namespaces] == [
         {
