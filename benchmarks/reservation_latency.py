@@ -61,6 +61,15 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=400)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="greenops-bench-"))
+    # Every request books 2 vCPU (840 in all at the default 400): the bench tenant gets no quota from
+    # policy, and the rate limit is off, so what is measured is the booking, not a refusal.
+    policy = work / "policy.yaml"
+    policy.write_text("tenant_vcpu_quota: {}\ndefault_tenant_vcpu_quota: null\n")
+    settings = {
+        "GREENOPS_NOW": NOW,
+        "GREENOPS_SCHEDULER_POLICY_CONFIG": str(policy),
+        "GREENOPS_SCHEDULER_RATE_LIMIT": "none",
+    }
     rows = []
     with ExitStack() as stack:
         pg = stack.enter_context(PostgresServer())
@@ -70,7 +79,7 @@ def main() -> None:
             ("PostgreSQL 127.0.0.1", pg.url),
         ):
             with SchedulerServer(
-                capacity_vcpu=100000, database=database, env={"GREENOPS_NOW": NOW}, log=work / f"{len(rows)}.log"
+                capacity_vcpu=100000, database=database, env=settings, log=work / f"{len(rows)}.log"
             ) as s:
                 lat = measure(s.url, args.requests, s.issue("bench", ["bench"]))
             p99 = lat[max(0, int(len(lat) * 0.99) - 1)]

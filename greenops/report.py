@@ -29,8 +29,10 @@ def power_model() -> PowerFile:
     return PowerFile.model_validate_json((data_dir() / "power.json").read_text())
 
 
-def account(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    model = power_model()
+def account(rows: list[dict[str, Any]], model: PowerFile | None = None) -> list[dict[str, Any]]:
+    """Each row with its energy and grams; ``model`` saves reading data/power.json again (the
+    scheduler accounts every booking it places)."""
+    model = model or power_model()
     u = model.utilisation
     out = []
     for r in rows:

@@ -85,7 +85,7 @@ class TokenStore:
         token = PREFIX + secrets.token_urlsafe(32)
         token_id = "tok_" + secrets.token_hex(6)
         tenants = sorted(set(req.tenants)) if req.tenants is not None else None
-        with self._store.writing() as conn:
+        with self._store.writing("token_issue") as conn:
             conn.execute(
                 insert(api_tokens).values(
                     id=token_id,
@@ -101,7 +101,7 @@ class TokenStore:
         return Issued(token_id, token, _principal(req.name, req.role, tenants, req.paths, token_id))
 
     def revoke(self, token_id: str, now: datetime) -> dict[str, Any]:
-        with self._store.writing() as conn:
+        with self._store.writing("token_revoke") as conn:
             found = conn.execute(select(api_tokens).where(api_tokens.c.id == token_id)).mappings().first()
             if found is None:
                 raise UnknownToken(f"token {token_id}: no such token")
@@ -112,13 +112,13 @@ class TokenStore:
         return _public(row)
 
     def list(self) -> list[dict[str, Any]]:
-        with self._store.reading() as conn:
+        with self._store.reading("token_list") as conn:
             rows = conn.execute(select(api_tokens).order_by(api_tokens.c.created_at)).mappings().all()
         return [_public(dict(r)) for r in rows]
 
     def lookup(self, token: str, now: datetime) -> Principal | str:
         """The principal ``token`` proves, or why it proves none."""
-        with self._store.reading() as conn:
+        with self._store.reading("token_lookup") as conn:
             row = conn.execute(select(api_tokens).where(api_tokens.c.token_sha256 == digest(token))).mappings().first()
         if row is None:
             return "the bearer token is not known"

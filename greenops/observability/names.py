@@ -36,10 +36,18 @@ REQUEST_SECONDS = Metric(
     "Scheduler HTTP requests by route template, method and outcome (ok, client_error, server_error)",
     ("route", "method", "outcome"),
 )
+# A booking request's result: placed (booked), replayed (a retry answered from the record), dry_run
+# (decided, nothing booked), refused (the caller's scope or the tenant's quota), invalid (a 422),
+# conflict (409: no capacity before the deadline), rate_limited (429), unavailable (503: the source
+# is down or no decision within req_timeout). A request refused before its tenant or path is decided
+# (a 429, a 403 for a tenant the caller does not act for) counts under the caller's only tenant or
+# path, else under UNRESOLVED: a label value no tenant can have, never the body's string.
+BOOKING_RESULTS = ("placed", "replayed", "dry_run", "refused", "invalid", "conflict", "rate_limited", "unavailable")
+UNRESOLVED = "(unresolved)"
 BOOKINGS = Metric(
     "greenops_scheduler_bookings",
     "counter",
-    "Booking requests by path, tenant and result (placed, replayed, refused, conflict, rate_limited)",
+    "Booking requests by path, tenant and result (" + ", ".join(BOOKING_RESULTS) + ")",
     ("path", "tenant", "result"),
 )
 RESERVATIONS = Metric("greenops_scheduler_reservations", "gauge", "Reservations in the record by phase", ("phase",))
@@ -62,7 +70,11 @@ CARBON_BASELINE = Metric(
     ("path",),
 )
 CARBON_SAVED = Metric(
-    "greenops_scheduler_carbon_saved_grams", "counter", "Baseline minus expected gCO2e of the placed runs", ("path",)
+    "greenops_scheduler_carbon_saved_grams",
+    "counter",
+    "Baseline minus expected gCO2e of each placed booking that saves: a counter cannot fall, so a booking "
+    "above its baseline adds nothing here (the net is baseline_grams minus expected_grams)",
+    ("path",),
 )
 FORECAST_SECONDS = Metric(
     "greenops_scheduler_forecast_duration_seconds", "histogram", "Forecast source calls by source", ("source",)

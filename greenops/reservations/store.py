@@ -40,7 +40,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from greenops.errors import GreenOpsError
@@ -123,6 +123,8 @@ class ReservationStore:
         self._serial = threading.RLock() if _in_memory(url) else contextlib.nullcontext()
         self._pruned_at = 0.0
         self._prune_lock = threading.Lock()
+        self._errors: dict[str, int] = defaultdict(int)
+        self._errors_lock = threading.Lock()
         self.migrate()
 
     @property
@@ -132,7 +134,7 @@ class ReservationStore:
     def migrate(self) -> None:
         cfg = Config()
         cfg.set_main_option("script_location", str(_MIGRATIONS))
-        with self._write() as conn:
+        with self._write("migrate") as conn:
             if self.dialect == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": _PG_MIGRATION_LOCK})
             cfg.attributes["connection"] = conn
@@ -142,23 +144,46 @@ class ReservationStore:
         self.engine.dispose()
 
     @contextlib.contextmanager
-    def _read(self) -> Iterator[Connection]:
-        with self._serial, self.engine.connect() as conn:
-            yield conn
+    def _read(self, operation: str) -> Iterator[Connection]:
+        try:
+            with self._serial, self.engine.connect() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            self._count_error(operation, exc)
+            raise
 
     @contextlib.contextmanager
-    def _write(self) -> Iterator[Connection]:
-        with self._serial, self._writer.begin() as conn:
-            yield conn
+    def _write(self, operation: str) -> Iterator[Connection]:
+        try:
+            with self._serial, self._writer.begin() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            self._count_error(operation, exc)
+            raise
 
-    # The record's other tables (the API tokens) share its database and its transaction discipline.
+    def _count_error(self, operation: str, exc: SQLAlchemyError) -> None:
+        # A conflict is the optimistic booking working as designed (the caller searches again); only
+        # what the database failed at counts as an error.
+        if isinstance(exc, IntegrityError) or (isinstance(exc, DBAPIError) and _retryable(exc)):
+            return
+        with self._errors_lock:
+            self._errors[operation] += 1
+
+    def errors(self) -> dict[str, int]:
+        """Database errors since this store was opened, by operation (the method, or the caller's
+        name for its own transaction): the scheduler exposes them as a counter."""
+        with self._errors_lock:
+            return dict(self._errors)
+
+    # The record's other tables (the API tokens) share its database and its transaction discipline;
+    # their callers name the operation an error is counted under.
     reading = _read
     writing = _write
 
     # --- reads -----------------------------------------------------------------------------
 
     def get(self, key: str) -> dict[str, Any] | None:
-        with self._read() as conn:
+        with self._read("get") as conn:
             row = conn.execute(select(reservations).where(reservations.c.key == key)).mappings().first()
         return dict(row) if row else None
 
@@ -176,7 +201,7 @@ class ReservationStore:
         """Booked milli-vCPUs per zone and slot in ``[first_slot, last_slot)``, without the key's
         own active booking (a changed spec may reuse its own slots)."""
         used: dict[str, dict[int, int]] = defaultdict(dict)
-        with self._read() as conn:
+        with self._read("calendar") as conn:
             rows = conn.execute(
                 select(slot_usage).where(
                     and_(slot_usage.c.zone.in_(zones), slot_usage.c.slot >= first_slot, slot_usage.c.slot < last_slot)
@@ -224,7 +249,7 @@ class ReservationStore:
                 q = q.where(reservations.c.end_at > now)
         elif where.ended_after is not None:
             q = q.where(or_(reservations.c.phase.in_(ACTIVE), reservations.c.end_at > where.ended_after))
-        with self._read() as conn:
+        with self._read("list") as conn:
             return [dict(r) for r in conn.execute(q).mappings()]
 
     # --- writes ----------------------------------------------------------------------------
@@ -237,7 +262,7 @@ class ReservationStore:
             for slot, delta in _deltas(seen.placements, -seen.milli_cpu).items():
                 deltas[slot] += delta
         try:
-            with self._write() as conn:
+            with self._write("commit") as conn:
                 self._claim_key(conn, booking, seen, now)
                 self._check_quota(conn, booking, now)
                 self._apply(conn, deltas, capacity_milli)
@@ -268,7 +293,7 @@ class ReservationStore:
         returned as it is: a retried release or a late report changes nothing. ``authorize`` sees
         the row under its lock, before anything changes, and raises to refuse."""
         assert phase is None or phase in ACTIVE or phase in TERMINAL
-        with self._write() as conn:
+        with self._write("report") as conn:
             row = (
                 conn.execute(select(reservations).where(reservations.c.key == key).with_for_update()).mappings().first()
             )
@@ -393,7 +418,7 @@ class ReservationStore:
             if time.monotonic() - self._pruned_at < PRUNE_EVERY:
                 return
             self._pruned_at = time.monotonic()
-        with self._write() as conn:
+        with self._write("prune") as conn:
             conn.execute(slot_usage.delete().where(slot_usage.c.slot < int(now.timestamp() // SLOT) - 1))
 
 

@@ -6,7 +6,7 @@ back to exactly zero: no float drift in a calendar that is incremented and decre
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, Column, DateTime, Integer, MetaData, String, Table
+from sqlalchemy import JSON, Column, DateTime, Index, Integer, MetaData, String, Table
 
 metadata = MetaData()
 
@@ -37,6 +37,8 @@ reservations = Table(
     Column("lifecycle", JSON),  # the recorded phases and their real times (placement.lifecycle)
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
+    # the reservations still Scheduled past their start, read at every scrape (greenops.reservations.census)
+    Index("ix_reservations_phase_start_at", "phase", "start_at"),
 )
 
 # vCPUs booked per zone and hourly slot (hours since the epoch): the capacity calendar. Updated in

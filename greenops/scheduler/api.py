@@ -29,9 +29,18 @@ from greenops.identity.principals import Declared
 from greenops.identity.tokens import TokenStore, digest
 from greenops.policies.config import PolicySettings, load_policy_settings
 from greenops.reservations import ReservationStore
-from greenops.scheduler import credentials_api, forecast_api, health_api, reservations_api, scheduling_api
+from greenops.scheduler import (
+    credentials_api,
+    forecast_api,
+    health_api,
+    metrics_api,
+    reservations_api,
+    scheduling_api,
+)
 from greenops.scheduler.auth import ADMIN, Authenticator, requires
 from greenops.scheduler.limits import BodyLimit
+from greenops.scheduler.metrics import SchedulerMetrics
+from greenops.scheduler.metrics_api import RequestTimer
 from greenops.scheduler.offload import SearchPool
 from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.scheduler.scheduling_api import MAX_WORK
@@ -84,8 +93,9 @@ def create_app(
         lifespan=_close_searches,
     )
     record = store or ReservationStore("sqlite://")
+    metrics = SchedulerMetrics(record, capacity_vcpu)
     state = SchedulerState(
-        source=source,
+        source=metrics.measured(source),
         store=record,
         clock=clock,
         capacity_vcpu=capacity_vcpu,
@@ -98,10 +108,13 @@ def create_app(
         policy=policy or load_policy_settings(),
         rate_limit=PrincipalRateLimit(rate_limit) if rate_limit else None,
         searches=SearchPool(),
+        metrics=metrics,
     )
     app.state.scheduler = state
     # Bodies are bounded before they are read into memory (413 naming the limit).
     app.add_middleware(BodyLimit)
+    # Outermost (added last), so it times what the caller waits for, the 413s above included.
+    app.add_middleware(RequestTimer, histogram=metrics.requests)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(Forbidden, _forbidden)
     app.include_router(health_api.router)
@@ -110,6 +123,7 @@ def create_app(
     app.include_router(reservations_api.router)
     app.include_router(credentials_api.router)
     app.include_router(forecast_api.router, dependencies=[Depends(requires("read"))])
+    app.include_router(metrics_api.router)  # a read credential for every tenant (metrics_api)
 
     # The dashboard builds its router per app: it is shared with `greenops dashboard`'s loopback
     # app, which reads a scheduler over HTTP rather than this state. Here each request sees the

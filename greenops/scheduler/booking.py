@@ -84,10 +84,12 @@ def book(
     search: Callable[[CapacityLedger], list[Placement]],
     answer_of: Callable[[list[Placement]], dict[str, Any]],
     authorize: Callable[[dict[str, Any]], None] = lambda row: None,
+    retried: Callable[[], None] = lambda: None,
 ) -> Outcome:
     """``row`` is the key's record as the caller read it; after a conflict it is read again, and
     ``authorize`` (which raises to refuse) judges every version of it the booking could replace:
-    the commit only replaces the revision that was judged."""
+    the commit only replaces the revision that was judged. ``retried`` is told of every commit
+    that met a conflict and is tried again."""
     digest = spec_hash(ask.request)
     first_slot, last_slot = int(ask.begin // SLOT), int(-(-ask.deadline // SLOT))
     capacity_milli = milli(capacity_vcpu) if capacity_vcpu != float("inf") else 2**62
@@ -123,8 +125,9 @@ def book(
             return Outcome(store.commit(booking, seen, capacity_milli, now), replayed=False)
         except Conflict as exc:
             last_conflict = str(exc)
-            if time.monotonic() > give_up_at:
+            if time.monotonic() > give_up_at or attempt == MAX_ATTEMPTS - 1:
                 break
+            retried()
     raise DecisionTimeout(f"the calendar kept changing under this request ({last_conflict})")
 
 

@@ -37,6 +37,7 @@ from greenops.scheduler.algorithm import search as search_by_rule
 from greenops.scheduler.auth import Writer
 from greenops.scheduler.booking import Ask, Outcome, book, replay
 from greenops.scheduler.contract import Considered, PlacementOut, SchedulingRequest, SchedulingResponse
+from greenops.scheduler.metrics import SchedulerMetrics, Tally, result_of
 from greenops.scheduler.offload import SearchPool
 from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.scheduler.series import ceil_second, to_epoch
@@ -84,16 +85,31 @@ class Decider:
     rate_limit: PrincipalRateLimit | None
     searches: SearchPool
     policy: PolicySettings
+    metrics: SchedulerMetrics
 
     def schedule(self, req: SchedulingRequest, key: str, principal: Principal) -> JSONResponse:
+        """Decide and book, counting the request's result by path and tenant."""
+        tally = Tally.of(principal)
+        try:
+            response = self._schedule(req, key, principal, tally)
+        except Forbidden:
+            tally.result = "refused"
+            self.metrics.booked(tally)
+            raise
+        replayed = "idempotent-replayed" in response.headers
+        tally.result = tally.result or result_of(response.status_code, replayed, req.dry_run)
+        self.metrics.booked(tally)
+        return response
+
+    def _schedule(self, req: SchedulingRequest, key: str, principal: Principal, tally: Tally) -> JSONResponse:
         started = time.monotonic()
         give_up_at = started + req.req_timeout
         if self.rate_limit and (refused := self.rate_limit.refuse(principal.bucket, principal.name)):
             return refused
         # Whose booking it is comes from the principal, never from the body: the body may only pick
         # among the tenants and paths the principal already has (Forbidden, 403, otherwise).
-        tenant = principal.tenant_for(req.tenant, DEFAULT_TENANT)
-        path = principal.path_for(req.path)
+        tally.tenant = tenant = principal.tenant_for(req.tenant, DEFAULT_TENANT)
+        tally.path = path = principal.path_for(req.path)
         quota = self._quota(tenant, req.tenant_quota_vcpu)
         # the default rule stays out of the request as stored, so bookings made before the field
         # existed still replay (their spec hash has no rule in it)
@@ -224,12 +240,14 @@ class Decider:
                 search,
                 answer_of,
                 authorize=principal.may_change,
+                retried=self.metrics.retries.labels("commit").inc,
             )
         except UnknownZone as exc:
             return _field_error("eligible_regions", str(exc))
         except NoFeasibleWindow as exc:
             return _field_error("eligible_regions", str(exc), code=409)
         except QuotaExceeded as exc:
+            tally.result = "refused"  # a 409 like a full calendar, but policy's refusal, not a conflict
             return _field_error("tenant", str(exc), code=409)
         except (SourceUnavailable, DecisionTimeout) as exc:
             log.warning("scheduling.unavailable", reason=str(exc))
@@ -252,6 +270,8 @@ class Decider:
             dry_run=req.dry_run,
             elapsed_ms=round((time.monotonic() - started) * 1000, 2),
         )
+        if not done.replayed and not req.dry_run:
+            self.metrics.placed(path, req.cpu, req.memory, req.duration, done.answer, req.regions)
         return _answer(done)
 
     def _quota(self, tenant: str, asked: float | None) -> float | None:
@@ -269,7 +289,9 @@ class Decider:
 
 
 async def get_decider(state: StateDep, source: SourceDep, store: StoreDep, clock: ClockDep) -> Decider:
-    return Decider(source, store, clock, state.capacity_vcpu, state.rate_limit, state.searches, state.policy)
+    return Decider(
+        source, store, clock, state.capacity_vcpu, state.rate_limit, state.searches, state.policy, state.metrics
+    )
 
 
 DeciderDep = Annotated[Decider, Depends(get_decider)]

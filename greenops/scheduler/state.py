@@ -20,6 +20,7 @@ from fastapi import Depends, Request
 from greenops.policies.config import PolicySettings
 from greenops.reservations import ReservationStore
 from greenops.scheduler.auth import Authenticator
+from greenops.scheduler.metrics import SchedulerMetrics
 from greenops.scheduler.offload import SearchPool
 from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.scheduler.sources.base import CarbonSource
@@ -38,6 +39,7 @@ class SchedulerState:
     policy: PolicySettings  # the tenants' quotas: the same settings the policy bundle ships
     rate_limit: PrincipalRateLimit | None
     searches: SearchPool
+    metrics: SchedulerMetrics  # this app's instruments, on its own registry
 
 
 async def get_state(request: Request) -> SchedulerState:

@@ -84,7 +84,7 @@ def test_a_bad_row_already_in_the_record_never_takes_the_views_down(tenancy: Ten
             "workload": {"name": 12345, "memory": "lots"},
             "explanation": ["not", "an", "object"],
         }
-        with store.writing() as conn:
+        with store.writing("hand_edit") as conn:
             conn.execute(update(reservations).where(reservations.c.key == "team-a/legacy").values(request=request))
     finally:
         store.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from greenops.errors import GreenOpsError
@@ -34,6 +35,9 @@ class CarbonSource(ABC):
     """Intensity for a zone over a period, at the source's own resolution."""
 
     name: str = "source"
+    # Told when this source's own upstream failed and its fallback answered in its place: the decision
+    # goes on, but the forecast source is down (the scheduler counts it among the source's errors).
+    on_fallback: Callable[[], None] | None = None
 
     @abstractmethod
     def zones(self) -> frozenset[str]:
@@ -58,6 +62,11 @@ class CarbonSource(ABC):
 
     def describe(self) -> str:
         return self.name
+
+    def fell_back(self) -> None:
+        """Called by a source with a fallback when that fallback answers for it."""
+        if self.on_fallback is not None:
+            self.on_fallback()
 
 
 def extend_with(primary: Series, fallback: Series, t1: float) -> Series:

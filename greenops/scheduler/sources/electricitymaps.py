@@ -80,6 +80,7 @@ class ElectricityMapsSource(CarbonSource):
             if self.fallback is None:
                 raise
             log.warning("electricitymaps.fallback", zone=zone, reason=str(exc))
+            self.fell_back()
             return self.fallback.series(zone, t0, t1, now)
         if predicted.start > t0:
             # the forecast starts at the next full hour: the current partial hour takes its first value

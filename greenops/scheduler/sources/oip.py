@@ -150,6 +150,7 @@ class OipSource(CarbonSource):
             if self.fallback is None:
                 raise
             log.warning("oip.fallback", zone=zone, reason=str(exc))
+            self.fell_back()
             self.answers["fallback"] += 1
             return self.fallback.series(zone, t0, t1, now)
         if self.fallback is not None:
