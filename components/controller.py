@@ -37,9 +37,10 @@ TOKEN_DIR = "/var/run/secrets/greenops/scheduler"  # the projected token it pres
 TOKEN_SECONDS = 3600  # the kubelet rotates the token at 80% of this; the controller re-reads it at each call
 TALKS_TO_THE_API_SERVER = "the controller lists and watches VmTemplates and holds its Lease with the pod's token"
 UNPROBED = (
-    "the controller serves no HTTP; a replica that stops renewing its Lease stops acting within the renew "
-    "deadline and another takes over"
+    "the controller serves only its metrics, which answer whether or not it works; a replica that stops "
+    "renewing its Lease stops acting within the renew deadline and another takes over"
 )
+METRICS_PORT = 8080  # /metrics (greenops.controller.metrics), the containerPort named "metrics"
 
 
 @dataclass
@@ -127,8 +128,13 @@ def controller_container(args: ControllerArgs, mounts: list[k8s.core.v1.VolumeMo
             str(c.resync_seconds),
             "--readiness",
             c.readiness,
+            "--metrics-port",
+            str(METRICS_PORT),
+            "--metrics-address",
+            "0.0.0.0",  # the pod's address, where Prometheus scrapes it
         ],
         env=[_field_env("POD_NAMESPACE", "metadata.namespace"), _field_env("POD_NAME", "metadata.name")],
+        ports=[k8s.core.v1.ContainerPortArgs(name="metrics", container_port=METRICS_PORT)],
         volume_mounts=mounts,
         resources=Resources(c.cpu, c.memory, c.cpu_limit).args(),
         security_context=container_security_context(),

@@ -181,6 +181,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
     if args.watch and args.now:
         raise GreenOpsError("--now and --watch exclude each other: a watch loop follows the clock")
+    if args.metrics_port is not None and not args.watch:
+        raise GreenOpsError("--metrics-port needs --watch: a single pass ends before anything could scrape it")
     if args.shards:
         if args.watch:
             raise GreenOpsError(
@@ -203,13 +205,29 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    reconcile.watch(
-        lambda: reconcile.reconcile_once(st, stream=args.verbose),
-        args.stack,
-        interval,
-        stop,
-        log=lambda line: print(line, flush=True),
-    )
+    observe, endpoint = None, None
+    if args.metrics_port is not None:
+        from prometheus_client import CollectorRegistry
+
+        from greenops.observability.instruments import MetricsEndpoint
+        from greenops.observability.reconcile import LoopMetrics
+
+        registry = CollectorRegistry()
+        observe = LoopMetrics(registry, interval, recorded=lambda: automation.placements(st))
+        endpoint = MetricsEndpoint(registry, args.metrics_address, args.metrics_port)
+        print(f"reconcile {args.stack}: metrics on http://{args.metrics_address}:{endpoint.port}/metrics", flush=True)
+    try:
+        reconcile.watch(
+            lambda: reconcile.reconcile_once(st, stream=args.verbose),
+            args.stack,
+            interval,
+            stop,
+            log=lambda line: print(line, flush=True),
+            observe=observe,
+        )
+    finally:
+        if endpoint is not None:
+            endpoint.close()
     return 0
 
 
@@ -408,6 +426,16 @@ def build_parser() -> argparse.ArgumentParser:
         "SIGTERM stops it between passes",
     )
     p.add_argument("--interval", help="with --watch: e.g. 5m (default: the stack's greenops:reconcile.intervalSeconds)")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        help="with --watch: serve Prometheus metrics on this port at /metrics (default: none served)",
+    )
+    p.add_argument(
+        "--metrics-address",
+        default="127.0.0.1",
+        help="with --metrics-port: the address to bind (default: 127.0.0.1; 0.0.0.0 in a pod, for the scrape)",
+    )
     p.set_defaults(func=cmd_reconcile)
     p = sub.add_parser(
         "report",

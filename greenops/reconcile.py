@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -30,6 +31,7 @@ VERBS = {
     "Completed": "retired",
     "Failed": "FAILED",
 }
+KINDS = tuple(verb.lower() for verb in VERBS.values())  # transitions by kind: the verbs, as metric labels
 WHAT_CHANGES = {"Scheduled": "gate opens", "Provisioning": "last start before its deadline", "Running": "run ends"}
 WAKE_MARGIN = timedelta(seconds=1)  # wake just after the instant, so the pass sees it as reached
 _INTERVAL = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
@@ -47,19 +49,56 @@ def parse_interval(text: str) -> timedelta:
     return value
 
 
+@dataclass(frozen=True)
+class Transition:
+    """One recorded lifecycle event a pass added to a workload's row."""
+
+    workload: str
+    phase: str  # the phase reached
+    reason: str
+    missed: bool  # its window was missed: re-placed, or failed, straight from Scheduled
+
+    @property
+    def kind(self) -> str:
+        """gate, started, retired, re-placed or failed: the log's verb, as a metric label."""
+        return VERBS.get(self.phase, "changed").lower()
+
+
+def _transitions(name: str, old: dict[str, Any] | None, row: dict[str, Any]) -> list[Transition]:
+    events = row.get("events") or []
+    seen = (old or {}).get("events") or []
+    fresh = [i for i, e in enumerate(events) if e not in seen]
+    if old is None:
+        fresh = fresh[1:]  # the first event is the placement itself
+    # Scheduled moves on to Scheduled (placed again) or to Failed only when its window was missed
+    # (greenops.placement.lifecycle: a start passed unprovisioned)
+    return [
+        Transition(
+            name,
+            events[i]["phase"],
+            events[i]["reason"],
+            i > 0 and events[i - 1]["phase"] == "Scheduled" and events[i]["phase"] in ("Scheduled", "Failed"),
+        )
+        for i in fresh
+    ]
+
+
+def transitions(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> list[Transition]:
+    """Every recorded transition a pass made, from the placement rows before and after it."""
+    return [t for name, row in after.items() for t in _transitions(name, before.get(name), row)]
+
+
 def lifecycle_changes(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> list[str]:
     """One line per recorded transition a pass made, with its reason, from the placement rows."""
     changes = []
     for name, row in after.items():
         old = before.get(name)
-        seen = (old or {}).get("events") or []
-        new = [e for e in row.get("events") or [] if e not in seen]
+        new = _transitions(name, old, row)
         if old is None:
             changes.append(
                 f"{'placed':9} {name}: {row['provider']}/{row['region']} ({row['zone']}) from {row['start']}"
             )
-            new = new[1:]  # the first event is the placement itself
-        changes += [f"{VERBS.get(e['phase'], 'changed'):9} {name}: {e['reason']}" for e in new]
+        changes += [f"{VERBS.get(t.phase, 'changed'):9} {name}: {t.reason}" for t in new]
         if old is not None and not new and old.get("reason") != row.get("reason"):
             changes.append(f"{'waiting':9} {name}: {row.get('reason')}")
     for name in sorted(set(before) - set(after)):
@@ -77,12 +116,20 @@ def upcoming(rows: list[dict[str, Any]]) -> tuple[datetime, str] | None:
     return min(due) if due else None
 
 
+def oldest_overdue_gate(rows: list[dict[str, Any]], now: datetime) -> timedelta:
+    """How long ago the earliest gate still closed at ``now`` was due (zero: none). A Scheduled
+    row's next change is its gate (greenops.placement.lifecycle.next_change)."""
+    gates = [parse_time(r["nextChangeAt"]) for r in rows if r.get("phase") == "Scheduled" and r.get("nextChangeAt")]
+    return max((now - gate for gate in gates if gate <= now), default=timedelta(0))
+
+
 @dataclass
 class Pass:
     counts: str
     changes: list[str]
     next_change: tuple[datetime, str] | None
     rows: list[dict[str, Any]] = field(default_factory=list)
+    transitions: list[Transition] = field(default_factory=list)
 
     def summary(self, stack: str) -> str:
         lines = [f"reconcile {stack}: {self.counts}"]
@@ -100,7 +147,7 @@ def reconcile_once(st: auto.Stack, stream: bool = False) -> Pass:
     after = {r["workload"]: r for r in rows}
     # None when the engine's summary has no resourceChanges: no counts rather than an AttributeError
     counts = ", ".join(f"{k} {v}" for k, v in sorted((result.summary.resource_changes or {}).items()))
-    return Pass(counts, lifecycle_changes(before, after), upcoming(rows), rows)
+    return Pass(counts, lifecycle_changes(before, after), upcoming(rows), rows, transitions(before, after))
 
 
 def sleep_for(p: Pass | None, interval: timedelta, now: datetime) -> tuple[float, str]:
@@ -111,6 +158,11 @@ def sleep_for(p: Pass | None, interval: timedelta, now: datetime) -> tuple[float
     return interval.total_seconds(), "the interval"
 
 
+PassObserver = Callable[[str, float, "Pass | None", datetime], None]
+"""Told of every pass as it ends: its result (ok, failed, skipped), how long it took in seconds,
+the pass (None unless ok) and the platform's clock then (greenops.observability.reconcile)."""
+
+
 def watch(
     run_pass: Callable[[], Pass],
     stack: str,
@@ -118,6 +170,7 @@ def watch(
     stop: threading.Event,
     log: Callable[[str], None] = print,
     clock: Callable[[], datetime] = system_clock,
+    observe: PassObserver | None = None,
 ) -> int:
     """Reconcile, log, sleep, repeat until ``stop`` is set (SIGTERM): a pass under way always
     finishes, so the stack is never left mid-update. A held lock or a failed pass is logged and
@@ -125,15 +178,21 @@ def watch(
     passes = 0
     while not stop.is_set():
         started = stamp(clock())
+        began = time.monotonic()
         result: Pass | None = None
+        outcome = "ok"
         try:
             result = run_pass()
             log(f"[{started}] " + result.summary(stack))
         except automation.StackLocked as exc:
+            outcome = "skipped"
             log(f"[{started}] reconcile {stack}: skipped this pass: {exc}")
         except GreenOpsError as exc:
+            outcome = "failed"
             log(f"[{started}] reconcile {stack}: pass failed, trying again at the next wake-up: {exc}")
         passes += 1
+        if observe is not None:
+            observe(outcome, time.monotonic() - began, result, clock())
         seconds, why = sleep_for(result, interval, clock())
         if stop.is_set():
             break

@@ -23,11 +23,13 @@ from typing import Any
 
 from greenops.clock import system_clock
 from greenops.errors import GreenOpsError, one_line
+from greenops.observability.instruments import MetricsEndpoint
 from greenops.policies.webhook import VMTEMPLATE_GROUP as GROUP
 from greenops.policies.webhook import VMTEMPLATE_VERSION as VERSION
 
 from .kube import api_client
 from .lease import LeaseElector
+from .metrics import ControllerMetrics
 from .objects import RenderedObjects
 from .progress import RENDER_ANNOTATION, Progress
 from .reconciler import Reconciler
@@ -57,6 +59,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="operator: Running when the cloud operator reports the VM ready; applied: no operator is "
         "watched (a cluster without ASO, Config Connector or ACK), the run counts from the gate",
     )
+    p.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port at /metrics (default: none)")
+    p.add_argument(
+        "--metrics-address",
+        default="127.0.0.1",
+        help="with --metrics-port: the address to bind (default: 127.0.0.1; 0.0.0.0 in a pod, for the scrape)",
+    )
     return p.parse_args(argv)
 
 
@@ -65,15 +73,22 @@ class Controller:
         api = api_client(args.kubeconfig)
         self.args = args
         self.elector = LeaseElector(
-            api, args.lease_namespace, args.lease_name, args.identity, args.lease_seconds, args.renew_deadline
+            api,
+            args.lease_namespace,
+            args.lease_name,
+            args.identity,
+            args.lease_seconds,
+            args.renew_deadline,
+            on_error=lambda: self.metrics.apiserver_failed(),
         )
+        self.metrics = ControllerMetrics(leading=self.elector.leading)
         self.api = api
         self.record = Record(
             args.scheduler_url, token_reader(args.token_file, os.environ.get("GREENOPS_CONTROLLER_TOKEN"))
         )
         observe = RenderedObjects(api).observe if args.readiness == "operator" else None
-        progress = Progress(self.record, system_clock, self.annotate, observe)
-        self.reconciler = Reconciler(self.record, system_clock, self.elector.leading, progress)
+        progress = Progress(self.record, system_clock, self.annotate, observe, self.metrics)
+        self.reconciler = Reconciler(self.record, system_clock, self.elector.leading, progress, self.metrics)
         self.templates: dict[str, dict[str, Any]] = {}  # the leader's view of every VmTemplate, from the stream
         self.stop = threading.Event()
 
@@ -94,7 +109,9 @@ class Controller:
         self.elector.release()
 
     def lead(self) -> None:
-        watch = VmTemplateWatch(self.api, timeout_seconds=self.args.watch_timeout)
+        watch = VmTemplateWatch(
+            self.api, timeout_seconds=self.args.watch_timeout, on_error=self.metrics.apiserver_failed
+        )
         ended = threading.Event()
         items: queue.Queue[Listed | Changed] = queue.Queue()
 
@@ -152,8 +169,10 @@ class Controller:
         try:
             step()
         except (RecordUnavailable, OSError) as exc:
+            self.metrics.failed(exc)
             log.warning("%s; the next sweep retries", exc)
         except Exception as exc:  # the API server's answers: logged, retried by the sweep
+            self.metrics.failed(exc)
             log.warning("%s: %s; the next sweep retries", type(exc).__name__, one_line(str(exc)))
 
 
@@ -169,7 +188,17 @@ def main(argv: list[str] | None = None) -> None:
     except GreenOpsError as exc:
         raise SystemExit(f"controller: {exc}") from None
     signal.signal(signal.SIGTERM, lambda *_: controller.stop.set())
-    controller.run()
+    endpoint = None
+    if controller.args.metrics_port is not None:
+        endpoint = MetricsEndpoint(
+            controller.metrics.registry, controller.args.metrics_address, controller.args.metrics_port
+        )
+        log.info("metrics on http://%s:%d/metrics", endpoint.address, endpoint.port)
+    try:
+        controller.run()
+    finally:
+        if endpoint is not None:
+            endpoint.close()
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ class LeaseElector:
         identity: str,
         duration: float = 15.0,
         renew_deadline: float = 10.0,
+        on_error: Callable[[], None] = lambda: None,
     ):
         from kubernetes import client
 
@@ -43,6 +45,7 @@ class LeaseElector:
         self.duration, self.renew_deadline = duration, renew_deadline
         self._renewed_at: float | None = None  # monotonic time of this candidate's last successful write
         self._observed: tuple[Any, float] | None = None  # (the holder's record, when this candidate saw it change)
+        self.on_error = on_error  # told of every failed read or write (a rival's 409 is no failure)
 
     def leading(self) -> bool:
         """True while this candidate renewed the Lease less than renew_deadline seconds ago."""
@@ -59,6 +62,7 @@ class LeaseElector:
         except ApiException as exc:
             if exc.status != 404:
                 log.warning("lease %s/%s: read answered %s %s", self.namespace, self.name, exc.status, exc.reason)
+                self.on_error()
                 return self.leading()
             body = client.V1Lease(
                 metadata=client.V1ObjectMeta(name=self.name, namespace=self.namespace),
@@ -67,6 +71,7 @@ class LeaseElector:
             return self._write(lambda: self._api.create_namespaced_lease(self.namespace, body))
         except Exception as exc:  # the API server is unreachable: keep leading only until the deadline
             log.warning("lease %s/%s: %s: %s", self.namespace, self.name, type(exc).__name__, exc)
+            self.on_error()
             return self.leading()
 
         spec = lease.spec
@@ -125,9 +130,11 @@ class LeaseElector:
                 self._renewed_at = None
                 return False
             log.warning("lease %s/%s: write answered %s %s", self.namespace, self.name, exc.status, exc.reason)
+            self.on_error()
             return self.leading()
         except Exception as exc:
             log.warning("lease %s/%s: %s: %s", self.namespace, self.name, type(exc).__name__, exc)
+            self.on_error()
             return self.leading()
         # counted from before the write: the Lease may have been renewed a little later, never earlier
         self._renewed_at = started

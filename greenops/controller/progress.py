@@ -42,6 +42,8 @@ from greenops.errors import GreenOpsError
 from greenops.models.duration import format_duration
 from greenops.placement.lifecycle import Lifecycle, Observation, Phase, Voice, Window, advance
 
+from .metrics import ControllerMetrics
+
 RENDER_ANNOTATION = "greenops.io/render"  # "gate <instant>" | "end <instant>": why and when Krateo was asked
 
 KRATEO = Voice(
@@ -94,11 +96,13 @@ class Progress:
         clock: Callable[[], datetime],
         annotate: Callable[[dict[str, Any], str], None],
         observe: Callable[[dict[str, Any], bool], Observation] | None,
+        metrics: ControllerMetrics | None = None,
     ):
         self.record = record
         self.clock = clock
         self.annotate = annotate
         self.observe = observe
+        self.metrics = metrics or ControllerMetrics()
 
     def step(self, template: dict[str, Any], row: dict[str, Any]) -> Lifecycle | None:
         """One pass for one reservation; the lifecycle written, or None when nothing changed."""
@@ -127,6 +131,7 @@ class Progress:
             body["phase"] = after.phase.value
             body["reason"] = after.reason[:1024]
         self.record.patch(row["key"], body)
+        self.metrics.moved(before.events, after.events)
         return after
 
     def _late(

@@ -16,6 +16,7 @@ a second look by a new leader changes nothing that was already right.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 from greenops.clock import stamp
 from greenops.errors import one_line
 
+from .metrics import ControllerMetrics
 from .progress import Progress
 from .record import Record, RecordUnavailable, held_until
 from .watch import key_of
@@ -52,11 +54,13 @@ class Reconciler:
         clock: Callable[[], datetime],
         acting: Callable[[], bool],
         progress: Progress | None = None,
+        metrics: ControllerMetrics | None = None,
     ):
         self.record = record
         self.clock = clock
         self.acting = acting  # False once this replica is no longer the leader: it stops at once
         self._progress = progress
+        self.metrics = metrics or ControllerMetrics()
 
     def _act(self, what: str, key: str, call: Callable[[], Any]) -> Any:
         if not self.acting():
@@ -84,14 +88,14 @@ class Reconciler:
         row = self.record.get(key)
         if row is None or row["phase"] not in ("Scheduled", "Provisioning", "Running"):
             return  # released already: a replayed DELETED changes nothing
-        reason = f"VmTemplate {key_of(obj)} deleted (observed by the controller)"
-        self._act("released", key, lambda: self.record.release(key, reason))
+        self._release(key, f"VmTemplate {key_of(obj)} deleted (observed by the controller)", "deleted")
 
     def progress(self, templates: list[dict[str, Any]]) -> None:
         """A lifecycle pass over every VmTemplate whose reservation is active. One object's failure
         (its API read refused, a field unreadable) is logged with its key and does not stop the rest."""
         if self._progress is None:
             return
+        began = time.monotonic()
         rows = {r["key"]: r for r in self.record.active(detail=True)}
         changed = 0
         for template in templates:
@@ -106,11 +110,13 @@ class Reconciler:
             except RecordUnavailable:
                 raise  # the scheduler is down: the whole pass waits for the next one
             except Exception as exc:
+                self.metrics.failed(exc)
                 log.warning("lifecycle %s: %s: %s; the next pass retries", key, type(exc).__name__, one_line(str(exc)))
                 continue
             if after is not None:
                 changed += 1
                 log.info("%s %s: %s", after.phase.value, key, after.reason, extra={"action": "lifecycle", "key": key})
+        self.metrics.pass_seconds.observe(time.monotonic() - began)
         passes.info("lifecycle pass: %d VmTemplates, %d reservations, %d changed", len(templates), len(rows), changed)
 
     def sweep(self, list_objects: Callable[[], tuple[list[dict[str, Any]], str]]) -> None:
@@ -134,12 +140,15 @@ class Reconciler:
                     f"hold expired at {stamp(until)}: no VmTemplate was stored under it (a forged, denied "
                     "or abandoned CREATE)"
                 )
+                self._release(key, reason, "hold_expired")
             else:
                 reason = (
                     f"VmTemplate {'/'.join(key.split('/')[:2])} is gone: absent from the API server's list "
                     f"at resourceVersion {version} (deleted while nobody watched)"
                 )
-            self._release(key, reason)
+                self._release(key, reason, "gone")
 
-    def _release(self, key: str, reason: str) -> None:
-        self._act("released", key, lambda: self.record.release(key, reason))
+    def _release(self, key: str, reason: str, cause: str) -> None:
+        """Release ``key``; counted by ``cause`` (deleted, gone, hold_expired) when the record had it."""
+        if self._act("released", key, lambda: self.record.release(key, reason)) is not None:
+            self.metrics.released(cause)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -47,12 +47,19 @@ class VmTemplateWatch:
     ``timeout_seconds`` bounds one watch request (the server ends it; the stream reconnects from the
     last version seen), ``backoff`` the pause after a failed request."""
 
-    def __init__(self, api: ApiClient, timeout_seconds: int = 60, backoff: float = 1.0):
+    def __init__(
+        self,
+        api: ApiClient,
+        timeout_seconds: int = 60,
+        backoff: float = 1.0,
+        on_error: Callable[[], None] = lambda: None,
+    ):
         from kubernetes import client
 
         self._custom = client.CustomObjectsApi(api)
         self.timeout_seconds = timeout_seconds
         self.backoff = backoff
+        self.on_error = on_error  # told of every failed request (a 410's relist is no failure)
         self.resource_version: str | None = None  # the newest version seen, bookmarks included
 
     def list(self) -> Listed:
@@ -103,9 +110,11 @@ class VmTemplateWatch:
                     self.resource_version = None
                     continue
                 log.warning("watch: the API server answered %s %s; retrying", exc.status, exc.reason)
+                self.on_error()
                 stop.wait(self.backoff)
             except Exception as exc:  # connection refused or reset, read timeout: retry from the same version
                 log.warning("watch: %s: %s; retrying from %s", type(exc).__name__, exc, self.resource_version)
+                self.on_error()
                 stop.wait(self.backoff)
 
 

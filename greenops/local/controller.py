@@ -27,6 +27,7 @@ class ControllerProcess(ProcessService):
     resync_seconds: float = 1.0
     readiness: str = "operator"  # applied: no cloud operator runs here (the demo)
     clock_file: Path | None = None  # a simulated clock the caller plays forward (greenops.clock)
+    metrics_port: int | None = None  # serve /metrics on 127.0.0.1 at this port
     # more flags, after the ones above: the last of a repeated flag wins (a Deployment's own args)
     extra_args: list[str] = field(default_factory=list)
     log: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-ctl-")) / "controller.log")
@@ -55,6 +56,7 @@ class ControllerProcess(ProcessService):
                 "--readiness",
                 self.readiness,
                 *(["--kubeconfig", str(self.kubeconfig)] if self.kubeconfig else []),
+                *(["--metrics-port", str(self.metrics_port)] if self.metrics_port is not None else []),
                 *self.extra_args,
             ],
             self.log,

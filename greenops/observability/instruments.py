@@ -1,17 +1,19 @@
 """prometheus-client instruments built from the metric definitions in names.py, so a name, its help
-and its labels are written once.
+and its labels are written once, and the endpoint that serves a registry.
 
 Each component passes its own CollectorRegistry, never the library's global one: two apps in one
 process (tests, the demo) would otherwise collide on the same names. Values known only when
 scraped (read from the reservation record) are yielded as families by a custom Collector; the
-``*_family`` helpers build those from the same definitions.
+``*_family`` helpers build those from the same definitions. A process with no web server of its
+own (the watch loop, the controller) serves ``/metrics`` on a port of its own (``MetricsEndpoint``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from .names import Metric
@@ -47,6 +49,13 @@ def histogram(metric: Metric, registry: CollectorRegistry, buckets: Sequence[flo
     return Histogram(metric.name, metric.help, metric.labels, registry=registry, buckets=buckets)
 
 
+def instrument(metric: Metric, registry: CollectorRegistry, buckets: Sequence[float] | None = None) -> Any:
+    """The Counter, Gauge or Histogram ``metric`` names, by its kind; ``buckets`` (a histogram's) in seconds."""
+    if metric.kind == "histogram":
+        return histogram(metric, registry, buckets)
+    return counter(metric, registry) if metric.kind == "counter" else gauge(metric, registry)
+
+
 def gauge_family(metric: Metric) -> GaugeMetricFamily:
     _check(metric, "gauge")
     return GaugeMetricFamily(metric.name, metric.help, labels=metric.labels)
@@ -55,3 +64,17 @@ def gauge_family(metric: Metric) -> GaugeMetricFamily:
 def counter_family(metric: Metric) -> CounterMetricFamily:
     _check(metric, "counter")
     return CounterMetricFamily(metric.name, metric.help, labels=metric.labels)
+
+
+class MetricsEndpoint:
+    """``GET /metrics`` of ``registry`` on ``address``:``port`` (port 0: any free one, see ``port``),
+    in a daemon thread, until ``close``."""
+
+    def __init__(self, registry: CollectorRegistry, address: str, port: int):
+        self._server, self._thread = start_http_server(port, address, registry)
+        self.address = address
+        self.port: int = self._server.server_port
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

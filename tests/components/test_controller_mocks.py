@@ -56,7 +56,11 @@ def test_the_deployment_is_hardened_like_the_scheduler_and_runs_from_its_image(p
     [scheduler] = [r for r in of(prod, "kubernetes:apps/v1:Deployment") if r.name == "scheduler-deploy"]
     assert container["image"] == scheduler.inputs["spec"]["template"]["spec"]["containers"][0]["image"]
     assert container["command"] == ["python", "-m", "greenops.controller"]
-    assert "ports" not in container  # it serves nothing
+    assert container["ports"] == [{"name": "metrics", "containerPort": 8080}]  # it serves /metrics only
+    assert (
+        flag(container["args"], "--metrics-port") == "8080"
+        and flag(container["args"], "--metrics-address") == "0.0.0.0"
+    )
     # the API server's token for the kube client, under its own ServiceAccount
     assert pod["automountServiceAccountToken"] is True and pod["serviceAccountName"] == "greenops-controller"
 

@@ -26,6 +26,8 @@ import yaml
 from greenops.clock import parse_time, set_clock_file, stamp
 from greenops.errors import GreenOpsError
 from greenops.local.controller import ControllerProcess
+from greenops.local.controlplane import free_port
+from greenops.observability.names import CONTROLLER_LEADER
 from greenops.renderers import provider_kinds
 from greenops.validation.crd import default_crd_dir
 from tests.components.bundles import offline_fetch
@@ -227,7 +229,14 @@ def test_with_the_declared_rights_it_leads_confirms_opens_the_gate_and_records_t
     scheduler_token.write_text(cluster.controller_token)
     args = granted.args(
         {"POD_NAME": identity, "POD_NAMESPACE": granted.lease_namespace},
-        {"--scheduler-url": cluster.sched.url, "--token-file": str(scheduler_token), "--resync-seconds": RESYNC},
+        {
+            "--scheduler-url": cluster.sched.url,
+            "--token-file": str(scheduler_token),
+            "--resync-seconds": RESYNC,
+            # the pod's metrics port, here any free one on loopback
+            "--metrics-port": str(metrics_port := free_port()),
+            "--metrics-address": "127.0.0.1",
+        },
     )
     assert flag(args, "--readiness") == "operator"  # it reads the operators' objects
     process = ControllerProcess(
@@ -246,6 +255,8 @@ def test_with_the_declared_rights_it_leads_confirms_opens_the_gate_and_records_t
             lease = k.get(f"{LEASES.format(ns=granted.lease_namespace)}/{lease_name}")
             assert lease.status_code == 200, lease.text
             assert lease.json()["spec"]["holderIdentity"] == identity
+        leader = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).text
+        assert f"{CONTROLLER_LEADER.name} 1.0" in leader.splitlines()  # the Deployment's flags serve /metrics
 
         with cluster.cp.client() as k:  # a tenant applies it (admission books a hold)
             r = k.post(

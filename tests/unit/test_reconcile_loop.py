@@ -10,7 +10,7 @@ import pytest
 
 from greenops import automation
 from greenops.errors import GreenOpsError
-from greenops.reconcile import Pass, parse_interval, sleep_for, upcoming, watch
+from greenops.reconcile import Pass, oldest_overdue_gate, parse_interval, sleep_for, transitions, upcoming, watch
 from greenops.stack_config import StackConfigError, parse_stack_config
 
 NOW = datetime(2027, 1, 10, 3, 0, tzinfo=UTC)
@@ -67,8 +67,18 @@ def test_a_held_lock_or_a_failed_pass_is_logged_and_the_loop_goes_on_until_stopp
         stop.set()  # SIGTERM arrives during the third pass: it still finishes and is logged
         return out
 
-    passes = watch(run_pass, "s", timedelta(seconds=0.01), stop, log=log.append, clock=lambda: NOW)
+    observed = []
+    passes = watch(
+        run_pass,
+        "s",
+        timedelta(seconds=0.01),
+        stop,
+        log=log.append,
+        clock=lambda: NOW,
+        observe=lambda result, seconds, p, now: observed.append((result, p is not None, now)),
+    )
     assert passes == 3 and outcomes == []
+    assert observed == [("skipped", False, NOW), ("failed", False, NOW), ("ok", True, NOW)]
     assert "skipped this pass: stack s is being updated by another run (its lock is held)" in log[0]
     assert "pass failed, trying again at the next wake-up: OPA at http://x did not answer" in log[2]
     assert "started   a: running" in log[4] and log[-1] == "reconcile s: stopped after 3 pass(es), between passes"
@@ -101,3 +111,48 @@ def test_the_file_backends_lock_listing_race_is_a_held_lock_not_a_failure():
     assert _lock_race(seen_in_ci)
     assert not _lock_race("error: could not list bucket: permission denied on /srv/state/.pulumi/stacks")
     assert not _lock_race("error: update failed: workload 'etl' was not placed")
+
+
+def event(minute: int, phase: str, reason: str = "") -> dict:
+    return {"at": f"2027-01-10T03:{minute:02d}:00Z", "phase": phase, "reason": reason or phase}
+
+
+def test_transitions_by_kind_and_which_were_missed_windows():
+    placed, gate, running = event(0, "Scheduled"), event(5, "Provisioning"), event(5, "Running")
+    before = {
+        "late": {"events": [placed]},
+        "too-late": {"events": [placed]},
+        "edited": {"events": [placed, gate, running]},
+        "not-ready": {"events": [placed, gate]},
+    }
+    after = {
+        "late": {"events": [placed, event(9, "Scheduled", "re-placed: missed"), event(9, "Provisioning"), running]},
+        "too-late": {"events": [placed, event(9, "Failed", "missed its window; no room")]},
+        # a changed spec is a new placement with a fresh record: placed again, no window missed
+        "edited": {"events": [event(9, "Scheduled", "placed")]},
+        "not-ready": {"events": [placed, gate, event(9, "Failed", "not ready by its last start")]},
+        "new": {"events": [event(9, "Scheduled", "placed"), event(9, "Provisioning"), event(9, "Running")]},
+    }
+    got = [(t.workload, t.kind, t.missed) for t in transitions(before, after)]
+    assert got == [
+        ("late", "re-placed", True),
+        ("late", "gate", False),
+        ("late", "started", False),
+        ("too-late", "failed", True),
+        ("edited", "re-placed", False),
+        ("not-ready", "failed", False),
+        ("new", "gate", False),  # a new row's first event is its placement, not a transition
+        ("new", "started", False),
+    ]
+
+
+def test_the_oldest_overdue_gate_is_of_rows_still_scheduled():
+    rows = [
+        {"workload": "a", "phase": "Scheduled", "nextChangeAt": "2027-01-10T02:50:00Z"},
+        {"workload": "b", "phase": "Scheduled", "nextChangeAt": "2027-01-10T02:58:00Z"},
+        {"workload": "c", "phase": "Scheduled", "nextChangeAt": "2027-01-10T03:10:00Z"},  # ahead
+        {"workload": "d", "phase": "Provisioning", "nextChangeAt": "2027-01-10T01:00:00Z"},  # its gate opened
+        {"workload": "e", "phase": "Completed", "nextChangeAt": None},
+    ]
+    assert oldest_overdue_gate(rows, NOW) == timedelta(minutes=10)
+    assert oldest_overdue_gate(rows[2:], NOW) == timedelta(0)
