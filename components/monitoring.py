@@ -26,7 +26,7 @@ from greenops.observability import alerts, dashboard
 API = "monitoring.coreos.com/v1"
 TOKEN_SECRET = "greenops-metrics-token"
 TOKEN_KEY = "token"
-METRICS_PORT = "metrics"  # the controller's container port for /metrics
+METRICS_PORT = "metrics"  # the controller's container port name for /metrics (components/controller.py)
 
 
 @dataclass

@@ -40,6 +40,7 @@ import pulumi_kubernetes as k8s
 from components import aws_controllers, azure_operator, policy_engine, scheduler
 from components.config import NetworkPolicyConfig, PlatformConfig
 from components.controller import LABELS as CONTROLLER
+from components.controller import METRICS_PORT as CONTROLLER_METRICS_PORT
 from components.controller import scheduler_principals
 
 DNS_PORT = 53
@@ -199,8 +200,10 @@ def platform_policies(c: PlatformConfig) -> list[Policy]:
                     "allow-cluster-path-controller",
                     {
                         "podSelector": _pods(CONTROLLER),
-                        # nothing calls it; it lists, watches and holds its Lease, and reports to the scheduler
+                        # nothing calls it but Prometheus (its metrics); it lists, watches and holds its
+                        # Lease, and reports to the scheduler
                         "policyTypes": ["Ingress", "Egress"],
+                        "ingress": [{"from": scrapers, "ports": _ports(CONTROLLER_METRICS_PORT)}] if scrapers else [],
                         "egress": [
                             api_server(n),
                             {"to": [{"podSelector": _pods(scheduler.LABELS)}], "ports": _ports(scheduler.PORT)},
