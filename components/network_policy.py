@@ -203,7 +203,11 @@ def platform_policies(c: PlatformConfig) -> list[Policy]:
                         # nothing calls it but Prometheus (its metrics); it lists, watches and holds its
                         # Lease, and reports to the scheduler
                         "policyTypes": ["Ingress", "Egress"],
-                        "ingress": [{"from": scrapers, "ports": _ports(CONTROLLER_METRICS_PORT)}] if scrapers else [],
+                        **(
+                            {"ingress": [{"from": scrapers, "ports": _ports(CONTROLLER_METRICS_PORT)}]}
+                            if scrapers
+                            else {}
+                        ),
                         "egress": [
                             api_server(n),
                             {"to": [{"podSelector": _pods(scheduler.LABELS)}], "ports": _ports(scheduler.PORT)},

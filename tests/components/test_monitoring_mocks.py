@@ -107,3 +107,19 @@ def test_on_without_the_token_is_refused_by_name():
 
     with pytest.raises(Exception, match="greenops:metricsToken"):
         go()
+
+
+def test_the_controller_admits_only_prometheus_on_its_metrics_port(on):
+    [policy] = [
+        r.inputs["spec"]
+        for r in of(on, "kubernetes:networking.k8s.io/v1:NetworkPolicy")
+        if r.inputs["metadata"]["name"] == "greenops-allow-cluster-path-controller"
+    ]
+    assert policy["ingress"] == [
+        {
+            "from": [
+                {"podSelector": {}, "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+            ],
+            "ports": [{"protocol": "TCP", "port": 8080}],
+        }
+    ]
