@@ -27,7 +27,13 @@ from components.hardening import (
 )
 from components.scheduler import TOKEN_VARIABLE
 from components.secret_env import secret_env
-from greenops.policies import ADMIN_TOKEN_VARIABLE, QUERY_TOKEN_VARIABLE
+from greenops.policies import (
+    ADMIN_TOKEN_VARIABLE,
+    DECISION_LOG_FLAGS,
+    METRICS_TOKEN_VARIABLE,
+    QUERY_TOKEN_VARIABLE,
+    metrics_token,
+)
 from greenops.policies.bundle import pack
 from greenops.policies.webhook import VMTEMPLATE_GROUP, VMTEMPLATE_RESOURCE, VMTEMPLATE_VERSION, webhook_configuration
 
@@ -54,6 +60,7 @@ PERSIST_DIR = "/var/opa"  # OPA's persistence directory: bundles/<name>/bundle.t
 BUNDLE_NAME = "greenops"
 ADMIN_TOKEN_DIR = "/var/run/secrets/greenops/opa-admin"  # kube-mgmt's --opa-auth-token-file lives here
 ADMIN_TOKEN_VOLUME = "opa-admin-token"
+METRICS_TOKEN_SECRET = "greenops-opa-metrics-token"  # key GREENOPS_OPA_METRICS_TOKEN: GET /metrics's bearer token
 LABELS = {"app.kubernetes.io/name": "opa", "app.kubernetes.io/part-of": "greenops"}
 
 
@@ -176,6 +183,7 @@ def opa_container(
             "--tls-private-key-file=/certs/tls.key",
             "--optimize-store-for-read-speed",
             "--log-format=json",
+            *DECISION_LOG_FLAGS,  # on stdout, masked by the bundle's system.log
             *tokens.opa_args,
             bundle.opa_arg,
         ],
@@ -360,9 +368,19 @@ class PolicyEngine(pulumi.ComponentResource):
         self.admin_token, admin_env = secret_env(
             f"{name}-admin-token", "greenops-opa-admin-token", ns, ADMIN_TOKEN_VARIABLE, args.admin_token, in_ns
         )
+        # the scraper's (GET /metrics only), derived from the admin token: a PodMonitor reads it from
+        # this Secret, so nobody sets it
+        self.metrics_token, metrics_env = secret_env(
+            f"{name}-metrics-token",
+            METRICS_TOKEN_SECRET,
+            ns,
+            METRICS_TOKEN_VARIABLE,
+            pulumi.Output.from_input(args.admin_token).apply(metrics_token),
+            in_ns,
+        )
         return ApiTokens(
-            secrets=[self.query_token, self.admin_token],
-            env=[query_env, admin_env],
+            secrets=[self.query_token, self.admin_token, self.metrics_token],
+            env=[query_env, admin_env, metrics_env],
             opa_args=["--authentication=token", "--authorization=basic"],
             mgmt_args=[f"--opa-auth-token-file={ADMIN_TOKEN_DIR}/token"],
             mgmt_mounts=[_mount(ADMIN_TOKEN_VOLUME, ADMIN_TOKEN_DIR, read_only=True)],

@@ -10,7 +10,12 @@ from pathlib import Path
 
 from greenops.local.controlplane import free_port
 from greenops.local.service import ProcessService
-from greenops.policies import ADMIN_TOKEN_VARIABLE, QUERY_TOKEN_VARIABLE
+from greenops.policies import (
+    ADMIN_TOKEN_VARIABLE,
+    DECISION_LOG_FLAGS,
+    METRICS_TOKEN_VARIABLE,
+    QUERY_TOKEN_VARIABLE,
+)
 from greenops.policies.bundle import build, default_revision
 from greenops.toolpaths import tool_path
 
@@ -26,6 +31,7 @@ class OpaServer(ProcessService):
     # ones unless given: there is no anonymous OPA API, here or in a cluster.
     query_token: str = field(default_factory=lambda: secrets.token_hex(24))
     admin_token: str = field(default_factory=lambda: secrets.token_hex(24))
+    metrics_token: str = field(default_factory=lambda: secrets.token_hex(24))  # the scraper's: GET /metrics only
     bundle: Path | None = None
     startup_timeout: float = 30.0
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-opa-")))
@@ -46,6 +52,11 @@ class OpaServer(ProcessService):
     def admin_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.admin_token}"}
 
+    @property
+    def metrics_url(self) -> str:
+        """OPA's Prometheus metrics; GET them with ``metrics_token`` as the bearer token."""
+        return f"{self.url}/metrics"
+
     def start(self) -> None:
         bundle = self.bundle or build(self.workdir / "policy-bundle.tar.gz", default_revision())
         self.port = self.port or free_port()
@@ -59,6 +70,7 @@ class OpaServer(ProcessService):
             env["GREENOPS_SCHEDULER_TOKEN"] = self.scheduler_token
         env[QUERY_TOKEN_VARIABLE] = self.query_token
         env[ADMIN_TOKEN_VARIABLE] = self.admin_token
+        env[METRICS_TOKEN_VARIABLE] = self.metrics_token
         auth = ["--authentication=token", "--authorization=basic"]
         # Read-optimised store: catalog lookups skip a JSON-to-AST conversion on every read.
         tls = (
@@ -77,11 +89,12 @@ class OpaServer(ProcessService):
                 "error",
                 "--optimize-store-for-read-speed",
                 *auth,
+                *DECISION_LOG_FLAGS,  # to opa.log, masked (policies/rego/log.rego)
                 *tls,
                 "--bundle",
                 str(bundle),
             ],
-            self.workdir / "opa.log",
+            self.workdir / "opa.log",  # its decision log, one JSON event a line, among its own lines
             env=env,
         )
         self._wait_ready(f"{self.url}/health?bundles")

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from components.config import VERSIONS_FILE
+from greenops.policies import metrics_token
 from greenops.policies.webhook import CONFIGURATION_NAME
 
 CA_PEM = "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n"
@@ -464,6 +465,8 @@ def test_opa_requires_tokens_and_kube_mgmt_presents_its_own():
     for name, variable, value in (
         ("greenops-opa-query-token", "GREENOPS_OPA_QUERY_TOKEN", "Q7x-query-s3cret"),
         ("greenops-opa-admin-token", "GREENOPS_OPA_ADMIN_TOKEN", "A9z-admin-s3cret"),
+        # the scraper's, for GET /metrics only: derived from the admin token, set by nobody
+        ("greenops-opa-metrics-token", "GREENOPS_OPA_METRICS_TOKEN", metrics_token("A9z-admin-s3cret")),
     ):
         assert SECRET_SIG in secrets[name].inputs["stringData"]
         assert unwrap(secrets[name].inputs["stringData"]) == {variable: value}
@@ -471,6 +474,7 @@ def test_opa_requires_tokens_and_kube_mgmt_presents_its_own():
     assert opa["livenessProbe"]["httpGet"]["path"] == "/health"
     assert opa["readinessProbe"]["httpGet"]["path"] == "/health?bundles"
     assert opa["startupProbe"]["httpGet"]["path"] == "/health"  # 500 until the bundle brings system.authz
+    assert "--set=decision_logs.console=true" in opa["args"]  # decision logs on stdout, masked by system.log
     # kube-mgmt: the admin token as a file from the same Secret, and nothing else
     assert "--opa-auth-token-file=/var/run/secrets/greenops/opa-admin/token" in mgmt["args"]
     assert not [a for a in mgmt["args"] if a.startswith("--opa-auth-token=")]
@@ -489,7 +493,7 @@ def test_opa_requires_tokens_and_kube_mgmt_presents_its_own():
     # no token anywhere in plaintext: not as a value, not inside a longer string
     for r in m.resources:
         text = json.dumps(plaintext(r.inputs))
-        for token in OPA_TOKENS.values():
+        for token in (*OPA_TOKENS.values(), metrics_token(OPA_TOKENS["greenops:opaAdminToken"])):
             assert token not in text, (r.typ, r.name)
 
 

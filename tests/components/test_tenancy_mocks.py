@@ -93,7 +93,12 @@ def test_the_scheduler_token_is_a_file_and_only_opa_keeps_secrets_in_its_environ
             if "secretKeyRef" in e.get("valueFrom", {})
         }
         if label == "Deployment opa/opa":  # read in Rego through opa.runtime().env
-            assert variables == {"GREENOPS_SCHEDULER_TOKEN", "GREENOPS_OPA_QUERY_TOKEN", "GREENOPS_OPA_ADMIN_TOKEN"}
+            assert variables == {
+                "GREENOPS_SCHEDULER_TOKEN",
+                "GREENOPS_OPA_QUERY_TOKEN",
+                "GREENOPS_OPA_ADMIN_TOKEN",
+                "GREENOPS_OPA_METRICS_TOKEN",
+            }
         elif label == "Deployment greenops/greenops-scheduler":  # no file option for the database URL
             assert variables == {"GREENOPS_SCHEDULER_DATABASE"}
         else:

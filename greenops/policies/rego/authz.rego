@@ -12,6 +12,9 @@
 #   pinned by the webhook's caBundle) and by reaching only OPA's Service, not by a token.
 # - Decision queries (GET/POST /v1/data/greenops/<package>/... for the packages in
 #   `query_packages`): the query token (Placement's OpaClient, greenops:opaToken) or the admin token.
+# - GET /metrics (OPA's Prometheus metrics): the metrics token (GREENOPS_OPA_METRICS_TOKEN, the
+#   scraper's), which may do nothing else, or the admin token. A metrics token equal to another
+#   token is ignored: it never stands for that token's caller.
 # - Everything else, including every write to /v1/policies and /v1/data: the admin token only
 #   (kube-mgmt's, greenops:opaAdminToken). Bundle-owned roots (greenops, system) stay read-only
 #   for everyone: OPA refuses writes under a bundle's roots.
@@ -60,7 +63,14 @@ caller := "admin" if {
 } else := "query" if {
 	not _misconfigured
 	_presents("GREENOPS_OPA_QUERY_TOKEN")
+} else := "metrics" if {
+	not _shared_metrics_token
+	_presents("GREENOPS_OPA_METRICS_TOKEN")
 }
+
+_shared_metrics_token if _token("GREENOPS_OPA_METRICS_TOKEN") == _token("GREENOPS_OPA_ADMIN_TOKEN")
+
+_shared_metrics_token if _token("GREENOPS_OPA_METRICS_TOKEN") == _token("GREENOPS_OPA_QUERY_TOKEN")
 
 # -- what each caller may do ---------------------------------------------------------------------
 _permitted if {
@@ -77,6 +87,12 @@ _permitted if {
 	caller == "query"
 	input.method in {"GET", "POST"}
 	_decision_query(input.path)
+}
+
+_permitted if {
+	caller == "metrics"
+	input.method == "GET"
+	input.path == ["metrics"]
 }
 
 _permitted if caller == "admin"
@@ -100,4 +116,6 @@ _reason := "OPA is misconfigured: the query and admin tokens are the same, so ne
 	[_request],
 ) if {
 	caller == "query"
+} else := sprintf("%v: the metrics token may only read GET /metrics", [_request]) if {
+	caller == "metrics"
 } else := sprintf("%v is not allowed", [_request])

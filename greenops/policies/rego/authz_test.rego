@@ -4,7 +4,11 @@ import rego.v1
 
 import data.system.authz
 
-env := {"env": {"GREENOPS_OPA_QUERY_TOKEN": "q-token", "GREENOPS_OPA_ADMIN_TOKEN": "a-token"}}
+env := {"env": {
+	"GREENOPS_OPA_QUERY_TOKEN": "q-token",
+	"GREENOPS_OPA_ADMIN_TOKEN": "a-token",
+	"GREENOPS_OPA_METRICS_TOKEN": "m-token",
+}}
 
 request(method, path, identity) := {"method": method, "path": split(trim_prefix(path, "/"), "/"), "identity": identity}
 
@@ -113,4 +117,47 @@ test_equal_tokens_grant_nothing if {
 
 test_a_non_string_identity_is_refused if {
 	not allowed(request("POST", decision, ["q-token"]))
+}
+
+test_the_metrics_token_reads_the_metrics_and_nothing_else if {
+	allowed(request("GET", "/metrics", "m-token"))
+	not allowed(request("POST", "/metrics", "m-token"))
+	not allowed(request("POST", decision, "m-token"))
+	not allowed(request("GET", "/v1/data", "m-token"))
+	not allowed(request("GET", "/v1/config", "m-token"))
+	not allowed(request("PUT", "/v1/policies/x", "m-token"))
+	reason(request("POST", decision, "m-token")) == sprintf(
+		"POST %v: the metrics token may only read GET /metrics",
+		[decision],
+	)
+}
+
+test_the_metrics_need_the_metrics_or_the_admin_token if {
+	not allowed(anonymous("GET", "/metrics"))
+	not allowed(request("GET", "/metrics", "q-token"))
+	not allowed(request("GET", "/metrics", "guess"))
+	allowed(request("GET", "/metrics", "a-token"))
+	contains(reason(anonymous("GET", "/metrics")), "needs a bearer token")
+}
+
+test_a_metrics_token_equal_to_another_is_ignored if {
+	shared := {"env": {
+		"GREENOPS_OPA_QUERY_TOKEN": "same",
+		"GREENOPS_OPA_ADMIN_TOKEN": "same",
+		"GREENOPS_OPA_METRICS_TOKEN": "same",
+	}}
+	not authz.allow.allowed with input as request("GET", "/metrics", "same") with opa.runtime as shared
+	as_query := {"env": {
+		"GREENOPS_OPA_QUERY_TOKEN": "q-token",
+		"GREENOPS_OPA_ADMIN_TOKEN": "a-token",
+		"GREENOPS_OPA_METRICS_TOKEN": "q-token",
+	}}
+	authz.caller == "query" with input as request("GET", "/metrics", "q-token") with opa.runtime as as_query
+	not authz.allow.allowed with input as request("GET", "/metrics", "q-token") with opa.runtime as as_query
+}
+
+test_an_unset_metrics_token_matches_nobody if {
+	no_metrics := {"env": {"GREENOPS_OPA_QUERY_TOKEN": "q-token", "GREENOPS_OPA_ADMIN_TOKEN": "a-token"}}
+	not authz.allow.allowed with input as request("GET", "/metrics", "") with opa.runtime as no_metrics
+	authz.allow.allowed with input as request("GET", "/metrics", "a-token") with opa.runtime as no_metrics
 }
