@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from opentelemetry import trace
+
 from greenops.clock import parse_time
+from greenops.observability import spans
 from greenops.reservations import ACTIVE, Booking, Conflict, ReservationStore, milli
 from greenops.scheduler.algorithm import SLOT, CapacityLedger, DecisionTimeout, Placement
 
@@ -26,6 +29,7 @@ MAX_ATTEMPTS = 25
 # earliest start is the caller's clock, later on every retry: it is checked against the stored
 # answer instead (see _replayed). The explanation is an account of the spec, not the spec.
 _NOT_THE_SPEC = {"req_timeout", "key", "dry_run", "earliest_start", "explanation"}
+_tracer = trace.get_tracer(__name__)
 
 
 def spec_hash(request: dict[str, Any]) -> str:
@@ -101,7 +105,10 @@ def book(
             return done  # booked meanwhile by a retry that overtook this request
         seen = store.seen(row)
         ledger = _ledger(store.calendar(ask.zones, first_slot, last_slot, seen), capacity_vcpu)
-        placements = search(ledger)
+        with _tracer.start_as_current_span(
+            spans.SEARCH, attributes={spans.ZONES: len(ask.zones), spans.ATTEMPT: attempt}
+        ):
+            placements = search(ledger)
         answer = answer_of(placements)
         if ask.dry_run:
             return Outcome(answer, replayed=False)
@@ -120,7 +127,10 @@ def book(
             quota_milli=None if ask.quota_vcpu is None else milli(ask.quota_vcpu),
         )
         try:
-            return Outcome(store.commit(booking, seen, capacity_milli, now), replayed=False)
+            with _tracer.start_as_current_span(
+                spans.COMMIT, attributes={spans.KEY: ask.key, spans.TENANT: ask.tenant, spans.ZONE: placements[0].zone}
+            ):
+                return Outcome(store.commit(booking, seen, capacity_milli, now), replayed=False)
         except Conflict as exc:
             last_conflict = str(exc)
             if time.monotonic() > give_up_at:
