@@ -1,4 +1,5 @@
-"""The one HTTP client shape every GreenOps caller uses: timeouts, bounded retries, bearer token."""
+"""The one HTTP client shape every GreenOps caller uses: timeouts, bounded retries, bearer token,
+W3C trace context."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any, Self
 
 import certifi
 import httpx
+from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
 
 
 class RetryingClient:
@@ -36,6 +38,9 @@ class RetryingClient:
         self._client = httpx.Client(
             base_url=self.url, timeout=timeout, transport=transport, headers=headers, verify=trust(ca_certificate)
         )
+        # a client span per attempt, and the caller's trace context sent on as traceparent (a no-op
+        # span's when this process exports nothing: the context still reaches the server)
+        HTTPXClientInstrumentor.instrument_client(self._client)
 
     def close(self) -> None:
         self._client.close()
