@@ -9,7 +9,6 @@ from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any, Literal, cast, overload
 
-from opentelemetry import trace
 from pulumi import automation as auto
 
 from greenops.clock import system_clock
@@ -19,7 +18,6 @@ from greenops.stale_lock import clear_stale_locks
 from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
 
 PROJECT = "greenops-platform"
-_tracer = trace.get_tracer(__name__)
 
 
 class StackLocked(GreenOpsError):
@@ -131,7 +129,9 @@ def _run(
     # The operation's span goes to the engine as TRACEPARENT: the engine starts the dynamic
     # provider with the CLI's environment, so Placement's spans are its children.
     with (
-        _tracer.start_as_current_span(spans.PULUMI, attributes={spans.STACK: st.name, spans.OPERATION: op}),
+        tracing.tracer(__name__).start_as_current_span(
+            spans.PULUMI, attributes={spans.STACK: st.name, spans.OPERATION: op}
+        ),
         # (a LocalWorkspace's env_vars is its dict, typed as the Workspace's Mapping)
         tracing.context_in_env(cast(MutableMapping[str, str], st.workspace.env_vars)),
     ):

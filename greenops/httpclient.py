@@ -9,7 +9,8 @@ from typing import Any, Self
 
 import certifi
 import httpx
-from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+
+from greenops.observability import tracing
 
 
 class RetryingClient:
@@ -38,9 +39,7 @@ class RetryingClient:
         self._client = httpx.Client(
             base_url=self.url, timeout=timeout, transport=transport, headers=headers, verify=trust(ca_certificate)
         )
-        # a client span per attempt, and the caller's trace context sent on as traceparent (a no-op
-        # span's when this process exports nothing: the context still reaches the server)
-        HTTPXClientInstrumentor.instrument_client(self._client)
+        tracing.instrument_client(self._client)  # a span per attempt; the caller's trace context sent on
 
     def close(self) -> None:
         self._client.close()

@@ -21,7 +21,7 @@ from opentelemetry import trace
 from greenops import automation
 from greenops.clock import parse_time, stamp, system_clock
 from greenops.errors import GreenOpsError
-from greenops.observability import spans
+from greenops.observability import spans, tracing
 
 if TYPE_CHECKING:
     from pulumi import automation as auto
@@ -36,7 +36,6 @@ VERBS = {
 WHAT_CHANGES = {"Scheduled": "gate opens", "Provisioning": "last start before its deadline", "Running": "run ends"}
 WAKE_MARGIN = timedelta(seconds=1)  # wake just after the instant, so the pass sees it as reached
 _INTERVAL = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
-_tracer = trace.get_tracer(__name__)
 
 
 def parse_interval(text: str) -> timedelta:
@@ -96,7 +95,7 @@ class Pass:
         return "\n".join(lines)
 
 
-@_tracer.start_as_current_span(spans.PASS)
+@tracing.spanned(spans.PASS)
 def reconcile_once(st: auto.Stack, stream: bool = False) -> Pass:
     """One ``up``; raises StackLocked when another run holds the stack's lock."""
     trace.get_current_span().set_attribute(spans.STACK, st.name)

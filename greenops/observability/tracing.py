@@ -16,16 +16,18 @@ dynamic-provider process, which the engine starts with the CLI's environment.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from opentelemetry import context, propagate, trace
 
 if TYPE_CHECKING:
+    import httpx
     from fastapi import FastAPI
     from opentelemetry.sdk.trace import TracerProvider
     from sqlalchemy import Engine
@@ -35,6 +37,7 @@ CONTEXT_VARIABLES = ("TRACEPARENT", "TRACESTATE")
 # probes and scrapes are not placements: no server span for them
 UNTRACED_ROUTES = "/healthz,/readyz,/metrics"
 
+F = TypeVar("F", bound=Callable[..., Any])
 _lock = threading.Lock()
 _provider: TracerProvider | None = None
 
@@ -62,13 +65,46 @@ def setup_tracing(service_name: str) -> bool:
 
         provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service_name}))
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-        trace.set_tracer_provider(provider)
+        # The global provider can be set once per process, and the Pulumi SDK sets its own (without
+        # an exporter unless PULUMI_OTEL_EXPORTER_OTLP_ENDPOINT is set) when pulumi is imported in a
+        # process started with TRACEPARENT: the dynamic provider's, during a traced pass. The
+        # platform's spans therefore come from tracer(), which is ours whoever holds the global one.
+        if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+            trace.set_tracer_provider(provider)
         _provider = provider
         return True
 
 
 def enabled() -> bool:
     return _provider is not None
+
+
+def tracer(name: str) -> trace.Tracer:
+    """The platform's tracer: this process's exporting one when tracing is on, else the global
+    one (a no-op that still carries a caller's context through)."""
+    return (_provider or trace.get_tracer_provider()).get_tracer(name)
+
+
+def spanned(name: str) -> Callable[[F], F]:
+    """Runs the decorated function in a span ``name`` (its tracer resolved at each call)."""
+
+    def decorate(function: F) -> F:
+        @functools.wraps(function)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with tracer(function.__module__).start_as_current_span(name):
+                return function(*args, **kwargs)
+
+        return cast(F, run)
+
+    return decorate
+
+
+def instrument_client(client: httpx.Client) -> None:
+    """A client span per request, and the current trace context sent as traceparent (a no-op span's
+    when this process exports nothing: the caller's context still reaches the server)."""
+    from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+
+    HTTPXClientInstrumentor.instrument_client(client, tracer_provider=_provider)  # None: the global one
 
 
 def flush(timeout_millis: int = 5000) -> None:

@@ -5,18 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from opentelemetry import trace
-
 from greenops.catalog import Catalog, load_catalog
 from greenops.clock import parse_time, system_clock
 from greenops.errors import GreenOpsError
 from greenops.models import Decision, Workload
-from greenops.observability import spans
+from greenops.observability import spans, tracing
 from greenops.policies.client import OpaClient, PolicyDenied
 
 from .scheduler_client import Reservation, SchedulerClient
-
-_tracer = trace.get_tracer(__name__)
 
 
 class PlacementError(GreenOpsError):
@@ -37,7 +33,7 @@ def place(
     reservation, counted against the tenant's quota from policy. Raises PlacementError (or the
     clients' errors) and creates nothing."""
     attributes = {spans.WORKLOAD: workload.name, spans.TENANT: workload.tenant, **({spans.KEY: key} if key else {})}
-    with _tracer.start_as_current_span(spans.PLACE, attributes=attributes) as span:
+    with tracing.tracer(__name__).start_as_current_span(spans.PLACE, attributes=attributes) as span:
         decision = _place(workload, opa, scheduler, catalog or load_catalog(), earliest_start, key)
         span.set_attributes(
             {spans.PROVIDER_NAME: decision.provider, spans.REGION: decision.region, spans.ZONE: decision.zone}

@@ -14,13 +14,10 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from opentelemetry import trace
-
 from greenops.observability import spans, tracing
 
 SERVICE = "greenops-placement"
 F = TypeVar("F", bound=Callable[..., Any])
-_tracer = trace.get_tracer(__name__)
 
 
 def traced(operation: str, about: Callable[[dict[str, Any]], dict[str, str]]) -> Callable[[F], F]:
@@ -33,7 +30,7 @@ def traced(operation: str, about: Callable[[dict[str, Any]], dict[str, str]]) ->
             tracing.setup_tracing(SERVICE)
             props = args[-1] if args and isinstance(args[-1], dict) else {}
             try:
-                with _tracer.start_as_current_span(
+                with tracing.tracer(__name__).start_as_current_span(
                     spans.PROVIDER + operation, context=tracing.context_from_env(), attributes=about(props)
                 ):
                     return method(self, *args)

@@ -17,10 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from opentelemetry import trace
-
 from greenops.clock import parse_time
-from greenops.observability import spans
+from greenops.observability import spans, tracing
 from greenops.reservations import ACTIVE, Booking, Conflict, ReservationStore, milli
 from greenops.scheduler.algorithm import SLOT, CapacityLedger, DecisionTimeout, Placement
 
@@ -29,7 +27,6 @@ MAX_ATTEMPTS = 25
 # earliest start is the caller's clock, later on every retry: it is checked against the stored
 # answer instead (see _replayed). The explanation is an account of the spec, not the spec.
 _NOT_THE_SPEC = {"req_timeout", "key", "dry_run", "earliest_start", "explanation"}
-_tracer = trace.get_tracer(__name__)
 
 
 def spec_hash(request: dict[str, Any]) -> str:
@@ -105,7 +102,7 @@ def book(
             return done  # booked meanwhile by a retry that overtook this request
         seen = store.seen(row)
         ledger = _ledger(store.calendar(ask.zones, first_slot, last_slot, seen), capacity_vcpu)
-        with _tracer.start_as_current_span(
+        with tracing.tracer(__name__).start_as_current_span(
             spans.SEARCH, attributes={spans.ZONES: len(ask.zones), spans.ATTEMPT: attempt}
         ):
             placements = search(ledger)
@@ -127,7 +124,7 @@ def book(
             quota_milli=None if ask.quota_vcpu is None else milli(ask.quota_vcpu),
         )
         try:
-            with _tracer.start_as_current_span(
+            with tracing.tracer(__name__).start_as_current_span(
                 spans.COMMIT, attributes={spans.KEY: ask.key, spans.TENANT: ask.tenant, spans.ZONE: placements[0].zone}
             ):
                 return Outcome(store.commit(booking, seen, capacity_milli, now), replayed=False)

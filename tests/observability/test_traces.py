@@ -165,3 +165,32 @@ def test_opas_decision_joins_the_trace_of_the_request():
         by_id = {x.span_id: x for x in ours}
         assert all(x.parent_id == parent_id or x.parent_id in by_id for x in ours)
         no_secret(got, rx.bodies, opa.query_token, opa.admin_token)
+
+
+def test_spans_are_exported_where_the_pulumi_sdk_holds_the_global_provider():
+    """``import pulumi`` in a process started with TRACEPARENT installs the SDK's own global
+    provider (no exporter): the dynamic provider's process during a traced pass. The platform's
+    spans still reach the endpoint, children of that TRACEPARENT."""
+    import os
+    import subprocess
+    import sys
+
+    program = (
+        "import pulumi\n"
+        "from opentelemetry import trace\n"
+        "from greenops.observability import tracing\n"
+        "held = trace.get_tracer_provider()\n"
+        "assert tracing.setup_tracing('greenops-test')\n"
+        "assert trace.get_tracer_provider() is held\n"  # Pulumi's stays the global one
+        "with tracing.tracer('t').start_as_current_span('work', context=tracing.context_from_env()):\n"
+        "    pass\n"
+        "tracing.flush()\n"
+    )
+    traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    with OtlpReceiver() as rx:
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": rx.endpoint, "TRACEPARENT": traceparent}
+        env.pop("PULUMI_OTEL_EXPORTER_OTLP_ENDPOINT", None)
+        subprocess.run([sys.executable, "-c", program], env=env, check=True, timeout=120)
+        [work] = rx.wait_for(lambda got: bool(got))
+    assert (work.name, work.service) == ("work", "greenops-test")
+    assert (work.trace_id, work.parent_id) == ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
