@@ -86,6 +86,7 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                     db_password=s.scheduler_db_password,
                     postgresql_chart=pins.postgresql,
                     platform_principals=scheduler_principals(c),
+                    otlp_endpoint=c.otlp_endpoint,
                 ),
                 child,
             )
@@ -110,6 +111,7 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                     scheduler_token=args.secrets.opa_scheduler_token,
                     query_token=args.secrets.opa_token,
                     admin_token=args.secrets.opa_admin_token,
+                    otlp_endpoint=c.otlp_endpoint,
                 ),
                 child,
             )

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from sqlalchemy import Engine
 
-ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+ENDPOINT_VARIABLE = "OTEL_EXPORTER_OTLP_ENDPOINT"  # every signal's; the traces-only one wins
+ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", ENDPOINT_VARIABLE)
 CONTEXT_VARIABLES = ("TRACEPARENT", "TRACESTATE")
 # probes and scrapes are not placements: no server span for them
 UNTRACED_ROUTES = "/healthz,/readyz,/metrics"
