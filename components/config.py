@@ -14,6 +14,7 @@ from components.pins import PinnedVersions, pinned_versions
 from greenops import endpoints
 from greenops.forecasting.names import DEFAULT_STORAGE_PREFIX
 from greenops.identity.principal import Role
+from greenops.observability.tracing import opa_distributed_tracing
 
 
 class _Section(BaseModel):
@@ -460,6 +461,11 @@ class MonitoringConfig(_Section):
 
 
 class PlatformConfig(_Section):
+    otlp_endpoint: str | None = Field(
+        default=None,
+        description="OTLP/HTTP collector (http(s)://host:port) the platform's OPA and scheduler export traces "
+        "to; none: no traces",
+    )
     krateo: KrateoConfig = Field(default_factory=KrateoConfig)
     azure: AzureConfig = Field(default_factory=lambda: AzureConfig(enabled=False))
     gcp: GcpConfig = Field(default_factory=lambda: GcpConfig(enabled=False))
@@ -481,6 +487,13 @@ class PlatformConfig(_Section):
         default_factory=pinned_versions,
         description="components/versions.yaml; a stack overrides an entry, or fields of one, under versions.<entry>",
     )
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _exportable(cls, v: str | None) -> str | None:
+        if v is not None:
+            opa_distributed_tracing(v)  # OPA's form of it: refused here rather than by OPA at start-up
+        return v
 
     @field_validator("cert_manager")
     @classmethod

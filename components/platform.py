@@ -89,6 +89,7 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                     postgresql_chart=pins.postgresql,
                     platform_principals=scheduler_principals(c),
                     metrics_token=s.metrics_token if c.monitoring.enabled else None,
+                    otlp_endpoint=c.otlp_endpoint,
                 ),
                 child,
             )
@@ -113,6 +114,7 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                     scheduler_token=args.secrets.opa_scheduler_token,
                     query_token=args.secrets.opa_token,
                     admin_token=args.secrets.opa_admin_token,
+                    otlp_endpoint=c.otlp_endpoint,
                 ),
                 child,
             )

@@ -27,6 +27,7 @@ from components.hardening import (
 )
 from components.scheduler import TOKEN_VARIABLE
 from components.secret_env import secret_env
+from greenops.observability.tracing import opa_distributed_tracing
 from greenops.policies import (
     ADMIN_TOKEN_VARIABLE,
     DECISION_LOG_FLAGS,
@@ -56,6 +57,7 @@ SECRETS_IN_ENV = (
     "read a file; the values come from Secrets through secretKeyRef"
 )
 SHIPPED_DIR = "/shipped"  # the release's bundle, from the opa-bundle ConfigMap
+CONFIG_ARG = "--config-file=/config/config.json"  # the opa-config ConfigMap
 PERSIST_DIR = "/var/opa"  # OPA's persistence directory: bundles/<name>/bundle.tar.gz is loaded at boot
 BUNDLE_NAME = "greenops"
 ADMIN_TOKEN_DIR = "/var/run/secrets/greenops/opa-admin"  # kube-mgmt's --opa-auth-token-file lives here
@@ -76,12 +78,15 @@ class PolicyEngineArgs:
     # greenops:opaAdminToken for kube-mgmt's writes. Both or neither.
     query_token: pulumi.Input[str] | None = None
     admin_token: pulumi.Input[str] | None = None
+    otlp_endpoint: str | None = None  # greenops:platform.otlpEndpoint
 
 
-def opa_config(c: PolicyEngineConfig) -> dict:
-    """OPA's own configuration: pull the bundle from its service and hot-reload new revisions."""
+def opa_config(c: PolicyEngineConfig, otlp_endpoint: str | None = None) -> dict:
+    """OPA's own configuration: pull the bundle from its service and hot-reload new revisions, and
+    export its decision spans (children of the traceparent a caller sends) when an OTLP endpoint is set."""
+    tracing = {"distributed_tracing": opa_distributed_tracing(otlp_endpoint)} if otlp_endpoint else {}
     if not c.bundle_service_url:
-        return {}
+        return tracing
     service: dict = {"url": c.bundle_service_url}
     if c.bundle_service_type == "oci":
         service["type"] = "oci"
@@ -96,6 +101,7 @@ def opa_config(c: PolicyEngineConfig) -> dict:
             }
         },
         "persistence_directory": PERSIST_DIR,
+        **tracing,
     }
 
 
@@ -160,7 +166,7 @@ def bundle_source(c: PolicyEngineConfig, init_image: str) -> BundleSource:
         security_context=container_security_context(),
     )
     return BundleSource(
-        opa_arg="--config-file=/config/config.json",
+        opa_arg=CONFIG_ARG,
         opa_mount=_mount("persist", PERSIST_DIR),
         volumes=[shipped, k8s.core.v1.VolumeArgs(name="persist", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs())],
         init=[copy],
@@ -186,6 +192,8 @@ def opa_container(
             *DECISION_LOG_FLAGS,  # on stdout, masked by the bundle's system.log
             *tokens.opa_args,
             bundle.opa_arg,
+            # the configuration is read for the bundle service, else for tracing alone
+            *([CONFIG_ARG] if args.otlp_endpoint and bundle.opa_arg != CONFIG_ARG else []),
         ],
         env=[
             k8s.core.v1.EnvVarArgs(name="SCHEDULER_URL", value=args.config.scheduler_url),
@@ -253,7 +261,7 @@ class PolicyEngine(pulumi.ComponentResource):
         self.config_map = k8s.core.v1.ConfigMap(
             f"{name}-config",
             metadata=k8s.meta.v1.ObjectMetaArgs(name="opa-config", namespace=ns),
-            data={"config.json": json.dumps(opa_config(c))},
+            data={"config.json": json.dumps(opa_config(c, args.otlp_endpoint))},
             opts=in_ns,
         )
         bundle, self.bundle_revision = pack()

@@ -34,6 +34,7 @@ from components.helm import postgresql
 from components.pins import ChartPin
 from components.secret_env import secret_env, secret_file
 from greenops import endpoints
+from greenops.observability import tracing
 
 PORT = endpoints.SCHEDULER_PORT
 TOKEN_VARIABLE = endpoints.SCHEDULER_TOKEN_VARIABLE  # a client's credential: OPA's http.send (scheduler.rego)
@@ -66,6 +67,7 @@ class GreenOpsSchedulerArgs:
     postgresql_chart: ChartPin | None = None
     # the platform's own ServiceAccounts it accepts besides the stack's (the cluster path's controller)
     platform_principals: list[ServiceAccountPrincipal] = field(default_factory=list)
+    otlp_endpoint: str | None = None  # greenops:platform.otlpEndpoint: where its traces go (none: off)
     metrics_token: pulumi.Input[str] | None = None  # greenops:metricsToken: Prometheus's, declared by digest
 
 
@@ -171,6 +173,8 @@ class GreenOpsScheduler(pulumi.ComponentResource):
         )
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
         env: list[k8s.core.v1.EnvVarArgs] = []
+        if args.otlp_endpoint:
+            env.append(k8s.core.v1.EnvVarArgs(name=tracing.ENDPOINT_VARIABLE, value=args.otlp_endpoint))
         if args.admin_token is None:
             # the platform refuses this at preview by key (greenops.program); a direct caller too
             raise ValueError("the scheduler needs its bootstrap admin token (greenops:schedulerAdminToken)")

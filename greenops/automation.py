@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal, cast, overload
 
 from pulumi import automation as auto
 
 from greenops.clock import system_clock
 from greenops.errors import GreenOpsError
+from greenops.observability import spans, tracing
 from greenops.stale_lock import clear_stale_locks
 from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
 
@@ -125,6 +126,21 @@ def _run(
     st: auto.Stack, op: str, stream: bool
 ) -> auto.UpResult | auto.PreviewResult | auto.RefreshResult | auto.DestroyResult:
     out = sys.stdout.write if stream else None
+    # The operation's span goes to the engine as TRACEPARENT: the engine starts the dynamic
+    # provider with the CLI's environment, so Placement's spans are its children.
+    with (
+        tracing.tracer(__name__).start_as_current_span(
+            spans.PULUMI, attributes={spans.STACK: st.name, spans.OPERATION: op}
+        ),
+        # (a LocalWorkspace's env_vars is its dict, typed as the Workspace's Mapping)
+        tracing.context_in_env(cast(MutableMapping[str, str], st.workspace.env_vars)),
+    ):
+        return _operation(st, op, out)
+
+
+def _operation(
+    st: auto.Stack, op: str, out: Callable[[str], Any] | None
+) -> auto.UpResult | auto.PreviewResult | auto.RefreshResult | auto.DestroyResult:
     try:
         if op == "up":
             return st.up(on_output=out, color="never")

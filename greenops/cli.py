@@ -25,6 +25,7 @@ from greenops.clock import stamp
 from greenops.errors import GreenOpsError
 from greenops.httpclient import RetryingClient
 from greenops.models import Decision
+from greenops.observability.tracing import setup_tracing
 from greenops.renderers import render_set
 from greenops.stack_config import parse_stack_config
 from greenops.stack_files import greenops_config, read_stack_file
@@ -564,6 +565,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    setup_tracing("greenops")  # off unless OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set
     try:
         code: int = args.func(args)
         return code

@@ -1,4 +1,5 @@
-"""The one HTTP client shape every GreenOps caller uses: timeouts, bounded retries, bearer token."""
+"""The one HTTP client shape every GreenOps caller uses: timeouts, bounded retries, bearer token,
+W3C trace context."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any, Self
 
 import certifi
 import httpx
+
+from greenops.observability import tracing
 
 
 class RetryingClient:
@@ -36,6 +39,7 @@ class RetryingClient:
         self._client = httpx.Client(
             base_url=self.url, timeout=timeout, transport=transport, headers=headers, verify=trust(ca_certificate)
         )
+        tracing.instrument_client(self._client)  # a span per attempt; the caller's trace context sent on
 
     def close(self) -> None:
         self._client.close()

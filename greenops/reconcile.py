@@ -17,9 +17,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry import trace
+
 from greenops import automation
 from greenops.clock import parse_time, stamp, system_clock
 from greenops.errors import GreenOpsError
+from greenops.observability import spans, tracing
 
 if TYPE_CHECKING:
     from pulumi import automation as auto
@@ -139,8 +142,10 @@ class Pass:
         return "\n".join(lines)
 
 
+@tracing.spanned(spans.PASS)
 def reconcile_once(st: auto.Stack, stream: bool = False) -> Pass:
     """One ``up``; raises StackLocked when another run holds the stack's lock."""
+    trace.get_current_span().set_attribute(spans.STACK, st.name)
     before = {r["workload"]: r for r in automation.placements(st)}
     result = automation.run(st, "up", stream=stream)
     rows = automation.placements(st)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import tempfile
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from greenops.local.controlplane import free_port
 from greenops.local.service import ProcessService
+from greenops.observability import tracing
 from greenops.policies import (
     ADMIN_TOKEN_VARIABLE,
     DECISION_LOG_FLAGS,
@@ -38,6 +40,9 @@ class OpaServer(ProcessService):
     port: int = 0
     tls_cert: Path | None = None  # serve HTTPS (the API server calls webhooks over TLS only)
     tls_key: Path | None = None
+    # OTLP/HTTP collector for OPA's decision spans (OPA's distributed_tracing); default: this
+    # process's OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, none: no traces
+    otlp_endpoint: str | None = field(default_factory=tracing.endpoint)
     name = "opa"
 
     @property
@@ -78,6 +83,11 @@ class OpaServer(ProcessService):
             if self.tls_cert
             else []
         )
+        config = []
+        if self.otlp_endpoint:
+            path = self.workdir / "config.json"
+            path.write_text(json.dumps({"distributed_tracing": tracing.opa_distributed_tracing(self.otlp_endpoint)}))
+            config = ["--config-file", str(path)]
         self._launch(
             [
                 tool_path("opa"),
@@ -91,6 +101,7 @@ class OpaServer(ProcessService):
                 *auth,
                 *DECISION_LOG_FLAGS,  # to opa.log, masked (policies/rego/log.rego)
                 *tls,
+                *config,
                 "--bundle",
                 str(bundle),
             ],

@@ -9,6 +9,7 @@ from greenops.catalog import Catalog, load_catalog
 from greenops.clock import parse_time, system_clock
 from greenops.errors import GreenOpsError
 from greenops.models import Decision, Workload
+from greenops.observability import spans, tracing
 from greenops.policies.client import OpaClient, PolicyDenied
 
 from .scheduler_client import Reservation, SchedulerClient
@@ -31,7 +32,23 @@ def place(
     and size; the image comes from the catalog. With ``key`` the scheduler books it as that
     reservation, counted against the tenant's quota from policy. Raises PlacementError (or the
     clients' errors) and creates nothing."""
-    catalog = catalog or load_catalog()
+    attributes = {spans.WORKLOAD: workload.name, spans.TENANT: workload.tenant, **({spans.KEY: key} if key else {})}
+    with tracing.tracer(__name__).start_as_current_span(spans.PLACE, attributes=attributes) as span:
+        decision = _place(workload, opa, scheduler, catalog or load_catalog(), earliest_start, key)
+        span.set_attributes(
+            {spans.PROVIDER_NAME: decision.provider, spans.REGION: decision.region, spans.ZONE: decision.zone}
+        )
+        return decision
+
+
+def _place(
+    workload: Workload,
+    opa: OpaClient,
+    scheduler: SchedulerClient,
+    catalog: Catalog,
+    earliest_start: datetime | None,
+    key: str | None,
+) -> Decision:
     spec = workload.spec()
     try:
         decision = opa.require_allowed(spec)

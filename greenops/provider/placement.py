@@ -65,6 +65,7 @@ from greenops.direct.records import observation, pass_instant
 from greenops.endpoints import OPA_TOKEN_VARIABLE
 from greenops.errors import GreenOpsError, field_errors
 from greenops.models import Decision, Provisioning, Workload, spec_digest
+from greenops.observability import spans
 from greenops.placement import SchedulerClient, place
 from greenops.placement.lifecycle import (
     Lifecycle,
@@ -78,6 +79,7 @@ from greenops.placement.lifecycle import (
     next_change,
 )
 from greenops.policies.client import OpaClient
+from greenops.provider.traced import traced
 from greenops.renderers import Rendered, RenderSettings, render_set
 
 # Credentials for OPA, the scheduler and the cluster: kept as secrets in the state.
@@ -137,6 +139,11 @@ def _name(props: dict[str, Any]) -> str:
     return str(w.get("name", "?")) if isinstance(w, dict) else "?"
 
 
+def _about(props: dict[str, Any]) -> dict[str, str]:
+    """A provider operation's span attributes: which workload of which stack (no credential)."""
+    return {spans.WORKLOAD: _name(props), spans.STACK: str(props.get("stack") or "")}
+
+
 class PlacementProvider(ResourceProvider):
     # The pickled provider holds no secret (it is a reference to this class, ~100 bytes), so it need
     # not be stored encrypted: with the SDK's default every resource's copy is a secret, which
@@ -178,6 +185,7 @@ class PlacementProvider(ResourceProvider):
         return CheckResult(news, failures)
 
     # -- create -------------------------------------------------------------------------------
+    @traced("create", _about)
     def create(self, props: dict[str, Any]) -> CreateResult:
         now = self.pass_now(props)
         if _direct(props) and props["direct"].get("declared"):
@@ -199,6 +207,7 @@ class PlacementProvider(ResourceProvider):
         )
 
     # -- diff / update ------------------------------------------------------------------------
+    @traced("diff", _about)
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         if olds.get("workload") != news.get("workload"):
             return DiffResult(changes=True, replaces=["workload"], delete_before_replace=False)
@@ -216,6 +225,7 @@ class PlacementProvider(ResourceProvider):
         )
         return DiffResult(changes=settings_changed or moved, replaces=[], stables=[] if step.replace else ["decision"])
 
+    @traced("update", _about)
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         now, workload, decision, before, step, reported = self._this_pass(olds, news)
         if step.replace:
@@ -262,6 +272,7 @@ class PlacementProvider(ResourceProvider):
         # Refresh keeps the record: what happened is not re-derived from the clock.
         return ReadResult(id_, props)
 
+    @traced("delete", _about)
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         # The VM belongs to the workload's ConfigGroup (operator mode) or its direct set, which delete
         # it (before this, as they depend on the Placement); the booking is

@@ -38,6 +38,7 @@ from greenops.clock import system_clock
 from greenops.errors import GreenOpsError
 from greenops.identity.kubernetes import TokenReviewer
 from greenops.identity.principals import Declared, load_principals
+from greenops.observability.tracing import setup_tracing
 from greenops.policies.config import load_policy_settings
 from greenops.reservations import ReservationStore
 from greenops.scheduler.api import InsecureConfiguration, create_app
@@ -163,6 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     settings = settings_from(args)
     configure_logging(args.log_format)
+    setup_tracing("greenops-scheduler")  # off unless OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set
     # GREENOPS_NOW pins the clock for replays of recorded traces (see greenops.clock)
     database = settings.database or default_database()
     try:

@@ -27,6 +27,7 @@ from greenops.identity import Forbidden, Principal
 from greenops.identity.kubernetes import TokenReviewer
 from greenops.identity.principals import Declared
 from greenops.identity.tokens import TokenStore, digest
+from greenops.observability import tracing
 from greenops.policies.config import PolicySettings, load_policy_settings
 from greenops.reservations import ReservationStore
 from greenops.scheduler import (
@@ -133,6 +134,9 @@ def create_app(
 
     dashboard = dashboard_router(visible, state.clock, reader=requires("read"))
     app.include_router(dashboard)
+    # spans for requests and the record's statements, when this process exports traces
+    tracing.instrument_app(app)
+    tracing.instrument_engine(record.engine)
     return app
 
 

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from greenops.clock import parse_time
+from greenops.observability import spans, tracing
 from greenops.reservations import ACTIVE, Booking, Conflict, ReservationStore, milli
 from greenops.scheduler.algorithm import SLOT, CapacityLedger, DecisionTimeout, Placement
 
@@ -103,7 +104,10 @@ def book(
             return done  # booked meanwhile by a retry that overtook this request
         seen = store.seen(row)
         ledger = _ledger(store.calendar(ask.zones, first_slot, last_slot, seen), capacity_vcpu)
-        placements = search(ledger)
+        with tracing.tracer(__name__).start_as_current_span(
+            spans.SEARCH, attributes={spans.ZONES: len(ask.zones), spans.ATTEMPT: attempt}
+        ):
+            placements = search(ledger)
         answer = answer_of(placements)
         if ask.dry_run:
             return Outcome(answer, replayed=False)
@@ -122,7 +126,10 @@ def book(
             quota_milli=None if ask.quota_vcpu is None else milli(ask.quota_vcpu),
         )
         try:
-            return Outcome(store.commit(booking, seen, capacity_milli, now), replayed=False)
+            with tracing.tracer(__name__).start_as_current_span(
+                spans.COMMIT, attributes={spans.KEY: ask.key, spans.TENANT: ask.tenant, spans.ZONE: placements[0].zone}
+            ):
+                return Outcome(store.commit(booking, seen, capacity_milli, now), replayed=False)
         except Conflict as exc:
             last_conflict = str(exc)
             if time.monotonic() > give_up_at or attempt == MAX_ATTEMPTS - 1:
