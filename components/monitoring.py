@@ -5,9 +5,9 @@ ConfigMap in Grafana's sidecar convention.
 
 Every target is relabelled with ``greenops_component`` (scheduler, opa, controller), which the
 alerts and the dashboard read, so neither depends on how a given Prometheus names its jobs. The
-scheduler's and OPA's metrics need a credential (they name tenants): Prometheus presents
-``greenops:metricsToken`` from a Secret beside each target, which the scheduler declares as a
-reader by its digest.
+scheduler's and OPA's metrics need a credential (they name tenants): at the scheduler Prometheus
+presents ``greenops:metricsToken`` from a Secret beside it, which the scheduler declares as a reader
+by its digest; at OPA, OPA's own scraper token (components/policy_engine.py), good for nothing else.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ import pulumi_kubernetes as k8s
 from components.config import MonitoringConfig
 from components.controller import LABELS as CONTROLLER_LABELS
 from components.policy_engine import LABELS as OPA_LABELS
+from components.policy_engine import METRICS_TOKEN_SECRET as OPA_METRICS_SECRET
 from components.scheduler import LABELS as SCHEDULER_LABELS
 from greenops.observability import alerts, dashboard
+from greenops.policies import METRICS_TOKEN_VARIABLE
 
 API = "monitoring.coreos.com/v1"
 TOKEN_SECRET = "greenops-metrics-token"
@@ -62,7 +64,6 @@ class Monitoring(pulumi.ComponentResource):
             )
         )
         if args.opa_namespace is not None:
-            self.tokens.append(self._token(f"{name}-token-opa", args.opa_namespace, args.metrics_token, child))
             tls: dict[str, object] = {"serverName": f"opa.{args.opa_namespace}.svc"}
             if args.opa_ca_pem is not None:
                 self.opa_ca = k8s.core.v1.ConfigMap(
@@ -84,7 +85,8 @@ class Monitoring(pulumi.ComponentResource):
                         "path": "/metrics",
                         "scheme": "https",
                         "tlsConfig": tls,
-                        **self._bearer(),
+                        # OPA's own scraper token (derived from its admin token, good for GET /metrics only)
+                        **self._bearer(OPA_METRICS_SECRET, METRICS_TOKEN_VARIABLE),
                         **_component(alerts.OPA),
                     },
                     child,
@@ -136,8 +138,8 @@ class Monitoring(pulumi.ComponentResource):
         )
 
     @staticmethod
-    def _bearer() -> dict[str, object]:
-        return {"authorization": {"type": "Bearer", "credentials": {"name": TOKEN_SECRET, "key": TOKEN_KEY}}}
+    def _bearer(secret: str = TOKEN_SECRET, key: str = TOKEN_KEY) -> dict[str, object]:
+        return {"authorization": {"type": "Bearer", "credentials": {"name": secret, "key": key}}}
 
     def _monitor(
         self,

@@ -43,10 +43,14 @@ def test_one_switch_brings_every_monitor_the_rule_and_the_dashboard(on):
         assert endpoint["relabelings"] == [
             {"targetLabel": alerts.COMPONENT_LABEL, "replacement": part, "action": "replace"}
         ]
-    # the scheduler's and OPA's metrics name tenants: Prometheus presents its token
-    for monitor in (service, pods["greenops-opa"]):
-        [endpoint] = monitor.inputs["spec"].get("endpoints") or monitor.inputs["spec"]["podMetricsEndpoints"]
-        assert endpoint["authorization"]["credentials"] == {"name": "greenops-metrics-token", "key": "token"}
+    # the scheduler's and OPA's metrics name tenants: Prometheus presents a token to each
+    [endpoint] = service.inputs["spec"]["endpoints"]
+    assert endpoint["authorization"]["credentials"] == {"name": "greenops-metrics-token", "key": "token"}
+    [endpoint] = pods["greenops-opa"].inputs["spec"]["podMetricsEndpoints"]
+    assert endpoint["authorization"]["credentials"] == {
+        "name": "greenops-opa-metrics-token",
+        "key": "GREENOPS_OPA_METRICS_TOKEN",
+    }
     [rule] = crs(on, "PrometheusRule")
     assert [r["alert"] for g in rule.inputs["spec"]["groups"] for r in g["rules"]] == alerts.alert_names()
     [board] = [r for r in of(on, "kubernetes:core/v1:ConfigMap") if r.name == "monitoring-dashboard"]
@@ -68,7 +72,7 @@ def test_prometheus_is_a_reader_of_the_scheduler_by_its_tokens_digest(on):
     secrets = [
         r for r in of(on, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "greenops-metrics-token"
     ]
-    assert len(secrets) == 2  # beside the scheduler and beside OPA: a monitor reads its namespace's Secrets
+    assert [s.inputs["metadata"]["namespace"] for s in secrets] == ["greenops"]  # beside the scheduler
     assert all(unwrap(s.inputs["stringData"])["token"] == token for s in secrets)
 
 
