@@ -368,6 +368,10 @@ def _demo(running: Running, work: Path, record: Path, t0: datetime, hours: float
             f"token, e.g. GREENOPS_SCHEDULER_TOKEN={creds.reader} greenops dashboard --stack dev"
         )
         say(
+            f"Metrics (Prometheus text format): {sched.url}/metrics with the same read token, e.g. "
+            f"curl -H 'Authorization: Bearer {creds.reader}' {sched.url}/metrics | grep overdue_gate"
+        )
+        say(
             "Everything stays up; Ctrl-C stops it (the Pulumi path's reservations stay in the record). "
             f"Try: KUBECONFIG={cp.kubeconfig_path} kubectl get vmtemplates -A"
         )
