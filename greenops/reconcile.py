@@ -67,10 +67,14 @@ class Transition:
         return VERBS.get(self.phase, "changed").lower()
 
 
+def _event_key(event: dict[str, Any]) -> tuple[Any, ...]:
+    return event.get("at"), event.get("phase"), event.get("reason")  # an Event's fields (lifecycle.Event)
+
+
 def _transitions(name: str, old: dict[str, Any] | None, row: dict[str, Any]) -> list[Transition]:
     events = row.get("events") or []
-    seen = (old or {}).get("events") or []
-    fresh = [i for i, e in enumerate(events) if e not in seen]
+    seen = {_event_key(e) for e in (old or {}).get("events") or []}
+    fresh = [i for i, e in enumerate(events) if _event_key(e) not in seen]
     if old is None:
         fresh = fresh[1:]  # the first event is the placement itself
     # Scheduled moves on to Scheduled (placed again) or to Failed only when its window was missed

@@ -56,7 +56,8 @@ def book(scheduler, catalog, booking, token) -> dict:
 
 
 def ask(opa, rule="", region=None) -> dict:
-    """The Data API's whole answer: {"result": ...} when the document is defined, {} when not."""
+    """The Data API's whole answer: {"result": ...} when the document is defined, {} when not,
+    without the decision_id every answer carries (the key to its decision log event)."""
     r = httpx.post(
         f"{opa.url}{VISIBILITY}{rule}",
         json={"input": {"region": region} if region else {}},
@@ -64,7 +65,9 @@ def ask(opa, rule="", region=None) -> dict:
         timeout=20,
     )
     assert r.status_code == 200, r.text
-    return r.json()
+    answer = r.json()
+    assert isinstance(answer.pop("decision_id"), str)
+    return answer
 
 
 @pytest.mark.parametrize("declared", [False, True], ids=["issued", "declared"])

@@ -8,9 +8,9 @@
 # groups); none holds a credential. OPA's API tokens arrive in the request's Authorization header,
 # which is system.authz's input, never a decision's; the scheduler's token is only in http.send's
 # request, which reaches the logs only through the non-deterministic builtin cache. So this is a
-# guard, not a clean-up: any key named like a credential, at any depth of a decision's input or
-# result (an admin's ad-hoc query of opa.runtime() would return every token), is erased, and so is
-# the builtin cache.
+# guard, not a clean-up: any key named like a credential, at any depth of a decision's input or of
+# a result the bundle's policy did not compute (an admin's ad-hoc query of opa.runtime() would
+# return every token), is erased, and so is the builtin cache.
 # METADATA
 # title: Decision log masking
 # description: >-
@@ -27,8 +27,12 @@ mask contains _pointer("input", path) if {
 	_credential(path)
 }
 
+# The results of the bundle's own decisions are the policy's documents, which hold no credential
+# (the scheduler's token is never a rule's value: scheduler.rego), and the largest events: they
+# are not walked. Every other document an admin reads is.
 mask contains _pointer("result", path) if {
 	not input.query
+	not _own_decision(input.path)
 	walk(input.result, [path, _])
 	_credential(path)
 }
@@ -40,6 +44,10 @@ mask contains "/result" if {
 	walk(input.result, [path, _])
 	_credential(path)
 }
+
+_own_decision(path) if startswith(path, "greenops/")
+
+_own_decision("system/main")
 
 _credential(path) if {
 	count(path) > 0

@@ -10,12 +10,20 @@ masked(event) := erased if {
 	erased := log.mask with input as event
 }
 
+test_the_results_of_the_bundles_own_decisions_are_not_walked if {
+	result := {"allowed": true, "selection": {"token": "not a credential, and never walked"}}
+	masked({"path": "greenops/placement/decision", "input": placement, "result": result}) == {"/nd_builtin_cache"}
+	masked({"path": "system/main", "result": {"response": {"token": "t"}}}) == {"/nd_builtin_cache"}
+	masked({"path": "scratch/x", "result": {"token": "t"}}) == {"/nd_builtin_cache", "/result/token"}
+}
+
 test_a_decision_without_credentials_is_left_whole if {
 	masked({"input": placement, "result": {"allowed": true, "eligible": [{"zone": "FR"}]}}) == {"/nd_builtin_cache"}
 }
 
 test_credential_fields_are_erased_at_any_depth if {
 	event := {
+		"path": "admin/read",
 		"input": {
 			"workload": {"name": "etl", "apiKey": "k"},
 			"headers": {"Authorization": "Bearer t"},
