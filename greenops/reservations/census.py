@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
 from sqlalchemy import and_, func, select
 
 from greenops.scheduler.algorithm import SLOT
 
-from .tables import reservations, slot_usage
+from .tables import reservations, slot_usage, stored_utc
 
 if TYPE_CHECKING:
     from .store import ReservationStore
@@ -55,10 +55,5 @@ def census(store: ReservationStore, now: datetime) -> Census:
     return Census(
         phases=dict(cast("Iterable[tuple[str, int]]", phases)),
         busiest=dict(cast("Iterable[tuple[str, int]]", busiest)),
-        overdue={p: Overdue(n, _utc(t)) for p, n, t in cast("Iterable[tuple[str, int, datetime]]", overdue)},
+        overdue={p: Overdue(n, stored_utc(t)) for p, n, t in cast("Iterable[tuple[str, int, datetime]]", overdue)},
     )
-
-
-def _utc(value: datetime) -> datetime:
-    # SQLite hands back naive datetimes; every time the store writes is UTC
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
