@@ -36,9 +36,8 @@ class Census:
 
 
 def census(store: ReservationStore, now: datetime) -> Census:
-    """The record at ``now``. A reservation counts as overdue from its start: the record does not keep
-    each booking's provisioning lead (a stack's, a VmTemplate's), and at its start a reservation
-    still Scheduled is late whatever its lead was."""
+    """The record at ``now``. A reservation is overdue from its start (why not from its gate:
+    greenops.observability.names, OVERDUE_GATES)."""
     phase, path = reservations.c.phase, reservations.c.path
     with store.reading("census") as conn:
         phases = conn.execute(select(phase, func.count()).group_by(phase)).all()
