@@ -19,7 +19,7 @@ from sqlalchemy import insert, select, update
 
 from greenops.errors import GreenOpsError
 from greenops.reservations import ReservationStore
-from greenops.reservations.tables import api_tokens
+from greenops.reservations.tables import api_tokens, stored_utc
 
 from .principal import Principal, Role
 
@@ -125,7 +125,7 @@ class TokenStore:
         if row["revoked_at"] is not None:
             return f"token {row['id']} ({row['name']}) was revoked"
         expires = row["expires_at"]
-        if expires is not None and _aware(expires) <= now:
+        if expires is not None and stored_utc(expires) <= now:
             return f"token {row['id']} ({row['name']}) expired"
         return _principal(row["name"], row["role"], row["tenants"], row["paths"], row["id"])
 
@@ -142,16 +142,10 @@ def _principal(
     )
 
 
-def _aware(value: datetime) -> datetime:
-    from datetime import UTC
-
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
 def _public(row: dict[str, Any]) -> dict[str, Any]:
     """A token's row without its digest."""
     row.pop("token_sha256", None)
     for k in ("created_at", "expires_at", "revoked_at"):
         if row.get(k) is not None:
-            row[k] = _aware(row[k]).isoformat()
+            row[k] = stored_utc(row[k]).isoformat()
     return row

@@ -86,16 +86,19 @@ DATABASE_ERRORS = Metric(
 DATABASE_RETRIES = Metric(
     "greenops_scheduler_database_retries", "counter", "Transactions retried after a conflict", ("operation",)
 )
+# Counted from the start, not the start less a provisioning lead: the record does not keep each
+# booking's lead, and at its start a reservation still Scheduled is late whatever its lead was.
 OVERDUE_GATES = Metric(
     "greenops_scheduler_overdue_gates",
     "gauge",
-    "Reservations whose gate has passed and whose phase is still Scheduled: lateness, whichever reconciler runs",
+    "Reservations still Scheduled after their start (their gate is overdue whatever its lead): lateness, "
+    "whichever reconciler runs",
     ("path",),
 )
 OLDEST_OVERDUE_GATE = Metric(
     "greenops_scheduler_oldest_overdue_gate_seconds",
     "gauge",
-    "How long ago the oldest overdue gate was due (0: none overdue)",
+    "How long ago the oldest reservation still Scheduled was due to start (0: none overdue)",
     ("path",),
 )
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
 from sqlalchemy import and_, func, select
 
 from greenops.scheduler.algorithm import SLOT
 
-from .tables import reservations, slot_usage
+from .tables import reservations, slot_usage, stored_utc
 
 if TYPE_CHECKING:
     from .store import ReservationStore
@@ -36,9 +36,8 @@ class Census:
 
 
 def census(store: ReservationStore, now: datetime) -> Census:
-    """The record at ``now``. A reservation counts as overdue from its start: the record does not keep
-    each booking's provisioning lead (a stack's, a VmTemplate's), and at its start a reservation
-    still Scheduled is late whatever its lead was."""
+    """The record at ``now``. A reservation is overdue from its start (why not from its gate:
+    greenops.observability.names, OVERDUE_GATES)."""
     phase, path = reservations.c.phase, reservations.c.path
     with store.reading("census") as conn:
         phases = conn.execute(select(phase, func.count()).group_by(phase)).all()
@@ -55,10 +54,5 @@ def census(store: ReservationStore, now: datetime) -> Census:
     return Census(
         phases=dict(cast("Iterable[tuple[str, int]]", phases)),
         busiest=dict(cast("Iterable[tuple[str, int]]", busiest)),
-        overdue={p: Overdue(n, _utc(t)) for p, n, t in cast("Iterable[tuple[str, int, datetime]]", overdue)},
+        overdue={p: Overdue(n, stored_utc(t)) for p, n, t in cast("Iterable[tuple[str, int, datetime]]", overdue)},
     )
-
-
-def _utc(value: datetime) -> datetime:
-    # SQLite hands back naive datetimes; every time the store writes is UTC
-    return value if value.tzinfo else value.replace(tzinfo=UTC)

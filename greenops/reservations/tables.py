@@ -6,9 +6,18 @@ back to exactly zero: no float drift in a calendar that is incremented and decre
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from sqlalchemy import JSON, Column, DateTime, Index, Integer, MetaData, String, Table
 
 metadata = MetaData()
+
+
+def stored_utc(value: datetime) -> datetime:
+    """A time read back from the record: SQLite hands back naive datetimes, and every time the store
+    writes is UTC."""
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
 
 # One row per placement key: what was asked, what was answered, and what happened since.
 reservations = Table(

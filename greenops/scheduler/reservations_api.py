@@ -15,7 +15,7 @@ owner and the caller).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from greenops.identity import Forbidden
 from greenops.placement.lifecycle import Lifecycle
 from greenops.reservations import ListingFilter, UnknownReservation
+from greenops.reservations.tables import stored_utc
 from greenops.scheduler.auth import Reader, Reporter
 from greenops.scheduler.recorded import explanation_of, workload_of
 from greenops.scheduler.series import ceil_second
@@ -93,7 +94,7 @@ def out(row: dict[str, Any], detail: bool = False) -> ReservationOut:
     first = min(row["placements"], key=lambda p: p["start"])
     recorded = {}
     if detail:
-        booked = _utc(row["created_at"])
+        booked = stored_utc(row["created_at"])
         began = row["answer"].get("searched_from")  # answers recorded before it was kept have none
         recorded = {
             "created_at": booked,
@@ -117,16 +118,11 @@ def out(row: dict[str, Any], detail: bool = False) -> ReservationOut:
         jobs=row["jobs"],
         revision=row["revision"],
         workload=workload_of(row["request"].get("workload")),
-        updated_at=_utc(row["updated_at"]),
-        held_until=_utc(row["held_until"]) if row.get("held_until") else None,
+        updated_at=stored_utc(row["updated_at"]),
+        held_until=stored_utc(row["held_until"]) if row.get("held_until") else None,
         lifecycle=row.get("lifecycle"),
         **recorded,
     )
-
-
-def _utc(value: datetime) -> datetime:
-    # SQLite hands back naive datetimes; every time the store writes is UTC
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _unknown(exc: UnknownReservation) -> JSONResponse:

@@ -21,6 +21,7 @@ ROUTES = [
     ("GET", "/forecast/FR"),
     ("GET", "/credentials"),
     ("POST", "/credentials"),
+    ("GET", "/metrics"),
 ]
 
 
