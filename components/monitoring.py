@@ -22,6 +22,7 @@ from components.controller import LABELS as CONTROLLER_LABELS
 from components.policy_engine import LABELS as OPA_LABELS
 from components.policy_engine import METRICS_TOKEN_SECRET as OPA_METRICS_SECRET
 from components.scheduler import LABELS as SCHEDULER_LABELS
+from components.secret_env import secret_holding
 from greenops.observability import alerts, dashboard
 from greenops.policies import METRICS_TOKEN_VARIABLE
 
@@ -51,7 +52,11 @@ class Monitoring(pulumi.ComponentResource):
         self._interval = c.scrape_interval
         self.monitors: list[k8s.apiextensions.CustomResource] = []
 
-        self.tokens = [self._token(f"{name}-token-scheduler", args.scheduler_namespace, args.metrics_token, child)]
+        self.tokens = [
+            secret_holding(
+                f"{name}-token-scheduler", TOKEN_SECRET, args.scheduler_namespace, TOKEN_KEY, args.metrics_token, child
+            )
+        ]
         self.monitors.append(
             self._monitor(
                 f"{name}-scheduler",
@@ -126,16 +131,6 @@ class Monitoring(pulumi.ComponentResource):
             opts=child,
         )
         self.register_outputs({"rule": self.rule.metadata["name"], "dashboard": self.dashboard.metadata["name"]})
-
-    def _token(
-        self, name: str, namespace: str, token: pulumi.Input[str], opts: pulumi.ResourceOptions
-    ) -> k8s.core.v1.Secret:
-        return k8s.core.v1.Secret(
-            name,
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=TOKEN_SECRET, namespace=namespace),
-            string_data={TOKEN_KEY: pulumi.Output.secret(token)},
-            opts=opts,
-        )
 
     @staticmethod
     def _bearer(secret: str = TOKEN_SECRET, key: str = TOKEN_KEY) -> dict[str, object]:

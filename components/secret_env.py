@@ -12,7 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 
-def _secret(
+def secret_holding(
     resource_name: str,
     secret_name: str,
     namespace: str,
@@ -38,7 +38,7 @@ def secret_env(
     opts: pulumi.ResourceOptions,
 ) -> tuple[k8s.core.v1.Secret, k8s.core.v1.EnvVarArgs]:
     """The Secret holding ``value`` under key ``variable``, and the container env entry reading it."""
-    secret = _secret(resource_name, secret_name, namespace, variable, value, opts)
+    secret = secret_holding(resource_name, secret_name, namespace, variable, value, opts)
     env = k8s.core.v1.EnvVarArgs(
         name=variable,
         value_from=k8s.core.v1.EnvVarSourceArgs(
@@ -59,7 +59,7 @@ def secret_file(
 ) -> tuple[k8s.core.v1.Secret, k8s.core.v1.VolumeArgs, k8s.core.v1.VolumeMountArgs]:
     """The Secret holding ``value`` under ``key``, and the volume and mount that show it to a
     container as the file ``<directory>/token``, readable by the pod's group only."""
-    secret = _secret(resource_name, secret_name, namespace, key, value, opts)
+    secret = secret_holding(resource_name, secret_name, namespace, key, value, opts)
     volume = k8s.core.v1.VolumeArgs(
         name=secret_name,
         secret=k8s.core.v1.SecretVolumeSourceArgs(

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from greenops.clock import stamp
+from greenops.local.controller import ControllerProcess
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
@@ -77,3 +78,16 @@ def cluster(tmp_path_factory):
         ) as opa:
             install_admission(cp, opa.url, tls.ca_pem, NAMESPACES, token=opa.admin_token)
             yield Cluster(cp, sched, opa, opa_token, controller_token, tls.ca_pem)
+
+
+def controller_process(cluster: Cluster, tmp_path, name: str, **kw) -> ControllerProcess:
+    """The controller as a process against ``cluster``, with its report-role token; ``kw`` sets
+    ControllerProcess's other fields (resync_seconds, clock_file, ...)."""
+    return ControllerProcess(
+        scheduler_url=cluster.sched.url,
+        token=cluster.controller_token,
+        kubeconfig=cluster.cp.kubeconfig_path,
+        identity=name,
+        log=tmp_path / f"{name}.log",
+        **kw,
+    )

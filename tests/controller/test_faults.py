@@ -8,7 +8,7 @@ import pytest
 
 from greenops.local.controller import ControllerProcess
 from greenops.local.webhook import GROUP
-from tests.controller.conftest import HOLD_SECONDS, template
+from tests.controller.conftest import HOLD_SECONDS, controller_process, template
 
 pytestmark = [pytest.mark.integration, pytest.mark.tools]
 
@@ -16,14 +16,7 @@ RESYNC = 1.0
 
 
 def controller(cluster, tmp_path, name: str) -> ControllerProcess:
-    return ControllerProcess(
-        scheduler_url=cluster.sched.url,
-        token=cluster.controller_token,
-        kubeconfig=cluster.cp.kubeconfig_path,
-        identity=name,
-        resync_seconds=RESYNC,
-        log=tmp_path / f"{name}.log",
-    )
+    return controller_process(cluster, tmp_path, name, resync_seconds=RESYNC)
 
 
 def create(cluster, ns: str, name: str, **spec) -> httpx.Response:

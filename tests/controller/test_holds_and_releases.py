@@ -11,20 +11,14 @@ import httpx
 import pytest
 
 from greenops.local.controller import ControllerProcess
-from tests.controller.conftest import HOLD_SECONDS, template
+from tests.controller.conftest import HOLD_SECONDS, controller_process, template
 from tests.security.conftest import booking
 
 pytestmark = [pytest.mark.integration, pytest.mark.tools]
 
 
 def controller(cluster, identity: str, tmp_path) -> ControllerProcess:
-    return ControllerProcess(
-        scheduler_url=cluster.sched.url,
-        token=cluster.controller_token,
-        kubeconfig=cluster.cp.kubeconfig_path,
-        identity=identity,
-        log=tmp_path / f"{identity}.log",
-    )
+    return controller_process(cluster, tmp_path, identity)
 
 
 def create(cluster, ns: str, name: str) -> str:

@@ -20,7 +20,7 @@ from greenops import record_rows
 from greenops.clock import parse_time, set_clock_file, stamp
 from greenops.local.controller import ControllerProcess
 from greenops.validation.crd import default_crd_dir
-from tests.controller.conftest import template
+from tests.controller.conftest import controller_process, template
 from tests.upstream_crds import local_crd
 
 pytestmark = [pytest.mark.integration, pytest.mark.tools, pytest.mark.crds]
@@ -50,15 +50,7 @@ def clock(tmp_path):
 
 
 def controller(cluster, clock, tmp_path, name: str) -> ControllerProcess:
-    return ControllerProcess(
-        scheduler_url=cluster.sched.url,
-        token=cluster.controller_token,
-        kubeconfig=cluster.cp.kubeconfig_path,
-        identity=name,
-        resync_seconds=RESYNC,
-        clock_file=clock,
-        log=tmp_path / f"{name}.log",
-    )
+    return controller_process(cluster, tmp_path, name, resync_seconds=RESYNC, clock_file=clock)
 
 
 def admitted(cluster, ns: str, name: str) -> tuple[str, dict]:
