@@ -13,7 +13,8 @@ from components.platform import PlatformSecrets
 from greenops.program import missing_credentials
 
 REPO = Path(__file__).resolve().parents[2]
-KEYS = ("schedulerAdminToken", "opaSchedulerToken", "opaToken", "opaAdminToken")
+# The prod stack turns monitoring on, so Prometheus's scrape token is among what it needs.
+KEYS = ("schedulerAdminToken", "opaSchedulerToken", "opaToken", "opaAdminToken", "metricsToken")
 
 
 def prod_platform() -> PlatformConfig:
@@ -36,12 +37,14 @@ def test_each_token_alone_is_required(left_out: str):
         "opa_scheduler_token": "b" * 32,
         "opa_token": "c" * 32,
         "opa_admin_token": "d" * 32,
+        "metrics_token": "e" * 32,
     }
     field = {
         "schedulerAdminToken": "scheduler_admin_token",
         "opaSchedulerToken": "opa_scheduler_token",
         "opaToken": "opa_token",
         "opaAdminToken": "opa_admin_token",
+        "metricsToken": "metrics_token",
     }[left_out]
     given.pop(field)
     message = missing_credentials(prod_platform(), PlatformSecrets(**given))
@@ -50,7 +53,9 @@ def test_each_token_alone_is_required(left_out: str):
 
 
 def test_the_complete_set_passes_and_the_prod_stack_shows_how_to_set_it():
-    secrets = PlatformSecrets(scheduler_admin_token="a", opa_scheduler_token="b", opa_token="c", opa_admin_token="d")
+    secrets = PlatformSecrets(
+        scheduler_admin_token="a", opa_scheduler_token="b", opa_token="c", opa_admin_token="d", metrics_token="e"
+    )
     assert missing_credentials(prod_platform(), secrets) is None
     text = (REPO / "stacks" / "Pulumi.prod.yaml").read_text()
     for key in KEYS:
