@@ -8,8 +8,10 @@ STAMP := $(VENV)/.installed
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver, prometheus, promtool) -> .tools/bin
+# TOOLS="pulumi pulumi-kubernetes" builds only those (what a job that only runs the program needs).
+TOOLS ?=
 tools: setup
-	bash tools/install.sh
+	bash tools/install.sh $(TOOLS)
 
 # $(call virtualenv,DIR,PIP-ARGS): the recipe of each virtualenv below: DIR made with the pinned pip,
 # `pip install PIP-ARGS` into it, then its stamp DIR/.installed

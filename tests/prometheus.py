@@ -28,6 +28,7 @@ class Target:
     url: str  # http://127.0.0.1:PORT
     token: str | None = None  # presented as a bearer credential, read from a file like a mounted Secret
     metrics_path: str = "/metrics"
+    labels: dict[str, str] = field(default_factory=dict)  # target labels, as a ServiceMonitor's relabeling sets
 
 
 @dataclass
@@ -35,6 +36,7 @@ class PrometheusServer(ProcessService):
     targets: Sequence[Target] = ()
     workdir: Path = field(default_factory=Path)
     scrape_interval: str = "1s"
+    rule_files: Sequence[Path] = ()  # evaluated every scrape interval; their alerts are the ALERTS series
     port: int = 0
     startup_timeout: float = 60.0
     name = "prometheus"
@@ -65,7 +67,7 @@ class PrometheusServer(ProcessService):
                 "job_name": t.job,
                 "scheme": url.scheme,
                 "metrics_path": t.metrics_path,
-                "static_configs": [{"targets": [url.netloc]}],
+                "static_configs": [{"targets": [url.netloc], "labels": dict(t.labels)}],
             }
             if t.token is not None:
                 secret = self.workdir / f"{t.job}.token"
@@ -74,7 +76,11 @@ class PrometheusServer(ProcessService):
                 job["authorization"] = {"type": "Bearer", "credentials_file": str(secret)}
             jobs.append(job)
         interval = self.scrape_interval
-        return {"global": {"scrape_interval": interval, "evaluation_interval": interval}, "scrape_configs": jobs}
+        return {
+            "global": {"scrape_interval": interval, "evaluation_interval": interval},
+            "rule_files": [str(f) for f in self.rule_files],
+            "scrape_configs": jobs,
+        }
 
     def query(self, promql: str) -> list[dict[str, Any]]:
         """The instant vector ``promql`` evaluates to now: [{"metric": {labels}, "value": [t, "v"]}]."""

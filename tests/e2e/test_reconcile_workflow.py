@@ -64,7 +64,10 @@ def test_every_run_step_reconciles_a_stack(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "GREENOPS_"))}
     env.update({k: fill(str(v), values) for k, v in job()["env"].items()})
     steps = [s for s in job()["steps"] if "run" in s]
-    assert [s["run"] for s in steps] == ["make setup tools", '.venv/bin/greenops reconcile --stack "$STACK"']
+    assert [s["run"] for s in steps] == [
+        'make setup tools TOOLS="pulumi pulumi-kubernetes opa helm"',
+        '.venv/bin/greenops reconcile --stack "$STACK"',
+    ]
     # each secret only in the step that uses it: none at job or workflow level, none for the set-up
     workflow = yaml.safe_load(WORKFLOW.read_text())
     assert secret_names(workflow.get("env")) == [] and secret_names(job().get("env")) == []

@@ -27,6 +27,7 @@ from greenops.toolpaths import REPO
 from tests import loopback
 from tests.engine import iso, project_with_stack, render_mode_config, require_engine, small_job
 from tests.observability.metrics_text import Samples, scrape, value, wait_for
+from tests.prometheus import PrometheusServer, Target, by_label
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 
@@ -84,6 +85,15 @@ def test_the_watch_loop_counts_its_passes_transitions_missed_windows_and_skips(t
             text=True,
         )
         st = automation.stack(STACK, work_dir=project, env=stack_env)
+        # a real Prometheus scrapes the loop and the scheduler all along, as an on-call engineer's would
+        prom = PrometheusServer(
+            [
+                Target("reconcile", f"http://127.0.0.1:{port}"),
+                Target("scheduler", scheduler.url, scheduler.issue("prometheus", None, paths=["api"], role="read")),
+            ],
+            workdir=tmp_path / "prom",
+        )
+        prom.start()
         try:
             # the first pass places the workload; nothing is due on the clock yet
             s = wait_for(url, lambda s: passes(s, "ok") >= 1, what="a first pass")
@@ -168,7 +178,9 @@ def test_the_watch_loop_counts_its_passes_transitions_missed_windows_and_skips(t
             # skipped passes did no work: the duration histogram holds the passes that ran
             assert value(s, names.PASS_SECONDS, "_count", runner="watch") == passes(s, "ok")
             assert value(s, names.LAST_PASS, runner="watch") > first_stamp
+            _prometheus_saw_the_same(prom)
         finally:
+            prom.stop()
             proc.send_signal(signal.SIGTERM)
             try:
                 out, _ = proc.communicate(timeout=120)
@@ -179,6 +191,19 @@ def test_the_watch_loop_counts_its_passes_transitions_missed_windows_and_skips(t
         assert f"reconcile {STACK}: metrics on http://127.0.0.1:{port}/metrics" in out
         assert "skipped this pass: stack obs is being updated by another run" in out
         automation.run(st, "destroy", stream=False)
+
+
+def _prometheus_saw_the_same(prom: PrometheusServer) -> None:
+    """PromQL over what Prometheus scraped: two bookings placed (the first and the one after the missed
+    window), none refused, one missed window, one of each transition, no failed pass."""
+    missed = f"sum({names.MISSED_WINDOWS.series})"
+    assert prom.wait_for(missed, lambda r: r != [] and r[0]["value"][1] == "1")[0]["value"][1] == "1"
+    kinds = by_label(prom.query(f"sum by (kind) ({names.TRANSITIONS.series})"), "kind")
+    assert kinds == {"gate": 1, "started": 1, "retired": 1, "re-placed": 1, "failed": 0}
+    bookings = by_label(prom.query(f'sum by (result) ({names.BOOKINGS.series}{{path="pulumi"}})'), "result")
+    assert bookings.get("placed") == 2 and not bookings.get("refused"), bookings
+    assert by_label(prom.query(f'{names.PASSES.series}{{result="failed"}}'), "runner") == {"watch": 0}
+    assert prom.query(f'increase({names.PASSES.series}{{result="skipped"}}[1h]) > 0') != []
 
 
 def _wait_for_lock(state, timeout: float = 120.0) -> None:
