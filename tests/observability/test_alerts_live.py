@@ -50,7 +50,8 @@ def test_an_overdue_gate_fires_its_alert_on_a_real_prometheus_and_a_report_clear
         assert r.status_code == 200, r.text
         target = Target("greenops-scheduler", sched.url, reader, labels={alerts.COMPONENT_LABEL: alerts.SCHEDULER})
         with PrometheusServer([target], workdir=tmp_path / "prom", rule_files=[rules]) as prom:
-            up = prom.wait_for(f'up{{{alerts.COMPONENT_LABEL}="scheduler"}}', lambda r: r != [] and r[0]["value"][1] == "1")
+            up_query = f'up{{{alerts.COMPONENT_LABEL}="scheduler"}}'
+            up = prom.wait_for(up_query, lambda r: r != [] and r[0]["value"][1] == "1")
             assert up and up[0]["value"][1] == "1", up
             # scraped and evaluated, the gate not yet late: silence
             prom.wait_for("count(greenops_scheduler_overdue_gates)", lambda r: r != [], timeout=10)
