@@ -1,5 +1,5 @@
 """Pulumi entry point: all logic lives in the greenops package."""
 
-from greenops.program import run
+from greenops.stack.program import run
 
 run()

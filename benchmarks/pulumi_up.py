@@ -18,11 +18,12 @@ from pathlib import Path
 
 from pulumi import automation as auto
 
-from greenops import automation, program
 from greenops.catalog import load_catalog
-from greenops.clock import stamp
+from greenops.common.clock import stamp
+from greenops.engine import automation
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
+from greenops.stack import program
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBenchmarkKeyOnly greenops-bench"
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"  # rendered into owner ARM ids, never used against Azure

@@ -35,17 +35,15 @@ from pulumi import automation as auto
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.pulumi_up import KEY, SUBSCRIPTION, workloads  # noqa: E402
-from greenops import (
-    automation,  # noqa: E402
-    program,  # noqa: E402
-)
-from greenops.automation import checkpoint_env  # noqa: E402
-from greenops.clock import stamp
+from greenops.common.clock import stamp  # noqa: E402
+from greenops.common.toolpaths import pulumi_env  # noqa: E402
+from greenops.engine import automation  # noqa: E402
+from greenops.engine.automation import checkpoint_env  # noqa: E402
 from greenops.local.controlplane import LocalControlPlane  # noqa: E402
 from greenops.local.opa import OpaServer  # noqa: E402
 from greenops.local.scheduler import SchedulerServer  # noqa: E402
 from greenops.local.webhook import namespace_manifest  # noqa: E402
-from greenops.toolpaths import pulumi_env  # noqa: E402
+from greenops.stack import program  # noqa: E402
 
 PROJECT = "greenops-platform"
 
@@ -249,8 +247,8 @@ def run_sharded(n: int, shards: int, concurrency: int, opa_url: str, scheduler_u
     ``concurrency`` at a time, as a user runs them."""
     import subprocess
 
-    from greenops import automation
-    from greenops.toolpaths import REPO
+    from greenops.common.toolpaths import REPO
+    from greenops.engine import automation
 
     tmp = Path(tempfile.mkdtemp(prefix="greenops-shards-"))
     (tmp / "state").mkdir()

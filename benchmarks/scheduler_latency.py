@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 from latency import percentiles, timed_ms
 
-from greenops.clock import stamp
+from greenops.common.clock import stamp
 from greenops.local.scheduler import SchedulerServer
 from greenops.scheduler.algorithm import CapacityLedger, Job, best_placement, place_batch
 from greenops.scheduler.series import to_epoch

@@ -27,7 +27,7 @@ import pulumi
 import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from greenops.errors import field_errors
+from greenops.common.errors import field_errors
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails

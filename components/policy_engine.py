@@ -364,7 +364,7 @@ class PolicyEngine(pulumi.ComponentResource):
                 "(greenops:opaToken) and kube-mgmt's admin token (greenops:opaAdminToken)"
             )
         if args.query_token is None or args.admin_token is None:  # both None, by the check above
-            # greenops.program refuses this at preview by key; a direct caller of the component too
+            # greenops.stack.program refuses this at preview by key; a direct caller of the component too
             raise pulumi.RunError(
                 "OPA's API would be open to every pod that reaches it: set greenops:opaToken and "
                 "greenops:opaAdminToken (pulumi config set --secret) to require bearer tokens"

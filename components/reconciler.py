@@ -18,8 +18,8 @@ from components.config import GitAuthConfig, ReconcilerConfig, SecretKeyRef
 from components.hardening import image_fields
 from components.helm import release
 from components.pins import ChartPin, WorkspacePin
+from greenops.engine.shards import shard_stack
 from greenops.renderers import rendered_resources
-from greenops.shards import shard_stack
 
 ACCOUNT = "greenops-workloads"  # the workspace's ServiceAccount, its RBAC and the Stack share this name
 MIN_RESYNC_SECONDS = 60  # the operator runs anything shorter every 60 s
@@ -176,7 +176,7 @@ class WorkloadReconciler(pulumi.ComponentResource):
         )
 
         # After the operator: on destroy the Stack goes first, while the operator can still clear its finalizer.
-        # One Stack per shard (greenops/shards.py), each reconciling its own shard stack on the same timer.
+        # One Stack per shard (greenops/engine/shards.py), each reconciling its own shard stack on the same timer.
         # Unsharded, the Stack keeps the names it always had: (resource name, object name, stack).
         targets = (
             [(f"{name}-stack", ACCOUNT, c.stack)]

@@ -33,7 +33,7 @@ from components.hardening import (
 from components.helm import postgresql
 from components.pins import ChartPin
 from components.secret_env import secret_env, secret_file
-from greenops import endpoints
+from greenops.common import endpoints
 from greenops.observability import tracing
 
 PORT = endpoints.SCHEDULER_PORT
@@ -176,7 +176,7 @@ class GreenOpsScheduler(pulumi.ComponentResource):
         if args.otlp_endpoint:
             env.append(k8s.core.v1.EnvVarArgs(name=tracing.ENDPOINT_VARIABLE, value=args.otlp_endpoint))
         if args.admin_token is None:
-            # the platform refuses this at preview by key (greenops.program); a direct caller too
+            # the platform refuses this at preview by key (greenops.stack.program); a direct caller too
             raise ValueError("the scheduler needs its bootstrap admin token (greenops:schedulerAdminToken)")
         # a file (--admin-token-file) rather than a variable: not in the process environment, which
         # every child process and crash report inherits

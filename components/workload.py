@@ -11,8 +11,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from greenops import direct, endpoints
-from greenops.clock import system_clock
+from greenops import direct
+from greenops.common import endpoints
+from greenops.common.clock import system_clock
 from greenops.direct.records import Verdict, verdict
 from greenops.models import Provisioning, Workload
 from greenops.provider.placement import Placement
@@ -30,7 +31,7 @@ def yaml_documents(objects: list[dict] | None) -> str:
     """The objects as one YAML stream (each document in JSON, which is YAML and quick to write),
     marked for background deletion. Handed to the ConfigGroup as one string rather than as ``objs``:
     the SDK would otherwise make an Output of every nested value of every manifest (see
-    greenops.outputs)."""
+    greenops.engine.outputs)."""
     return "\n---\n".join(json.dumps(_deleted_in_background(o)) for o in objects or [])
 
 

@@ -19,16 +19,16 @@ from typing import Any
 
 import yaml
 
-from greenops import endpoints
 from greenops.catalog import load_catalog, select_size
-from greenops.clock import stamp
-from greenops.errors import GreenOpsError
-from greenops.httpclient import RetryingClient
+from greenops.common import endpoints
+from greenops.common.clock import stamp
+from greenops.common.errors import GreenOpsError
+from greenops.common.httpclient import RetryingClient
 from greenops.models import Decision
 from greenops.observability.tracing import setup_tracing
 from greenops.renderers import render_set
-from greenops.stack_config import parse_stack_config
-from greenops.stack_files import greenops_config, read_stack_file
+from greenops.stack.config import parse_stack_config
+from greenops.stack.files import greenops_config, read_stack_file
 from greenops.validation import CrdSchemas, default_crd_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -140,7 +140,8 @@ def _clock_env(args: argparse.Namespace) -> dict[str, str]:
 def cmd_sharded(args: argparse.Namespace) -> int:
     """--shards N: the command on every shard stack of --stack, --concurrency at a time; one line per
     shard (a failed one with its last lines), then, after up or reconcile, the combined placement table."""
-    from greenops import automation, report, shards
+    from greenops.engine import automation, shards
+    from greenops.insight import report
 
     stacks = shards.write_shard_stacks(automation.project_dir(), args.stack, args.shards)
     command = [args.command] + (["--now", stamp(args.now)] if args.now else [])
@@ -161,14 +162,14 @@ def cmd_sharded(args: argparse.Namespace) -> int:
 
 def cmd_stack(args: argparse.Namespace) -> int:
     """greenops up|preview|destroy|refresh --stack S: Pulumi's progress, streamed."""
-    from greenops import automation
+    from greenops.engine import automation
 
     if args.shards:
         return cmd_sharded(args)
     st = automation.stack(args.stack, env=_clock_env(args))
     automation.run(st, args.command)
     if args.command == "up":
-        from greenops import report
+        from greenops.insight import report
 
         print("\n" + report.table(report.account(automation.placements(st))))
     return 0
@@ -178,7 +179,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     """The periodic job: open time gates, follow the operators, retire completed runs, place new
     workloads, re-place missed ones; print each recorded change with its reason. With --watch,
     repeat unattended until SIGTERM."""
-    from greenops import automation, reconcile
+    from greenops.engine import automation, reconcile
 
     if args.watch and args.now:
         raise GreenOpsError("--now and --watch exclude each other: a watch loop follows the clock")
@@ -234,7 +235,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 def _configured_interval(stack: str) -> timedelta:
     """``greenops:reconcile.intervalSeconds`` of the stack, which its gates' lead was checked against."""
-    from greenops import automation
+    from greenops.engine import automation
 
     config = parse_stack_config(_stack_raw(stack, automation.project_dir()), root=automation.project_dir())
     return timedelta(seconds=config.reconcile.interval_seconds)
@@ -246,8 +247,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     the stack's (--stack), the oracle over policy's zones as booked with the scheduler
     (--policy-zones), else the placed zone; or the scheduler's record's (--record), the cluster
     path's included, each with its recorded lifecycle and policy's zones."""
-    from greenops import automation, explain, hindsight, record_rows, report
-    from greenops.carbon_history import history_source
+    from greenops.engine import automation
+    from greenops.insight import explain, hindsight, record_rows, report
+    from greenops.insight.carbon_history import history_source
 
     only_record = [f"--{name.replace('_', '-')}" for name in ("path", "tenant", "scheduler_url") if getattr(args, name)]
     if args.record:
@@ -325,7 +327,7 @@ def cmd_token(args: argparse.Namespace) -> int:
 def cmd_placements(args: argparse.Namespace) -> int:
     import os
 
-    from greenops import placements
+    from greenops.insight import placements
     from greenops.policies.client import OpaClient
 
     endpoints = parse_stack_config(_stack_raw(args.stack), root=REPO).endpoints
@@ -339,7 +341,7 @@ def cmd_placements(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from greenops import explain
+    from greenops.insight import explain
 
     with _scheduler_of(args.stack) as scheduler:
         row = explain.find(scheduler, args.workload, args.stack)
@@ -350,9 +352,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_dashboard(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from greenops.clock import system_clock
-    from greenops.dashboard import SchedulerData
-    from greenops.dashboard.routes import local_app
+    from greenops.common.clock import system_clock
+    from greenops.insight.dashboard import SchedulerData
+    from greenops.insight.dashboard.routes import local_app
 
     with _scheduler_of(args.stack) as scheduler:
         print(

@@ -17,6 +17,6 @@ pulumi up --stack dev --yes --non-interactive --skip-preview "$@"
 echo
 echo "Placements (also: pulumi stack output placements --stack dev):"
 pulumi stack output placements --stack dev --json \
-    | .venv/bin/python -c 'import json, sys; from greenops import report; print(report.table(report.account(json.load(sys.stdin))))'
+    | .venv/bin/python -c 'import json, sys; from greenops.insight import report; print(report.table(report.account(json.load(sys.stdin))))'
 echo
 echo "Manifests of the due workloads: build/rendered/dev/1-manifest/"

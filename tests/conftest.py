@@ -94,7 +94,7 @@ def crd_schemas():
 
 def require_tool(name: str) -> str:
     """Path of a pinned tool; skips locally when it is not built, fails in CI (which builds them)."""
-    from greenops.toolpaths import ToolMissing, tool_path
+    from greenops.common.toolpaths import ToolMissing, tool_path
 
     try:
         return tool_path(name)

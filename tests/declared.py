@@ -167,7 +167,7 @@ def evaluate_stack(stack: str) -> Declared:
 
     @pulumi.runtime.test
     def go():
-        from greenops import program
+        from greenops.stack import program
 
         program.run()
 

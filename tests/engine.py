@@ -11,9 +11,9 @@ from pathlib import Path
 
 import yaml
 
-from greenops import automation
-from greenops.clock import stamp, system_clock
-from greenops.toolpaths import REPO
+from greenops.common.clock import stamp, system_clock
+from greenops.common.toolpaths import REPO
+from greenops.engine import automation
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
@@ -64,7 +64,7 @@ def engine_stack(tmp_path: Path, name: str, now: datetime, config: dict, secrets
     require_engine()
     from pulumi import automation as auto
 
-    from greenops import program
+    from greenops.stack import program
 
     (tmp_path / "state").mkdir()
     env = {"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "GREENOPS_NOW": iso(now)}

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
 from greenops.local.controlplane import free_port
 from greenops.local.service import ProcessService
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from greenops.toolpaths import REPO
+from greenops.common.toolpaths import REPO
 
 
 def ruff() -> str:

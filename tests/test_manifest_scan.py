@@ -30,7 +30,7 @@ CHART_DECISIONS = [  # one scheduled placement per provider, as test_vm_template
 
 
 def checkov() -> str:
-    from greenops.toolpaths import ToolMissing, checkov_path
+    from greenops.common.toolpaths import ToolMissing, checkov_path
 
     try:
         return checkov_path()

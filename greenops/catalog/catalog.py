@@ -9,7 +9,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from greenops.errors import CatalogError
+from greenops.common.errors import CatalogError
 
 from .schema import (
     SCHEMA_VERSION,

@@ -6,7 +6,7 @@ the first that fits, and the OPA bundle ships the same order so Rego picks the s
 
 from __future__ import annotations
 
-from greenops.errors import NoFittingSize
+from greenops.common.errors import NoFittingSize
 
 from .catalog import Catalog
 from .schema import VmSize

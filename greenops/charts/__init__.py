@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from greenops.catalog import Catalog, load_catalog
-from greenops.toolpaths import REPO, tool_path
+from greenops.common.toolpaths import REPO, tool_path
 
 CHART_SOURCE = REPO / "components" / "charts" / "vm-template"
 # values.yaml's provisioningLeadSeconds (a test holds them equal): how long before its start a

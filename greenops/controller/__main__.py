@@ -21,8 +21,8 @@ import threading
 import time
 from typing import Any
 
-from greenops.clock import system_clock
-from greenops.errors import GreenOpsError, one_line
+from greenops.common.clock import system_clock
+from greenops.common.errors import GreenOpsError, one_line
 from greenops.observability.instruments import MetricsEndpoint
 from greenops.policies.webhook import VMTEMPLATE_GROUP as GROUP
 from greenops.policies.webhook import VMTEMPLATE_VERSION as VERSION

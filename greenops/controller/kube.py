@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from greenops.errors import GreenOpsError, one_line
+from greenops.common.errors import GreenOpsError, one_line
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry
 
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
 from greenops.observability import names
 from greenops.observability.instruments import instrument
 from greenops.placement.lifecycle import Event, Phase

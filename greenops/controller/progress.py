@@ -37,8 +37,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from greenops.charts import PROVISIONING_LEAD_SECONDS
-from greenops.clock import parse_time, stamp
-from greenops.errors import GreenOpsError
+from greenops.common.clock import parse_time, stamp
+from greenops.common.errors import GreenOpsError
 from greenops.models.duration import format_duration
 from greenops.placement.lifecycle import Lifecycle, Observation, Phase, Voice, Window, advance
 

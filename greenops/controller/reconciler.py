@@ -21,8 +21,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from greenops.clock import stamp
-from greenops.errors import one_line
+from greenops.common.clock import stamp
+from greenops.common.errors import one_line
 
 from .metrics import ControllerMetrics
 from .progress import Progress

@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 
-from greenops.clock import parse_time
-from greenops.errors import GreenOpsError, one_line
+from greenops.common.clock import parse_time
+from greenops.common.errors import GreenOpsError, one_line
 
 
 class RecordUnavailable(GreenOpsError):

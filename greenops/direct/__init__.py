@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import pulumi
 
 from greenops.catalog import Catalog, load_catalog
-from greenops.errors import RenderError
+from greenops.common.errors import RenderError
 from greenops.models import Decision, Workload
 from greenops.renderers import RenderContext, RenderSettings
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from greenops.errors import RenderError
+from greenops.common.errors import RenderError
 from greenops.renderers import RenderContext, RenderSettings
 
 # What each cloud's direct set cannot do without, by greenops:render key, and why. Config Connector

@@ -7,7 +7,7 @@ import pulumi
 import pulumi_gcp as gcp
 from pulumi_gcp import compute
 
-from greenops.errors import RenderError
+from greenops.common.errors import RenderError
 from greenops.renderers import RenderContext
 from greenops.renderers.providers.gcp import BOOT_DISK_GB, BOOT_DISK_TYPE, SUBNET_CIDR, _labels
 

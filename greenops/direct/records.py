@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from greenops.clock import parse_time, stamp
+from greenops.common.clock import parse_time, stamp
 from greenops.models import Decision, Provisioning, Workload, spec_digest
 from greenops.placement.lifecycle import Lifecycle, Observation, Window, advance
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from greenops.catalog import Catalog, Region, fits, size_order
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
 from greenops.models.workload import NO_LATENCY_CONSTRAINT_MS, DataResidency, Workload
 from greenops.policies.config import PolicySettings
 

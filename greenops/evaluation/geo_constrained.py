@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from greenops.catalog import Catalog, Region
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
 from greenops.evaluation.eligible import Candidate, eligible_candidates, eligible_zones
 from greenops.evaluation.scenarios import Arrival, actual_mean
 from greenops.models.workload import NO_LATENCY_CONSTRAINT_MS, Workload

@@ -119,7 +119,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from mlflow.exceptions import MlflowException
 
-    from greenops.errors import GreenOpsError
+    from greenops.common.errors import GreenOpsError
     from greenops.local.mlops import MlserverServer, write_repository
 
     from . import tracking
@@ -145,8 +145,8 @@ def stack_serving(stack: str) -> tuple[str, list[str]]:
     from pydantic import ValidationError
 
     from components.config import PlatformConfig
-    from greenops.errors import GreenOpsError, field_errors
-    from greenops.stack_files import greenops_config, read_stack_file
+    from greenops.common.errors import GreenOpsError, field_errors
+    from greenops.stack.files import greenops_config, read_stack_file
 
     from .names import served_models
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
 
 from .names import split_s3_uri, storage_uri
 

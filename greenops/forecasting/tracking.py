@@ -18,7 +18,7 @@ import numpy as np
 from mlflow import MlflowClient
 from mlflow.models import infer_signature
 
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
 
 from . import estimator, features, pyfunc
 from .features import HISTORY_HOURS, INPUT_NAME

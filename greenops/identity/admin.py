@@ -11,8 +11,8 @@ import os
 from typing import Any
 from urllib.parse import quote
 
-from greenops.errors import GreenOpsError
-from greenops.httpclient import RetryingClient, detail
+from greenops.common.errors import GreenOpsError
+from greenops.common.httpclient import RetryingClient, detail
 
 ADMIN_TOKEN_VARIABLE = "GREENOPS_SCHEDULER_ADMIN_TOKEN"
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from cachetools import TTLCache
 
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
 
 from .principal import Principal
 from .tokens import digest

@@ -7,7 +7,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
 
 # report: reads, reports phases, confirms holds and releases what it owns, but never books (the
 # cluster path's controller: it follows what admission booked and must not place anything itself)

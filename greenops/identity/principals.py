@@ -23,8 +23,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from greenops.errors import GreenOpsError, field_errors
-from greenops.user_yaml import load_yaml_file
+from greenops.common.errors import GreenOpsError, field_errors
+from greenops.common.user_yaml import load_yaml_file
 
 from .principal import Principal, Role
 from .tokens import Tenant

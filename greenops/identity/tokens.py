@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy import insert, select, update
 
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
 from greenops.reservations import ReservationStore
 from greenops.reservations.tables import api_tokens, stored_utc
 

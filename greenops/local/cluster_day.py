@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from greenops.charts import PROVISIONING_LEAD_SECONDS
-from greenops.clock import parse_time, set_clock_file, stamp
-from greenops.httpclient import RetryingClient
+from greenops.common.clock import parse_time, set_clock_file, stamp
+from greenops.common.httpclient import RetryingClient
+from greenops.insight.record_rows import listed
 from greenops.local.controller import ControllerProcess
-from greenops.record_rows import listed
 
 STEP = timedelta(seconds=1)  # how far past a change the clock is put, as a controller's resync would see it
 VERB = {"Provisioning": "gate", "Running": "started", "Completed": "retired", "Failed": "failed"}

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
 from greenops.local.service import ProcessService
 
 
@@ -26,7 +26,7 @@ class ControllerProcess(ProcessService):
     sweep_seconds: float = 2.0
     resync_seconds: float = 1.0
     readiness: str = "operator"  # applied: no cloud operator runs here (the demo)
-    clock_file: Path | None = None  # a simulated clock the caller plays forward (greenops.clock)
+    clock_file: Path | None = None  # a simulated clock the caller plays forward (greenops.common.clock)
     metrics_port: int | None = None  # serve /metrics on 127.0.0.1 at this port
     # more flags, after the ones above: the last of a repeated flag wins (a Deployment's own args)
     extra_args: list[str] = field(default_factory=list)

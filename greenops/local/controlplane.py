@@ -22,9 +22,9 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
+from greenops.common.toolpaths import tool_path
 from greenops.local.service import LoopbackService
-from greenops.toolpaths import tool_path
 
 ADMIN_TOKEN_USER = "greenops-admin"
 

@@ -27,9 +27,13 @@ from typing import Any
 import yaml
 from pulumi import automation as auto
 
-from greenops import automation, explain, placements, report
-from greenops.clock import parse_time, set_clock_file, stamp
-from greenops.httpclient import RetryingClient
+from greenops.common.clock import parse_time, set_clock_file, stamp
+from greenops.common.httpclient import RetryingClient
+from greenops.common.toolpaths import REPO
+from greenops.engine import automation
+from greenops.engine.reconcile import WAKE_MARGIN, Pass, reconcile_once
+from greenops.insight import explain, placements, report
+from greenops.insight.record_rows import listed
 from greenops.local.cluster_day import ClusterDay
 from greenops.local.controller import ControllerProcess
 from greenops.local.controlplane import LocalControlPlane
@@ -38,11 +42,8 @@ from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import install_admission, loopback_tls
 from greenops.policies.webhook import VMTEMPLATE_GROUP as GROUP
 from greenops.policies.webhook import VMTEMPLATE_VERSION as VERSION
-from greenops.reconcile import WAKE_MARGIN, Pass, reconcile_once
-from greenops.record_rows import listed
 from greenops.renderers import registry
-from greenops.stack_files import read_stack_file
-from greenops.toolpaths import REPO
+from greenops.stack.files import read_stack_file
 
 
 def say(text: str = "") -> None:

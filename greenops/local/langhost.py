@@ -29,8 +29,8 @@ import grpc
 from google.protobuf import empty_pb2, json_format
 from pulumi.runtime.proto import language_pb2, language_pb2_grpc, plugin_pb2
 
-from greenops.inline_config import ENVIRONMENT_VARIABLE, too_large_for_environment
-from greenops.toolpaths import tool_path
+from greenops.common.toolpaths import tool_path
+from greenops.stack.inline_config import ENVIRONMENT_VARIABLE, too_large_for_environment
 
 # The executor exits with this code after it has shown the user an actionable message.
 EXIT_AFTER_USER_MESSAGE = 32

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import httpx
 
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
+from greenops.common.toolpaths import mlserver_path
 from greenops.local.controlplane import free_port
 from greenops.local.service import ProcessService
-from greenops.toolpaths import mlserver_path
 
 MLFLOW_RUNTIME = "mlserver_mlflow.MLflowRuntime"
 

@@ -9,6 +9,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from greenops.common.toolpaths import tool_path
 from greenops.local.controlplane import free_port
 from greenops.local.service import ProcessService
 from greenops.observability import tracing
@@ -19,7 +20,6 @@ from greenops.policies import (
     QUERY_TOKEN_VARIABLE,
 )
 from greenops.policies.bundle import build, default_revision
-from greenops.toolpaths import tool_path
 
 
 @dataclass

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
 from greenops.local.controlplane import free_port
 from greenops.local.service import LoopbackService
 

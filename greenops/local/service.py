@@ -9,7 +9,7 @@ from typing import Self
 
 import httpx
 
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
 
 
 class LoopbackService:

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import AwareDatetime, Field, computed_field, field_serializer, field_validator
 
-from greenops.clock import stamp
+from greenops.common.clock import stamp
 
 from .workload import _Model
 

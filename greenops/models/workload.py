@@ -24,7 +24,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from greenops.clock import stamp
+from greenops.common.clock import stamp
 
 from . import contract, strings
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from greenops.engine.reconcile import KINDS, Pass, oldest_overdue_gate
 from greenops.observability import names
 from greenops.observability.instruments import instrument
-from greenops.reconcile import KINDS, Pass, oldest_overdue_gate
 
 # a pass is one `pulumi up`: seconds for a few workloads, minutes for thousands (12.9 min at 10 000)
 PASS_BUCKETS = (1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 240.0, 480.0, 900.0, 1800.0, 3600.0)

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import AwareDatetime, Field, field_serializer
 
-from greenops.clock import stamp
+from greenops.common.clock import stamp
 from greenops.models.decision import Decision
 from greenops.models.duration import format_duration
 from greenops.models.workload import Workload, _Model

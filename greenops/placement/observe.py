@@ -13,10 +13,10 @@ from datetime import datetime
 from typing import Any
 
 from greenops.catalog import load_catalog
-from greenops.clock import parse_time
-from greenops.errors import GreenOpsError, one_line
+from greenops.common.clock import parse_time
+from greenops.common.errors import GreenOpsError, one_line
+from greenops.common.user_yaml import load_yaml_text
 from greenops.renderers import object_state, vm_kind
-from greenops.user_yaml import load_yaml_text
 
 from .lifecycle import Observation
 

@@ -6,8 +6,8 @@ from datetime import datetime
 from typing import Any
 
 from greenops.catalog import Catalog, load_catalog
-from greenops.clock import parse_time, system_clock
-from greenops.errors import GreenOpsError
+from greenops.common.clock import parse_time, system_clock
+from greenops.common.errors import GreenOpsError
 from greenops.models import Decision, Workload
 from greenops.observability import spans, tracing
 from greenops.policies.client import OpaClient, PolicyDenied

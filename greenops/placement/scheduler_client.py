@@ -9,9 +9,9 @@ from urllib.parse import quote
 
 import httpx
 
-from greenops.clock import stamp
-from greenops.errors import GreenOpsError
-from greenops.httpclient import RetryingClient, detail
+from greenops.common.clock import stamp
+from greenops.common.errors import GreenOpsError
+from greenops.common.httpclient import RetryingClient, detail
 
 
 class SchedulerUnavailable(GreenOpsError):

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from greenops.catalog import Catalog, VmSize, fits, haversine_km, load_catalog, size_order
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
+from greenops.common.toolpaths import REPO, tool_path
 from greenops.models import contract, strings
-from greenops.toolpaths import REPO, tool_path
 
 from .config import PolicySettings, load_policy_settings
 

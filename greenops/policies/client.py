@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from greenops.errors import GreenOpsError
-from greenops.httpclient import RetryingClient, detail
+from greenops.common.errors import GreenOpsError
+from greenops.common.httpclient import RetryingClient, detail
 
 DECISION_PATH = "/v1/data/greenops/placement/decision"
 

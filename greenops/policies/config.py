@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from greenops.errors import GreenOpsError, field_errors
+from greenops.common.errors import GreenOpsError, field_errors
+from greenops.common.user_yaml import load_yaml_file
 from greenops.models.workload import DEFAULT_TENANT
-from greenops.user_yaml import load_yaml_file
 
 DEFAULTS = Path(__file__).resolve().parent / "defaults.yaml"
 

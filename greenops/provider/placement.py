@@ -58,12 +58,12 @@ from pulumi.dynamic import (
 )
 from pydantic import ValidationError
 
-from greenops import endpoints
 from greenops.catalog import load_catalog
-from greenops.clock import stamp, system_clock
+from greenops.common import endpoints
+from greenops.common.clock import stamp, system_clock
+from greenops.common.endpoints import OPA_TOKEN_VARIABLE
+from greenops.common.errors import GreenOpsError, field_errors
 from greenops.direct.records import observation, pass_instant
-from greenops.endpoints import OPA_TOKEN_VARIABLE
-from greenops.errors import GreenOpsError, field_errors
 from greenops.models import Decision, Provisioning, Workload, spec_digest
 from greenops.observability import spans
 from greenops.placement import SchedulerClient, place

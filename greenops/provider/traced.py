@@ -2,7 +2,7 @@
 for it (``python -m pulumi.dynamic``), as a child of the pass that ran the engine.
 
 The engine starts that process with the CLI's environment, so the pass's trace context arrives in
-``TRACEPARENT`` (greenops.automation puts it there) and the OTLP settings in the ``OTEL_*``
+``TRACEPARENT`` (greenops.engine.automation puts it there) and the OTLP settings in the ``OTEL_*``
 variables. Tracing is set up on the first operation, and what an operation recorded is exported
 before it returns: the engine stops this process when the update ends, with no time to wait for a
 batch.

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from greenops.catalog import Catalog, load_catalog
-from greenops.errors import RenderError
+from greenops.common.errors import RenderError
 from greenops.models import Decision, Workload
 
 from .base import ObjectState, RenderContext, RenderFn, RenderSettings, StateFn

@@ -33,9 +33,9 @@ from kubernetes.config.config_exception import ConfigException
 from sqlalchemy import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from greenops import endpoints
-from greenops.clock import system_clock
-from greenops.errors import GreenOpsError
+from greenops.common import endpoints
+from greenops.common.clock import system_clock
+from greenops.common.errors import GreenOpsError
 from greenops.identity.kubernetes import TokenReviewer
 from greenops.identity.principals import Declared, load_principals
 from greenops.observability.tracing import setup_tracing
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> None:
     settings = settings_from(args)
     configure_logging(args.log_format)
     setup_tracing("greenops-scheduler")  # off unless OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set
-    # GREENOPS_NOW pins the clock for replays of recorded traces (see greenops.clock)
+    # GREENOPS_NOW pins the clock for replays of recorded traces (see greenops.common.clock)
     database = settings.database or default_database()
     try:
         store = ReservationStore(database, hold=timedelta(seconds=settings.hold_seconds))

@@ -42,7 +42,7 @@ from typing import Literal
 
 import numpy as np
 
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
 from greenops.scheduler.series import Series
 from greenops.scheduler.sources.base import Bands
 

@@ -22,11 +22,11 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from greenops.dashboard import RecordData, dashboard_router
 from greenops.identity import Forbidden, Principal
 from greenops.identity.kubernetes import TokenReviewer
 from greenops.identity.principals import Declared
 from greenops.identity.tokens import TokenStore, digest
+from greenops.insight.dashboard import RecordData, dashboard_router
 from greenops.observability import tracing
 from greenops.policies.config import PolicySettings, load_policy_settings
 from greenops.reservations import ReservationStore

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from greenops.clock import parse_time
+from greenops.common.clock import parse_time
 from greenops.observability import spans, tracing
 from greenops.reservations import ACTIVE, Booking, Conflict, ReservationStore, milli
 from greenops.scheduler.algorithm import SLOT, CapacityLedger, DecisionTimeout, Placement

@@ -21,9 +21,9 @@ from prometheus_client.registry import Collector
 from sqlalchemy.exc import SQLAlchemyError
 
 from greenops.identity import ALL_PATHS, Principal
+from greenops.insight.report import account, power_model
 from greenops.observability import names
 from greenops.observability.instruments import counter, counter_family, gauge_family, histogram, registry
-from greenops.report import account, power_model
 from greenops.reservations import ACTIVE, TERMINAL, ReservationStore
 from greenops.reservations.census import census
 from greenops.scheduler.sources.base import CarbonSource
@@ -91,7 +91,7 @@ class SchedulerMetrics:
     def placed(
         self, path: str, cpu: float, memory: float, hours: float, answer: dict[str, Any], regions: dict[str, str]
     ) -> None:
-        """Count a new booking's carbon: each job's energy (the CCF power model of greenops.report, for
+        """Count a new booking's carbon: each job's energy (the CCF power model of greenops.insight.report, for
         the provider the caller mapped its zone to) at its expected and at the baseline intensity. A
         job whose zone the caller did not map to a provider has no power model and adds nothing."""
         rows = [

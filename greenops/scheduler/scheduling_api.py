@@ -18,7 +18,7 @@ import structlog
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
-from greenops.clock import stamp
+from greenops.common.clock import stamp
 from greenops.identity import Forbidden, Principal
 from greenops.models.workload import DEFAULT_TENANT
 from greenops.policies.config import PolicySettings

@@ -14,7 +14,7 @@ from limits import parse
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from greenops.errors import field_errors
+from greenops.common.errors import field_errors
 
 # Which flag overrides which setting. The admin token has only --admin-token-file: a token on the
 # command line would show in ps.

@@ -25,7 +25,7 @@ from greenops.scheduler.offload import SearchPool
 from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.scheduler.sources.base import CarbonSource
 
-# The platform's clocks are plain callables: greenops.clock.system_clock, or a test's fixed instant.
+# The platform's clocks are plain callables: greenops.common.clock.system_clock, or a test's fixed instant.
 Clock = Callable[[], datetime]
 
 

@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from greenops.catalog.schema import SCHEMA_VERSION  # the version the catalog reads
-from greenops.errors import field_errors, field_path
+from greenops.common.errors import field_errors, field_path
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails

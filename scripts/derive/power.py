@@ -1,5 +1,5 @@
 """``data/power.json``: the Cloud Carbon Footprint power model per provider (watts per vCPU at
-idle and full load, watts per GB of memory, PUE), which greenops/report.py turns into energy."""
+idle and full load, watts per GB of memory, PUE), which greenops/insight/report.py turns into energy."""
 
 from __future__ import annotations
 

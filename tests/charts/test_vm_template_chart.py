@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from greenops import clock
 from greenops.catalog import select_size
 from greenops.charts import stage_chart
+from greenops.common import clock
 from greenops.models import Decision, parse_duration
 from greenops.renderers import RenderSettings, render, render_set
 from tests.conftest import AZURE_SUBSCRIPTION, require_tool

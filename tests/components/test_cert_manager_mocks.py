@@ -92,7 +92,7 @@ def test_without_aso_and_kserve_it_may_be_off():
     ],
 )
 def test_a_missing_or_doubled_cert_manager_is_refused_by_name(platform, message):
-    from greenops import program
+    from greenops.stack import program
 
     run_platform(platform)
     with pytest.raises(pulumi.RunError, match=message):

@@ -112,7 +112,7 @@ def test_its_flags_come_from_the_config():
 
 
 def test_bad_controller_config_names_the_key():
-    from greenops import program
+    from greenops.stack import program
 
     for section, says in (
         ({"replicas": 0}, r"greenops:platform\.controller\.replicas"),
@@ -268,7 +268,7 @@ def test_without_the_scheduler_it_is_off_even_when_asked_for():
 
 
 def test_its_account_declared_again_by_the_stack_is_refused():
-    from greenops import program
+    from greenops.stack import program
 
     again = {"serviceAccount": ACCOUNT, "role": "read", "paths": ["cluster"]}
     run_platform({**PROD, "scheduler": {"serviceAccountPrincipals": [again]}})

@@ -69,7 +69,7 @@ def test_it_is_off_unless_asked():
     ],
 )
 def test_a_route_that_cannot_work_is_refused_by_name(access, message):
-    from greenops import program
+    from greenops.stack import program
 
     run_platform({**PROD, "externalAccess": access})
     with pytest.raises(pulumi.RunError, match=message):
@@ -77,7 +77,7 @@ def test_a_route_that_cannot_work_is_refused_by_name(access, message):
 
 
 def test_routes_need_their_backends():
-    from greenops import program
+    from greenops.stack import program
 
     run_platform({**PROD, "scheduler": {"enabled": False}, "externalAccess": ACCESS})
     with pytest.raises(

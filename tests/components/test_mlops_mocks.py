@@ -153,7 +153,7 @@ def test_an_existing_https_object_store_is_used_as_given():
 def test_serving_without_the_object_store_keys_is_refused():
     import pulumi
 
-    from greenops import program
+    from greenops.stack import program
 
     run_platform({**MLOPS, "mlflow": {"enabled": False}}, secrets=False)
     with pytest.raises(pulumi.RunError, match="greenops:s3AccessKey"):

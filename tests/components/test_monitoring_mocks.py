@@ -93,7 +93,7 @@ def test_off_by_default_nothing_and_no_token_needed():
 
     @pulumi.runtime.test
     def go():
-        from greenops import program
+        from greenops.stack import program
 
         program.run()
 
@@ -105,7 +105,7 @@ def test_on_without_the_token_is_refused_by_name():
 
     @pulumi.runtime.test
     def go():
-        from greenops import program
+        from greenops.stack import program
 
         program.run()
 

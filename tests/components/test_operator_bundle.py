@@ -147,7 +147,7 @@ def test_the_autopilot_variant_is_one_override_away(tmp_path):
 
 def test_a_republished_bundle_stops_the_program_before_anything_is_applied(monkeypatch, tmp_path):
     """The pinned sha256 against an archive that is not the pinned one: the preview fails, by name."""
-    from greenops import program
+    from greenops.stack import program
 
     served = Served(build_bundle())
     monkeypatch.setattr(

@@ -22,7 +22,7 @@ from components.pins import (
     pinned_versions,
     read_versions,
 )
-from greenops.errors import field_errors
+from greenops.common.errors import field_errors
 from tests.components.test_platform_mocks import PROD, run_platform
 
 RAW = yaml.safe_load(VERSIONS_FILE.read_text())
@@ -174,7 +174,7 @@ def test_a_bad_override_is_refused_by_entry_and_field(overrides, message):
 
 
 def test_the_program_names_a_bad_override():
-    from greenops import program
+    from greenops.stack import program
 
     run_platform({**PROD, "versions": {"kserve": {"chart": ""}}})
     with pytest.raises(
@@ -193,7 +193,7 @@ def bad_project_file(tmp_path, monkeypatch):
 
 
 def test_a_bad_file_stops_the_program_with_the_message_alone(bad_project_file):
-    from greenops import program
+    from greenops.stack import program
 
     run_platform(PROD)
     with pytest.raises(VersionsFileError, match=r"versions\.yaml: kserve\.verison: unknown field") as caught:

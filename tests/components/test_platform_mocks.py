@@ -73,7 +73,7 @@ SCHEDULER_TOKENS = {
     "greenops:opaSchedulerToken": "O2p-opa-at-the-scheduler-s3cret",  # OPA's principal at the scheduler
 }
 METRICS_TOKEN = {"greenops:metricsToken": "M3t-prometheus-s3cret"}  # Prometheus's, with monitoring on
-# what a cluster install with the scheduler and policy on refuses to go without (greenops.program)
+# what a cluster install with the scheduler and policy on refuses to go without (greenops.stack.program)
 CREDENTIALS = {**SCHEDULER_TOKENS, **OPA_TOKENS, **METRICS_TOKEN}
 
 
@@ -133,7 +133,7 @@ def collect(platform: dict, secrets: bool = True, credentials: bool = True) -> M
 
     @pulumi.runtime.test
     def go():
-        from greenops import program
+        from greenops.stack import program
 
         program.run()
 
@@ -434,7 +434,7 @@ def test_scheduler_replicas_share_a_postgresql_whose_url_is_a_secret():
 
 
 def test_an_existing_database_url_deploys_no_postgresql_and_none_at_all_is_refused():
-    from greenops import program
+    from greenops.stack import program
 
     external = "postgresql+psycopg://u:p@db.example:5432/greenops"
     m = run_platform(PROD, without="greenops:schedulerDbPassword", extra={"greenops:schedulerDatabaseUrl": external})
@@ -499,7 +499,7 @@ def test_opa_requires_tokens_and_kube_mgmt_presents_its_own():
 
 def test_a_platform_without_its_credentials_is_refused_at_preview_by_key():
     from components.policy_engine import PolicyEngine, PolicyEngineArgs
-    from greenops import program
+    from greenops.stack import program
 
     lean = {**PROD, "mlflow": {"enabled": False}, "kserve": {"enabled": False}, "monitoring": {"enabled": True}}
     # each missing credential alone is refused, by its key, before anything is declared
@@ -587,7 +587,7 @@ def test_disabled_parts_create_nothing():
 
 def test_bad_platform_config_names_the_key():
     run_platform({"azure": {"enabled": True, "subscriptionId": "s"}})
-    from greenops import program
+    from greenops.stack import program
 
     with pytest.raises(
         pulumi.RunError, match=r"greenops:platform\.azure: required when azure is enabled: tenantId, oidcIssuerUrl"

@@ -350,7 +350,7 @@ def test_the_prod_stack_reconciles_its_workloads_stack():
 )
 def test_bad_config_is_refused_by_key(reconciler, message):
     run_platform({**OFF, "reconciler": {k: v for k, v in reconciler.items() if v is not None}}, secrets=False)
-    from greenops import program
+    from greenops.stack import program
 
     with pytest.raises(pulumi.RunError, match=message):
         program.run()

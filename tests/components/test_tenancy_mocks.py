@@ -190,7 +190,7 @@ def test_opas_webhook_port_admits_only_the_api_server_and_its_api_only_named_cal
 
 
 def test_network_policies_need_the_api_servers_addresses_and_check_them():
-    from greenops import program
+    from greenops.stack import program
 
     for network, says in (
         ({}, r"networkPolicy: .*apiServerCidrs is required"),

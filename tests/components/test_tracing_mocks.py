@@ -55,7 +55,7 @@ def test_no_endpoint_no_traces():
 
 def test_an_endpoint_opa_cannot_export_to_is_refused_by_key():
     run_platform({**PROD, "otlpEndpoint": "grpc://otel-collector.monitoring:4317"})
-    from greenops import program
+    from greenops.stack import program
 
     with pytest.raises(pulumi.RunError, match=r"greenops:platform\.otlpEndpoint: .*expected http\(s\)://host:port"):
         program.run()

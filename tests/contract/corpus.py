@@ -9,7 +9,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from greenops.clock import stamp
+from greenops.common.clock import stamp
 
 NAMESPACE, TENANT = "ml", "ml"  # the namespace the reviews come from, labelled with its tenant
 _DEADLINE = datetime.now(UTC).replace(microsecond=0) + timedelta(days=3)

@@ -148,7 +148,7 @@ def test_a_cluster_booking_is_re_evaluated_as_the_workload_it_was(servers):
     """`placements --without-region` reads the record: a cluster booking holds the admission
     policy's normal form (durationHours, null requests), which read back as a workload used to be
     "duration: missing", so every cluster placement "lost eligibility"."""
-    from greenops.placements import as_written
+    from greenops.insight.placements import as_written
 
     _, client = servers
     spec = {**spec_of({"duration": "1h30m"}), "name": "train", "tenant": TENANT}

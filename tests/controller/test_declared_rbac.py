@@ -23,8 +23,8 @@ import httpx
 import pytest
 import yaml
 
-from greenops.clock import parse_time, set_clock_file, stamp
-from greenops.errors import GreenOpsError
+from greenops.common.clock import parse_time, set_clock_file, stamp
+from greenops.common.errors import GreenOpsError
 from greenops.local.controller import ControllerProcess
 from greenops.local.controlplane import free_port
 from greenops.observability.names import CONTROLLER_LEADER

@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import yaml
 
-from greenops import record_rows
-from greenops.clock import parse_time, set_clock_file, stamp
+from greenops.common.clock import parse_time, set_clock_file, stamp
+from greenops.insight import record_rows
 from greenops.local.controller import ControllerProcess
 from greenops.validation.crd import default_crd_dir
 from tests.controller.conftest import controller_process, template

@@ -9,7 +9,7 @@ import pulumi
 import pytest
 
 from greenops import direct
-from greenops.errors import RenderError
+from greenops.common.errors import RenderError
 from greenops.renderers import render
 
 from .helpers import settle

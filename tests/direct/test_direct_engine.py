@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pulumi import automation as auto
 
-from greenops import automation
-from greenops.toolpaths import REPO, pulumi_env
+from greenops.common.toolpaths import REPO, pulumi_env
+from greenops.engine import automation
 from tests import loopback
 from tests.cloud_standin import JOURNAL_ENV, REFUSE_ENV, inventory, plugin_scripts
 from tests.conftest import AZURE_SUBSCRIPTION

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from greenops.clock import stamp
+from greenops.common.clock import stamp
+from greenops.common.errors import GreenOpsError
 from greenops.direct.records import verdict
-from greenops.errors import GreenOpsError
 from greenops.models import Workload
 from greenops.provider.placement import PlacementProvider
 from tests import loopback

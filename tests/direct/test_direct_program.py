@@ -73,7 +73,7 @@ def run_program(
 ) -> tuple[ProgramMocks, pulumi.Output]:
     """The program at ``now`` on a direct-mode stack, its records read through the self reference;
     with an output that resolves once every workload's VM (if any) is registered."""
-    from greenops import program
+    from greenops.stack import program
 
     m = ProgramMocks(records)
     pulumi.runtime.set_mocks(m, project="greenops-platform", stack="test", preview=False)

@@ -10,7 +10,7 @@ import pulumi
 import pytest
 
 from greenops import direct
-from greenops.errors import RenderError
+from greenops.common.errors import RenderError
 
 from .helpers import settle
 from .mocks import ASSIGNED_IP, PARENT_TYPE, SDK_DEPRECATIONS, is_secret, plaintext_secrets, secret

@@ -5,14 +5,14 @@ import shutil
 import pytest
 import yaml
 
-from greenops import automation
+from greenops.common.toolpaths import REPO
+from greenops.engine import automation
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import install_admission, loopback_tls
 from greenops.policies.bundle import build, default_revision
 from greenops.policies.config import load_policy_settings
-from greenops.toolpaths import REPO
 from tests.conftest import require_tool
 from tests.engine import iso
 from tests.loopback import set_secrets, stack_secrets, tenants_of

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from greenops import automation
+from greenops.engine import automation
 from tests.e2e.conftest import cluster_stack
 from tests.engine import iso
 from tests.references import GROUP_ID

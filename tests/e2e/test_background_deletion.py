@@ -13,10 +13,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import yaml
 
-from greenops import automation
+from greenops.common.toolpaths import REPO
+from greenops.engine import automation
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.webhook import namespace_manifest
-from greenops.toolpaths import REPO
 from tests import loopback
 from tests.conftest import require_tool
 from tests.e2e.test_aws_security_group import ack_objects

@@ -28,12 +28,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from greenops import clock
 from greenops.catalog import select_size
+from greenops.common import clock
+from greenops.common.toolpaths import REPO
 from greenops.local.controlplane import LocalControlPlane
 from greenops.models import Decision, Workload
 from greenops.renderers import RenderSettings, render
-from greenops.toolpaths import REPO
 from greenops.validation.crd import default_crd_dir
 from tests.charts.test_vm_template_chart import stem_of
 from tests.conftest import require_tool

@@ -15,12 +15,13 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from greenops import automation, explain
-from greenops.clock import system_clock
-from greenops.dashboard import SchedulerData
-from greenops.dashboard.routes import local_app
-from greenops.errors import GreenOpsError
-from greenops.httpclient import RetryingClient
+from greenops.common.clock import system_clock
+from greenops.common.errors import GreenOpsError
+from greenops.common.httpclient import RetryingClient
+from greenops.engine import automation
+from greenops.insight import explain
+from greenops.insight.dashboard import SchedulerData
+from greenops.insight.dashboard.routes import local_app
 from greenops.local.controlplane import free_port
 from greenops.local.demo import next_evening
 from tests import loopback

@@ -13,9 +13,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from greenops.clock import stamp
+from greenops.common.clock import stamp
+from greenops.common.toolpaths import REPO
 from greenops.local.demo import next_evening
-from greenops.toolpaths import REPO
 from tests.conftest import require_tool
 from tests.engine import at, require_engine
 

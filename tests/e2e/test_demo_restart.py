@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from greenops.clock import stamp
+from greenops.common.clock import stamp
+from greenops.common.toolpaths import REPO
 from greenops.local.demo import cluster_templates, next_evening
-from greenops.toolpaths import REPO
 from tests.conftest import require_tool
 from tests.engine import require_engine
 

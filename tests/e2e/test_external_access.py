@@ -21,8 +21,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from greenops.clock import stamp
-from greenops.errors import GreenOpsError
+from greenops.common.clock import stamp
+from greenops.common.errors import GreenOpsError
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer

@@ -11,10 +11,10 @@ import subprocess
 
 import pytest
 
-from greenops import automation
-from greenops.errors import GreenOpsError
-from greenops.inline_config import ENVIRONMENT_STRING_LIMIT
-from greenops.toolpaths import TOOLS_BIN, pulumi_env
+from greenops.common.errors import GreenOpsError
+from greenops.common.toolpaths import TOOLS_BIN, pulumi_env
+from greenops.engine import automation
+from greenops.stack.inline_config import ENVIRONMENT_STRING_LIMIT
 from tests.conftest import require_tool
 from tests.engine import project_beside_the_repo, render_mode_config, require_engine, small_job
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import yaml
 
-from greenops.toolpaths import REPO
+from greenops.common.toolpaths import REPO
 from tests import loopback
 from tests.engine import iso, project_with_stack, render_mode_config, require_engine, set_project_secrets, small_job
 

@@ -10,10 +10,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from greenops import automation, report
+from greenops.engine import automation
+from greenops.engine.reconcile import WAKE_MARGIN, reconcile_once
+from greenops.insight import report
 from greenops.local.demo import next_evening
 from greenops.models.duration import parse_duration
-from greenops.reconcile import WAKE_MARGIN, reconcile_once
 from tests import loopback
 from tests.engine import at, at_once, engine_stack, iso, render_mode_config, rendered_workloads
 

@@ -11,9 +11,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from greenops import automation, placements
-from greenops.httpclient import RetryingClient
-from greenops.toolpaths import REPO
+from greenops.common.httpclient import RetryingClient
+from greenops.common.toolpaths import REPO
+from greenops.engine import automation
+from greenops.insight import placements
 from tests import loopback
 from tests.engine import iso, project_with_stack, render_mode_config, require_engine, small_job
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from greenops.catalog import select_size
-from greenops.clock import stamp
+from greenops.common.clock import stamp
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import GROUP, VERSION
 from tests.e2e.conftest import THRIFTY_QUOTA_VCPU

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from greenops.catalog import load_catalog
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
 from greenops.evaluation.eligible import eligible_candidates, eligible_zones
 from greenops.evaluation.geo_constrained import constrained_jobs, evaluate, summarise
 from greenops.models.workload import Workload

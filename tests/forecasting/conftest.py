@@ -42,7 +42,7 @@ def spring_traces(spring_slice) -> TraceSource:
 
 
 def require_mlserver() -> str:
-    from greenops.toolpaths import ToolMissing, mlserver_path
+    from greenops.common.toolpaths import ToolMissing, mlserver_path
 
     try:
         return mlserver_path()

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-from greenops.clock import stamp
+from greenops.common.clock import stamp
 from greenops.forecasting import tracking
 from greenops.forecasting.features import HISTORY_HOURS, HOUR, feature_row
 from greenops.local.mlops import MlflowServer, MlserverServer, write_repository

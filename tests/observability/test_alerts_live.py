@@ -17,7 +17,7 @@ import httpx
 import pytest
 import yaml
 
-from greenops.clock import parse_time, set_clock_file
+from greenops.common.clock import parse_time, set_clock_file
 from greenops.local.scheduler import SchedulerServer
 from greenops.observability import alerts
 from tests.observability.conftest import NOW, booking

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from greenops.clock import parse_time, set_clock_file
+from greenops.common.clock import parse_time, set_clock_file
 from greenops.controller.metrics import CAUSES, DEPENDENCIES
 from greenops.local.controller import ControllerProcess
 from greenops.local.controlplane import free_port

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
+from greenops.engine.reconcile import reconcile_once
 from greenops.observability import spans
-from greenops.reconcile import reconcile_once
 from tests import loopback
 from tests.engine import engine_stack, iso, render_mode_config, small_job
 from tests.observability.test_traces import QUICK_EXPORT, caller, no_secret

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from greenops.clock import parse_time, set_clock_file
+from greenops.common.clock import parse_time, set_clock_file
 from greenops.local.scheduler import SchedulerServer
 from tests.observability.conftest import NOW, booking, scrape
 

@@ -18,12 +18,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from greenops import automation
-from greenops.clock import parse_time, set_clock_file
+from greenops.common.clock import parse_time, set_clock_file
+from greenops.common.toolpaths import REPO
+from greenops.engine import automation
+from greenops.engine.reconcile import KINDS
 from greenops.local.controlplane import free_port
 from greenops.observability import names
-from greenops.reconcile import KINDS
-from greenops.toolpaths import REPO
 from tests import loopback
 from tests.engine import iso, project_with_stack, render_mode_config, require_engine, small_job
 from tests.observability.metrics_text import Samples, scrape, value, wait_for

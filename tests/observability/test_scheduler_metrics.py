@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from greenops.insight.record_rows import placement_row
+from greenops.insight.report import account
 from greenops.local.scheduler import SchedulerServer
-from greenops.record_rows import placement_row
-from greenops.report import account
 from greenops.scheduler.algorithm import slots_of
 from tests.observability.conftest import NOW, Scrape, booking, scrape
 from tests.prometheus import PrometheusServer, Target, by_label

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from greenops.clock import stamp
+from greenops.common.clock import stamp
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from tests.principals import declare_opa

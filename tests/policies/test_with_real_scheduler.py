@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from greenops.catalog import select_size
-from greenops.clock import stamp
+from greenops.common.clock import stamp
 from greenops.local.controlplane import free_port
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer

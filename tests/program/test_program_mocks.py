@@ -76,7 +76,7 @@ def by_type(m: Mocks, typ: str):
 
 @pulumi.runtime.test
 def test_each_workload_is_a_component_with_its_vm_and_objects(mocks):
-    from greenops import program
+    from greenops.stack import program
 
     components = program.run()
 
@@ -103,7 +103,7 @@ def test_each_workload_is_a_component_with_its_vm_and_objects(mocks):
 
 @pulumi.runtime.test
 def test_children_are_parented_to_their_workload(mocks):
-    from greenops import program
+    from greenops.stack import program
 
     components = program.run()
 
@@ -118,7 +118,7 @@ def test_children_are_parented_to_their_workload(mocks):
 
 @pulumi.runtime.test
 def test_tokens_stay_secret(mocks):
-    from greenops import program
+    from greenops.stack import program
 
     components = program.run()
 
@@ -144,7 +144,7 @@ def placement_tokens(m: Mocks) -> dict[str, object]:
 
 
 def test_one_stack_token_serves_every_tenant_and_a_tenant_token_wins_over_it():
-    from greenops import program
+    from greenops.stack import program
 
     shared = configure(Mocks(), schedulerToken="gos_stack-t0ken")
     pulumi.runtime.test(program.run)()
@@ -161,7 +161,7 @@ def test_one_stack_token_serves_every_tenant_and_a_tenant_token_wins_over_it():
 
 
 def test_a_tenant_without_a_token_is_refused_by_name_and_a_bad_map_without_quoting_it():
-    from greenops import program
+    from greenops.stack import program
 
     configure(Mocks(), schedulerTokens=json.dumps({"ml": "gos_ml-t0ken"}))
     with pytest.raises(pulumi.RunError) as refused:
@@ -180,7 +180,7 @@ def test_a_tenant_without_a_token_is_refused_by_name_and_a_bad_map_without_quoti
 def test_bad_config_fails_with_named_error():
     pulumi.runtime.set_mocks(Mocks(), project="greenops-platform", stack="test", preview=True)
     pulumi.runtime.set_all_config({"greenops:workloads": json.dumps([dict(WORKLOADS[0], cpu=-1)])})
-    from greenops import program
+    from greenops.stack import program
 
     with pytest.raises(pulumi.RunError, match=r"greenops:workloads\[0\] \(due-now\)\.cpu"):
         program.run()
@@ -189,7 +189,7 @@ def test_bad_config_fails_with_named_error():
 def test_bad_endpoint_config_names_the_key():
     pulumi.runtime.set_mocks(Mocks(), project="greenops-platform", stack="test", preview=True)
     pulumi.runtime.set_all_config({"greenops:endpoints": json.dumps({"opaUrl": "not a url"})})
-    from greenops import program
+    from greenops.stack import program
 
     with pytest.raises(pulumi.RunError, match=r"greenops:endpoints\.opaUrl"):
         program.run()
@@ -201,7 +201,7 @@ def test_too_much_inline_config_is_refused_naming_workloads_from():
     pulumi.runtime.set_mocks(Mocks(), project="greenops-platform", stack="test", preview=True)
     many = [dict(NOW_SPEC, name=f"job-{i}") for i in range(1000)]
     pulumi.runtime.set_all_config({"greenops:workloads": json.dumps(many)})
-    from greenops import program
+    from greenops.stack import program
 
     with pytest.raises(pulumi.RunError, match=r"^the stack's config is \d+ bytes .*greenops:workloadsFrom"):
         program.run()
@@ -210,7 +210,7 @@ def test_too_much_inline_config_is_refused_naming_workloads_from():
 def test_platform_config_that_is_not_json_is_named_without_quoting_it():
     pulumi.runtime.set_mocks(Mocks(), project="greenops-platform", stack="test", preview=True)
     pulumi.runtime.set_all_config({"greenops:platform": "hunter2-" + "x" * 100_000})
-    from greenops import program
+    from greenops.stack import program
 
     with pytest.raises(pulumi.RunError) as info:
         program.run()

@@ -9,8 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from greenops import automation, report
-from greenops.reconcile import lifecycle_changes
+from greenops.engine import automation
+from greenops.engine.reconcile import lifecycle_changes
+from greenops.insight import report
 from tests import loopback
 from tests.engine import at, at_once, engine_stack, iso, render_mode_config, rendered_workloads, small_job
 

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from greenops.clock import stamp
-from greenops.errors import GreenOpsError
+from greenops.common.clock import stamp
+from greenops.common.errors import GreenOpsError
 from greenops.local.controlplane import free_port
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer

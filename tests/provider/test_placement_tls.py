@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
 from greenops.local.webhook import loopback_tls
 from greenops.provider.placement import PlacementProvider
 from tests.conftest import require_tool

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from greenops import cli, placements
-from greenops.httpclient import RetryingClient
+from greenops import cli
+from greenops.common.httpclient import RetryingClient
+from greenops.insight import placements
 from greenops.policies.client import OpaClient
 from greenops.provider.placement import PlacementProvider
 from tests.provider.test_placement_provider import Clock, props

@@ -2,7 +2,7 @@
 
 import pytest
 
-from greenops.errors import RenderError
+from greenops.common.errors import RenderError
 from greenops.renderers import RenderSettings, providers, render, render_set
 from tests.conftest import AZURE_SUBSCRIPTION
 from tests.references import group_reported, owner_problems, security_group_problems

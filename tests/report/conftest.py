@@ -11,9 +11,9 @@ import pytest
 
 from greenops.models import Decision, Workload
 from greenops.placement.lifecycle import Lifecycle, Phase
-from greenops.program import placement_row
 from greenops.scheduler.sources import TraceSource
 from greenops.scheduler.sources.traces import EM_TIME, EM_VALUES
+from greenops.stack.program import placement_row
 
 # A March evening in Frankfurt: decided at 17:00 for the night, 3 h before the next noon.
 DECIDED = datetime(2023, 3, 14, 17, tzinfo=UTC)

@@ -15,9 +15,9 @@ from urllib.parse import parse_qs, urlparse
 import pandas as pd
 import pytest
 
-from greenops import hindsight
-from greenops.carbon_history import ElectricityMapsHistory
-from greenops.clock import parse_time
+from greenops.common.clock import parse_time
+from greenops.insight import hindsight
+from greenops.insight.carbon_history import ElectricityMapsHistory
 from greenops.placement.lifecycle import Phase
 
 from .conftest import DECIDED, row

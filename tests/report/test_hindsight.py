@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from greenops import hindsight, report
-from greenops.clock import parse_time
+from greenops.common.clock import parse_time
+from greenops.insight import hindsight, report
 from greenops.placement.lifecycle import Phase
 from greenops.scheduler.sources import TraceSource
 
@@ -150,7 +150,7 @@ def test_the_oracle_starts_from_the_first_placement_of_a_replaced_run(history, b
 
 
 def test_no_history_at_all_is_a_reason_on_each_completed_row():
-    from greenops.carbon_history import NoHistory
+    from greenops.insight.carbon_history import NoHistory
 
     rows = hindsight.with_truth([row("etl", Phase.COMPLETED)], NoHistory("no traces here"))
     assert rows[0]["actual"] is None
@@ -184,8 +184,8 @@ def booking(zones: list[str]) -> dict:
 
 
 def test_policy_zones_from_the_scheduler_record_widen_the_oracle(history, by_minute):
-    from greenops import explain
-    from greenops.errors import GreenOpsError
+    from greenops.common.errors import GreenOpsError
+    from greenops.insight import explain
 
     def unreachable(name: str) -> list[str]:
         raise GreenOpsError(f"workload {name!r}: no reservation under dev/{name}/…")

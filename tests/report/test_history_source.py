@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from greenops import carbon_history
-from greenops.carbon_history import ElectricityMapsHistory, NoHistory, history_source
 from greenops.cli import build_parser
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
+from greenops.insight import carbon_history
+from greenops.insight.carbon_history import ElectricityMapsHistory, NoHistory, history_source
 from greenops.scheduler.sources import TraceSource
 
 

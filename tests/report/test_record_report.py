@@ -15,10 +15,10 @@ from datetime import datetime, timedelta
 import httpx
 import pytest
 
-from greenops import explain, hindsight, record_rows, report
 from greenops.cli import main
-from greenops.clock import parse_time, stamp
-from greenops.httpclient import RetryingClient
+from greenops.common.clock import parse_time, stamp
+from greenops.common.httpclient import RetryingClient
+from greenops.insight import explain, hindsight, record_rows, report
 from greenops.local.scheduler import SchedulerServer
 from greenops.placement.lifecycle import Lifecycle, Phase
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import matplotlib.dates as mdates
 import pytest
 
-from greenops import hindsight, report, timeline
-from greenops.clock import parse_time
+from greenops.common.clock import parse_time
+from greenops.insight import hindsight, report, timeline
 from greenops.placement.lifecycle import Phase
 
 from .conftest import HOURS, RAN_FROM, START, row

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from greenops.clock import stamp
+from greenops.common.clock import stamp
 from greenops.local.scheduler import SchedulerServer
 from greenops.scheduler.api import MAX_WORK, InsecureConfiguration, create_app
 from greenops.scheduler.sources import ProfileSource

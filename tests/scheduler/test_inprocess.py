@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
-from greenops.clock import parse_time, stamp
+from greenops.common.clock import parse_time, stamp
 from greenops.reservations import ReservationStore
 from greenops.scheduler.__main__ import parse_args, settings_from
 from greenops.scheduler.api import create_app

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
-from greenops.clock import stamp
+from greenops.common.clock import stamp
 from greenops.policies.config import PolicySettings
 from greenops.reservations import ListingFilter, ReservationStore
 from greenops.scheduler.api import create_app

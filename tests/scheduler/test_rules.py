@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from greenops.clock import stamp
+from greenops.common.clock import stamp
 from greenops.forecasting.conformal import conformal_offsets
 from greenops.reservations import ReservationStore
 from greenops.scheduler import scheduling_api
@@ -207,7 +207,7 @@ def test_an_origin_outside_the_eligible_zones_still_runs_now_unless_sure():
 
 
 def test_explain_says_when_a_rule_kept_the_default_run():
-    from greenops.explain import account
+    from greenops.insight.explain import account
 
     answer = {
         "scheduling_location": "FR",

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from greenops.clock import stamp
+from greenops.common.clock import stamp
 from greenops.local.scheduler import SchedulerServer
 
 pytestmark = pytest.mark.integration

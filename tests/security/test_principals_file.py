@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
+from greenops.common.user_yaml import MAX_YAML_BYTES
 from greenops.identity.principals import load_principals
-from greenops.user_yaml import MAX_YAML_BYTES
 
 
 @pytest.mark.parametrize(

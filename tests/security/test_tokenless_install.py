@@ -10,7 +10,7 @@ import yaml
 
 from components.config import PlatformConfig
 from components.platform import PlatformSecrets
-from greenops.program import missing_credentials
+from greenops.stack.program import missing_credentials
 
 REPO = Path(__file__).resolve().parents[2]
 # The prod stack turns monitoring on, so Prometheus's scrape token is among what it needs.

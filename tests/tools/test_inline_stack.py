@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from greenops import automation
+from greenops.engine import automation
 from tests.conftest import require_tool
 
 PROJECT_FILE = "name: someone-elses\nruntime:\n  name: python\n  options:\n    virtualenv: venv\n"

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from greenops.toolpaths import REPO
+from greenops.common.toolpaths import REPO
 
 pytestmark = pytest.mark.tools
 

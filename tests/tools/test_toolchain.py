@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from greenops import automation
+from greenops.common.toolpaths import REPO, TOOLS_BIN, pulumi_env
+from greenops.engine import automation
 from greenops.local.controlplane import LocalControlPlane
-from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
 
 pytestmark = pytest.mark.tools
 

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from greenops.catalog import Catalog, load_catalog, select_size
-from greenops.errors import CatalogError, NoFittingSize
+from greenops.common.errors import CatalogError, NoFittingSize
 
 
 def test_three_providers_with_regions(catalog):

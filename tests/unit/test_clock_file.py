@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from greenops.clock import set_clock_file, system_clock
+from greenops.common.clock import set_clock_file, system_clock
 
 
 def test_the_file_is_read_at_every_call_and_now_wins(tmp_path):

@@ -4,7 +4,7 @@ answers recorded before that was kept."""
 
 from __future__ import annotations
 
-from greenops.dashboard import views
+from greenops.insight.dashboard import views
 
 
 def reservation(**over) -> dict:
@@ -46,10 +46,10 @@ def test_the_baseline_starts_where_the_search_began_else_at_the_booking():
 def test_the_loopback_app_names_a_scheduler_that_is_down_and_refuses_other_hosts():
     from fastapi.testclient import TestClient
 
-    from greenops.clock import system_clock
-    from greenops.dashboard import SchedulerData
-    from greenops.dashboard.routes import local_app
-    from greenops.httpclient import RetryingClient
+    from greenops.common.clock import system_clock
+    from greenops.common.httpclient import RetryingClient
+    from greenops.insight.dashboard import SchedulerData
+    from greenops.insight.dashboard.routes import local_app
     from greenops.local.controlplane import free_port
 
     down = f"http://127.0.0.1:{free_port()}"  # nothing listens there
@@ -74,7 +74,7 @@ LIFECYCLE = {
 
 
 def test_a_row_takes_its_phase_and_times_from_the_recorded_lifecycle():
-    """(greenops.record_rows, the one definition the dashboard and `greenops report --record` share)"""
+    """(greenops.insight.record_rows, the one definition the dashboard and `greenops report --record` share)"""
     (row,) = views.placement_rows([reservation(path="cluster", phase="Provisioning", lifecycle=LIFECYCLE)])
     assert (row["phase"], row["reason"]) == ("Running", LIFECYCLE["reason"])
     assert (row["runningSince"], row["gateOpenedAt"]) == ("2027-01-10T02:20:00Z", "2027-01-10T01:50:00Z")
@@ -102,7 +102,7 @@ def test_a_rows_eligible_zones_are_policys_as_booked():
 
 
 def test_the_report_shows_a_gate_opened_after_its_start_as_late():
-    from greenops import report
+    from greenops.insight import report
 
     late = {"workload": "w", "gateOpenedAt": "2026-01-01T00:00:20Z", "start": "2026-01-01T00:00:00Z"}
     on_time = {"workload": "v", "gateOpenedAt": "2025-12-31T23:55:00Z", "start": "2026-01-01T00:00:00Z"}

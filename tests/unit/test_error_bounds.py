@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from greenops.errors import MAX_MESSAGE_CHARS, QUOTE_CHARS, field_errors, quote
+from greenops.common.errors import MAX_MESSAGE_CHARS, QUOTE_CHARS, field_errors, quote
 
 
 class _Named(BaseModel):

@@ -3,7 +3,7 @@ recorded as weighed."""
 
 from __future__ import annotations
 
-from greenops import explain
+from greenops.insight import explain
 
 CHAIN = [{"constraint": "providers azure", "remaining": 57}, {"constraint": "dataResidency eu", "remaining": 10}]
 

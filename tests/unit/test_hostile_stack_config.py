@@ -10,9 +10,9 @@ import time
 import pytest
 import yaml
 
-from greenops.errors import MAX_MESSAGE_CHARS
-from greenops.stack_config import MAX_REPORTED_ERRORS, StackConfigError, parse_stack_config
-from greenops.workload_files import MAX_WORKLOADS
+from greenops.common.errors import MAX_MESSAGE_CHARS
+from greenops.stack.config import MAX_REPORTED_ERRORS, StackConfigError, parse_stack_config
+from greenops.stack.workload_files import MAX_WORKLOADS
 from tests.stack_workloads import NOW, workload
 
 

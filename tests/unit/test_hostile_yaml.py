@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from greenops.errors import GreenOpsError
-from greenops.user_yaml import MAX_YAML_BYTES, UserYamlError, load_yaml_file, load_yaml_text
+from greenops.common.errors import GreenOpsError
+from greenops.common.user_yaml import MAX_YAML_BYTES, UserYamlError, load_yaml_file, load_yaml_text
 
 # 387 bytes of nested aliases in `name` (the audit's file): each level holds nine of the one before
 BOMB = "\n".join(

@@ -9,8 +9,8 @@ import json
 
 from pulumi.runtime.proto import language_pb2
 
-from greenops.inline_config import ENVIRONMENT_STRING_LIMIT, INLINE_CONFIG_LIMIT, too_large_for_environment
 from greenops.local.langhost import LanguageHost
+from greenops.stack.inline_config import ENVIRONMENT_STRING_LIMIT, INLINE_CONFIG_LIMIT, too_large_for_environment
 
 
 def workloads(n: int) -> str:

@@ -1,4 +1,4 @@
-"""greenops.outputs: Output.all's result without an Output per nested value, and the SDK's end-of-program wait
+"""greenops.engine.outputs: Output.all's result without an Output per nested value, and the SDK's end-of-program wait
 without a cost that grows with the square of the Outputs."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import types
 import pulumi
 import pytest
 
-from greenops.outputs import _AsyncioWithCheapWait, gather, sdk_waits_cheaply
+from greenops.engine.outputs import _AsyncioWithCheapWait, gather, sdk_waits_cheaply
 
 NESTED = {"objects": [{"metadata": {"name": f"o{i}", "labels": {"a": "b"}}, "spec": {"n": i}} for i in range(50)]}
 

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from greenops import automation
-from greenops.errors import GreenOpsError
-from greenops.reconcile import Pass, oldest_overdue_gate, parse_interval, sleep_for, transitions, upcoming, watch
-from greenops.stack_config import StackConfigError, parse_stack_config
+from greenops.common.errors import GreenOpsError
+from greenops.engine import automation
+from greenops.engine.reconcile import Pass, oldest_overdue_gate, parse_interval, sleep_for, transitions, upcoming, watch
+from greenops.stack.config import StackConfigError, parse_stack_config
 
 NOW = datetime(2027, 1, 10, 3, 0, tzinfo=UTC)
 
@@ -102,7 +102,7 @@ def test_a_lead_shorter_than_interval_plus_margin_is_refused_naming_both():
 
 
 def test_the_file_backends_lock_listing_race_is_a_held_lock_not_a_failure():
-    from greenops.automation import _lock_race
+    from greenops.engine.automation import _lock_race
 
     seen_in_ci = (
         "code: 1\n stderr: error: could not list bucket: blob (code=NotFound): lstat /tmp/x/state/.pulumi/"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from greenops.errors import GreenOpsError
-from greenops.shards import GENERATED, shard_of, write_shard_stacks
+from greenops.common.errors import GreenOpsError
+from greenops.engine.shards import GENERATED, shard_of, write_shard_stacks
 
 
 def test_every_workload_has_one_stable_shard():
@@ -55,7 +55,7 @@ def test_sharding_is_refused_by_name(tmp_path, stack, count, message):
 def test_a_failed_shard_shows_the_cause_not_what_followed_it():
     """When one resource fails, the engine stops and the resources in flight report that, often
     before the cause: the line must still show the cause."""
-    from greenops.shards import ShardRun
+    from greenops.engine.shards import ShardRun
 
     output = "\n".join(
         [

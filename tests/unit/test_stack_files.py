@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from greenops import cli
-from greenops.errors import GreenOpsError
-from greenops.shards import write_shard_stacks
-from greenops.stack_files import read_stack_file
+from greenops.common.errors import GreenOpsError
+from greenops.engine.shards import write_shard_stacks
+from greenops.stack.files import read_stack_file
 
 
 def project_with(tmp_path, text: str):

@@ -6,7 +6,7 @@ import json
 import socket
 import subprocess
 
-from greenops.stale_lock import clear_stale_locks
+from greenops.engine.stale_lock import clear_stale_locks
 
 
 def lock(backend, host: str, pid: int, stack: str = "s"):

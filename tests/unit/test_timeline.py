@@ -9,7 +9,7 @@ from itertools import pairwise
 import matplotlib.dates as mdates
 import pytest
 
-from greenops import timeline
+from greenops.insight import timeline
 from tests.engine import iso
 
 T0 = datetime(2026, 11, 22, 17, tzinfo=UTC)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from greenops.errors import RenderError
+from greenops.common.errors import RenderError
 from greenops.renderers.base import (
     AZURE_RESOURCE_GROUP_PATTERN,
     AZURE_SUBSCRIPTION_ID_PATTERN,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from greenops.errors import RenderError
+from greenops.common.errors import RenderError
 from greenops.renderers.base import ObjectState, RenderContext, condition, readiness
 from greenops.renderers.registry import renderer
 

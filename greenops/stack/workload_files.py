@@ -10,7 +10,7 @@ file per tenant).
 
 The stack config is written by a tenant, and the program runs with the platform's rights: only
 files inside the project are read (after symbolic links are followed), each through the shared
-YAML loader (greenops/user_yaml.py), and a stack holds at most MAX_WORKLOADS workloads.
+YAML loader (greenops/common/user_yaml.py), and a stack holds at most MAX_WORKLOADS workloads.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from greenops.errors import GreenOpsError, quote, shown
-from greenops.user_yaml import UserYamlError, load_yaml_file
+from greenops.common.errors import GreenOpsError, quote, shown
+from greenops.common.user_yaml import UserYamlError, load_yaml_file
 
 SETTING = "greenops:workloadsFrom"
 # The scheduler books at most this many jobs in one request, and `greenops --shards` splits a stack

@@ -13,12 +13,12 @@ import pulumi_kubernetes as k8s
 
 from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import DirectArgs, Endpoints, GreenWorkload, GreenWorkloadArgs
-from greenops.clock import stamp, system_clock
+from greenops.common.clock import stamp, system_clock
 from greenops.direct.records import RECORDS_OUTPUT, record_of
-from greenops.inline_config import too_large_for_environment
+from greenops.engine.outputs import gather, sdk_waits_cheaply
 from greenops.models import Provisioning, Workload
-from greenops.outputs import gather, sdk_waits_cheaply
-from greenops.stack_config import KEYS, StackConfig, StackConfigError, joined_errors, parse_stack_config
+from greenops.stack.config import KEYS, StackConfig, StackConfigError, joined_errors, parse_stack_config
+from greenops.stack.inline_config import too_large_for_environment
 
 if TYPE_CHECKING:  # the platform's modules load only for a stack that installs it
     from components.config import PlatformConfig
@@ -146,7 +146,7 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
     from components.external_access import ExternalAccess
     from components.platform import GreenOpsPlatform, GreenOpsPlatformArgs, PlatformSecrets
     from components.policy_engine import PolicyEngine
-    from greenops.errors import field_errors
+    from greenops.common.errors import field_errors
 
     # not get_object: its error for a value that is not JSON quotes the whole value
     raw = _value(cfg, "platform")
@@ -230,7 +230,7 @@ def run(
     recorded_placements); ``now`` is the pass's instant (default: the platform's clock)."""
     sdk_waits_cheaply()
     # An inline Automation API program is handed its config without an environment, but the CLI and
-    # the Pulumi Kubernetes Operator start the program with it in one (greenops/inline_config.py):
+    # the Pulumi Kubernetes Operator start the program with it in one (greenops/stack/inline_config.py):
     # a stack that only one path can run is refused on all of them.
     problem = too_large_for_environment(_all_config())
     if problem:

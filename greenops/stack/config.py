@@ -9,13 +9,13 @@ from typing import Any, Literal, TypeVar
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from greenops import endpoints
+from greenops.common import endpoints
+from greenops.common.errors import GreenOpsError, field_errors, quote, shown
 from greenops.direct.base import NEEDS, missing_settings
-from greenops.errors import GreenOpsError, field_errors, quote, shown
+from greenops.engine.shards import shard_of
 from greenops.models import Provisioning, Workload
 from greenops.renderers import RenderSettings
-from greenops.shards import shard_of
-from greenops.workload_files import MAX_WORKLOADS, Declared, WorkloadFileError, read_workloads
+from greenops.stack.workload_files import MAX_WORKLOADS, Declared, WorkloadFileError, read_workloads
 
 # The greenops:* keys a stack's program reads (greenops:platform is the platform's, validated by
 # components.config.PlatformConfig); the program asks Pulumi for exactly these.
@@ -127,7 +127,7 @@ class DirectConfig(_Section):
 
 class ShardConfig(_Section):
     """``greenops:shard``: this stack holds one shard of its base stack's workloads (written by
-    ``greenops --shards``; see greenops/shards.py)."""
+    ``greenops --shards``; see greenops/engine/shards.py)."""
 
     index: int = Field(ge=0)
     count: int = Field(ge=1, le=10000)

@@ -14,7 +14,7 @@ the scheduler's own search (``best_placement``) on the history instead of a fore
 capacity bound. The stack's record of a decision (``placement_row``) holds the placed zone, not the
 policy-allowed set; the scheduler's reservation record keeps policy's set with the booking
 (``with_allowed_zones``, ``greenops report --policy-zones``); a row read from that record
-(greenops.record_rows, ``greenops report --record``) carries them already. A row without
+(greenops.insight.record_rows, ``greenops report --record``) carries them already. A row without
 ``eligibleZones`` gets the oracle of its own zone only (when to run, not where), and its note says so.
 
 A zone and period the history does not cover leaves the value out with the reason; the other
@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from greenops.clock import parse_time, stamp
-from greenops.errors import GreenOpsError
+from greenops.common.clock import parse_time, stamp
+from greenops.common.errors import GreenOpsError
 from greenops.scheduler.algorithm import Job, NoFeasibleWindow, best_placement
 from greenops.scheduler.series import Series, from_epoch, to_epoch
 from greenops.scheduler.sources import CarbonSource

@@ -3,7 +3,7 @@
 Energy of a run = hours x (vCPUs x (min + u x (max - min)) W + memory GB x W/GB) x PUE, with the
 per-provider coefficients and utilisation u of data/power.json (Cloud Carbon Footprint); emissions
 = energy x a mean intensity: the one the scheduler expected, the baseline's (run now at the
-origin), and for completed runs, in hindsight (greenops.hindsight), the actual one over the real run
+origin), and for completed runs, in hindsight (greenops.insight.hindsight), the actual one over the real run
 and the oracle's (the best window and zone policy allowed). A Failed workload never ran (or never
 finished), so nothing is counted for it: a missed window is never reported as a saving. Completed
 runs are what was achieved; the others are planned.
@@ -17,7 +17,7 @@ from typing import Any
 
 from greenops.catalog import data_dir
 from greenops.catalog.schema import PowerFile
-from greenops.clock import parse_time
+from greenops.common.clock import parse_time
 
 # A Failed workload never ran (or never finished); a Released one was given back (its VmTemplate
 # deleted, or replaced by a new spec) and is counted, if at all, under the booking that replaced it.
@@ -56,7 +56,7 @@ def account(rows: list[dict[str, Any]], model: PowerFile | None = None) -> list[
                 "expected_g": round(expected, 1),
                 "baseline_g": round(baseline, 1),
                 "saving_g": round(baseline - expected, 1),
-                # in hindsight, for completed runs only (greenops.hindsight.with_truth)
+                # in hindsight, for completed runs only (greenops.insight.hindsight.with_truth)
                 **{f"{k}_g": None if r.get(k) is None else round(kwh * r[k], 1) for k in ("actual", "oracle")},
             }
         )
@@ -144,8 +144,8 @@ def _hindsight_totals(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def plot(rows: list[dict[str, Any]], path: Path, now: datetime | None = None) -> Path:
-    """The timeline of the placements (greenops.timeline) as a PNG; ``now`` defaults to the
+    """The timeline of the placements (greenops.insight.timeline) as a PNG; ``now`` defaults to the
     platform's clock (GREENOPS_NOW when set)."""
-    from greenops import timeline
+    from greenops.insight import timeline
 
     return timeline.plot(rows, path, now)

@@ -9,9 +9,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
-from greenops.clock import parse_time
-from greenops.errors import GreenOpsError
-from greenops.httpclient import RetryingClient, detail
+from greenops.common.clock import parse_time
+from greenops.common.errors import GreenOpsError
+from greenops.common.httpclient import RetryingClient, detail
 from greenops.reservations import ListingFilter, ReservationStore
 
 if TYPE_CHECKING:

@@ -12,10 +12,10 @@ from datetime import datetime, timedelta
 from html import escape
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from greenops import record_rows, report
-from greenops.clock import parse_time as _at
-from greenops.dashboard.data import DashboardData
-from greenops.errors import GreenOpsError
+from greenops.common.clock import parse_time as _at
+from greenops.common.errors import GreenOpsError
+from greenops.insight import record_rows, report
+from greenops.insight.dashboard.data import DashboardData
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -29,7 +29,7 @@ LIFECYCLE_TIMES = (("runningSince", "running since"), ("completedAt", "completed
 
 
 def placement_rows(reservations: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per reservation (greenops.record_rows, with its recorded lifecycle), priced by
+    """One row per reservation (greenops.insight.record_rows, with its recorded lifecycle), priced by
     report.account (energy from the CCF model)."""
     return report.account([record_rows.placement_row(r) for r in reservations])
 

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from yaml.nodes import Node
 
-from greenops.errors import GreenOpsError, one_line
+from greenops.common.errors import GreenOpsError, one_line
 
 # A stack of 10 000 workloads written out is about 2 MB of JSON, but it belongs in many files
 # (greenops:workloadsFrom reads a folder), and no stack file, policy file or kubeconfig comes near.

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from greenops.errors import GreenOpsError
-from greenops.httpclient import RetryingClient, detail
+from greenops.common.errors import GreenOpsError
+from greenops.common.httpclient import RetryingClient, detail
 
 LAST_EVENTS = 5  # of a recorded lifecycle's, the newest shown
 

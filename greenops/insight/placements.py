@@ -13,8 +13,8 @@ from datetime import timedelta
 from typing import Any
 
 from greenops.catalog import Catalog, load_catalog
-from greenops.errors import GreenOpsError
-from greenops.httpclient import RetryingClient, detail
+from greenops.common.errors import GreenOpsError
+from greenops.common.httpclient import RetryingClient, detail
 from greenops.models.duration import format_duration
 from greenops.policies.client import OpaClient
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from greenops import explain, hindsight
-from greenops.clock import parse_time
-from greenops.errors import GreenOpsError
-from greenops.httpclient import RetryingClient, detail
+from greenops.common.clock import parse_time
+from greenops.common.errors import GreenOpsError
+from greenops.common.httpclient import RetryingClient, detail
+from greenops.insight import explain, hindsight
 
 # The record's own verdict on a closed reservation: its zone-hours are given back and nothing changes
 # it any more (a Released one's lifecycle is where the run had got to when its VmTemplate went).

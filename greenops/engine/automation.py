@@ -11,11 +11,11 @@ from typing import Any, Literal, cast, overload
 
 from pulumi import automation as auto
 
-from greenops.clock import system_clock
-from greenops.errors import GreenOpsError
+from greenops.common.clock import system_clock
+from greenops.common.errors import GreenOpsError
+from greenops.common.toolpaths import REPO, TOOLS_BIN, pulumi_env
+from greenops.engine.stale_lock import clear_stale_locks
 from greenops.observability import spans, tracing
-from greenops.stale_lock import clear_stale_locks
-from greenops.toolpaths import REPO, TOOLS_BIN, pulumi_env
 
 PROJECT = "greenops-platform"
 
@@ -74,7 +74,7 @@ def inline_stack(
 
 def stack(name: str, work_dir: Path | None = None, env: dict[str, str] | None = None) -> auto.Stack:
     """``name`` of the project in ``work_dir`` (default: project_dir()), run in-process."""
-    from greenops import program
+    from greenops.stack import program
 
     root = work_dir or project_dir()
     made: list[auto.Stack] = []

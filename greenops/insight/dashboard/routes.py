@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse
 
-from greenops import explain
-from greenops.clock import stamp
-from greenops.dashboard import views
-from greenops.dashboard.data import DashboardData
-from greenops.errors import GreenOpsError
+from greenops.common.clock import stamp
+from greenops.common.errors import GreenOpsError
+from greenops.insight import explain
+from greenops.insight.dashboard import views
+from greenops.insight.dashboard.data import DashboardData
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from greenops.errors import GreenOpsError, quote
-from greenops.user_yaml import load_yaml_file
+from greenops.common.errors import GreenOpsError, quote
+from greenops.common.user_yaml import load_yaml_file
 
 
 class StackFileError(GreenOpsError):

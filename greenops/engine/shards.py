@@ -22,8 +22,8 @@ from pathlib import Path
 
 import yaml
 
-from greenops.errors import GreenOpsError
-from greenops.stack_files import read_stack_file
+from greenops.common.errors import GreenOpsError
+from greenops.stack.files import read_stack_file
 
 # error lines that follow the cause rather than state it
 NOT_THE_CAUSE = ("an unhandled error occurred", "error: update failed", "the client connection is closing")

@@ -8,9 +8,9 @@ import subprocess
 from functools import cache
 from pathlib import Path
 
-from greenops.errors import GreenOpsError
+from greenops.common.errors import GreenOpsError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TOOLS_BIN = REPO / ".tools" / "bin"
 
 

@@ -1,7 +1,7 @@
 """The placements as a timeline (a Gantt chart): one row per workload with its chosen (expected)
 window, coloured hour by hour with the chosen zone's carbon intensity, the baseline run (started
 when the decision was made, at the origin), the deadline and now (``GREENOPS_NOW`` when set). A
-completed run whose rows carry the truth (greenops.hindsight) also shows, in a thin band above, the
+completed run whose rows carry the truth (greenops.insight.hindsight) also shows, in a thin band above, the
 run as it really happened (coloured with its actual mean) and the oracle's window (outlined).
 
 The chosen windows' colours come from the catalog's month x hour profiles, the embedded default
@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from greenops.clock import parse_time, system_clock
+from greenops.common.clock import parse_time, system_clock
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -34,7 +34,7 @@ def _at(text: str | None) -> datetime | None:
 
 
 def truth_windows(row: dict[str, Any]) -> dict[str, tuple[datetime, datetime]]:
-    """The actual and oracle windows a row carries (greenops.hindsight.with_truth), by name."""
+    """The actual and oracle windows a row carries (greenops.insight.hindsight.with_truth), by name."""
     out = {}
     if row.get("actualFrom") and row.get("actualTo"):
         out["actual"] = (parse_time(row["actualFrom"]), parse_time(row["actualTo"]))

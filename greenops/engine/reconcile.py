@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 
-from greenops import automation
-from greenops.clock import parse_time, stamp, system_clock
-from greenops.errors import GreenOpsError
+from greenops.common.clock import parse_time, stamp, system_clock
+from greenops.common.errors import GreenOpsError
+from greenops.engine import automation
 from greenops.observability import spans, tracing
 
 if TYPE_CHECKING:
