@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo
+.PHONY: scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo docs
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver, prometheus, promtool) -> .tools/bin
@@ -125,3 +125,7 @@ simulate: setup tools
 # The main job: the whole system on loopback (API server, webhook, OPA, scheduler, dev stack), once
 demo: setup tools
 	$(VENV)/bin/greenops demo --once
+
+# The documentation site (mkdocs.yml, docs/) -> build/site; --strict fails on a broken link or anchor
+docs: setup
+	$(VENV)/bin/mkdocs build --strict --site-dir build/site
