@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo docs
+.PHONY: scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo docs docs-reference
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver, prometheus, promtool) -> .tools/bin
@@ -71,6 +71,11 @@ render: setup
 
 catalog: setup
 	$(VENV)/bin/greenops catalog
+
+# The docs site's generated reference pages (docs/reference/configuration.md, cli.md) from the config
+# models and the CLI parsers; tests/docs/test_reference.py fails when they are stale
+docs-reference: setup
+	$(PY) scripts/docs_reference.py
 
 # Re-derive data/ from the raw public data (not committed; see data/SOURCES.md).
 data: setup

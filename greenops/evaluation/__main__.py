@@ -172,7 +172,8 @@ def replicate_lwa(data: Path, out: Path, steps: list[int], seeds: int) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser (also read by scripts/docs_reference.py for the CLI reference)."""
     parser = argparse.ArgumentParser(prog="greenops-eval", description=__doc__.splitlines()[0])
     here = Path(__file__).resolve().parents[2]
     parser.add_argument("--data", type=Path, default=here.parent / "shared" / "data")
@@ -210,7 +211,11 @@ def main(argv: list[str] | None = None) -> int:
         default=len(lwa.SEEDS),
         help="with --scenario lwa: noise seeds 0..N-1 (default LWA's 10; fewer is a quick look, not the figure)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.scenario == "lwa":
         return replicate_lwa(args.data, args.out, args.lwa_steps, args.lwa_seeds)
     if args.scenario == "capture":

@@ -198,7 +198,8 @@ def tracking_uri_default() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{LOCAL_STORE / 'mlflow.db'}"
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser (also read by scripts/docs_reference.py for the CLI reference)."""
     parser = argparse.ArgumentParser(prog="greenops-forecast", description=__doc__.splitlines()[0])
     parser.add_argument("--tracking-uri", default=tracking_uri_default())
     sub = parser.add_subparsers(dest="command", required=True)
@@ -241,7 +242,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--export-dir", type=Path, default=BUILD / "published")
     p.set_defaults(func=cmd_publish)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     code: int = args.func(args)
     return code
 

@@ -83,7 +83,8 @@ def configure_logging(fmt: str) -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser (also read by scripts/docs_reference.py for the CLI reference)."""
     # allow_abbrev=False: `--token SECRET` would otherwise be taken as --token-file and echoed as a path
     parser = argparse.ArgumentParser(
         prog="python -m greenops.scheduler", description=__doc__.splitlines()[0], allow_abbrev=False
@@ -137,7 +138,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--policy-config",
         help="the policy settings the bundle ships, for the tenants' quotas (default: the packaged ones)",
     )
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def settings_from(args: argparse.Namespace) -> SchedulerSettings:
