@@ -27,7 +27,8 @@ from greenops.common.clock import parse_time, stamp
 
 FORMATS = ("table", "json", "yaml")
 WIDTH = 100  # what a CI log, a pasted terminal and a review comment all show without wrapping
-EMPTY = (None, "", "-")  # what a cell shows when the row has no value
+EMPTY = (None, "", "-")
+GAP = 2  # spaces between two columns  # what a cell shows when the row has no value
 
 
 def add_output_argument(parser: argparse.ArgumentParser) -> None:
@@ -50,20 +51,32 @@ def width(stream: TextIO | None = None) -> int:
 
 
 def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, max_width: int | None = None) -> str:
-    """``rows`` under ``columns`` as plain text: no borders, two spaces between columns, ``-`` for an
-    empty cell, and the columns empty in every row dropped. Cells are Text, never markup: a reason
-    written by an operator ("<b>", "[red]") prints as written."""
-    cells = [["-" if v in EMPTY else str(v) for v in row] for row in rows]
+    """``rows`` under ``columns`` as plain text: no borders, two spaces between columns, ``-`` for a
+    missing value (None), and the columns empty in every row (None, "" or "-") dropped. Cells are
+    Text, never markup: a reason written by an operator ("<b>", "[red]") prints as written."""
+    cells = [["-" if v is None else str(v) for v in row] for row in rows]
     keep = [i for i in range(len(columns)) if not cells or any(row[i] not in EMPTY for row in cells)]
+    limit = max_width or width()
+    widths = _fitted([max([len(columns[i])] + [len(row[i]) for row in cells]) for i in keep], limit)
     # no borders, two spaces between columns and none at the edges: the shape of kubectl's tables
-    grid = Table(box=None, show_edge=False, pad_edge=False, padding=(0, 2, 0, 0))
-    for i in keep:
-        grid.add_column(Text(columns[i]), overflow="fold")
+    grid = Table(box=None, show_edge=False, pad_edge=False, padding=(0, GAP, 0, 0))
+    for i, cap in zip(keep, widths, strict=True):
+        # one line per row, so a row stays greppable: what does not fit ends in "…" (-o json has it whole)
+        grid.add_column(Text(columns[i]), no_wrap=True, overflow="ellipsis", max_width=cap)
     for row in cells:
         grid.add_row(*(Text(row[i]) for i in keep))
     out = io.StringIO()
-    Console(file=out, width=max_width or width(), color_system=None, highlight=False, emoji=False).print(grid)
+    Console(file=out, width=limit, color_system=None, highlight=False, emoji=False).print(grid)
     return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
+
+
+def _fitted(widths: list[int], limit: int) -> list[int]:
+    """The columns' widths within ``limit``, the widest giving way first: a long name or time is cut
+    rather than every short column (Rich's own fit takes from all of them alike)."""
+    widths = list(widths)
+    while sum(widths) + GAP * (len(widths) - 1) > limit and max(widths, default=0) > 1:
+        widths[widths.index(max(widths))] -= 1
+    return widths
 
 
 def utc(value: str | datetime | None) -> str | None:
