@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,10 +21,12 @@ from typing import Any
 import yaml
 
 from greenops.catalog import load_catalog, select_size
-from greenops.common import endpoints
+from greenops.common import endpoints, output, progress
 from greenops.common.clock import stamp
 from greenops.common.errors import GreenOpsError
 from greenops.common.httpclient import RetryingClient
+from greenops.insight import placements as placement_fields
+from greenops.insight import report as report_fields
 from greenops.models import Decision
 from greenops.observability.tracing import setup_tracing
 from greenops.renderers import render_set
@@ -41,16 +44,23 @@ def _stack_raw(stack: str, project: Path = REPO) -> dict[str, Any]:
     return greenops_config(read_stack_file(path, project))
 
 
+CATALOG_FIELDS = ("provider", "region", "country", "eu", "zone", "carbonData", "gaps")
+
+
 def cmd_catalog(args: argparse.Namespace) -> int:
     cat = load_catalog()
-    print(f"{'provider':8} {'region':24} {'country':7} {'eu':3} {'zone':14} {'carbon data':12} gaps")
+    rows: list[dict[str, Any]] = []
+    cells = []
     for r in cat.regions(args.provider):
         prof = cat.profile(r.zone) if r.zone else None
-        gaps = ", ".join(cat.placement_gaps(r.provider, r.name)) or "-"
-        print(
-            f"{r.provider:8} {r.name:24} {r.country:7} {'yes' if r.eu else 'no':3} {r.zone or '-':14} "
-            f"{prof.kind if prof else '-':12} {gaps}"
-        )
+        gaps = list(cat.placement_gaps(r.provider, r.name))
+        kind = prof.kind if prof else None
+        rows.append(dict(zip(CATALOG_FIELDS, (r.provider, r.name, r.country, r.eu, r.zone, kind, gaps), strict=True)))
+        cells.append([r.provider, r.name, r.country, "yes" if r.eu else "no", r.zone, kind, ", ".join(gaps) or None])
+    if args.output != "table":
+        print(output.dump(rows, args.output))
+        return 0
+    print(output.table(["provider", "region", "country", "eu", "zone", "carbon data", "gaps"], cells))
     return 0
 
 
@@ -146,7 +156,8 @@ def cmd_sharded(args: argparse.Namespace) -> int:
     stacks = shards.write_shard_stacks(automation.project_dir(), args.stack, args.shards)
     command = [args.command] + (["--now", stamp(args.now)] if args.now else [])
     started = time.monotonic()
-    runs = shards.run_shards(command, stacks, args.concurrency)
+    with progress.progress(f"{args.command} {args.stack}: shards", len(stacks)) as advance:
+        runs = shards.run_shards(command, stacks, args.concurrency, done=lambda run: advance(None))
     for run in runs:
         print(run.line())
     failed = [r for r in runs if not r.ok]
@@ -183,6 +194,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
     if args.watch and args.now:
         raise GreenOpsError("--now and --watch exclude each other: a watch loop follows the clock")
+    if args.watch and args.output != "table":
+        raise GreenOpsError("-o json|yaml prints one pass's summary: not with --watch, whose log goes on")
     if args.metrics_port is not None and not args.watch:
         raise GreenOpsError("--metrics-port needs --watch: a single pass ends before anything could scrape it")
     if args.shards:
@@ -193,7 +206,10 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         return cmd_sharded(args)
     st = automation.stack(args.stack, env=_clock_env(args))
     if not args.watch:
-        print(reconcile.reconcile_once(st, stream=args.verbose).summary(args.stack))
+        done = reconcile.reconcile_once(st, stream=args.verbose)
+        print(
+            done.summary(args.stack) if args.output == "table" else output.dump(done.document(args.stack), args.output)
+        )
         return 0
     import signal
     import threading
@@ -272,9 +288,14 @@ def cmd_report(args: argparse.Namespace) -> int:
                     rows, lambda name: explain.account(explain.find(scheduler, name, args.stack))["eligibleZones"]
                 )
     rows = report.account(hindsight.with_truth(rows, source))
+    plotted = report.plot(rows, Path(args.plot)) if args.plot else None
+    if args.output != "table":
+        document = {"placements": report.document(rows), "plot": str(plotted) if plotted else None}
+        print(output.dump(document, args.output))
+        return 0
     print(report.table(rows))
-    if args.plot:
-        print(f"plot: {report.plot(rows, Path(args.plot))}")
+    if plotted:
+        print(f"plot: {plotted}")
     return 0
 
 
@@ -333,10 +354,20 @@ def cmd_placements(args: argparse.Namespace) -> int:
     endpoints = parse_stack_config(_stack_raw(args.stack), root=REPO).endpoints
     with _scheduler_of(args.stack) as scheduler:
         rows = placements.active(scheduler, tenant=args.tenant, region=args.region, eu=args.eu)
-    print(placements.table(rows))
+    if args.output == "table":  # the table first: it stands even when OPA then fails
+        print(placements.table(rows))
+    impacts = None
     if args.without_region:
         with OpaClient(str(endpoints.opa_url), token=os.environ.get("GREENOPS_OPA_TOKEN")) as opa:
-            print(placements.impact_table(placements.affected(rows, args.without_region, opa), args.without_region))
+            impacts = placements.affected(rows, args.without_region, opa)
+    if args.output == "table":
+        if impacts is not None:
+            print(placements.impact_table(impacts, args.without_region))
+        return 0
+    without = (
+        None if impacts is None else {"region": args.without_region, "affected": placements.impact_document(impacts)}
+    )
+    print(output.dump({"placements": placements.document(rows), "withoutRegion": without}, args.output))
     return 0
 
 
@@ -345,7 +376,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     with _scheduler_of(args.stack) as scheduler:
         row = explain.find(scheduler, args.workload, args.stack)
-    print(explain.text(explain.account(row)))
+    account = explain.account(row)
+    print(explain.text(account) if args.output == "table" else output.dump(explain.document(account), args.output))
     return 0
 
 
@@ -381,6 +413,32 @@ def _utc(text: str) -> datetime:
     return value.astimezone(UTC)
 
 
+TOKEN_EXAMPLES = {
+    "issue": "greenops token issue --name ci-team-a --tenant team-a --expires 2027-01-01T00:00:00Z",
+    "list": "greenops token list -o json",
+    "revoke": "greenops token revoke tok_0123",
+}
+# account()'s fields (greenops/insight/explain.py), in its order: the -o json contract of explain
+EXPLAIN_FIELDS = (
+    "key",
+    "path",
+    "phase",
+    "tenant",
+    "bookedAt",
+    "searchedFrom",
+    "workload",
+    "constraintChain",
+    "eligibleZones",
+    "considered",
+    "chosen",
+    "baseline",
+    "source",
+    "why",
+    "mapping",
+    "lifecycle",
+)
+
+
 def _shard_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--shards",
@@ -392,13 +450,70 @@ def _shard_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--concurrency", type=int, default=2, help="with --shards: shards at a time (default: 2)")
 
 
+# What main() returns, as scripts and CI may rely on it (shown in `greenops --help`).
+EXIT_CODES = (
+    (0, "done"),
+    (
+        1,
+        "the command ran and part of it failed: render (a workload failed or rendered invalid), --shards "
+        "(a shard failed); also an unexpected error, with its traceback",
+    ),
+    (
+        2,
+        "usage error (argparse), or refused before or while running: bad arguments or stack config, a "
+        "service that refused or did not answer (the reason on stderr, `greenops: ...`)",
+    ),
+    (130, "interrupted (Ctrl-C)"),
+)
+
+
+def _exit_code_epilog() -> str:
+    return "exit codes:\n" + "\n".join(
+        textwrap.fill(text, output.WIDTH, initial_indent=f"  {code:<4} ", subsequent_indent=" " * 7)
+        for code, text in EXIT_CODES
+    )
+
+
+def _command(sub: Any, name: str, help: str, examples: list[str], fields: str | None = None) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with its examples and, for those that list, the fields of
+    their -o json|yaml document (the contract a script reads; tests/unit/test_cli_output.py holds it)."""
+    epilog = "Examples:\n" + "\n".join(f"  {e}" for e in examples)
+    if fields:
+        epilog += "\n\n" + textwrap.fill("-o json|yaml prints " + fields, output.WIDTH)
+    p: argparse.ArgumentParser = sub.add_parser(
+        name, help=help, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="greenops", description="Carbon-aware VM placement across Azure, GCP and AWS")
+    parser = argparse.ArgumentParser(
+        prog="greenops",
+        description="Carbon-aware VM placement across Azure, GCP and AWS",
+        epilog="Examples:\n  greenops catalog --provider gcp\n  greenops up --stack dev\n"
+        "  greenops report --stack dev -o json\n\n" + _exit_code_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("catalog", help="list regions with zone, EU flag and carbon data")
+    p = _command(
+        sub,
+        "catalog",
+        "list regions with zone, EU flag and carbon data",
+        ["greenops catalog", "greenops catalog --provider azure -o json"],
+        "a list of regions: " + ", ".join(CATALOG_FIELDS) + " (eu a boolean, gaps a list)",
+    )
     p.add_argument("--provider", choices=load_catalog().providers)
+    output.add_output_argument(p)
     p.set_defaults(func=cmd_catalog)
-    p = sub.add_parser("render", help="render a stack's workloads for an explicit provider and region")
+    p = _command(
+        sub,
+        "render",
+        "render a stack's workloads for an explicit provider and region",
+        [
+            "greenops render --provider gcp --region europe-west3",
+            "greenops render --stack dev --provider azure --region swedencentral --workload etl --out build/manifests",
+        ],
+    )
     p.add_argument("--stack", default="dev")
     p.add_argument("--provider", required=True, choices=load_catalog().providers)
     p.add_argument("--region", required=True)
@@ -412,13 +527,25 @@ def build_parser() -> argparse.ArgumentParser:
         ("destroy", "delete everything the stack created"),
         ("refresh", "read the stack's resources back"),
     ]:
-        p = sub.add_parser(op, help=text)
+        p = _command(sub, op, text, [f"greenops {op} --stack dev", f"greenops {op} --stack prod --shards 4"])
         p.add_argument("--stack", required=True)
         p.add_argument("--now", type=_utc, help="the clock for time gates (default: now)")
         _shard_arguments(p)
         p.set_defaults(func=cmd_stack)
-    p = sub.add_parser("reconcile", help="the periodic job: open time gates, retire completed workloads")
+    p = _command(
+        sub,
+        "reconcile",
+        "the periodic job: open time gates, retire completed workloads",
+        [
+            "greenops reconcile --stack dev",
+            "greenops reconcile --stack dev -o json",
+            "greenops reconcile --stack prod --watch --interval 5m",
+        ],
+        "one pass's summary (not with --watch): stack, resourceChanges (operation: count), changes (a list of "
+        "change, workload, detail), nextChange (at, what; or null)",
+    )
     p.add_argument("--stack", required=True)
+    output.add_output_argument(p)
     p.add_argument("--now", type=_utc, help="the clock for time gates (default: now)")
     _shard_arguments(p)
     p.add_argument("--verbose", action="store_true", help="stream Pulumi's progress")
@@ -440,10 +567,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --metrics-port: the address to bind (default: 127.0.0.1; 0.0.0.0 in a pod, for the scrape)",
     )
     p.set_defaults(func=cmd_reconcile)
-    p = sub.add_parser(
+    p = _command(
+        sub,
         "report",
-        help="placements and carbon accounting: of a stack (--stack), or of the scheduler's record (--record)",
+        "placements and carbon accounting: of a stack (--stack), or of the scheduler's record (--record)",
+        [
+            "greenops report --stack dev",
+            "greenops report --record --path all -o json",
+            "greenops report --stack dev --policy-zones --plot build/report.png",
+        ],
+        "placements (a list: "
+        + ", ".join((*report_fields.COLUMNS, *report_fields.NOTES, "gateLate"))
+        + "; times ISO-8601 UTC, grams and intensities numbers or null) and plot (the PNG's path, or null)",
     )
+    output.add_output_argument(p)
     p.add_argument(
         "--stack",
         help="the stack whose placements to report (its state holds the Pulumi path's lifecycle); with "
@@ -480,11 +617,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --record: the scheduler to ask, instead of the stack's greenops:endpoints.schedulerUrl",
     )
     p.set_defaults(func=cmd_report)
-    p = sub.add_parser(
+    p = _command(
+        sub,
         "placements",
-        help="active placements of both paths, from the scheduler's reservation record "
+        "active placements of both paths, from the scheduler's reservation record "
         "(tokens: GREENOPS_SCHEDULER_TOKEN, GREENOPS_OPA_TOKEN)",
+        ["greenops placements --eu", "greenops placements --without-region swedencentral -o json"],
+        "placements (a list: " + ", ".join(placement_fields.COLUMNS) + "; start ISO-8601 UTC) and withoutRegion "
+        "(null, or region and affected: a list of " + ", ".join(placement_fields.IMPACT_FIELDS) + ")",
     )
+    output.add_output_argument(p)
     p.add_argument("--stack", default="dev", help="whose endpoints to ask (default: dev)")
     p.add_argument("--tenant")
     p.add_argument("--region", help="only placements in this region")
@@ -495,8 +637,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="who is affected if REGION is removed: each placement re-evaluated against policy without it",
     )
     p.set_defaults(func=cmd_placements)
-    p = sub.add_parser(
-        "token", help="issue, list and revoke the scheduler's API tokens (as its admin: GREENOPS_SCHEDULER_ADMIN_TOKEN)"
+    p = _command(
+        sub,
+        "token",
+        "issue, list and revoke the scheduler's API tokens (as its admin: GREENOPS_SCHEDULER_ADMIN_TOKEN)",
+        [
+            "greenops token issue --name ci-team-a --tenant team-a",
+            "greenops token list -o json",
+            "greenops token revoke tok_0123",
+        ],
     )
     actions = p.add_subparsers(dest="action", required=True)
     for action, text in [
@@ -504,7 +653,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("list", "every token's principal and state (never the tokens)"),
         ("revoke", "refused from the next request on"),
     ]:
-        a = actions.add_parser(action, help=text)
+        a = _command(actions, action, text, [TOKEN_EXAMPLES[action]])
         a.add_argument("--stack", default="dev", help="whose scheduler (default: dev)")
         a.add_argument("--scheduler-url", help="instead of the stack's greenops:endpoints.schedulerUrl")
         a.add_argument("-o", "--output", choices=["text", "json"], default="text")
@@ -526,23 +675,33 @@ def build_parser() -> argparse.ArgumentParser:
             a.add_argument("--expires", type=_utc, help="refused after this instant, e.g. 2027-01-01T00:00:00Z")
         if action == "revoke":
             a.add_argument("id", help="the token's id (tok_...), from issue or list")
-    p = sub.add_parser(
+    p = _command(
+        sub,
         "dashboard",
-        help="the placements dashboard of a stack, on loopback (reads the stack's "
+        "the placements dashboard of a stack, on loopback (reads the stack's "
         "scheduler; token: GREENOPS_SCHEDULER_TOKEN)",
+        ["greenops dashboard --stack dev --port 8090"],
     )
     p.add_argument("--stack", default="dev", help="whose scheduler's record to show (default: dev)")
     p.add_argument("--port", type=int, default=8090)
     p.set_defaults(func=cmd_dashboard)
-    p = sub.add_parser(
+    p = _command(
+        sub,
         "explain",
-        help="why a workload runs where and when it does, as recorded when it was "
-        "decided (token: GREENOPS_SCHEDULER_TOKEN)",
+        "why a workload runs where and when it does, as recorded when it was decided (token: GREENOPS_SCHEDULER_TOKEN)",
+        ["greenops explain etl", "greenops explain team-a/render-nightly -o yaml"],
+        "an object: " + ", ".join(EXPLAIN_FIELDS) + " (bookedAt, searchedFrom and chosen.start ISO-8601 UTC)",
     )
+    output.add_output_argument(p)
     p.add_argument("workload", help="a workload declared in the stack, or a VmTemplate as namespace/name")
     p.add_argument("--stack", default="dev", help="whose scheduler's record to read (default: dev)")
     p.set_defaults(func=cmd_explain)
-    p = sub.add_parser("demo", help="the whole system on loopback: control plane, webhook, OPA, scheduler, dev stack")
+    p = _command(
+        sub,
+        "demo",
+        "the whole system on loopback: control plane, webhook, OPA, scheduler, dev stack",
+        ["greenops demo --once", "greenops demo --hours 0 --start 2027-01-01T17:00:00Z"],
+    )
     p.add_argument("--once", action="store_true", help="tear everything down after the report")
     p.add_argument(
         "--record",
@@ -557,7 +716,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="simulated hours to play forward after placing (default: 24; 0 places only)",
     )
     p.set_defaults(func=cmd_demo)
-    p = sub.add_parser("serve", help="run OPA and the scheduler on loopback for the dev stack")
+    p = _command(
+        sub,
+        "serve",
+        "run OPA and the scheduler on loopback for the dev stack",
+        ["greenops serve", "greenops serve --scheduler-port 18080 --opa-port 18181"],
+    )
     p.add_argument("--opa-port", type=int, default=endpoints.OPA_PORT)
     p.add_argument("--scheduler-port", type=int, default=endpoints.SCHEDULER_PORT)
     p.add_argument("--source", default="profiles")

@@ -95,22 +95,29 @@ def transitions(before: dict[str, dict[str, Any]], after: dict[str, dict[str, An
     return [t for name, row in after.items() for t in _transitions(name, before.get(name), row)]
 
 
-def lifecycle_changes(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> list[str]:
-    """One line per recorded transition a pass made, with its reason, from the placement rows."""
+def change_entries(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(change, workload, detail) for each recorded transition a pass made, from the placement rows."""
     changes = []
     for name, row in after.items():
         old = before.get(name)
         new = _transitions(name, old, row)
         if old is None:
-            changes.append(
-                f"{'placed':9} {name}: {row['provider']}/{row['region']} ({row['zone']}) from {row['start']}"
-            )
-        changes += [f"{VERBS.get(t.phase, 'changed'):9} {name}: {t.reason}" for t in new]
+            changes.append(("placed", name, f"{row['provider']}/{row['region']} ({row['zone']}) from {row['start']}"))
+        changes += [(VERBS.get(t.phase, "changed"), name, t.reason) for t in new]
         if old is not None and not new and old.get("reason") != row.get("reason"):
-            changes.append(f"{'waiting':9} {name}: {row.get('reason')}")
+            changes.append(("waiting", name, str(row.get("reason"))))
     for name in sorted(set(before) - set(after)):
-        changes.append(f"{'removed':9} {name}")
+        changes.append(("removed", name, ""))
     return changes
+
+
+def lifecycle_changes(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per recorded transition a pass made, with its reason: a log line each (the watch loop's
+    log, and the e2e tests, read them), so it stays a padded line rather than a table."""
+    return [
+        f"{change:9} {name}" + (f": {detail}" if detail else "")
+        for change, name, detail in change_entries(before, after)
+    ]
 
 
 def upcoming(rows: list[dict[str, Any]]) -> tuple[datetime, str] | None:
@@ -137,6 +144,17 @@ class Pass:
     next_change: tuple[datetime, str] | None
     rows: list[dict[str, Any]] = field(default_factory=list)
     transitions: list[Transition] = field(default_factory=list)
+    resource_changes: dict[str, int] = field(default_factory=dict)
+    entries: list[tuple[str, str, str]] = field(default_factory=list)  # the changes as (change, workload, detail)
+
+    def document(self, stack: str) -> dict[str, Any]:
+        """The summary as ``-o json`` prints it."""
+        return {
+            "stack": stack,
+            "resourceChanges": self.resource_changes,
+            "changes": [{"change": c, "workload": w, "detail": d} for c, w, d in self.entries],
+            "nextChange": {"at": stamp(self.next_change[0]), "what": self.next_change[1]} if self.next_change else None,
+        }
 
     def summary(self, stack: str) -> str:
         lines = [f"reconcile {stack}: {self.counts}"]
@@ -155,8 +173,13 @@ def reconcile_once(st: auto.Stack, stream: bool = False) -> Pass:
     rows = automation.placements(st)
     after = {r["workload"]: r for r in rows}
     # None when the engine's summary has no resourceChanges: no counts rather than an AttributeError
-    counts = ", ".join(f"{k} {v}" for k, v in sorted((result.summary.resource_changes or {}).items()))
-    return Pass(counts, lifecycle_changes(before, after), upcoming(rows), rows, transitions(before, after))
+    changed = sorted((result.summary.resource_changes or {}).items())
+    counts = ", ".join(f"{k} {v}" for k, v in changed)
+    resources = {str(getattr(k, "value", k)): v for k, v in changed}  # the operation's name, not the enum's
+    entries = change_entries(before, after)
+    return Pass(
+        counts, lifecycle_changes(before, after), upcoming(rows), rows, transitions(before, after), resources, entries
+    )
 
 
 def sleep_for(p: Pass | None, interval: timedelta, now: datetime) -> tuple[float, str]:

@@ -16,6 +16,7 @@ import hashlib
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,15 +86,21 @@ class ShardRun:
         return f"{self.stack:28} FAILED  {self.seconds:7.1f} s  (exit {self.returncode})\n    " + "\n    ".join(why)
 
 
-def run_shards(command: list[str], stacks: list[str], concurrency: int) -> list[ShardRun]:
-    """``greenops <command> --stack <shard>`` for every shard, ``concurrency`` at a time."""
+def run_shards(
+    command: list[str], stacks: list[str], concurrency: int, done: Callable[[ShardRun], None] | None = None
+) -> list[ShardRun]:
+    """``greenops <command> --stack <shard>`` for every shard, ``concurrency`` at a time, in the order of
+    ``stacks``; ``done`` is told of each as it ends (the progress bar), from its worker thread."""
 
     def one(stack: str) -> ShardRun:
         started = time.monotonic()
-        done = subprocess.run(
+        finished = subprocess.run(
             [sys.executable, "-m", "greenops.cli", *command, "--stack", stack], capture_output=True, text=True
         )
-        return ShardRun(stack, done.returncode, time.monotonic() - started, done.stdout + done.stderr)
+        run = ShardRun(stack, finished.returncode, time.monotonic() - started, finished.stdout + finished.stderr)
+        if done is not None:
+            done(run)
+        return run
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         return list(pool.map(one, stacks))

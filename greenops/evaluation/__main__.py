@@ -19,10 +19,12 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from greenops.common.progress import progress
 from greenops.evaluation import capture, geo_constrained_report, lwa, lwa_report
 from greenops.evaluation.scenarios import (
     burst_arrivals,
@@ -228,16 +230,22 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     truth = TraceSource.from_directory(args.data / "greendcc_ci_2023")
     holdout = datetime.fromisoformat(args.holdout_from).replace(tzinfo=UTC)
-    report = {
-        "lets_wait_awhile": lets_wait_awhile(args.data, args.oip),
+    # each scenario as a step, so a terminal can show which runs (the whole set takes minutes)
+    scenarios: list[tuple[str, Callable[[], Any]]] = [
+        ("lets_wait_awhile", lambda: lets_wait_awhile(args.data, args.oip)),
         # a model trained before the holdout has seen most of the year: only the held-out
         # scenario measures it fairly; the whole-year one is kept for the naive forecasts
-        "geo_temporal": geo_temporal(truth, args.jobs, None),
-        "geo_temporal_holdout": geo_temporal(truth, args.holdout_jobs, args.oip, since=holdout),
-        "burst_without_capacity": burst(truth, args.burst, None),
-        "burst_with_capacity": burst(truth, args.burst, args.capacity_vcpu),
-        "geo_constrained": geo_constrained_report.build(truth, args.jobs),
-    }
+        ("geo_temporal", lambda: geo_temporal(truth, args.jobs, None)),
+        ("geo_temporal_holdout", lambda: geo_temporal(truth, args.holdout_jobs, args.oip, since=holdout)),
+        ("burst_without_capacity", lambda: burst(truth, args.burst, None)),
+        ("burst_with_capacity", lambda: burst(truth, args.burst, args.capacity_vcpu)),
+        ("geo_constrained", lambda: geo_constrained_report.build(truth, args.jobs)),
+    ]
+    report: dict[str, Any] = {}
+    with progress(f"greenops-eval: {scenarios[0][0]}", len(scenarios)) as advance:
+        for i, (name, run) in enumerate(scenarios):
+            report[name] = run()
+            advance(f"greenops-eval: {scenarios[i + 1][0]}" if i + 1 < len(scenarios) else "greenops-eval: done")
     report["settings"] = {
         "jobs": args.jobs,
         "burst": args.burst,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from greenops.common import output
 from greenops.common.errors import GreenOpsError
 from greenops.common.httpclient import RetryingClient, detail
 
@@ -99,19 +100,24 @@ def text(a: dict[str, Any]) -> str:
     ]
     lines.append("eligible set (policy at decision time), each constraint in turn:")
     if a["constraintChain"]:
-        lines += [f"  {c['constraint']:<52} leaves {c['remaining']:>4} provider regions" for c in a["constraintChain"]]
+        chain = [[c["constraint"], c["remaining"]] for c in a["constraintChain"]]
+        lines.append(_indented(output.table(["constraint", "provider regions left"], chain), 2))
         lines.append(f"  -> {len(a['eligibleZones'])} zones: {', '.join(a['eligibleZones'])}")
     else:
         lines.append("  not recorded (booked by a client that sent no explanation)")
     lines.append(f"windows weighed (each zone's best window with room; source {a['source']}):")
     if a["considered"]:
-        lines.append(f"  {'zone':<14}{'best start':<23}{'expected':>9}{'run now':>9}")
-        for c in a["considered"]:
-            mark = "  <- chosen" if c["scheduling_location"] == a["chosen"]["zone"] else ""
-            lines.append(
-                f"  {c['scheduling_location']:<14}{c['scheduling_time']:<23}{c['expected_intensity']:>9g}"
-                f"{c['run_now_intensity']:>9g}{mark}"
-            )
+        windows = [
+            [
+                c["scheduling_location"],
+                c["scheduling_time"],
+                f"{c['expected_intensity']:g}",
+                f"{c['run_now_intensity']:g}",
+                "<- chosen" if c["scheduling_location"] == a["chosen"]["zone"] else "",
+            ]
+            for c in a["considered"]
+        ]
+        lines.append(_indented(output.table(["zone", "best start", "expected", "run now", ""], windows), 2))
     lines.append(f"why: {a['why']}")
     b = a["baseline"]
     if b["intensity"] is not None:
@@ -133,6 +139,20 @@ def text(a: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _indented(text: str, spaces: int) -> str:
+    return "\n".join(" " * spaces + line for line in text.splitlines())
+
+
+def document(a: dict[str, Any]) -> dict[str, Any]:
+    """The explanation as ``-o json`` prints it: ``account``'s fields, its own times in ISO-8601 UTC."""
+    return {
+        **a,
+        "bookedAt": output.utc(a["bookedAt"]),
+        "searchedFrom": output.utc(a["searchedFrom"]),
+        "chosen": {**a["chosen"], "start": output.utc(a["chosen"]["start"])},
+    }
+
+
 def lifecycle_lines(lc: dict[str, Any]) -> list[str]:
     """The recorded life: the phase and its reason, the times that really happened, the last events."""
     lines = [f"lifecycle: {lc.get('phase')}" + (f" ({lc['reason']})" if lc.get("reason") else "")]
@@ -152,5 +172,6 @@ def lifecycle_lines(lc: dict[str, Any]) -> list[str]:
     events = (lc.get("events") or [])[-LAST_EVENTS:]
     if events:
         lines.append(f"  last events ({len(events)} of {len(lc.get('events') or [])}):")
-        lines += [f"    {e.get('at')}  {e.get('phase')!s:<12} {e.get('reason')}" for e in events]
+        rows = [[e.get("at"), e.get("phase"), e.get("reason")] for e in events]
+        lines.append(_indented(output.table(["at", "phase", "reason"], rows), 4))
     return lines

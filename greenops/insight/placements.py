@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from greenops.catalog import Catalog, load_catalog
+from greenops.common import output
 from greenops.common.errors import GreenOpsError
 from greenops.common.httpclient import RetryingClient, detail
 from greenops.models.duration import format_duration
@@ -103,31 +104,35 @@ def _matches(provider_region: str, region: str) -> bool:
     return provider_region == region or provider_region.split("/", 1)[-1] == region
 
 
+COLUMNS = ("key", "tenant", "path", "phase", "provider", "region", "zone", "start", "cpu")
+IMPACT_FIELDS = ("verdict", "key", "tenant", "placed", "remaining")
+
+
+def document(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows as ``-o json`` prints them: the table's columns, times in ISO-8601 UTC."""
+    return [{c: output.utc(r.get(c)) if c == "start" else r.get(c) for c in COLUMNS} for r in rows]
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    cols = [
-        ("key", 44),
-        ("tenant", 14),
-        ("path", 8),
-        ("phase", 12),
-        ("provider", 8),
-        ("region", 24),
-        ("zone", 12),
-        ("start", 20),
-        ("cpu", 5),
-    ]
-    lines = ["  ".join(f"{c:<{w}}" for c, w in cols)]
-    for r in rows:
-        shown = {**r, "start": r["start"][:19] + "Z" if r.get("start") else None}
-        lines.append("  ".join(f"{'-' if shown.get(c) is None else str(shown.get(c))[:w]:<{w}}" for c, w in cols))
-    lines.append(f"{len(rows)} active placement(s)")
-    return "\n".join(lines)
+    shown = document(rows)
+    return output.table(COLUMNS, [[r[c] for c in COLUMNS] for r in shown]) + f"\n{len(rows)} active placement(s)"
+
+
+def impact_document(impacts: list[Impact]) -> list[dict[str, Any]]:
+    return [{f: getattr(i, f) for f in IMPACT_FIELDS} for i in impacts]
 
 
 def impact_table(impacts: list[Impact], region: str) -> str:
     if not impacts:
         return f"no active placement depends on {region}"
-    lines = [f"without {region}:"]
-    for i in impacts:
-        rest = ", ".join(i.remaining[:4]) + (" …" if len(i.remaining) > 4 else "") or "none"
-        lines.append(f"  {i.verdict:18} {i.key} (tenant {i.tenant}, placed {i.placed}); still eligible: {rest}")
-    return "\n".join(lines)
+    rows = [
+        [
+            i.verdict,
+            i.key,
+            i.tenant,
+            i.placed,
+            ", ".join(i.remaining[:4]) + (" …" if len(i.remaining) > 4 else "") or "none",
+        ]
+        for i in impacts
+    ]
+    return f"without {region}:\n" + output.table(["verdict", "key", "tenant", "placed", "still eligible"], rows)

@@ -17,6 +17,7 @@ from typing import Any
 
 from greenops.catalog import data_dir
 from greenops.catalog.schema import PowerFile
+from greenops.common import output
 from greenops.common.clock import parse_time
 
 # A Failed workload never ran (or never finished); a Released one was given back (its VmTemplate
@@ -63,31 +64,56 @@ def account(rows: list[dict[str, Any]], model: PowerFile | None = None) -> list[
     return out
 
 
-def table(rows: list[dict[str, Any]]) -> str:
-    cols = [
-        ("workload", 16),
-        ("phase", 12),
-        ("provider", 8),
-        ("region", 24),
-        ("zone", 12),
-        ("start", 20),
-        ("runningSince", 20),
-        ("size", 18),
-        ("expected", 9),
-        ("actual", 9),
-        ("oracle", 9),
-        ("oracleZone", 12),
-        ("oracleStart", 20),
-        ("baseline", 9),
-        ("expected_g", 11),
-        ("actual_g", 11),
-        ("oracle_g", 11),
-        ("baseline_g", 11),
-        ("saving_g", 9),
+COLUMNS = (
+    "workload",
+    "phase",
+    "provider",
+    "region",
+    "zone",
+    "start",
+    "runningSince",
+    "size",
+    "expected",
+    "actual",
+    "oracle",
+    "oracleZone",
+    "oracleStart",
+    "baseline",
+    "expected_g",
+    "actual_g",
+    "oracle_g",
+    "baseline_g",
+    "saving_g",
+)
+# The table view splits the columns in three, each keyed by the workload, so each fits 100 columns
+# without cutting a value short: where it went, what hindsight says of it, and what it emits.
+SECTIONS = (
+    ("placed", ("phase", "provider", "region", "zone", "size", "start")),
+    ("in hindsight (gCO2/kWh)", ("runningSince", "actual", "oracle", "oracleZone", "oracleStart")),
+    ("carbon (expected and baseline gCO2/kWh; emissions g)", ("expected", "baseline", *GRAMS[1:])),
+)
+TIMES = ("start", "runningSince", "oracleStart")
+NOTES = ("reason", "truthNote")  # printed under the tables, one line each; fields of the document
+
+
+def document(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The accounted rows as ``-o json`` prints them: the table's columns, then the notes; times in
+    ISO-8601 UTC."""
+    return [
+        {c: output.utc(r.get(c)) if c in TIMES else r.get(c) for c in (*COLUMNS, *NOTES)} | {"gateLate": late_gate(r)}
+        for r in rows
     ]
-    lines = ["  ".join(f"{c:<{w}}" for c, w in cols)]
-    for r in rows:
-        lines.append("  ".join(f"{'-' if r.get(c) is None else r.get(c)!s:<{w}}" for c, w in cols))
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    shown = document(rows)
+    lines = []
+    for title, columns in SECTIONS:
+        if not shown or any(r[c] is not None for r in shown for c in columns):  # a section of nothing is left out
+            lines += [
+                f"{title}:",
+                output.table(("workload", *columns), [[r["workload"], *(r[c] for c in columns)] for r in shown]),
+            ]
     lines += [f"  {r['workload']}: {r['reason']}" for r in rows if r.get("reason")]
     lines += [f"  {r['workload']}: in hindsight, {r['truthNote']}" for r in rows if r.get("truthNote")]
     lines += [f"  {r['workload']}: {late}" for r in rows if (late := late_gate(r))]

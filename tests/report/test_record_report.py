@@ -7,6 +7,7 @@ one count nothing; a Pulumi-path booking that reported only its phase says why i
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from datetime import datetime, timedelta
 
 import httpx
 import pytest
+import yaml
 
 from greenops.cli import main
 from greenops.common.clock import parse_time, stamp
@@ -155,13 +157,6 @@ def oracle_by_pandas(by_minute, zones: list[str]) -> float:
     return float(min(means))
 
 
-def columns(text: str, workload: str) -> dict[str, str]:
-    lines = text.splitlines()
-    header = re.split(r"\s{2,}", lines[0].strip())
-    cells = next(re.split(r"\s{2,}", ln.strip()) for ln in lines[1:] if ln.startswith(workload + " "))
-    return dict(zip(header, cells, strict=True))
-
-
 @pytest.fixture
 def judged(record, history) -> dict[str, dict]:
     with RetryingClient(record.sched.url, token=record.reader) as scheduler:
@@ -209,24 +204,46 @@ def test_failed_and_released_cluster_runs_count_nothing(judged):
 def test_greenops_report_from_the_record(record, judged, traces, monkeypatch, capsys):
     monkeypatch.setenv("GREENOPS_SCHEDULER_TOKEN", record.reader)
     monkeypatch.delenv("ELECTRICITYMAPS_TOKEN", raising=False)
-    code = main(["report", "--record", "--scheduler-url", record.sched.url, "--traces", str(traces)])
+    argv = ["report", "--record", "--scheduler-url", record.sched.url, "--traces", str(traces)]
+    code = main(argv)
     assert code == 0
     text = capsys.readouterr().out
-    done = judged[DONE]
-    cells = columns(text, "etl-nightly")
-    assert (cells["phase"], cells["runningSince"]) == ("Completed", done["runningSince"])
-    assert (cells["actual"], cells["oracle"]) == (str(done["actual"]), str(done["oracle"]))
-    assert cells["oracleZone"] == done["oracleZone"]
     assert "completed, actual: " in text and "over the same 1 of 1 workloads (history: traces)" in text
     assert "failed: render-missed (nothing counted)" in text
-    assert columns(text, "deleted-vm")["expected_g"] == "-"
     assert "etl-stack" not in text  # the cluster path by default
+    # the cells, as -o json prints them (the table cuts what does not fit its 100 columns)
+    assert main([*argv, "-o", "json"]) == 0
+    rows = {r["workload"]: r for r in json.loads(capsys.readouterr().out)["placements"]}
+    done, cells = judged[DONE], rows["etl-nightly"]
+    assert (cells["phase"], cells["runningSince"]) == ("Completed", done["runningSince"])
+    assert (cells["actual"], cells["oracle"]) == (done["actual"], done["oracle"])
+    assert cells["oracleZone"] == done["oracleZone"]
+    assert rows["deleted-vm"]["expected_g"] is None
 
     # every path: the Pulumi path's booking reported its phase only, and the report says why it is not judged
     code = main(["report", "--record", "--path", "all", "--scheduler-url", record.sched.url, "--traces", str(traces)])
     text = capsys.readouterr().out
-    assert code == 0 and columns(text, "etl-stack")["phase"] == "Completed"
-    assert f"  etl-stack: in hindsight, {hindsight.NO_RUNNING_SINCE}" in text
+    assert code == 0 and f"  etl-stack: in hindsight, {hindsight.NO_RUNNING_SINCE}" in text
+    assert (
+        main(
+            [
+                "report",
+                "--record",
+                "--path",
+                "all",
+                "--scheduler-url",
+                record.sched.url,
+                "--traces",
+                str(traces),
+                "-o",
+                "yaml",
+            ]
+        )
+        == 0
+    )
+    assert {r["workload"]: r for r in yaml.safe_load(capsys.readouterr().out)["placements"]}["etl-stack"][
+        "phase"
+    ] == "Completed"
     # --tenant: that tenant's rows only
     main(
         ["report", "--record", "--tenant", "someone-else", "--scheduler-url", record.sched.url, "--traces", str(traces)]

@@ -99,5 +99,6 @@ def test_a_reported_lifecycle_is_shown_with_its_last_events():
     assert section[0] == "lifecycle: Failed (not ready by 2026-11-23T07:00:00Z)"
     assert section[1] == "  gate opened 2026-11-23T00:00:00Z, failed 2026-11-23T07:01:00Z, placed again 1 time(s)"
     assert section[2] == f"  last events ({explain.LAST_EVENTS} of 7):"
-    assert [line.split()[-1] for line in section[3:]] == ["2", "3", "4", "5", "6"]
+    assert section[3].split() == ["at", "phase", "reason"]  # the events as a table, under its header
+    assert [line.split()[-1] for line in section[4:]] == ["2", "3", "4", "5", "6"]
     assert "lifecycle:" not in explain.text(explain.account(row("FR", None)))  # none reported, none shown
