@@ -56,16 +56,26 @@ PROJECT = "<project>"
 # --- shared rendering helpers ------------------------------------------------------------------
 
 
+# Markdown still reads inside inline HTML: a pattern such as ``[a-z]([-a-z0-9]*)`` would be taken for a
+# link and ``*`` for emphasis, so those characters are written as entities too.
+_ENTITIES = {"|": "&#124;", "[": "&#91;", "]": "&#93;", "*": "&#42;", "_": "&#95;", "`": "&#96;"}
+
+
+def _escape(text: str) -> str:
+    escaped = html.escape(" ".join(text.split()), quote=False)
+    return "".join(_ENTITIES.get(c, c) for c in escaped)
+
+
 def _cell(text: str) -> str:
     """Text safe in a markdown table cell: one line, no column breaks, and a ``<name>`` shown rather
     than taken for an HTML tag."""
-    return html.escape(" ".join(text.split()), quote=False).replace("|", "&#124;")
+    return _escape(text)
 
 
 def _code(text: str) -> str:
     """Inline code that survives a table cell in both GitHub's and Python-Markdown's table parsers
     (a backtick span with a pipe splits the row in one of them, escaped or not)."""
-    return "<code>" + html.escape(" ".join(text.split()), quote=False).replace("|", "&#124;") + "</code>"
+    return "<code>" + _escape(text) + "</code>"
 
 
 def _prose(doc: str | None) -> str:
