@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo docs docs-reference
+.PHONY: test-fast scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo docs docs-reference
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver, prometheus, promtool) -> .tools/bin
@@ -61,6 +61,13 @@ browser:
 
 test: setup tools mlserver scanner postgres ingress browser
 	$(PY) -m pytest
+
+# The edit-test loop: the unit, policy (real OPA and Regal, on files), program (Pulumi mocks),
+# component, renderer, contract, data and docs suites, without the tests that start servers: 1 min 46 s to
+# 1 min 58 s on 2 cores, measured. `make test` stays the whole suite, and what CI runs.
+FAST_SUITES := tests/unit tests/program tests/renderers tests/components tests/policies tests/data tests/contract tests/docs
+test-fast: setup tools
+	$(PY) -m pytest $(FAST_SUITES) -m "not integration and not e2e and not mlops" -q
 
 # Until the main job lands (issue: the `greenops` demo on the Automation API), render the dev
 # stack's workloads for three placements and validate them against the upstream CRDs.
