@@ -27,8 +27,8 @@ from greenops.common.clock import parse_time, stamp
 
 FORMATS = ("table", "json", "yaml")
 WIDTH = 100  # what a CI log, a pasted terminal and a review comment all show without wrapping
-EMPTY = (None, "", "-")
-GAP = 2  # spaces between two columns  # what a cell shows when the row has no value
+EMPTY = (None, "", "-")  # what a cell holds when the row has no value
+GAP = 2  # spaces between two columns
 
 
 def add_output_argument(parser: argparse.ArgumentParser) -> None:
