@@ -3,10 +3,17 @@ parsed with prometheus-client's own parser."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
+
+from greenops.common.clock import parse_time, set_clock_file
+from greenops.local.scheduler import SchedulerServer
 
 NOW = "2027-01-10T03:00:00Z"
 
@@ -54,3 +61,32 @@ def scrape(url: str, token: str) -> Scrape:
         for s in family.samples:
             samples[(s.name, frozenset(s.labels.items()))] = s.value
     return Scrape(samples, families)
+
+
+@dataclass(frozen=True)
+class DueNow:
+    """A real scheduler on a clock file, holding one Pulumi-path booking (team-a/etl) whose only start,
+    and so whose gate, is the clock's first instant."""
+
+    scheduler: SchedulerServer
+    clock: Path  # play it forward with greenops.common.clock.set_clock_file
+    t0: datetime
+    writer: dict[str, str]  # the tenant's headers: its reconciler reports phases with them
+    reader: str  # a read credential for every tenant: Prometheus's
+
+
+@contextmanager
+def booking_due_now(tmp_path: Path) -> Iterator[DueNow]:
+    t0 = parse_time(NOW)
+    clock = tmp_path / "clock"
+    set_clock_file(clock, t0)
+    # the clock file is re-read at every call: the running scheduler follows it forward
+    with SchedulerServer(log=tmp_path / "s.log", env={"GREENOPS_CLOCK_FILE": str(clock)}) as sched:
+        writer = {"Authorization": f"Bearer {sched.issue('team-a-ci', ['team-a'], paths=['pulumi'])}"}
+        reader = sched.issue("prometheus", None, paths=["api"], role="read")
+        # a 2 h run due within 2 h: its only start is now
+        body = booking(eligible_regions=["FR"], deadline="2027-01-10T05:00:00Z", duration=2)
+        r = httpx.put(f"{sched.url}/reservations/team-a/etl", json=body, headers=writer, timeout=30)
+        assert r.status_code == 200, r.text
+        assert parse_time(r.json()["scheduling_time"]) == t0
+        yield DueNow(sched, clock, t0, writer, reader)

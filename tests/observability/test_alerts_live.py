@@ -17,10 +17,9 @@ import httpx
 import pytest
 import yaml
 
-from greenops.common.clock import parse_time, set_clock_file
-from greenops.local.scheduler import SchedulerServer
+from greenops.common.clock import set_clock_file
 from greenops.observability import alerts
-from tests.observability.conftest import NOW, booking
+from tests.observability.conftest import booking_due_now
 from tests.prometheus import PrometheusServer, Target
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
@@ -35,19 +34,10 @@ def states(result: list[dict]) -> dict[str, str]:
 
 
 def test_an_overdue_gate_fires_its_alert_on_a_real_prometheus_and_a_report_clears_it(tmp_path: Path):
-    t0 = parse_time(NOW)
-    clock = tmp_path / "clock"
-    set_clock_file(clock, t0)
     rules = tmp_path / "greenops-alerts.yaml"
     rules.write_text(yaml.safe_dump({"groups": alerts.rule_groups(alerts.Thresholds(interval_seconds=300))}))
-    with SchedulerServer(log=tmp_path / "s.log", env={"GREENOPS_CLOCK_FILE": str(clock)}) as sched:
-        writer = sched.issue("team-a-ci", ["team-a"], paths=["pulumi"])
-        reader = sched.issue("prometheus", None, paths=["api"], role="read")
-        headers = {"Authorization": f"Bearer {writer}"}
-        # a 2 h run due within 2 h: its only start, and so its gate, is now
-        body = booking(eligible_regions=["FR"], deadline="2027-01-10T05:00:00Z", duration=2)
-        r = httpx.put(f"{sched.url}/reservations/team-a/etl", json=body, headers=headers, timeout=30)
-        assert r.status_code == 200, r.text
+    with booking_due_now(tmp_path) as due:
+        sched, reader, headers, t0, clock = due.scheduler, due.reader, due.writer, due.t0, due.clock
         target = Target("greenops-scheduler", sched.url, reader, labels={alerts.COMPONENT_LABEL: alerts.SCHEDULER})
         with PrometheusServer([target], workdir=tmp_path / "prom", rule_files=[rules]) as prom:
             up_query = f'up{{{alerts.COMPONENT_LABEL}="scheduler"}}'
@@ -55,7 +45,10 @@ def test_an_overdue_gate_fires_its_alert_on_a_real_prometheus_and_a_report_clear
             assert up and up[0]["value"][1] == "1", up
             # scraped and evaluated, the gate not yet late: silence
             prom.wait_for("count(greenops_scheduler_overdue_gates)", lambda r: r != [], timeout=10)
-            assert prom.query(OVERDUE) == [] and prom.query(DOWN) == []
+            # an evaluation before the first scrape saw no `up` at all (absent: pending); the first one
+            # after it clears that
+            assert prom.wait_for(DOWN, lambda r: r == [], timeout=10) == []
+            assert prom.query(OVERDUE) == []
 
             set_clock_file(clock, t0 + timedelta(minutes=10))  # nobody opened the gate: 600 s > 300 s
             pending = prom.wait_for(OVERDUE, lambda r: states(r) == {"pulumi": "pending"}, timeout=30)

@@ -10,9 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from greenops.common.clock import parse_time, set_clock_file
-from greenops.local.scheduler import SchedulerServer
-from tests.observability.conftest import NOW, booking, scrape
+from greenops.common.clock import set_clock_file
+from tests.observability.conftest import booking_due_now, scrape
 
 pytestmark = pytest.mark.integration
 
@@ -21,20 +20,8 @@ OLDEST = "greenops_scheduler_oldest_overdue_gate_seconds"
 
 
 def test_a_start_passed_while_scheduled_shows_until_its_phase_is_reported(tmp_path: Path):
-    t0 = parse_time(NOW)
-    clock = tmp_path / "clock"
-    set_clock_file(clock, t0)
-    # the clock file is re-read at every call: the running scheduler follows it forward
-    with SchedulerServer(log=tmp_path / "s.log", env={"GREENOPS_CLOCK_FILE": str(clock)}) as sched:
-        writer = sched.issue("team-a-ci", ["team-a"], paths=["pulumi"])
-        reader = sched.issue("prometheus", None, paths=["api"], role="read")
-        headers = {"Authorization": f"Bearer {writer}"}
-        # a 2 h run due within 2 h: its only start is now
-        body = booking(eligible_regions=["FR"], deadline="2027-01-10T05:00:00Z", duration=2)
-        r = httpx.put(f"{sched.url}/reservations/team-a/etl", json=body, headers=headers, timeout=30)
-        assert r.status_code == 200, r.text
-        assert parse_time(r.json()["scheduling_time"]) == t0
-
+    with booking_due_now(tmp_path) as due:
+        sched, reader, headers, t0, clock = due.scheduler, due.reader, due.writer, due.t0, due.clock
         at_start = scrape(sched.url, reader)
         assert at_start.by(OVERDUE, "path") == {"pulumi": 0, "cluster": 0, "api": 0}
 
