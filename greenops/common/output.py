@@ -50,14 +50,28 @@ def width(stream: TextIO | None = None) -> int:
     return WIDTH
 
 
-def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, max_width: int | None = None) -> str:
+def table(
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    max_width: int | None = None,
+    whole: Sequence[str] | None = None,
+) -> str:
     """``rows`` under ``columns`` as plain text: no borders, two spaces between columns, ``-`` for a
     missing value (None), and the columns empty in every row (None, "" or "-") dropped. Cells are
-    Text, never markup: a reason written by an operator ("<b>", "[red]") prints as written."""
+    Text, never markup: a reason written by an operator ("<b>", "[red]") prints as written.
+
+    The ``whole`` columns (by default the first) name the row: the others give way before them, so
+    two rows never look alike because their names were cut."""
     cells = [["-" if v is None else str(v) for v in row] for row in rows]
     keep = [i for i in range(len(columns)) if not cells or any(row[i] not in EMPTY for row in cells)]
     limit = max_width or width()
-    widths = _fitted([max([len(columns[i])] + [len(row[i]) for row in cells]) for i in keep], limit)
+    named = set(columns[:1] if whole is None else whole)
+    widths = _fitted(
+        [max([len(columns[i])] + [len(row[i]) for row in cells]) for i in keep],
+        limit,
+        [columns[i] in named for i in keep],
+    )
     # no borders, two spaces between columns and none at the edges: the shape of kubectl's tables
     grid = Table(box=None, show_edge=False, pad_edge=False, padding=(0, GAP, 0, 0))
     for i, cap in zip(keep, widths, strict=True):
@@ -70,12 +84,27 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, max_width: i
     return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
 
 
-def _fitted(widths: list[int], limit: int) -> list[int]:
-    """The columns' widths within ``limit``, the widest giving way first: a long name or time is cut
-    rather than every short column (Rich's own fit takes from all of them alike)."""
+NARROWEST = 7  # a cut column still shows six characters and its "…": "Runni…" reads, "R…" does not
+
+
+def _fitted(widths: list[int], limit: int, whole: list[bool]) -> list[int]:
+    """The columns' widths within ``limit``, the widest giving way first: a long region or time is cut
+    rather than every short column (Rich's own fit takes from all of them alike). The ``whole``
+    columns give way only when every other one is down to NARROWEST, and no column goes below it
+    unless the table cannot fit otherwise."""
     widths = list(widths)
-    while sum(widths) + GAP * (len(widths) - 1) > limit and max(widths, default=0) > 1:
-        widths[widths.index(max(widths))] -= 1
+
+    def too_wide() -> bool:
+        return sum(widths) + GAP * (len(widths) - 1) > limit
+
+    others, every = [not w for w in whole], [True] * len(widths)
+    # the others down to NARROWEST, then the whole ones too, then anything, to fit at all
+    for may_cut, floor in ((others, NARROWEST), (every, NARROWEST), (every, 1)):
+        while too_wide():
+            cuttable = [(w, i) for i, w in enumerate(widths) if may_cut[i] and w > floor]
+            if not cuttable:
+                break
+            widths[max(cuttable)[1]] -= 1
     return widths
 
 

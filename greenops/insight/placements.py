@@ -114,8 +114,15 @@ def document(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    shown = document(rows)
+    """The rows within 100 columns: keys whole, the start to the minute (``-o json`` has every field
+    whole, the start to the second)."""
+    shown = [{**r, "start": _minute(r["start"])} for r in document(rows)]
     return output.table(COLUMNS, [[r[c] for c in COLUMNS] for r in shown]) + f"\n{len(rows)} active placement(s)"
+
+
+def _minute(start: str | None) -> str | None:
+    # 2026-11-27T17:00:00Z -> 2026-11-27T17:00Z: the seconds of a planned start say nothing
+    return None if start is None else start[:16] + "Z"
 
 
 def impact_document(impacts: list[Impact]) -> list[dict[str, Any]]:
@@ -135,4 +142,5 @@ def impact_table(impacts: list[Impact], region: str) -> str:
         ]
         for i in impacts
     ]
-    return f"without {region}:\n" + output.table(["verdict", "key", "tenant", "placed", "still eligible"], rows)
+    columns = ["verdict", "key", "tenant", "placed", "still eligible"]
+    return f"without {region}:\n" + output.table(columns, rows, whole=["key"])

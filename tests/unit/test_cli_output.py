@@ -68,6 +68,17 @@ def test_a_wide_table_renders_within_100_columns_one_line_per_row():
     assert "…" in lines[1]  # cut short, not wrapped: -o json has the whole value
 
 
+def test_the_column_naming_the_row_is_never_cut_while_others_can_give_way():
+    keys = [f"demo/batch-{zone}/0a1b2c3d4e5f" for zone in ("ca", "jp")]  # alike in their first 11 characters
+    long = "northamerica-northeast1-and-more"
+    text = output.table(["key", *(f"c{i}" for i in range(6))], [[k, *([long] * 6)] for k in keys])
+    lines = text.splitlines()
+    assert [line.split()[0] for line in lines[1:]] == keys and max(len(line) for line in lines) <= 100
+    # the impact table names its rows by its second column
+    impact = output.table(["verdict", "key", "rest"], [["loses", keys[0], long * 4]], whole=["key"])
+    assert keys[0] in impact and max(len(line) for line in impact.splitlines()) <= 100
+
+
 def test_cells_are_never_markup():
     assert "[red]quota[/red] <b>" in output.table(["reason"], [["[red]quota[/red] <b>"]])
 
