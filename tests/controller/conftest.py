@@ -4,6 +4,7 @@ the admission webhook with its own principal, and a report-role token for the co
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -17,6 +18,7 @@ from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import GROUP, VERSION, install_admission, loopback_tls
 from tests.conftest import require_tool
+from tests.security.conftest import booking
 
 HOLD_SECONDS = 5
 NAMESPACES = {"team-a": "team-a", "team-b": "team-b"}
@@ -37,6 +39,19 @@ class Cluster:
     def reservation(self, key: str) -> dict | None:
         r = httpx.get(f"{self.sched.url}/reservations/{key}", headers=self.sched.admin_headers, timeout=10)
         return None if r.status_code == 404 else r.json()
+
+    def hold_never_stored(self, tenant: str, name: str = "never-stored") -> str:
+        """What a forged or abandoned CREATE leaves: a hold booked with OPA's principal under a fresh
+        request uid, for a VmTemplate the API server never stores. Its key."""
+        key = f"{tenant}/{name}/{uuid.uuid4()}"
+        r = httpx.put(
+            f"{self.sched.url}/reservations/{key}",
+            json=booking(tenant=tenant, path="cluster"),
+            headers={"Authorization": f"Bearer {self.opa_token}"},
+            timeout=15,
+        )
+        assert r.status_code == 200, r.text
+        return key
 
     def wait(self, key: str, predicate, timeout: float = 30.0) -> dict:
         deadline = time.monotonic() + timeout

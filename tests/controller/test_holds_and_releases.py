@@ -5,14 +5,11 @@ or doubling anything, and of two replicas only the leader acts."""
 from __future__ import annotations
 
 import time
-import uuid
 
-import httpx
 import pytest
 
 from greenops.local.controller import ControllerProcess
 from tests.controller.conftest import HOLD_SECONDS, controller_process, template
-from tests.security.conftest import booking
 
 pytestmark = [pytest.mark.integration, pytest.mark.tools]
 
@@ -57,14 +54,7 @@ def test_a_stored_object_confirms_its_hold_and_its_deletion_releases_it(cluster,
 
 
 def test_a_forged_creates_hold_expires_with_a_reason(cluster, tmp_path):
-    key = f"team-b/never-stored/{uuid.uuid4()}"
-    r = httpx.put(
-        f"{cluster.sched.url}/reservations/{key}",
-        json=booking(tenant="team-b", path="cluster"),
-        headers={"Authorization": f"Bearer {cluster.opa_token}"},
-        timeout=15,
-    )
-    assert r.status_code == 200, r.text
+    key = cluster.hold_never_stored("team-b")
     assert cluster.reservation(key)["held_until"] is not None
     with controller(cluster, "sweeper", tmp_path) as c:
         c.wait_leading()

@@ -6,10 +6,8 @@ credential is refused."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime, timedelta
 
-import httpx
 import pytest
 
 from greenops.common.clock import parse_time, set_clock_file
@@ -19,7 +17,6 @@ from greenops.local.controlplane import free_port
 from greenops.observability import names
 from tests.controller.conftest import HOLD_SECONDS, cluster, template  # noqa: F401 - cluster: the fixture
 from tests.observability.metrics_text import Samples, scrape, value, wait_for
-from tests.security.conftest import booking
 
 pytestmark = [pytest.mark.integration, pytest.mark.tools]
 
@@ -86,14 +83,7 @@ def test_transitions_releases_and_the_leader_on_metrics(cluster, tmp_path):  # n
             assert value(s, names.CONTROLLER_PASS_SECONDS, "_count") >= 3
 
             # a CREATE that never stored its object: its hold expires (the clock is past it) and is released
-            forged = f"team-b/never-stored/{uuid.uuid4()}"
-            r = httpx.put(
-                f"{cluster.sched.url}/reservations/{forged}",
-                json=booking(tenant="team-b", path="cluster"),
-                headers={"Authorization": f"Bearer {cluster.opa_token}"},
-                timeout=15,
-            )
-            assert r.status_code == 200, r.text
+            forged = cluster.hold_never_stored("team-b")
             cluster.wait(forged, lambda r: r["phase"] == "Released", timeout=HOLD_SECONDS + 20)
             s = wait_for(
                 url, lambda s: value(s, names.CONTROLLER_RELEASES, cause="hold_expired") == 1.0, what="release"

@@ -15,6 +15,7 @@ from greenops.local.scheduler import SchedulerServer
 from greenops.observability import spans, tracing
 from greenops.placement.scheduler_client import Reservation, SchedulerClient
 from tests.otlp import OtlpReceiver, Span
+from tests.policies.test_opa_integration import WORKLOAD
 
 pytestmark = pytest.mark.integration
 QUICK_EXPORT = {"OTEL_BSP_SCHEDULE_DELAY": "50"}  # milliseconds between the batches a process exports
@@ -138,17 +139,7 @@ def test_opas_decision_joins_the_trace_of_the_request():
     from tests.conftest import require_tool
 
     require_tool("opa")
-    workload = Workload.model_validate(
-        {
-            "name": "etl",
-            "cpu": 4,
-            "memory": 8,
-            "duration": "2h",
-            "deadline": "2030-01-01T00:00:00Z",
-            "originRegion": "italynorth",
-            "tenant": "data",
-        }
-    )
+    workload = Workload.model_validate(WORKLOAD)  # the OPA integration suite's workload
     with OtlpReceiver() as rx, OpaServer(otlp_endpoint=rx.endpoint) as opa:
         with caller().start_as_current_span("caller") as parent:
             with OpaClient(opa.url, token=opa.query_token) as client:
