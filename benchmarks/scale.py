@@ -11,7 +11,9 @@ For each N it prints the wall time of
   preview (nothing deployed), up (placing all), preview and up unchanged, and a reconcile pass
   (`up` at a clock where about 10 % of the Scheduled workloads' gates have opened),
 and the peak RSS of the pulumi CLI and of the Python processes (the program's, the dynamic
-provider's), and the size of the state file.
+provider's), and the size of the state file. Then the same operations on the floor (benchmarks/
+floor.py: the same engine, backend and resource graph, with providers that do nothing), each
+operation's ratio to it, and at 1000 workloads each goal's figure beside its target.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from pulumi import automation as auto
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import floor  # noqa: E402
 from benchmarks.pulumi_up import KEY, SUBSCRIPTION, workloads  # noqa: E402
 from greenops.common.clock import stamp  # noqa: E402
 from greenops.common.toolpaths import pulumi_env  # noqa: E402
@@ -46,6 +49,13 @@ from greenops.local.webhook import namespace_manifest  # noqa: E402
 from greenops.stack import program  # noqa: E402
 
 PROJECT = "greenops-platform"
+RECONCILE = "reconcile (10 % gates)"
+OPS = [
+    ("preview (empty)", "preview"),
+    ("up (place all)", "up"),
+    ("preview (unchanged)", "preview"),
+    ("up (unchanged)", "up"),
+]
 
 
 class PeakMemory:
@@ -201,34 +211,55 @@ def run(
         "checkpoints": "final only" if skip_checkpoints else "every step",
         "pulumi's automatic log": "on" if pulumi_logs else "off",
     }
+    graphs: dict[str, list[floor.Node]] = {}
     with PeakMemory() as memory:
-        for label, op in [
-            ("preview (empty)", stack.preview),
-            ("up (place all)", stack.up),
-            ("preview (unchanged)", stack.preview),
-            ("up (unchanged)", stack.up),
-        ]:
+        for label, op in OPS:
             t = time.perf_counter()
-            result = op(color="never")
+            result = getattr(stack, op)(color="never")
             row[label] = time.perf_counter() - t
             print(f"  ... n={n} {label}: {row[label]:.1f} s", file=sys.stderr, flush=True)
             if label == "up (place all)":
                 row["resources"] = sum(result.summary.resource_changes.values())
+                graphs[label] = floor.graph(stack.export_stack().deployment)
         due = gates(stack)
         if due:
             at = due[max(0, len(due) // 10 - 1)]  # about 10 % of the gates are open at this clock
             stack.workspace.env_vars["GREENOPS_NOW"] = stamp(at)
             t = time.perf_counter()
             result = stack.up(color="never")
-            row["reconcile (10 % gates)"] = time.perf_counter() - t
+            row[RECONCILE] = time.perf_counter() - t
             row["reconcile changes"] = {k: v for k, v in result.summary.resource_changes.items() if k != "same"}
             del stack.workspace.env_vars["GREENOPS_NOW"]
+            graphs[RECONCILE] = floor.graph(stack.export_stack().deployment)
     row["peak RSS MB"] = {k: round(v / 2**20) for k, v in sorted(memory.peaks.items())}
     state = tmp / "state" / ".pulumi" / "stacks" / PROJECT / f"scale{n}.json"
     row["state MB"] = round(state.stat().st_size / 2**20, 1) if state.exists() else None
     stack.destroy(color="never")
     stack.workspace.remove_stack(f"scale{n}")
+    row["floor"] = run_floor(f"floor{n}", tmp, env, graphs)
     return row
+
+
+def run_floor(name: str, tmp: Path, env: dict[str, str], graphs: dict[str, list[floor.Node]]) -> dict[str, float]:
+    """The same operations on the floor program (benchmarks/floor.py): the graph the real stack had
+    after placing all for the first four, the one it had after the reconcile for the last; same
+    CLI, backend, checkpoint and log settings."""
+    placed = graphs["up (place all)"]
+    # the dynamic provider's process imports the do-nothing provider from this checkout
+    floor_env = {**env, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    stack = automation.inline_stack(name, floor.program(placed), tmp, floor_env)
+    times = {}
+    for label, op in [*OPS, (RECONCILE, "up")]:
+        if label not in graphs and label == RECONCILE:
+            continue
+        nodes = graphs.get(label, placed) if label == RECONCILE else placed
+        t = time.perf_counter()
+        getattr(stack, op)(color="never", program=floor.program(nodes))
+        times[label] = time.perf_counter() - t
+        print(f"  ... floor {label}: {times[label]:.1f} s", file=sys.stderr, flush=True)
+    stack.destroy(color="never", program=floor.program([]))
+    stack.workspace.remove_stack(name)
+    return times
 
 
 @contextlib.contextmanager
@@ -319,6 +350,43 @@ def run_sharded(n: int, shards: int, concurrency: int, opa_url: str, scheduler_u
     return row
 
 
+def print_floor(row: dict) -> None:
+    """Each operation beside the floor's, and the ratio (the goal: at most 1.5)."""
+    if not row.get("floor"):
+        return
+    print(f"  {'vs the floor':26} {'greenops':>9} {'floor':>9} {'ratio':>6}")
+    for label, base in row["floor"].items():
+        if label in row:
+            print(f"  {label:26} {row[label]:7.1f} s {base:7.1f} s {row[label] / base:5.2f}x", flush=True)
+
+
+# The issue's goals at 1000 workloads (seconds; MB): what each row is measured against.
+GOALS_1000 = [("preview (unchanged)", 20.0), ("up (place all)", 40.0), (RECONCILE, 20.0)]
+FLOOR_RATIO = 1.5
+RSS_MB = 1024
+
+
+def print_goals(row: dict) -> None:
+    if row["n"] != 1000 or "shards" in row:
+        return
+    print("  goals at 1000 workloads:")
+    for label, target in GOALS_1000:
+        if label in row:
+            print(f"    {label:26} {row[label]:7.1f} s  (goal <= {target:.0f} s: {met(row[label] <= target)})")
+    # the engine's processes; "python (other)" is the benchmark's own OPA and scheduler helpers
+    peak = max((v for k, v in row.get("peak RSS MB", {}).items() if k != "python (other)"), default=0)
+    print(f"    {'peak RSS (largest process)':26} {peak:7d} MB (goal <= {RSS_MB} MB: {met(peak <= RSS_MB)})")
+    ratios = [row[k] / v for k, v in (row.get("floor") or {}).items() if k in row]
+    if ratios:
+        worst = max(ratios)
+        label = "worst ratio to the floor"
+        print(f"    {label:26} {worst:7.2f} x  (goal <= {FLOOR_RATIO}: {met(worst <= FLOOR_RATIO)})")
+
+
+def met(ok: bool) -> str:
+    return "met" if ok else "missed"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workloads", type=int, nargs="+", default=[100, 300])
@@ -363,7 +431,11 @@ def main() -> None:
             )
             print(json.dumps(row, default=str), flush=True)
             for k, v in row.items():
-                print(f"  {k:26} {v:8.1f} s" if isinstance(v, float) and "MB" not in k else f"  {k:26} {v}", flush=True)
+                seconds = isinstance(v, float) and "MB" not in k
+                if k != "floor":
+                    print(f"  {k:26} {v:8.1f} s" if seconds else f"  {k:26} {v}", flush=True)
+            print_floor(row)
+            print_goals(row)
 
 
 if __name__ == "__main__":
