@@ -2,16 +2,23 @@
 """Decision and admission latency of the real OPA with the full catalog, over loopback.
 
     .venv/bin/python benchmarks/policy_latency.py [--decisions 3000] [--reviews 1000]
+    .venv/bin/python benchmarks/policy_latency.py --opa-bench-only
 
 Prints p50/p90/p99/max in milliseconds, measured client-side with one keep-alive connection,
 after a warm-up. The admission round trip includes OPA's http.send to a local scheduler.
+First, `opa bench` of one decision on the built bundle, with the store kept as the servers keep it
+(--optimize-store-for-read-speed): an EU workload without a latency bound, eligible in every EU
+zone of the three clouds (the policy's widest decision; the goal is at most 1 ms per evaluation).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,7 +26,9 @@ import httpx
 from latency import percentiles
 
 from greenops.catalog import load_catalog
+from greenops.common.toolpaths import tool_path
 from greenops.local.opa import OpaServer
+from greenops.policies.bundle import build, default_revision
 
 # the stand-in answers instantly, so only OPA is measured; it is a test helper, under tests/
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -44,6 +53,50 @@ def workloads(n: int, seed: int = 7):
         }
 
 
+def widest_eu_workload() -> dict:
+    return {
+        "name": "bench-eu",
+        "cpu": 2,
+        "memory": 4,
+        "duration": "2h",
+        "deadline": "2030-01-01T00:00:00Z",
+        "originRegion": "westeurope",
+        "maxLatency": 2000,
+        "dataResidency": "eu",
+        "tenant": "bench",
+    }
+
+
+def opa_bench() -> None:
+    """`opa bench` of the decision for the widest EU workload, on the bundle as the servers load it."""
+    with tempfile.TemporaryDirectory(prefix="greenops-opa-bench-") as tmp:
+        bundle = build(Path(tmp) / "bundle.tar.gz", default_revision())
+        (Path(tmp) / "input.json").write_text(json.dumps({"workload": widest_eu_workload()}))
+        query = "data.greenops.placement.decision"
+        common = ["--bundle", str(bundle), "--input", str(Path(tmp) / "input.json")]
+        decision = subprocess.run(
+            [tool_path("opa"), "eval", *common, "--format", "json", query], capture_output=True, text=True, check=True
+        )
+        answer = json.loads(decision.stdout)["result"][0]["expressions"][0]["value"]
+        if not answer["allowed"]:
+            raise SystemExit(f"the benchmark's workload is refused: {answer['errors']}")
+        bench = subprocess.run(
+            [tool_path("opa"), "bench", *common, "--optimize-store-for-read-speed", "--format", "json", query],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        result = json.loads(bench.stdout)  # Go's testing.BenchmarkResult: N runs in T ns
+        per_op, extra = result["T"] / result["N"], result["Extra"]
+        print(
+            f"decision  opa bench, one EU workload eligible in {len(answer['zones'])} zones "
+            f"({sum(len(r) for r in answer['eligible'].values())} regions): {per_op / 1e6:.2f} ms per evaluation "
+            f"(query eval median {extra['histogram_timer_rego_query_eval_ns_median'] / 1e6:.2f} ms, "
+            f"{result['MemAllocs'] / result['N']:.0f} allocations, {result['MemBytes'] / result['N'] / 1024:.0f} KiB "
+            f"each; {result['N']} runs)"
+        )
+
+
 def timed(client: httpx.Client, path: str, body: dict) -> float:
     t = time.perf_counter()
     r = client.post(path, json=body)
@@ -63,7 +116,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--decisions", type=int, default=3000)
     parser.add_argument("--reviews", type=int, default=1000)
+    parser.add_argument("--opa-bench-only", action="store_true", help="only the `opa bench` figure")
     args = parser.parse_args()
+    opa_bench()
+    if args.opa_bench_only:
+        return
     scheduler = SchedulerStandIn()
     try:
         # decisions with Placement's query token, as OPA always asks for one

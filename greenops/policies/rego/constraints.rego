@@ -36,10 +36,24 @@ names(spec, eligible) := [
 
 # remaining(region_sets): how many provider regions are left after each constraint in turn, from
 # the region sets of every eligible provider ({provider: {constraint: regions}}).
-remaining(region_sets) := [sum([count(_left(sets, i)) | some sets in region_sets]) | some i, _ in order]
+remaining(region_sets) := [sum([count(run[i]) | some run in runs]) | some i, _ in order] if {
+	runs := [_running(sets) | some sets in region_sets]
+}
 
 # The regions of one provider that the constraints up to the i-th (in `order`) all allow.
-_left(sets, i) := intersection({sets[k] | some k in array.slice(order, 0, i + 1)})
+_left(sets, i) := _running(sets)[i]
+
+# The running intersection of one provider's sets in `order`: each step narrows the one before,
+# so the chain costs one intersection per constraint (a set of the sets, as intersection() takes,
+# would hash every set of regions first).
+_running(sets) := [provider, placeable, residency, latency, request, size] if {
+	provider := sets.provider
+	placeable := provider & sets.placeable
+	residency := placeable & sets.residency
+	latency := residency & sets.latency
+	request := latency & sets.request
+	size := request & sets.size
+}
 
 _remaining_after(region_sets, constraint) := remaining(region_sets)[i] if {
 	some i, c in order

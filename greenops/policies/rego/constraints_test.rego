@@ -22,6 +22,19 @@ test_remaining_narrows_in_order if {
 	constraints.remaining({}) == [0, 0, 0, 0, 0, 0]
 }
 
+# The running intersection takes the constraints in `order`, one step each: a region only one
+# constraint refuses is left up to that step and gone from it on.
+test_each_step_of_the_running_intersection_is_its_constraint_in_order if {
+	every i, refusing in constraints.order {
+		one_refuses := object.union({k: {"kept", "x"} | some k in constraints.order}, {refusing: {"kept"}})
+		constraints.remaining({"p": one_refuses}) == [_left_before(j, i) | some j, _ in constraints.order]
+	}
+}
+
+_left_before(j, i) := 2 if j < i
+
+else := 1
+
 test_the_chain_names_each_constraint_with_what_it_leaves if {
 	constraints.chain(spec, {"azure"}, {"azure": sets}) == [
 		{"constraint": "providers azure", "remaining": 3},

@@ -166,54 +166,58 @@ _origin(spec, catalog, p) := spec.originRegion if catalog.region_provider[spec.o
 
 else := catalog.nearest[spec.originRegion][p]
 
-latency_ms(spec, catalog, p, r) := 0 if _origin(spec, catalog, p) == r
-
-else := catalog.latency[p][_origin(spec, catalog, p)][r]
+# The provider's latencies from the workload's origin (its own region at 0 ms); {} without an origin.
+_latencies(spec, catalog, p) := object.union(object.get(catalog.latency[p], origin, {}), {origin: 0}) if {
+	origin := _origin(spec, catalog, p)
+} else := {}
 
 # The size a region would use: the first fit in its preference order (cheapest, else smallest),
 # read from a table indexed by the catalog's vCPU and memory levels at or above the request (see
 # bundle.py). Regions with the same preference order share a table (a ladder); _sizes(spec,
 # catalog, p) is the provider's fitting size per ladder.
 _sizes(spec, catalog, p) := {id: size |
-	cpu_level := min({i | some i, c in catalog.cpu_levels; c >= spec.cpu})
-	memory_level := min({j | some j, m in catalog.memory_levels; m >= spec.memory})
+	[cpu_level, memory_level] := _levels(spec, catalog)
 	some id, table in catalog.size_tables[p]
 	size := table[cpu_level][memory_level]
 	size != null
 }
 
-size_in(spec, catalog, p, r) := _sizes(spec, catalog, p)[catalog.ladder_of[p][r]]
+# The request's row and column in every size table: the same for each provider, found once.
+_levels(spec, catalog) := [
+	min({i | some i, c in catalog.cpu_levels; c >= spec.cpu}),
+	min({j | some j, m in catalog.memory_levels; m >= spec.memory}),
+]
 
-# --- Ranking: lowest latency, then cheapest size (unknown prices after known ones), then ---
-# provider order, then region name. Computed for the zone being mapped back, or on demand for
-# every eligible region (`candidates`, not part of the decision document).
-candidate(spec, catalog, p, r) := {
-	"provider": p, "region": r, "zone": catalog.regions[p][r].zone,
-	"latencyMs": _latency_or_null(spec, catalog, p, r),
-	"vmSize": size_in(spec, catalog, p, r),
-	"hourlyUsd": object.get(catalog.prices[p][r], size_in(spec, catalog, p, r), null),
-}
+# --- Ranking: lowest latency, then cheapest size (unknown latencies and prices after known ones),
+# then provider order, then region name. Computed once for every eligible region, whose best per
+# zone is the zone's match, or on demand (`candidates`, not part of the decision document).
+candidate(spec, catalog, p, r) := _keyed(catalog, p, r, _provider_facts(spec, catalog, p))[7]
 
 # ranked(spec, catalog, pairs): the candidates of the [provider, region] pairs, best first (each
-# sorted by its key, which ends with the candidate itself).
-ranked(spec, catalog, pairs) := [keyed[5] |
-	some keyed in sort([_keyed(candidate(spec, catalog, p, r), catalog) | some [p, r] in pairs])
+# sorted by its key, which ends with the candidate itself). What depends on the provider only is
+# found once per provider; each candidate is then plain lookups (a function call costs more).
+ranked(spec, catalog, pairs) := [keyed[7] |
+	facts := {p: _provider_facts(spec, catalog, p) | some [p, _] in pairs}
+	some keyed in sort([_keyed(catalog, p, r, facts[p]) | some [p, r] in pairs])
 ]
 
-_keyed(c, catalog) := [
-	_known_first(c.latencyMs), _known_first(c.hourlyUsd),
-	_provider_rank(catalog, c.provider), c.provider, c.region,
-	c,
-]
+_provider_facts(spec, catalog, p) := {
+	"sizes": _sizes(spec, catalog, p),
+	"latencies": _latencies(spec, catalog, p),
+	"rank": _provider_rank(catalog, p),
+}
 
-# Unknown latencies and prices rank after every known one.
-_known_first(value) := value if value != null
-
-else := 1000000
-
-_latency_or_null(spec, catalog, p, r) := ms if {
-	ms := latency_ms(spec, catalog, p, r)
-} else := null
+# The sort key: is_null sorts false before true, so an unknown latency or price ranks after every
+# known one.
+_keyed(catalog, p, r, facts) := [is_null(ms), ms, is_null(usd), usd, facts.rank, p, r, c] if {
+	size := facts.sizes[catalog.ladder_of[p][r]]
+	ms := object.get(facts.latencies, r, null)
+	usd := object.get(catalog.prices[p][r], size, null)
+	c := {
+		"provider": p, "region": r, "zone": catalog.regions[p][r].zone,
+		"latencyMs": ms, "vmSize": size, "hourlyUsd": usd,
+	}
+}
 
 _provider_rank(catalog, p) := i if {
 	some i, q in catalog.providers
@@ -234,17 +238,15 @@ selection(spec, catalog, config, zone) := m if {
 } else := null
 
 # zone_match(spec, catalog, config, z): the best-ranked eligible region in zone z.
-zone_match(spec, catalog, config, z) := matches[0] if {
-	in_zone := {[p, r] | some [p, r] in eligible_pairs(spec, catalog, config); catalog.regions[p][r].zone == z}
-	matches := ranked(spec, catalog, in_zone)
-	count(matches) > 0
-}
+zone_match(spec, catalog, config, z) := zone_matches(spec, catalog, config)[z]
 
 # zone_matches(spec, catalog, config): what each eligible zone maps back to. The decision hands the
 # scheduler each zone's "provider/region" (zoneRegions: it records the one it chooses with the
 # reservation, so the record answers "what runs in region X" for both paths) and keeps the mapping
-# with the explanation.
-zone_matches(spec, catalog, config) := {z: m |
+# with the explanation. Every eligible region is ranked once; a zone's match is its first candidate
+# in that order (the same as ranking the zone's own regions: the order is total and per candidate).
+zone_matches(spec, catalog, config) := {z: in_zone[0] |
+	best_first := ranked(spec, catalog, eligible_pairs(spec, catalog, config))
 	some z in zones(spec, catalog, config)
-	m := zone_match(spec, catalog, config, z)
+	in_zone := [c | some c in best_first; c.zone == z]
 }
