@@ -16,6 +16,7 @@ import pulumi
 from pulumi import dynamic
 
 SKIPPED = ("pulumi:pulumi:Stack", "pulumi:providers:")
+CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,13 @@ def graph(deployment: dict) -> list[Node]:
         for r in deployment.get("resources") or []
         if not r["type"].startswith(SKIPPED)
     ]
+
+
+def previewed(nodes: list[Node]) -> list[Node]:
+    """What a preview of an empty stack registers: a ConfigGroup's objects come from its Placement's
+    outputs, unknown before the first update, so none of them."""
+    groups = {n.urn for n in nodes if n.type == CONFIG_GROUP}
+    return [n for n in nodes if n.parent not in groups]
 
 
 class NothingProvider(dynamic.ResourceProvider):

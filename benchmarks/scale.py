@@ -46,7 +46,6 @@ from greenops.local.controlplane import LocalControlPlane  # noqa: E402
 from greenops.local.opa import OpaServer  # noqa: E402
 from greenops.local.scheduler import SchedulerServer  # noqa: E402
 from greenops.local.webhook import namespace_manifest  # noqa: E402
-from greenops.stack import program  # noqa: E402
 
 PROJECT = "greenops-platform"
 RECONCILE = "reconcile (10 % gates)"
@@ -180,7 +179,9 @@ def run(
     }
     if not pulumi_logs:
         env["PULUMI_HOME"] = str(home_without_logs(tmp, Path(pulumi_env()["PULUMI_HOME"])))
-    stack = automation.inline_stack(f"scale{n}", lambda: program.run(root=tmp), tmp, env)
+    made: list[auto.Stack] = []  # the program reads the stack's state and outputs before each pass, as the CLI's does
+    stack = automation.inline_stack(f"scale{n}", automation.pass_program(tmp, lambda: made[0]), tmp, env)
+    made.append(stack)
     stack.set_all_config(
         {
             "greenops:workloadsFrom": auto.ConfigValue("workloads"),
@@ -253,6 +254,8 @@ def run_floor(name: str, tmp: Path, env: dict[str, str], graphs: dict[str, list[
         if label not in graphs and label == RECONCILE:
             continue
         nodes = graphs.get(label, placed) if label == RECONCILE else placed
+        if label == "preview (empty)":
+            nodes = floor.previewed(nodes)
         t = time.perf_counter()
         getattr(stack, op)(color="never", program=floor.program(nodes))
         times[label] = time.perf_counter() - t

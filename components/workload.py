@@ -16,6 +16,7 @@ from greenops.common import endpoints
 from greenops.common.clock import system_clock
 from greenops.direct.records import Verdict, verdict
 from greenops.models import Provisioning, Workload
+from greenops.placement.declared import MATERIALISED
 from greenops.provider.placement import Placement
 from greenops.renderers import RenderSettings
 
@@ -74,6 +75,9 @@ class GreenWorkloadArgs:
     render: RenderSettings = field(default_factory=RenderSettings)
     provisioning: Provisioning = Provisioning.OPERATOR
     direct: DirectArgs = field(default_factory=DirectArgs)
+    # Operator mode: whether this pass declares the VM's ConfigGroup (greenops.placement.declared);
+    # an Output when it is read from the stack's own outputs of the previous pass.
+    objects_declared: bool | None | pulumi.Output[bool | None] = True
 
 
 class GreenWorkload(pulumi.ComponentResource):
@@ -120,16 +124,21 @@ class GreenWorkload(pulumi.ComponentResource):
             )
             props["provisioning"] = Provisioning.DIRECT.value
             props["direct"] = judged.apply(lambda v: v.props())
-        self.vm = Placement(f"{name}-placement", props, pulumi.ResourceOptions(parent=self))
+        declared = args.objects_declared
         if judged is None:
-            self.objects: k8s.yaml.v2.ConfigGroup | None = k8s.yaml.v2.ConfigGroup(
-                f"{name}-vm",
-                yaml=self.vm.manifests.apply(yaml_documents),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm]),
-            )
+            # (None: this pass decides, so the Placement may materialise at once)
+            props["objectsDeclared"] = pulumi.Output.from_input(declared).apply(lambda d: d is not False)
+        self.vm = Placement(f"{name}-placement", props, pulumi.ResourceOptions(parent=self))
+        # Operator mode: the VM's objects, in a ConfigGroup declared only while the workload can have
+        # any (greenops.placement.declared); None in direct mode, and in a pass that declares none.
+        self.objects: pulumi.Output[k8s.yaml.v2.ConfigGroup | None] = pulumi.Output.from_input(None)
+        if judged is None:
+            if declared is None or isinstance(declared, bool):  # known before the pass: in order, now
+                self.objects = pulumi.Output.from_input(self._objects_if(name, declared))
+            else:
+                self.objects = pulumi.Output.from_input(declared).apply(lambda d: self._objects_if(name, d))
             self.machine = pulumi.Output.from_input({})
         else:
-            self.objects = None
             self.machine = judged.apply(lambda v: self._declare(args, v))
         self.decision = self.vm.decision
         self.phase = self.vm.phase
@@ -143,6 +152,20 @@ class GreenWorkload(pulumi.ComponentResource):
         }
         # (direct mode only: the state's record of the VM, read back by the Automation API)
         self.register_outputs({**outputs, "machine": self.machine} if judged is not None else outputs)
+
+    def _objects_if(
+        self, name: str, declared: bool | None
+    ) -> k8s.yaml.v2.ConfigGroup | pulumi.Output[k8s.yaml.v2.ConfigGroup | None] | None:
+        if declared is None:  # no previous pass: the phase this pass's Placement records says
+            return self.vm.phase.apply(lambda phase: self._objects(name) if phase in MATERIALISED else None)
+        return self._objects(name) if declared else None
+
+    def _objects(self, name: str) -> k8s.yaml.v2.ConfigGroup:
+        return k8s.yaml.v2.ConfigGroup(
+            f"{name}-vm",
+            yaml=self.vm.manifests.apply(yaml_documents),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm]),
+        )
 
     def _declare(self, args: GreenWorkloadArgs, v: Verdict) -> pulumi.Output[dict[str, Any]]:
         """The direct set when the verdict declares the VM, after the Placement has recorded the

@@ -28,6 +28,12 @@ def at(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
 
 
+def unchanged(summary) -> bool:
+    """Nothing to do: every resource the same. A stack's read of its own outputs (the previous
+    pass's rows, greenops.stack.program.PreviousPass) is not a change."""
+    return set(summary or {}) - {"read"} == {"same"}
+
+
 def require_engine() -> None:
     for tool in ENGINE_TOOLS:
         require_tool(tool)
@@ -131,7 +137,8 @@ def rendered_workloads(folder: Path) -> set[str]:
     names = set()
     for f in (folder / "1-manifest").glob("*.yaml") if (folder / "1-manifest").exists() else []:
         for line in f.read_text().splitlines():
-            if line.strip().startswith("greenops.io/workload:"):
+            # (GCP's labels allow no dots or slashes: Config Connector objects carry greenops-workload)
+            if line.strip().startswith(("greenops.io/workload:", "greenops-workload:")):
                 names.add(line.split(":", 1)[1].strip())
     return names
 

@@ -74,17 +74,29 @@ def inline_stack(
 
 def stack(name: str, work_dir: Path | None = None, env: dict[str, str] | None = None) -> auto.Stack:
     """``name`` of the project in ``work_dir`` (default: project_dir()), run in-process."""
-    from greenops.stack import program
 
     root = work_dir or project_dir()
     made: list[auto.Stack] = []
+    made.append(inline_stack(name, pass_program(root, lambda: made[0]), root, {**checkpoint_env(), **(env or {})}))
+    return made[0]
+
+
+def pass_program(root: Path, stack_of: Callable[[], auto.Stack]) -> Callable[[], None]:
+    """The program as the Automation API runs it: handed what the stack (``stack_of()``) has before
+    the pass, read from the state and outputs, and the pass's instant from the stack's environment
+    (an inline program runs in the caller's process, whose environment is not the stack's)."""
+    from greenops.stack import program
 
     def run_program() -> None:  # Pulumi ignores what an inline program returns (unless it is awaitable)
-        st = made[0]
-        program.run(root=root, records=lambda: records_in_state(st), now=system_clock(st.workspace.env_vars))
+        st = stack_of()
+        program.run(
+            root=root,
+            records=lambda: records_in_state(st),
+            now=system_clock(st.workspace.env_vars),
+            placement_rows=lambda: placements(st),
+        )
 
-    made.append(inline_stack(name, run_program, root, {**checkpoint_env(), **(env or {})}))
-    return made[0]
+    return run_program
 
 
 def records_in_state(st: auto.Stack) -> dict[str, Any]:

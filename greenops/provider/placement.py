@@ -354,29 +354,18 @@ class PlacementProvider(ResourceProvider):
             window = Window(now, window.duration, window.lead, window.deadline)
         if _direct(props):
             return _direct_step(props, workload, lifecycle, window, now, just_placed), {}
-        if not props.get("watchOperators"):
-            # No operator runs where nothing is read back (render mode, readiness "applied"): a run
-            # counts from when its objects are applied, and an object held for a status that only an
-            # operator reports stays out (the outputs' "held" and a warning say which).
-            return advance(lifecycle, window, now), dict(resolved or {})
-        seen: list[Observation] = []
-
-        def observe() -> Observation:  # called only while the objects exist
-            from greenops.placement.observe import ClusterObserver
-
-            observer = ClusterObserver(props.get("kubeconfig"), props.get("kubeContext"))
-            try:
-                seen.append(
-                    observer.observe(
-                        workload.name, decision.provider, manifests or _render(props, workload, decision, {}).objects
-                    )
-                )
-                return seen[-1]
-            finally:
-                observer.close()
-
-        step = advance(lifecycle, window, now, observe)
-        return step, _known(resolved, seen[-1].reported if seen else {})
+        declared = props.get("objectsDeclared") is not False  # (absent: a program from before it was told)
+        if not declared and lifecycle.phase.materialised:
+            raise GreenOpsError(
+                f"workload {workload.name!r} is {lifecycle.phase.value}: its objects exist, but this pass did not "
+                "declare them (the program read an older row of it); nothing was changed: run the pass again"
+            )
+        step, known = _operator_step(props, workload, decision, lifecycle, window, now, manifests, resolved)
+        if not declared and step.replace is None and step.lifecycle.phase.materialised:
+            # The gate is due, but this pass declared no objects for it (greenops.placement.declared):
+            # it opens on the next pass, which is due at once (the next change is the gate).
+            return Step(lifecycle), dict(resolved or {})
+        return step, known
 
     @staticmethod
     def _outputs(
@@ -410,6 +399,42 @@ class PlacementProvider(ResourceProvider):
             "held": rendered.held,
             "reservation": {"key": reservation_key(props), "phase": recorded},
         }
+
+
+def _operator_step(
+    props: dict[str, Any],
+    workload: Workload,
+    decision: Decision,
+    lifecycle: Lifecycle,
+    window: Window,
+    now: datetime,
+    manifests: list[dict[str, Any]],
+    resolved: Mapping[str, Mapping[str, Any]] | None,
+) -> tuple[Step, Mapping[str, Mapping[str, Any]]]:
+    """An operator-mode step: what the operators report is read only while the objects exist."""
+    if not props.get("watchOperators"):
+        # No operator runs where nothing is read back (render mode, readiness "applied"): a run
+        # counts from when its objects are applied, and an object held for a status that only an
+        # operator reports stays out (the outputs' "held" and a warning say which).
+        return advance(lifecycle, window, now), dict(resolved or {})
+    seen: list[Observation] = []
+
+    def observe() -> Observation:  # called only while the objects exist
+        from greenops.placement.observe import ClusterObserver
+
+        observer = ClusterObserver(props.get("kubeconfig"), props.get("kubeContext"))
+        try:
+            seen.append(
+                observer.observe(
+                    workload.name, decision.provider, manifests or _render(props, workload, decision, {}).objects
+                )
+            )
+            return seen[-1]
+        finally:
+            observer.close()
+
+    step = advance(lifecycle, window, now, observe)
+    return step, _known(resolved, seen[-1].reported if seen else {})
 
 
 def _render(

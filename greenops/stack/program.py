@@ -17,6 +17,7 @@ from greenops.common.clock import stamp, system_clock
 from greenops.direct.records import RECORDS_OUTPUT, record_of
 from greenops.engine.outputs import gather, sdk_waits_cheaply
 from greenops.models import Provisioning, Workload
+from greenops.placement.declared import objects_declared
 from greenops.stack.config import KEYS, StackConfig, StackConfigError, joined_errors, parse_stack_config
 from greenops.stack.inline_config import too_large_for_environment
 
@@ -211,23 +212,54 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
 RecordsReader = Callable[[], dict[str, Any]]
 
 
-def recorded_placements(read: RecordsReader | None) -> pulumi.Output[dict[str, Any]]:
+RowsReader = Callable[[], list[dict[str, Any]]]
+
+
+class PreviousPass:
+    """What this stack's last successful update exported, read through one reference to itself
+    (known in a preview too); made only when a pass needs it."""
+
+    def __init__(self) -> None:
+        self._me: pulumi.StackReference | None = None
+
+    def output(self, name: str) -> pulumi.Output[Any]:
+        if self._me is None:
+            self._me = pulumi.StackReference(f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}")
+        # (outputs, not get_output: a stack reference's outputs may be null, under mocks for one)
+        return self._me.outputs.apply(lambda outputs: (outputs or {}).get(name))
+
+
+def recorded_placements(read: RecordsReader | None, previous: PreviousPass) -> pulumi.Output[dict[str, Any]]:
     """The placements' records a direct-mode pass declares from: handed in by the Automation API,
     which read them from the state, or else this stack's own ``placementRecords`` output of its last
-    successful update, through a reference to itself. Either is known in a preview."""
+    successful update. Either is known in a preview."""
     if read is not None:
         return pulumi.Output.from_input(read())
-    me = pulumi.StackReference(f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}")
-    return me.get_output(RECORDS_OUTPUT).apply(lambda records: dict(records or {}))
+    return previous.output(RECORDS_OUTPUT).apply(lambda records: dict(records or {}))
+
+
+def previous_rows(
+    read: RowsReader | None, previous: PreviousPass
+) -> dict[str, dict[str, Any]] | pulumi.Output[dict[str, dict[str, Any]]]:
+    """The ``placements`` rows of the last successful update, by workload: handed in by the
+    Automation API (plain, so every ConfigGroup is declared in order), or read back through the
+    stack's reference to itself."""
+    if read is not None:
+        return {str(r.get("workload")): r for r in read()}
+    return previous.output("placements").apply(lambda rows: {str(r.get("workload")): r for r in rows or []})
 
 
 def run(
-    root: Path | None = None, records: RecordsReader | None = None, now: datetime | None = None
+    root: Path | None = None,
+    records: RecordsReader | None = None,
+    now: datetime | None = None,
+    placement_rows: RowsReader | None = None,
 ) -> list[GreenWorkload]:
     """The program. ``root`` is the project folder: an inline Automation API program is handed it,
     since the engine tells an inline program no root and it runs in the caller's folder. ``records``
     reads the placements' records as the state has them, when a workload is direct (see
-    recorded_placements); ``now`` is the pass's instant (default: the platform's clock)."""
+    recorded_placements); ``placement_rows`` reads the previous pass's rows (previous_rows); ``now``
+    is the pass's instant (default: the platform's clock)."""
     sdk_waits_cheaply()
     # An inline Automation API program is handed its config without an environment, but the CLI and
     # the Pulumi Kubernetes Operator start the program with it in one (greenops/stack/inline_config.py):
@@ -262,8 +294,11 @@ def run(
         ca_certificate=e.ca_certificate,
     )
     direct_ones = [w for w in config.workloads if config.provisioning_of(w) is Provisioning.DIRECT]
-    recorded = recorded_placements(records) if direct_ones else None
+    previous = PreviousPass()
+    recorded = recorded_placements(records, previous) if direct_ones else None
     now = (now or system_clock()).replace(microsecond=0)  # one instant for every verdict of this pass, as stamped
+    operator_ones = len(direct_ones) < len(config.workloads)
+    before = previous_rows(placement_rows, previous) if operator_ones else {}
     rows: list[pulumi.Output[dict[str, Any]]] = []
     components: list[GreenWorkload] = []
     kept: dict[str, pulumi.Output[Any]] = {}
@@ -276,7 +311,12 @@ def run(
         component = GreenWorkload(
             w.name,
             GreenWorkloadArgs(
-                w, replace(endpoints, scheduler_token=credential(w.tenant)), config.render, mode, direct_args
+                w,
+                replace(endpoints, scheduler_token=credential(w.tenant)),
+                config.render,
+                mode,
+                direct_args,
+                objects_declared=_declared(before, w.name, now),
             ),
             pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends),
         )
@@ -327,6 +367,14 @@ def scheduler_credentials(
         return pulumi.Output.secret(token) if token is not None else shared
 
     return credential
+
+
+def _declared(
+    before: dict[str, dict[str, Any]] | pulumi.Output[dict[str, dict[str, Any]]], name: str, now: datetime
+) -> bool | None | pulumi.Output[bool | None]:
+    if isinstance(before, dict):
+        return objects_declared(before.get(name), now)
+    return before.apply(lambda by_name: objects_declared(by_name.get(name), now))
 
 
 def _entry(name: str) -> Callable[[dict[str, Any]], dict[str, Any] | None]:

@@ -10,6 +10,7 @@ import pulumi
 import pytest
 
 from greenops import direct
+from greenops.common.clock import stamp
 from greenops.direct.records import RECORDS_OUTPUT, record_of
 from greenops.models import Workload
 from greenops.placement.lifecycle import Lifecycle, Phase
@@ -54,28 +55,32 @@ def record(cloud: str, phase: Phase, decide, **spec_fields) -> dict:
 
 
 class ProgramMocks(DirectMocks):
-    """The cloud mocks, plus a StackReference answering with this stack's last records."""
+    """The cloud mocks, plus a StackReference answering with this stack's last records and rows."""
 
-    def __init__(self, records: dict | None) -> None:
+    def __init__(self, records: dict | None, rows: list[dict] | None = None) -> None:
         super().__init__()
         self.records = records
+        self.rows = rows
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         if args.typ == "pulumi:pulumi:StackReference":
             self.resources.append(args)
             outputs = {} if self.records is None else {RECORDS_OUTPUT: self.records}
+            if self.rows is not None:
+                outputs["placements"] = self.rows
             return [args.name, {"name": args.name, "outputs": outputs}]
         return super().new_resource(args)
 
 
 def run_program(
-    workloads: list[dict], records: dict | None, now: datetime, **config
+    workloads: list[dict], records: dict | None, now: datetime, rows: list[dict] | None = None, **config
 ) -> tuple[ProgramMocks, pulumi.Output]:
-    """The program at ``now`` on a direct-mode stack, its records read through the self reference;
-    with an output that resolves once every workload's VM (if any) is registered."""
+    """The program at ``now`` on a direct-mode stack, its records (and the previous pass's rows)
+    read through the self reference; with an output that resolves once every workload's VM (if
+    any) and ConfigGroup (if any) is registered."""
     from greenops.stack import program
 
-    m = ProgramMocks(records)
+    m = ProgramMocks(records, rows)
     pulumi.runtime.set_mocks(m, project="greenops-platform", stack="test", preview=False)
     pulumi.runtime.set_all_config(
         {
@@ -87,9 +92,14 @@ def run_program(
     )
     components = program.run(now=now)
     # (the machines resolve once the VMs are registered; the Placements' URNs once they are)
+    registered = [c.vm.urn for c in components] + [c.objects.apply(_urn_of) for c in components]
     return m, pulumi.Output.all(*(c.machine for c in components)).apply(
-        lambda machines: pulumi.Output.all(*(c.vm.urn for c in components)).apply(lambda _: machines)
+        lambda machines: pulumi.Output.all(*registered).apply(lambda _: machines)
     )
+
+
+def _urn_of(resource: pulumi.Resource | None) -> pulumi.Output[str] | None:
+    return resource.urn if resource is not None else None
 
 
 CLOUD_PACKAGES = ("aws", "gcp", "azure-native")
@@ -164,7 +174,9 @@ def test_no_record_of_this_spec_declares_nothing(cloud, recorded, decide):
 @pulumi.runtime.test
 def test_a_workload_may_stay_with_the_operator_in_a_direct_stack(decide):
     records = {"aws-job": record("aws", Phase.SCHEDULED, decide), "gcp-job": record("gcp", Phase.SCHEDULED, decide)}
-    m, done = run_program([spec("aws"), spec("gcp", provisioning="operator")], records, START - LEAD)
+    # the operator one's row: its gate is now, so its objects are declared in this pass
+    rows = [{"workload": "gcp-job", "phase": "Scheduled", "nextChangeAt": stamp(START - LEAD)}]
+    m, done = run_program([spec("aws"), spec("gcp", provisioning="operator")], records, START - LEAD, rows)
 
     def check(_):
         assert cloud_types(m) == set(EXPECTED["aws"])
@@ -177,11 +189,16 @@ def test_a_workload_may_stay_with_the_operator_in_a_direct_stack(decide):
 
 
 @pulumi.runtime.test
-def test_an_operator_stack_reads_no_record():
-    m, done = run_program([spec("aws")], None, START, provisioning="operator")
+def test_an_operator_stack_declares_from_its_previous_rows_not_from_records():
+    """An operator stack reads its previous pass's rows (phase, next change) through the one self
+    reference, and a workload whose gate is an hour away gets no ConfigGroup; no cloud resource."""
+    rows = [{"workload": "aws-job", "phase": "Scheduled", "nextChangeAt": stamp(START + timedelta(hours=1))}]
+    m, done = run_program([spec("aws")], None, START, rows, provisioning="operator")
 
     def check(_):
-        assert not [r for r in m.resources if r.typ == "pulumi:pulumi:StackReference"]
+        assert len([r for r in m.resources if r.typ == "pulumi:pulumi:StackReference"]) == 1
         assert cloud_types(m) == set()
+        assert not [r for r in m.resources if r.typ == "kubernetes:yaml/v2:ConfigGroup"]
+        assert placement_inputs(m)["aws-job"]["objectsDeclared"] is False
 
     return done.apply(check)

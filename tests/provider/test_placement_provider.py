@@ -304,3 +304,36 @@ def test_the_opa_token_comes_from_the_stacks_secret_else_the_environment(servers
     assert placed["decision"]["zone"] and placed["phase"] in ("Scheduled", "Running")
     monkeypatch.setenv("GREENOPS_OPA_TOKEN", opa.query_token)
     assert PlacementProvider().create(props(servers, name="etl-2") | {"opaToken": None}).outs["decision"]["zone"]
+
+
+def test_a_gate_the_program_declared_no_objects_for_is_held_one_pass_and_live_objects_are_never_dropped(servers):
+    """greenops.placement.declared: told that this pass declares no objects, the Placement does not
+    open a due gate (its next change stays the gate, due at once) and renders nothing; told so while
+    its own record says its objects exist, it refuses the pass and changes nothing."""
+    clock = Clock()
+    provider = PlacementProvider(clock)
+    created = provider.create(props(servers))
+    out = created.outs
+    start = datetime.fromisoformat(out["decision"]["schedulingTime"].replace("Z", "+00:00"))
+    news = props(servers) | {"workload": out["workload"]}
+    clock.now = start - timedelta(minutes=1)
+    scheduled = provider.update(created.id, out, news | {"objectsDeclared": False}).outs
+    assert scheduled["phase"] == "Scheduled"
+
+    clock.now = start  # the gate (no lead here) is due, but no objects were declared
+    assert not provider.diff(created.id, scheduled, news | {"objectsDeclared": False}).changes
+    held = provider.update(created.id, scheduled, news | {"objectsDeclared": False}).outs
+    assert held["phase"] == "Scheduled" and held["manifests"] == []
+    assert held["nextChangeAt"] == out["decision"]["schedulingTime"]  # due: the next pass opens it
+    assert held["lifecycle"] == scheduled["lifecycle"]
+
+    # the next pass declares them: the gate opens, recorded at that pass
+    clock.now = start + timedelta(seconds=40)
+    running = provider.update(created.id, held, news | {"objectsDeclared": True}).outs
+    assert running["phase"] == "Running" and running["manifests"]
+    assert running["lifecycle"]["gateOpenedAt"] == stamp(clock.now)
+
+    # a pass that would drop the objects of a running placement is refused, naming it
+    for call in (provider.diff, provider.update):
+        with pytest.raises(GreenOpsError, match=r"workload 'etl' is Running: its objects exist, but this pass did not"):
+            call(created.id, running, news | {"objectsDeclared": False})
