@@ -58,10 +58,13 @@ OPS = [
 
 
 class PeakMemory:
-    """Samples this process's tree every 0.2 s; keeps the peak RSS per kind of process."""
+    """Samples this process's tree every 0.2 s; keeps the peak RSS per kind of process, and the CPU
+    time each kind spent (``cpu_since``: where an operation's time went, by process)."""
 
     def __init__(self):
         self.peaks: dict[str, int] = {}
+        self._cpu: dict[int, tuple[str, float]] = {}  # pid -> (kind, CPU seconds at its last sample)
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -73,15 +76,32 @@ class PeakMemory:
         self._stop.set()
         self._thread.join()
 
+    def cpu_mark(self) -> dict[int, tuple[str, float]]:
+        with self._lock:
+            return dict(self._cpu)
+
+    def cpu_since(self, mark: dict[int, tuple[str, float]]) -> dict[str, float]:
+        """CPU seconds per kind of process since ``mark`` (a process that ended between two samples
+        loses at most its last 0.2 s)."""
+        with self._lock:
+            now = dict(self._cpu)
+        spent: dict[str, float] = {}
+        for pid, (k, cpu) in now.items():
+            spent[k] = spent.get(k, 0.0) + cpu - mark.get(pid, (k, 0.0))[1]
+        return {k: round(v, 1) for k, v in sorted(spent.items()) if v >= 0.05}
+
     def _run(self) -> None:
         me = psutil.Process()
         while not self._stop.wait(0.2):
             totals: dict[str, int] = {}
             for p in [me, *me.children(recursive=True)]:
                 try:
-                    totals[kind(p)] = totals.get(kind(p), 0) + p.memory_info().rss
+                    k, times, rss = kind(p), p.cpu_times(), p.memory_info().rss
                 except psutil.Error:
                     continue
+                totals[k] = totals.get(k, 0) + rss
+                with self._lock:
+                    self._cpu[p.pid] = (k, times.user + times.system)
             for k, v in totals.items():
                 self.peaks[k] = max(self.peaks.get(k, 0), v)
 
@@ -215,9 +235,10 @@ def run(
     graphs: dict[str, list[floor.Node]] = {}
     with PeakMemory() as memory:
         for label, op in OPS:
-            t = time.perf_counter()
+            t, mark = time.perf_counter(), memory.cpu_mark()
             result = getattr(stack, op)(color="never")
             row[label] = time.perf_counter() - t
+            row[f"{label}: CPU s"] = memory.cpu_since(mark)
             print(f"  ... n={n} {label}: {row[label]:.1f} s", file=sys.stderr, flush=True)
             if label == "up (place all)":
                 row["resources"] = sum(result.summary.resource_changes.values())
@@ -226,9 +247,10 @@ def run(
         if due:
             at = due[max(0, len(due) // 10 - 1)]  # about 10 % of the gates are open at this clock
             stack.workspace.env_vars["GREENOPS_NOW"] = stamp(at)
-            t = time.perf_counter()
+            t, mark = time.perf_counter(), memory.cpu_mark()
             result = stack.up(color="never")
             row[RECONCILE] = time.perf_counter() - t
+            row[f"{RECONCILE}: CPU s"] = memory.cpu_since(mark)
             row["reconcile changes"] = {k: v for k, v in result.summary.resource_changes.items() if k != "same"}
             del stack.workspace.env_vars["GREENOPS_NOW"]
             graphs[RECONCILE] = floor.graph(stack.export_stack().deployment)
