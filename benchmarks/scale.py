@@ -4,7 +4,7 @@ the real engine on the file backend, render mode, real OPA and scheduler on loop
 
     .venv/bin/python benchmarks/scale.py --workloads 100 300 1000
     .venv/bin/python benchmarks/scale.py --workloads 100 300 --api-server   # objects applied to kube-apiserver
-    .venv/bin/python benchmarks/scale.py --workloads 1000 --without-pulumi-logs   # what the CLI's log costs
+    .venv/bin/python benchmarks/scale.py --workloads 1000 --with-pulumi-logs   # what the CLI's log costs
     .venv/bin/python benchmarks/scale.py --workloads 10000 --shards 10 --concurrency 2
 
 For each N it prints the wall time of
@@ -39,7 +39,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import floor  # noqa: E402
 from benchmarks.pulumi_up import KEY, SUBSCRIPTION, workloads  # noqa: E402
 from greenops.common.clock import stamp  # noqa: E402
-from greenops.common.toolpaths import pulumi_env  # noqa: E402
 from greenops.engine import automation  # noqa: E402
 from greenops.engine.automation import checkpoint_env  # noqa: E402
 from greenops.local.controlplane import LocalControlPlane  # noqa: E402
@@ -166,27 +165,13 @@ def gates(stack: auto.Stack) -> list[datetime]:
     )
 
 
-def home_without_logs(tmp: Path, home: Path) -> Path:
-    """A PULUMI_HOME sharing ``home``'s plugins where the CLI cannot open its automatic log.
-
-    The pulumi CLI (3.259, pinned) writes the engine's debug log, gzipped and
-    encrypted, to $PULUMI_HOME/logs, with no setting to turn it off; it is skipped only when that
-    folder cannot be created. A file in its place measures what the log costs. For the benchmark
-    only: nothing in greenops does this to a user's home."""
-    bare = tmp / "pulumi-home"
-    bare.mkdir()
-    (bare / "plugins").symlink_to(home / "plugins")
-    (bare / "logs").write_text("not a folder: the automatic log is off in this benchmark\n")
-    return bare
-
-
 def run(
     n: int,
     opa_url: str,
     scheduler_url: str,
     creds: Credentials,
     skip_checkpoints: bool,
-    pulumi_logs: bool = True,
+    pulumi_logs: bool = False,
     cluster: LocalControlPlane | None = None,
 ) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="greenops-scale-"))
@@ -197,8 +182,9 @@ def run(
         "PULUMI_CONFIG_PASSPHRASE": "bench",
         **(checkpoint_env() if skip_checkpoints else {}),
     }
-    if not pulumi_logs:
-        env["PULUMI_HOME"] = str(home_without_logs(tmp, Path(pulumi_env()["PULUMI_HOME"])))
+    if pulumi_logs:
+        # greenops turns the CLI's automatic log off in its own Pulumi home (toolpaths.without_automatic_log)
+        env["GREENOPS_PULUMI_LOGS"] = "on"
     made: list[auto.Stack] = []  # the program reads the stack's state and outputs before each pass, as the CLI's does
     stack = automation.inline_stack(f"scale{n}", automation.pass_program(tmp, lambda: made[0]), tmp, env)
     made.append(stack)
@@ -445,9 +431,9 @@ def main() -> None:
         help="apply the objects to a local etcd + kube-apiserver instead of rendering them to files",
     )
     parser.add_argument(
-        "--without-pulumi-logs",
+        "--with-pulumi-logs",
         action="store_true",
-        help="run the CLI without its automatic log under $PULUMI_HOME/logs, to show what it costs",
+        help="let the CLI write its automatic log ($PULUMI_HOME/logs; greenops turns it off), to show what it costs",
     )
     args = parser.parse_args()
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs", flush=True)
@@ -467,7 +453,7 @@ def main() -> None:
                     scheduler.url,
                     creds,
                     skip_checkpoints=not args.every_step,
-                    pulumi_logs=not args.without_pulumi_logs,
+                    pulumi_logs=args.with_pulumi_logs,
                     cluster=cluster,
                 )
             )
