@@ -119,6 +119,7 @@ class ReservationStore:
         self.hold = hold
         self.engine = _engine(url)
         self._writer = self.engine.execution_options(greenops_write=True)
+        self._one_statement = self.engine.execution_options(**_NO_TRANSACTION[self.engine.dialect.name])
         # One in-memory SQLite connection is shared by every thread, so its users take turns.
         self._serial = threading.RLock() if _in_memory(url) else contextlib.nullcontext()
         self._pruned_at = 0.0
@@ -153,6 +154,18 @@ class ReservationStore:
             raise
 
     @contextlib.contextmanager
+    def _read_one(self, operation: str) -> Iterator[Connection]:
+        """A read of one statement, outside any transaction: a statement sees one snapshot on its
+        own, so a BEGIN and a ROLLBACK around it are two statements more (two round trips on
+        PostgreSQL) for nothing, and psycopg forgets its prepared statements at every ROLLBACK."""
+        try:
+            with self._serial, self._one_statement.connect() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            self._count_error(operation, exc)
+            raise
+
+    @contextlib.contextmanager
     def _write(self, operation: str) -> Iterator[Connection]:
         try:
             with self._serial, self._writer.begin() as conn:
@@ -178,13 +191,14 @@ class ReservationStore:
     # The record's other tables (the API tokens) share its database and its transaction discipline;
     # their callers name the operation an error is counted under.
     reading = _read
+    reading_one = _read_one
     writing = _write
 
     # --- reads -----------------------------------------------------------------------------
 
     def get(self, key: str) -> dict[str, Any] | None:
-        with self._read("get") as conn:
-            row = conn.execute(select(reservations).where(reservations.c.key == key)).mappings().first()
+        with self._read_one("get") as conn:
+            row = conn.execute(_ROW, {"key": key}).mappings().first()
         return dict(row) if row else None
 
     def seen(self, row: dict[str, Any] | None) -> Seen:
@@ -201,12 +215,8 @@ class ReservationStore:
         """Booked milli-vCPUs per zone and slot in ``[first_slot, last_slot)``, without the key's
         own active booking (a changed spec may reuse its own slots)."""
         used: dict[str, dict[int, int]] = defaultdict(dict)
-        with self._read("calendar") as conn:
-            rows = conn.execute(
-                select(slot_usage).where(
-                    and_(slot_usage.c.zone.in_(zones), slot_usage.c.slot >= first_slot, slot_usage.c.slot < last_slot)
-                )
-            )
+        with self._read_one("calendar") as conn:
+            rows = conn.execute(_CALENDAR, {"zones": zones, "first": first_slot, "last": last_slot})
             for zone, slot, m in cast("Iterable[tuple[str, int, int]]", rows):
                 used[zone][slot] = m
         if seen.active:
@@ -422,6 +432,24 @@ class ReservationStore:
             conn.execute(slot_usage.delete().where(slot_usage.c.slot < int(now.timestamp() // SLOT) - 1))
 
 
+# The booking path's reads, built once: a statement object keeps its cache key, so each execution
+# skips building the statement and deriving the key of its compiled form again.
+_ROW = select(reservations).where(reservations.c.key == bindparam("key"))
+_CALENDAR = select(slot_usage).where(
+    and_(
+        slot_usage.c.zone.in_(bindparam("zones", expanding=True)),
+        slot_usage.c.slot >= bindparam("first"),
+        slot_usage.c.slot < bindparam("last"),
+    )
+)
+# How each database runs a statement outside a transaction (ReservationStore._read_one): psycopg in
+# autocommit mode; SQLite where the begin listener (_engine) leaves out the BEGIN.
+_NO_TRANSACTION: dict[str, dict[str, Any]] = {
+    "postgresql": {"isolation_level": "AUTOCOMMIT"},
+    "sqlite": {"greenops_no_transaction": True},
+}
+
+
 def _deltas(placements: Iterable[tuple[str, float, float]], milli_cpu: int) -> dict[tuple[str, int], int]:
     """milli-vCPUs per (zone, hourly slot) for runs of ``milli_cpu`` each at ``placements``."""
     out: dict[tuple[str, int], int] = defaultdict(int)
@@ -465,8 +493,11 @@ def _engine(url: str) -> Engine:
         @event.listens_for(engine, "begin")
         def _begin(conn: Connection) -> None:
             # A writer takes the write lock up front, so two writers queue instead of deadlocking
-            # on a lock upgrade.
-            conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("greenops_write") else "BEGIN")
+            # on a lock upgrade. A read of one statement runs without one (its ROLLBACK is then a
+            # no-op: sqlite3 rolls back only an open transaction).
+            options = conn.get_execution_options()
+            if not options.get("greenops_no_transaction"):
+                conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get("greenops_write") else "BEGIN")
 
         return engine
     return create_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
