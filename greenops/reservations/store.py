@@ -4,7 +4,7 @@ Booking is optimistic. The caller searches a snapshot of the calendar with no lo
 ``commit`` applies the booking in one short transaction:
 - the key's row is created, or updated only if its revision is still the one the search saw;
 - the tenant's row is locked and its active reservations summed against the quota;
-- every zone-hour is incremented only where it stays within capacity.
+- every zone-hour is incremented only where it stays within capacity (greenops.reservations.zone_hours).
 Any of these failing because somebody else got there first raises ``Conflict`` and the caller
 searches again. Locks are always taken in that order (key, tenant, zone-hours sorted), so
 concurrent bookings on PostgreSQL never deadlock; SQLite serialises writers with BEGIN IMMEDIATE.
@@ -27,7 +27,6 @@ from alembic.config import Config
 from sqlalchemy import (
     Connection,
     Engine,
-    Table,
     and_,
     bindparam,
     create_engine,
@@ -39,13 +38,14 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from greenops.common.errors import GreenOpsError
-from greenops.scheduler.algorithm import SLOT, slots_of
+from greenops.scheduler.algorithm import SLOT
 
+from . import zone_hours
+from .errors import Conflict, QuotaExceeded, UnknownReservation
 from .listing import ListingFilter
 from .tables import reservations, slot_usage, tenants
 
@@ -64,18 +64,6 @@ DEFAULT_HOLD = timedelta(minutes=2)
 HELD_PATH = "cluster"  # the path whose bookings are made before their object exists (at admission)
 _MIGRATIONS = Path(__file__).parent / "migrations"
 _PG_MIGRATION_LOCK = 0x67726E6F  # one advisory lock id: replicas starting together migrate in turn
-
-
-class Conflict(GreenOpsError):
-    """Another booking changed what the search saw: search again."""
-
-
-class QuotaExceeded(GreenOpsError):
-    """The tenant's active reservations plus this one exceed its quota."""
-
-
-class UnknownReservation(GreenOpsError):
-    """No reservation has this key."""
 
 
 def milli(vcpu: float) -> int:
@@ -220,7 +208,7 @@ class ReservationStore:
             for zone, slot, m in cast("Iterable[tuple[str, int, int]]", rows):
                 used[zone][slot] = m
         if seen.active:
-            for (zone, s), delta in _deltas(seen.placements, -seen.milli_cpu).items():
+            for (zone, s), delta in zone_hours.deltas(seen.placements, -seen.milli_cpu).items():
                 if s in used[zone]:
                     used[zone][s] += delta
         return used
@@ -267,15 +255,15 @@ class ReservationStore:
     def commit(self, booking: Booking, seen: Seen, capacity_milli: int, now: datetime) -> dict[str, Any]:
         """Store ``booking`` as the key's reservation, replacing its previous booking. Raises
         Conflict (search again) or QuotaExceeded; on any error nothing is changed."""
-        deltas = _deltas(booking.placements, booking.milli_cpu)
+        deltas = zone_hours.deltas(booking.placements, booking.milli_cpu)
         if seen.active:
-            for slot, delta in _deltas(seen.placements, -seen.milli_cpu).items():
+            for slot, delta in zone_hours.deltas(seen.placements, -seen.milli_cpu).items():
                 deltas[slot] += delta
         try:
             with self._write("commit") as conn:
                 self._claim_key(conn, booking, seen, now)
                 self._check_quota(conn, booking, now)
-                self._apply(conn, deltas, capacity_milli)
+                zone_hours.apply(conn, deltas, capacity_milli)
         except IntegrityError as exc:
             raise Conflict(f"key {booking.key} was booked meanwhile") from exc
         except DBAPIError as exc:
@@ -322,7 +310,7 @@ class ReservationStore:
                 values["lifecycle"] = lifecycle
             if phase in TERMINAL:
                 seen = self.seen(dict(row))
-                self._apply(conn, _deltas(seen.placements, -seen.milli_cpu), capacity_milli=0)
+                zone_hours.apply(conn, zone_hours.deltas(seen.placements, -seen.milli_cpu), capacity_milli=0)
                 values["revision"] = row["revision"] + 1
             conn.execute(update(reservations).where(reservations.c.key == key).values(**values))
             return {**dict(row), **values}
@@ -352,31 +340,21 @@ class ReservationStore:
         }
         if seen.revision is None:
             held = now + self.hold if b.path == HELD_PATH else None
-            conn.execute(insert(reservations).values(key=b.key, revision=1, created_at=now, held_until=held, **values))
+            conn.execute(_NEW_ROW, {"key": b.key, "revision": 1, "created_at": now, "held_until": held, **values})
             return
-        done = conn.execute(
-            update(reservations)
-            .where(and_(reservations.c.key == b.key, reservations.c.revision == seen.revision))
-            .values(revision=seen.revision + 1, **values)
-        )
+        changed = {"b_key": b.key, "b_seen": seen.revision, "revision": seen.revision + 1, **values}
+        done = conn.execute(_NEXT_REVISION, changed)
         if done.rowcount != 1:
             raise Conflict(f"key {b.key} changed meanwhile")
 
     def _check_quota(self, conn: Connection, b: Booking, now: datetime) -> None:
         if b.quota_milli is None:
             return
-        conn.execute(self._insert(tenants).values(tenant=b.tenant).on_conflict_do_nothing())
-        conn.execute(select(tenants).where(tenants.c.tenant == b.tenant).with_for_update())
-        used: int = conn.execute(
-            select(func.coalesce(func.sum(reservations.c.milli_cpu * reservations.c.jobs), 0)).where(
-                and_(
-                    reservations.c.tenant == b.tenant,
-                    reservations.c.phase.in_(ACTIVE),
-                    reservations.c.end_at > now,
-                    reservations.c.key != b.key,
-                )
-            )
-        ).scalar_one()
+        if self.dialect == "postgresql":
+            # Concurrent bookings of one tenant sum its reservations in turn, under its row's lock.
+            # SQLite runs one writer at a time (BEGIN IMMEDIATE): there is nothing to lock.
+            conn.execute(_LOCK_TENANT, {"tenant": b.tenant})
+        used: int = conn.execute(_TENANT_USE, {"tenant": b.tenant, "now": now, "key": b.key}).scalar_one()
         wanted = b.milli_cpu * len(b.placements)
         if used + wanted > b.quota_milli:
             raise QuotaExceeded(
@@ -384,43 +362,6 @@ class ReservationStore:
                 f"{b.quota_milli / 1000:g} ({used / 1000:g} in active reservations of either path "
                 f"+ {wanted / 1000:g} requested)"
             )
-
-    def _apply(self, conn: Connection, deltas: dict[tuple[str, int], int], capacity_milli: int) -> None:
-        """Change the zone-hours in a few statements, whatever the booking's size, so a batch holds
-        its locks briefly: create the missing rows, lock every touched row in one order (zone, then
-        hour: concurrent transactions never deadlock), check capacity, then update them all. A
-        zone-hour that would go over capacity raises Conflict and the transaction rolls back."""
-        keys = sorted(k for k, d in deltas.items() if d != 0)
-        if not keys:
-            return
-        if any(deltas[k] > capacity_milli for k in keys):
-            raise Conflict("one booking alone is above a zone-hour's capacity")
-        # a zone-hour given back that was already pruned (it had passed) is not brought back
-        added = [{"zone": z, "slot": s, "milli_cpu": 0} for z, s in keys if deltas[(z, s)] > 0]
-        if added:
-            conn.execute(self._insert(slot_usage).on_conflict_do_nothing(), added)
-        used: dict[tuple[str, int], int] = {}
-        for zone in sorted({z for z, _ in keys}):
-            slots = [s for z, s in keys if z == zone]
-            rows = conn.execute(
-                select(slot_usage.c.slot, slot_usage.c.milli_cpu)
-                .where(and_(slot_usage.c.zone == zone, slot_usage.c.slot >= slots[0], slot_usage.c.slot <= slots[-1]))
-                .order_by(slot_usage.c.slot)
-                .with_for_update()
-            )
-            used.update({(zone, s): m for s, m in cast("Iterable[tuple[int, int]]", rows)})
-        full = [k for k in keys if deltas[k] > 0 and used[k] + deltas[k] > capacity_milli]
-        if full:
-            raise Conflict(f"zone {full[0][0]} hour {full[0][1]} filled up meanwhile")
-        conn.execute(
-            update(slot_usage)
-            .where(and_(slot_usage.c.zone == bindparam("z"), slot_usage.c.slot == bindparam("s")))
-            .values(milli_cpu=slot_usage.c.milli_cpu + bindparam("d")),
-            [{"z": z, "s": s, "d": deltas[(z, s)]} for z, s in keys],
-        )
-
-    def _insert(self, table: Table) -> postgresql.Insert | sqlite.Insert:
-        return (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
 
     def _maybe_prune(self, now: datetime) -> None:
         """Zone-hours that have passed constrain nothing; drop them now and then."""
@@ -442,21 +383,31 @@ _CALENDAR = select(slot_usage).where(
         slot_usage.c.slot < bindparam("last"),
     )
 )
+# The booking's own statements, inside its write transaction. The update sets the columns its
+# parameters name; the key and the revision seen are bound under other names.
+_NEW_ROW = insert(reservations)
+_NEXT_REVISION = update(reservations).where(
+    and_(reservations.c.key == bindparam("b_key"), reservations.c.revision == bindparam("b_seen"))
+)
+_TENANT_USE = select(func.coalesce(func.sum(reservations.c.milli_cpu * reservations.c.jobs), 0)).where(
+    and_(
+        reservations.c.tenant == bindparam("tenant"),
+        reservations.c.phase.in_(ACTIVE),
+        reservations.c.end_at > bindparam("now"),
+        reservations.c.key != bindparam("key"),
+    )
+)
+# The tenant's row, created or not, locked in one statement (PostgreSQL only: see _check_quota).
+_NEW_TENANT = postgresql.insert(tenants).values(tenant=bindparam("tenant"))
+_LOCK_TENANT = _NEW_TENANT.on_conflict_do_update(
+    index_elements=[tenants.c.tenant], set_={"tenant": _NEW_TENANT.excluded.tenant}
+)
 # How each database runs a statement outside a transaction (ReservationStore._read_one): psycopg in
 # autocommit mode; SQLite where the begin listener (_engine) leaves out the BEGIN.
 _NO_TRANSACTION: dict[str, dict[str, Any]] = {
     "postgresql": {"isolation_level": "AUTOCOMMIT"},
     "sqlite": {"greenops_no_transaction": True},
 }
-
-
-def _deltas(placements: Iterable[tuple[str, float, float]], milli_cpu: int) -> dict[tuple[str, int], int]:
-    """milli-vCPUs per (zone, hourly slot) for runs of ``milli_cpu`` each at ``placements``."""
-    out: dict[tuple[str, int], int] = defaultdict(int)
-    for zone, start, end in placements:
-        for s in slots_of(start, end):
-            out[(zone, s)] += milli_cpu
-    return out
 
 
 def _retryable(exc: DBAPIError) -> bool:
