@@ -132,6 +132,26 @@ def test_ledger_forgets_the_past():
     assert sorted(ledger._used["A"]) == [int(T0 // SLOT) + 2]
 
 
+def test_the_ledger_reads_the_same_hours_whether_few_or_many_are_booked():
+    first = int(T0 // SLOT)
+    sparse = CapacityLedger(10)
+    sparse.reserve("A", T0 + 2 * H, 2 * H, 3)
+    sparse.reserve("A", T0 + 30 * H, H, 1)  # beyond the hours read
+    assert sparse.used("A", first, 6).tolist() == [0, 0, 3, 3, 0, 0]
+    dense = CapacityLedger(10)
+    dense.reserve("A", T0 - 5 * H, 12 * H, 2)  # more hours booked than read
+    assert dense.used("A", first, 4).tolist() == [2, 2, 2, 2]
+    assert dense.used("B", first, 2).tolist() == [0, 0]
+    assert dense.booked("A") and not dense.booked("B")
+
+
+def test_a_zone_whose_hours_were_all_given_back_is_free():
+    first = int(T0 // SLOT)
+    ledger = CapacityLedger(4, {"A": {first: 0.0, first + 1: 0.0}})  # as the record reads released hours
+    assert not ledger.booked("A")
+    assert best_placement({"A": hourly([1] * 4)}, Job(4, 1, H), T0, T0 + 4 * H, ledger).start == T0
+
+
 def test_batch_total_is_close_to_the_optimum():
     """Greedy batch placement vs the LP relaxation of the optimal assignment (a lower bound)."""
     from scipy.optimize import linprog
