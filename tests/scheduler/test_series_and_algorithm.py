@@ -31,6 +31,15 @@ def test_window_mean_is_exact_for_steps():
     assert s.window_means(np.array([T0 + 0.75 * H]), 0.5 * H)[0] == pytest.approx(150)
 
 
+def test_what_a_series_computes_once_is_shared_read_only():
+    s = hourly([100, 200, 300, 400])
+    assert s.boundaries is s.boundaries
+    with pytest.raises(ValueError, match="read-only"):
+        s.boundaries[0] = 0
+    first = s.window_means(np.array([T0, T0 + 0.5 * H]), 2 * H)
+    assert first.tolist() == s.window_means(np.array([T0, T0 + 0.5 * H]), 2 * H).tolist() == [150, 200]
+
+
 def test_value_at_and_slice():
     s = hourly([1, 2, 3, 4])
     assert list(s.value_at(np.array([T0, T0 + 1.5 * H, T0 + 3.99 * H]))) == [1, 2, 4]
