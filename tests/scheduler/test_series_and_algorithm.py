@@ -68,6 +68,20 @@ def test_candidates_include_breakpoints_and_ends():
     assert T0 + H in starts and T0 + 0.5 * H in starts  # a data point, and a data point minus D
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_candidates_are_the_distinct_points_in_order(seed):
+    rng = np.random.default_rng(seed)
+    s = Series(T0 + rng.integers(0, 4) * 900, 900.0, rng.uniform(0, 500, 200))
+    earliest = T0 + float(rng.uniform(0, 3600))
+    for duration in (900.0, 2 * H, float(rng.uniform(60, 5 * H))):
+        latest = earliest + float(rng.uniform(0, 40 * H))
+        b = s.boundaries
+        expected = np.unique(np.concatenate((b, b - duration, [earliest, latest])))
+        expected = expected[(expected >= earliest) & (expected <= latest)]
+        assert np.array_equal(candidate_starts(s, earliest, latest, duration), expected)
+    assert candidate_starts(s, s.end + H, s.end + 2 * H, H).tolist() == [s.end + H, s.end + 2 * H]
+
+
 def test_picks_the_cleanest_window_across_zones_and_time():
     forecasts = {"A": hourly([300, 300, 100, 100, 300, 300]), "B": hourly([250] * 6)}
     p = best_placement(forecasts, Job(2, 4, 2 * H), now=T0, deadline=T0 + 6 * H)
