@@ -45,6 +45,7 @@ from sqlalchemy.pool import StaticPool
 from greenops.scheduler.algorithm import SLOT
 
 from . import zone_hours
+from .checkpoints import CHECKPOINT_EVERY, Checkpoints
 from .errors import Conflict, QuotaExceeded, UnknownReservation
 from .listing import ListingFilter
 from .tables import reservations, slot_usage, tenants
@@ -102,7 +103,7 @@ class Booking:
 class ReservationStore:
     """``ReservationStore("sqlite:///path.db")``, ``"postgresql+psycopg://…"``, or ``"sqlite://"`` in memory."""
 
-    def __init__(self, url: str, hold: timedelta = DEFAULT_HOLD):
+    def __init__(self, url: str, hold: timedelta = DEFAULT_HOLD, checkpoint_every: int = CHECKPOINT_EVERY):
         self.url = url
         self.hold = hold
         self.engine = _engine(url)
@@ -114,6 +115,8 @@ class ReservationStore:
         self._prune_lock = threading.Lock()
         self._errors: dict[str, int] = defaultdict(int)
         self._errors_lock = threading.Lock()
+        wal = self.dialect == "sqlite" and not _in_memory(url)
+        self._checkpoints = Checkpoints(self._checkpoint, checkpoint_every) if wal else None
         self.migrate()
 
     @property
@@ -130,6 +133,8 @@ class ReservationStore:
             command.upgrade(cfg, "head")
 
     def close(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.close()
         self.engine.dispose()
 
     @contextlib.contextmanager
@@ -161,6 +166,15 @@ class ReservationStore:
         except SQLAlchemyError as exc:
             self._count_error(operation, exc)
             raise
+        if self._checkpoints is not None:
+            self._checkpoints.committed()
+
+    def _checkpoint(self) -> None:
+        """Copy a SQLite file's write-ahead log back into the database (greenops.reservations.checkpoints),
+        on the checkpoints' thread. A failure is counted among the record's errors; SQLite's own
+        checkpoint remains."""
+        with contextlib.suppress(SQLAlchemyError), self._read_one("checkpoint") as conn:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
 
     def _count_error(self, operation: str, exc: SQLAlchemyError) -> None:
         # A conflict is the optimistic booking working as designed (the caller searches again); only
