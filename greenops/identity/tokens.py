@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 
 from greenops.common.errors import GreenOpsError
 from greenops.reservations import ReservationStore
@@ -118,8 +118,8 @@ class TokenStore:
 
     def lookup(self, token: str, now: datetime) -> Principal | str:
         """The principal ``token`` proves, or why it proves none."""
-        with self._store.reading("token_lookup") as conn:
-            row = conn.execute(select(api_tokens).where(api_tokens.c.token_sha256 == digest(token))).mappings().first()
+        with self._store.reading_one("token_lookup") as conn:
+            row = conn.execute(_BY_DIGEST, {"digest": digest(token)}).mappings().first()
         if row is None:
             return "the bearer token is not known"
         if row["revoked_at"] is not None:
@@ -128,6 +128,10 @@ class TokenStore:
         if expires is not None and stored_utc(expires) <= now:
             return f"token {row['id']} ({row['name']}) expired"
         return _principal(row["name"], row["role"], row["tenants"], row["paths"], row["id"])
+
+
+# Built once (every request looks its token up): the statement keeps its compiled form's cache key.
+_BY_DIGEST = select(api_tokens).where(api_tokens.c.token_sha256 == bindparam("digest"))
 
 
 def _principal(

@@ -1,7 +1,8 @@
 """The durable record of placements, shared by the Pulumi and the cluster path."""
 
+from .errors import Conflict, QuotaExceeded, UnknownReservation
 from .listing import ListingFilter
-from .store import ACTIVE, TERMINAL, Booking, Conflict, QuotaExceeded, ReservationStore, Seen, UnknownReservation, milli
+from .store import ACTIVE, TERMINAL, Booking, ReservationStore, Seen, milli
 
 __all__ = [
     "ACTIVE",

@@ -4,7 +4,7 @@ Booking is optimistic. The caller searches a snapshot of the calendar with no lo
 ``commit`` applies the booking in one short transaction:
 - the key's row is created, or updated only if its revision is still the one the search saw;
 - the tenant's row is locked and its active reservations summed against the quota;
-- every zone-hour is incremented only where it stays within capacity.
+- every zone-hour is incremented only where it stays within capacity (greenops.reservations.zone_hours).
 Any of these failing because somebody else got there first raises ``Conflict`` and the caller
 searches again. Locks are always taken in that order (key, tenant, zone-hours sorted), so
 concurrent bookings on PostgreSQL never deadlock; SQLite serialises writers with BEGIN IMMEDIATE.
@@ -27,7 +27,6 @@ from alembic.config import Config
 from sqlalchemy import (
     Connection,
     Engine,
-    Table,
     and_,
     bindparam,
     create_engine,
@@ -39,13 +38,15 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from greenops.common.errors import GreenOpsError
-from greenops.scheduler.algorithm import SLOT, slots_of
+from greenops.scheduler.algorithm import SLOT
 
+from . import zone_hours
+from .checkpoints import CHECKPOINT_EVERY, Checkpoints
+from .errors import Conflict, QuotaExceeded, UnknownReservation
 from .listing import ListingFilter
 from .tables import reservations, slot_usage, tenants
 
@@ -64,18 +65,6 @@ DEFAULT_HOLD = timedelta(minutes=2)
 HELD_PATH = "cluster"  # the path whose bookings are made before their object exists (at admission)
 _MIGRATIONS = Path(__file__).parent / "migrations"
 _PG_MIGRATION_LOCK = 0x67726E6F  # one advisory lock id: replicas starting together migrate in turn
-
-
-class Conflict(GreenOpsError):
-    """Another booking changed what the search saw: search again."""
-
-
-class QuotaExceeded(GreenOpsError):
-    """The tenant's active reservations plus this one exceed its quota."""
-
-
-class UnknownReservation(GreenOpsError):
-    """No reservation has this key."""
 
 
 def milli(vcpu: float) -> int:
@@ -114,17 +103,20 @@ class Booking:
 class ReservationStore:
     """``ReservationStore("sqlite:///path.db")``, ``"postgresql+psycopg://…"``, or ``"sqlite://"`` in memory."""
 
-    def __init__(self, url: str, hold: timedelta = DEFAULT_HOLD):
+    def __init__(self, url: str, hold: timedelta = DEFAULT_HOLD, checkpoint_every: int = CHECKPOINT_EVERY):
         self.url = url
         self.hold = hold
         self.engine = _engine(url)
         self._writer = self.engine.execution_options(greenops_write=True)
+        self._one_statement = self.engine.execution_options(**_NO_TRANSACTION[self.engine.dialect.name])
         # One in-memory SQLite connection is shared by every thread, so its users take turns.
         self._serial = threading.RLock() if _in_memory(url) else contextlib.nullcontext()
         self._pruned_at = 0.0
         self._prune_lock = threading.Lock()
         self._errors: dict[str, int] = defaultdict(int)
         self._errors_lock = threading.Lock()
+        wal = self.dialect == "sqlite" and not _in_memory(url)
+        self._checkpoints = Checkpoints(self._checkpoint, checkpoint_every) if wal else None
         self.migrate()
 
     @property
@@ -141,12 +133,26 @@ class ReservationStore:
             command.upgrade(cfg, "head")
 
     def close(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.close()
         self.engine.dispose()
 
     @contextlib.contextmanager
     def _read(self, operation: str) -> Iterator[Connection]:
         try:
             with self._serial, self.engine.connect() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            self._count_error(operation, exc)
+            raise
+
+    @contextlib.contextmanager
+    def _read_one(self, operation: str) -> Iterator[Connection]:
+        """A read of one statement, outside any transaction: a statement sees one snapshot on its
+        own, so a BEGIN and a ROLLBACK around it are two statements more (two round trips on
+        PostgreSQL) for nothing, and psycopg forgets its prepared statements at every ROLLBACK."""
+        try:
+            with self._serial, self._one_statement.connect() as conn:
                 yield conn
         except SQLAlchemyError as exc:
             self._count_error(operation, exc)
@@ -160,6 +166,15 @@ class ReservationStore:
         except SQLAlchemyError as exc:
             self._count_error(operation, exc)
             raise
+        if self._checkpoints is not None:
+            self._checkpoints.committed()
+
+    def _checkpoint(self) -> None:
+        """Copy a SQLite file's write-ahead log back into the database (greenops.reservations.checkpoints),
+        on the checkpoints' thread. A failure is counted among the record's errors; SQLite's own
+        checkpoint remains."""
+        with contextlib.suppress(SQLAlchemyError), self._read_one("checkpoint") as conn:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
 
     def _count_error(self, operation: str, exc: SQLAlchemyError) -> None:
         # A conflict is the optimistic booking working as designed (the caller searches again); only
@@ -178,13 +193,14 @@ class ReservationStore:
     # The record's other tables (the API tokens) share its database and its transaction discipline;
     # their callers name the operation an error is counted under.
     reading = _read
+    reading_one = _read_one
     writing = _write
 
     # --- reads -----------------------------------------------------------------------------
 
     def get(self, key: str) -> dict[str, Any] | None:
-        with self._read("get") as conn:
-            row = conn.execute(select(reservations).where(reservations.c.key == key)).mappings().first()
+        with self._read_one("get") as conn:
+            row = conn.execute(_ROW, {"key": key}).mappings().first()
         return dict(row) if row else None
 
     def seen(self, row: dict[str, Any] | None) -> Seen:
@@ -201,16 +217,12 @@ class ReservationStore:
         """Booked milli-vCPUs per zone and slot in ``[first_slot, last_slot)``, without the key's
         own active booking (a changed spec may reuse its own slots)."""
         used: dict[str, dict[int, int]] = defaultdict(dict)
-        with self._read("calendar") as conn:
-            rows = conn.execute(
-                select(slot_usage).where(
-                    and_(slot_usage.c.zone.in_(zones), slot_usage.c.slot >= first_slot, slot_usage.c.slot < last_slot)
-                )
-            )
+        with self._read_one("calendar") as conn:
+            rows = conn.execute(_CALENDAR, {"zones": zones, "first": first_slot, "last": last_slot})
             for zone, slot, m in cast("Iterable[tuple[str, int, int]]", rows):
                 used[zone][slot] = m
         if seen.active:
-            for (zone, s), delta in _deltas(seen.placements, -seen.milli_cpu).items():
+            for (zone, s), delta in zone_hours.deltas(seen.placements, -seen.milli_cpu).items():
                 if s in used[zone]:
                     used[zone][s] += delta
         return used
@@ -257,15 +269,15 @@ class ReservationStore:
     def commit(self, booking: Booking, seen: Seen, capacity_milli: int, now: datetime) -> dict[str, Any]:
         """Store ``booking`` as the key's reservation, replacing its previous booking. Raises
         Conflict (search again) or QuotaExceeded; on any error nothing is changed."""
-        deltas = _deltas(booking.placements, booking.milli_cpu)
+        deltas = zone_hours.deltas(booking.placements, booking.milli_cpu)
         if seen.active:
-            for slot, delta in _deltas(seen.placements, -seen.milli_cpu).items():
+            for slot, delta in zone_hours.deltas(seen.placements, -seen.milli_cpu).items():
                 deltas[slot] += delta
         try:
             with self._write("commit") as conn:
                 self._claim_key(conn, booking, seen, now)
                 self._check_quota(conn, booking, now)
-                self._apply(conn, deltas, capacity_milli)
+                zone_hours.apply(conn, deltas, capacity_milli)
         except IntegrityError as exc:
             raise Conflict(f"key {booking.key} was booked meanwhile") from exc
         except DBAPIError as exc:
@@ -312,7 +324,7 @@ class ReservationStore:
                 values["lifecycle"] = lifecycle
             if phase in TERMINAL:
                 seen = self.seen(dict(row))
-                self._apply(conn, _deltas(seen.placements, -seen.milli_cpu), capacity_milli=0)
+                zone_hours.apply(conn, zone_hours.deltas(seen.placements, -seen.milli_cpu), capacity_milli=0)
                 values["revision"] = row["revision"] + 1
             conn.execute(update(reservations).where(reservations.c.key == key).values(**values))
             return {**dict(row), **values}
@@ -342,31 +354,21 @@ class ReservationStore:
         }
         if seen.revision is None:
             held = now + self.hold if b.path == HELD_PATH else None
-            conn.execute(insert(reservations).values(key=b.key, revision=1, created_at=now, held_until=held, **values))
+            conn.execute(_NEW_ROW, {"key": b.key, "revision": 1, "created_at": now, "held_until": held, **values})
             return
-        done = conn.execute(
-            update(reservations)
-            .where(and_(reservations.c.key == b.key, reservations.c.revision == seen.revision))
-            .values(revision=seen.revision + 1, **values)
-        )
+        changed = {"b_key": b.key, "b_seen": seen.revision, "revision": seen.revision + 1, **values}
+        done = conn.execute(_NEXT_REVISION, changed)
         if done.rowcount != 1:
             raise Conflict(f"key {b.key} changed meanwhile")
 
     def _check_quota(self, conn: Connection, b: Booking, now: datetime) -> None:
         if b.quota_milli is None:
             return
-        conn.execute(self._insert(tenants).values(tenant=b.tenant).on_conflict_do_nothing())
-        conn.execute(select(tenants).where(tenants.c.tenant == b.tenant).with_for_update())
-        used: int = conn.execute(
-            select(func.coalesce(func.sum(reservations.c.milli_cpu * reservations.c.jobs), 0)).where(
-                and_(
-                    reservations.c.tenant == b.tenant,
-                    reservations.c.phase.in_(ACTIVE),
-                    reservations.c.end_at > now,
-                    reservations.c.key != b.key,
-                )
-            )
-        ).scalar_one()
+        if self.dialect == "postgresql":
+            # Concurrent bookings of one tenant sum its reservations in turn, under its row's lock.
+            # SQLite runs one writer at a time (BEGIN IMMEDIATE): there is nothing to lock.
+            conn.execute(_LOCK_TENANT, {"tenant": b.tenant})
+        used: int = conn.execute(_TENANT_USE, {"tenant": b.tenant, "now": now, "key": b.key}).scalar_one()
         wanted = b.milli_cpu * len(b.placements)
         if used + wanted > b.quota_milli:
             raise QuotaExceeded(
@@ -374,43 +376,6 @@ class ReservationStore:
                 f"{b.quota_milli / 1000:g} ({used / 1000:g} in active reservations of either path "
                 f"+ {wanted / 1000:g} requested)"
             )
-
-    def _apply(self, conn: Connection, deltas: dict[tuple[str, int], int], capacity_milli: int) -> None:
-        """Change the zone-hours in a few statements, whatever the booking's size, so a batch holds
-        its locks briefly: create the missing rows, lock every touched row in one order (zone, then
-        hour: concurrent transactions never deadlock), check capacity, then update them all. A
-        zone-hour that would go over capacity raises Conflict and the transaction rolls back."""
-        keys = sorted(k for k, d in deltas.items() if d != 0)
-        if not keys:
-            return
-        if any(deltas[k] > capacity_milli for k in keys):
-            raise Conflict("one booking alone is above a zone-hour's capacity")
-        # a zone-hour given back that was already pruned (it had passed) is not brought back
-        added = [{"zone": z, "slot": s, "milli_cpu": 0} for z, s in keys if deltas[(z, s)] > 0]
-        if added:
-            conn.execute(self._insert(slot_usage).on_conflict_do_nothing(), added)
-        used: dict[tuple[str, int], int] = {}
-        for zone in sorted({z for z, _ in keys}):
-            slots = [s for z, s in keys if z == zone]
-            rows = conn.execute(
-                select(slot_usage.c.slot, slot_usage.c.milli_cpu)
-                .where(and_(slot_usage.c.zone == zone, slot_usage.c.slot >= slots[0], slot_usage.c.slot <= slots[-1]))
-                .order_by(slot_usage.c.slot)
-                .with_for_update()
-            )
-            used.update({(zone, s): m for s, m in cast("Iterable[tuple[int, int]]", rows)})
-        full = [k for k in keys if deltas[k] > 0 and used[k] + deltas[k] > capacity_milli]
-        if full:
-            raise Conflict(f"zone {full[0][0]} hour {full[0][1]} filled up meanwhile")
-        conn.execute(
-            update(slot_usage)
-            .where(and_(slot_usage.c.zone == bindparam("z"), slot_usage.c.slot == bindparam("s")))
-            .values(milli_cpu=slot_usage.c.milli_cpu + bindparam("d")),
-            [{"z": z, "s": s, "d": deltas[(z, s)]} for z, s in keys],
-        )
-
-    def _insert(self, table: Table) -> postgresql.Insert | sqlite.Insert:
-        return (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
 
     def _maybe_prune(self, now: datetime) -> None:
         """Zone-hours that have passed constrain nothing; drop them now and then."""
@@ -422,13 +387,41 @@ class ReservationStore:
             conn.execute(slot_usage.delete().where(slot_usage.c.slot < int(now.timestamp() // SLOT) - 1))
 
 
-def _deltas(placements: Iterable[tuple[str, float, float]], milli_cpu: int) -> dict[tuple[str, int], int]:
-    """milli-vCPUs per (zone, hourly slot) for runs of ``milli_cpu`` each at ``placements``."""
-    out: dict[tuple[str, int], int] = defaultdict(int)
-    for zone, start, end in placements:
-        for s in slots_of(start, end):
-            out[(zone, s)] += milli_cpu
-    return out
+# The booking path's reads, built once: a statement object keeps its cache key, so each execution
+# skips building the statement and deriving the key of its compiled form again.
+_ROW = select(reservations).where(reservations.c.key == bindparam("key"))
+_CALENDAR = select(slot_usage).where(
+    and_(
+        slot_usage.c.zone.in_(bindparam("zones", expanding=True)),
+        slot_usage.c.slot >= bindparam("first"),
+        slot_usage.c.slot < bindparam("last"),
+    )
+)
+# The booking's own statements, inside its write transaction. The update sets the columns its
+# parameters name; the key and the revision seen are bound under other names.
+_NEW_ROW = insert(reservations)
+_NEXT_REVISION = update(reservations).where(
+    and_(reservations.c.key == bindparam("b_key"), reservations.c.revision == bindparam("b_seen"))
+)
+_TENANT_USE = select(func.coalesce(func.sum(reservations.c.milli_cpu * reservations.c.jobs), 0)).where(
+    and_(
+        reservations.c.tenant == bindparam("tenant"),
+        reservations.c.phase.in_(ACTIVE),
+        reservations.c.end_at > bindparam("now"),
+        reservations.c.key != bindparam("key"),
+    )
+)
+# The tenant's row, created or not, locked in one statement (PostgreSQL only: see _check_quota).
+_NEW_TENANT = postgresql.insert(tenants).values(tenant=bindparam("tenant"))
+_LOCK_TENANT = _NEW_TENANT.on_conflict_do_update(
+    index_elements=[tenants.c.tenant], set_={"tenant": _NEW_TENANT.excluded.tenant}
+)
+# How each database runs a statement outside a transaction (ReservationStore._read_one): psycopg in
+# autocommit mode; SQLite where the begin listener (_engine) leaves out the BEGIN.
+_NO_TRANSACTION: dict[str, dict[str, Any]] = {
+    "postgresql": {"isolation_level": "AUTOCOMMIT"},
+    "sqlite": {"greenops_no_transaction": True},
+}
 
 
 def _retryable(exc: DBAPIError) -> bool:
@@ -465,8 +458,11 @@ def _engine(url: str) -> Engine:
         @event.listens_for(engine, "begin")
         def _begin(conn: Connection) -> None:
             # A writer takes the write lock up front, so two writers queue instead of deadlocking
-            # on a lock upgrade.
-            conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("greenops_write") else "BEGIN")
+            # on a lock upgrade. A read of one statement runs without one (its ROLLBACK is then a
+            # no-op: sqlite3 rolls back only an open transaction).
+            options = conn.get_execution_options()
+            if not options.get("greenops_no_transaction"):
+                conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get("greenops_write") else "BEGIN")
 
         return engine
     return create_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)

@@ -90,7 +90,18 @@ class CapacityLedger:
 
     def used(self, zone: str, first_slot: int, n: int) -> np.ndarray:
         row = self._used.get(zone, {})
-        return np.array([row.get(first_slot + i, 0.0) for i in range(n)], dtype=float)
+        if len(row) >= n:
+            return np.array([row.get(first_slot + i, 0.0) for i in range(n)], dtype=float)
+        # a calendar is mostly free: walk the hours booked, not every hour of the horizon
+        out = np.zeros(n)
+        for slot, vcpu in row.items():
+            if first_slot <= slot < first_slot + n:
+                out[slot - first_slot] = vcpu
+        return out
+
+    def booked(self, zone: str) -> bool:
+        """Whether any hour of ``zone`` has a reservation (a zone without one fits any job that fits a slot)."""
+        return any(self._used.get(zone, {}).values())
 
     def reserve(self, zone: str, start: float, duration: float, cpu: float) -> None:
         row = self._used[zone]
@@ -111,7 +122,12 @@ def candidate_starts(series: Series, earliest: float, latest: float, duration: f
     b = series.boundaries
     points = np.concatenate((b, b - duration, [earliest, latest]))
     points = points[(points >= earliest) & (points <= latest)]
-    return np.unique(points)
+    # np.unique, without its generality: a few hundred points per zone and decision
+    if points.size == 0:
+        return points
+    points.sort()
+    distinct: np.ndarray = points[np.concatenate(([True], points[1:] != points[:-1]))]
+    return distinct
 
 
 def _feasible(ledger: CapacityLedger, zone: str, starts: np.ndarray, duration: float, cpu: float) -> np.ndarray:
@@ -119,6 +135,8 @@ def _feasible(ledger: CapacityLedger, zone: str, starts: np.ndarray, duration: f
         return np.ones(len(starts), dtype=bool)
     if cpu > ledger.capacity_vcpu:
         return np.zeros(len(starts), dtype=bool)
+    if not ledger.booked(zone):
+        return np.ones(len(starts), dtype=bool)
     first = int(starts.min() // SLOT)
     last = int(math.ceil((starts.max() + duration) / SLOT))
     full = ledger.used(zone, first, last - first) + cpu > ledger.capacity_vcpu

@@ -46,6 +46,7 @@ from greenops.scheduler.offload import SearchPool
 from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.scheduler.scheduling_api import MAX_WORK
 from greenops.scheduler.sources.base import CarbonSource
+from greenops.scheduler.sources.cached import CachedSource
 from greenops.scheduler.state import Clock, SchedulerState
 
 # MAX_WORK stays importable from here, where it always was
@@ -96,7 +97,7 @@ def create_app(
     record = store or ReservationStore("sqlite://")
     metrics = SchedulerMetrics(record, capacity_vcpu)
     state = SchedulerState(
-        source=metrics.measured(source),
+        source=metrics.measured(CachedSource(source)),
         store=record,
         clock=clock,
         capacity_vcpu=capacity_vcpu,

@@ -160,12 +160,20 @@ class Decider:
             forecasts = {z: self.source.series(z, begin, deadline, now) for z in req.eligible_regions}
             if time.monotonic() > give_up_at:
                 raise DecisionTimeout("fetching forecasts took longer than req_timeout")
+            # each eligible zone's run-now mean, for the baseline and the answer's windows weighed
+            run_now: dict[str, float] = {}
+
+            def run_now_in(zone: str) -> float:
+                if zone not in run_now:
+                    run_now[zone] = run_now_mean(forecasts[zone], begin, duration)
+                return run_now[zone]
+
             if req.origin_zone:
                 base_series = self.source.series(req.origin_zone, begin, begin + duration, now)
                 baseline = run_now_mean(base_series, begin, duration)
                 what = f"run now in {req.origin_zone}"
             else:
-                baseline = sum(run_now_mean(s, begin, duration) for s in forecasts.values()) / len(forecasts)
+                baseline = sum(run_now_in(z) for z in forecasts) / len(forecasts)
                 what = "run now, mean over the eligible zones"
 
             job = Job(req.cpu, req.memory, duration)
@@ -204,7 +212,7 @@ class Decider:
                 return placements
 
             def answer_of(placements: list[Placement]) -> dict[str, Any]:
-                considered = [(p, run_now_mean(forecasts[p.zone], begin, duration)) for p in weighed]
+                considered = [(p, run_now_in(p.zone)) for p in weighed]
                 return _response(
                     placements,
                     baseline,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -47,9 +48,16 @@ class Series:
     def end(self) -> float:
         return self.start + self.step * len(self.values)
 
-    @property
+    # A decision reads one series several times (the search, the baseline, the windows weighed):
+    # what does not depend on the window is computed once per series, and read-only, since shared.
+    @cached_property
     def boundaries(self) -> np.ndarray:
-        return self.start + self.step * np.arange(len(self.values) + 1)
+        return _read_only(self.start + self.step * np.arange(len(self.values) + 1))
+
+    @cached_property
+    def _integral(self) -> np.ndarray:
+        """The running integral of intensity over time at each boundary (g/kWh x seconds)."""
+        return _read_only(np.concatenate(([0.0], np.cumsum(self.values * self.step))))
 
     @classmethod
     def from_pandas(cls, s: pd.Series) -> Series:
@@ -73,8 +81,7 @@ class Series:
 
     def window_means(self, starts: np.ndarray, duration: float) -> np.ndarray:
         """Mean intensity over ``[s, s + duration)`` for every start ``s`` (exact for steps)."""
-        b = self.boundaries
-        cum = np.concatenate(([0.0], np.cumsum(self.values * self.step)))
+        b, cum = self.boundaries, self._integral
         lo = np.interp(starts, b, cum)
         hi = np.interp(starts + duration, b, cum)
         means: np.ndarray = (hi - lo) / duration
@@ -85,3 +92,8 @@ class Series:
         i0 = max(0, int((t0 - self.start) // self.step))
         i1 = min(len(self.values), int(np.ceil((t1 - self.start) / self.step)))
         return Series(self.start + i0 * self.step, self.step, self.values[i0:i1])
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a

@@ -31,6 +31,15 @@ def test_window_mean_is_exact_for_steps():
     assert s.window_means(np.array([T0 + 0.75 * H]), 0.5 * H)[0] == pytest.approx(150)
 
 
+def test_what_a_series_computes_once_is_shared_read_only():
+    s = hourly([100, 200, 300, 400])
+    assert s.boundaries is s.boundaries
+    with pytest.raises(ValueError, match="read-only"):
+        s.boundaries[0] = 0
+    first = s.window_means(np.array([T0, T0 + 0.5 * H]), 2 * H)
+    assert first.tolist() == s.window_means(np.array([T0, T0 + 0.5 * H]), 2 * H).tolist() == [150, 200]
+
+
 def test_value_at_and_slice():
     s = hourly([1, 2, 3, 4])
     assert list(s.value_at(np.array([T0, T0 + 1.5 * H, T0 + 3.99 * H]))) == [1, 2, 4]
@@ -57,6 +66,20 @@ def test_candidates_include_breakpoints_and_ends():
     starts = candidate_starts(s, T0 + 600, T0 + 4 * H, 1.5 * H)
     assert T0 + 600 in starts and T0 + 4 * H in starts
     assert T0 + H in starts and T0 + 0.5 * H in starts  # a data point, and a data point minus D
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_candidates_are_the_distinct_points_in_order(seed):
+    rng = np.random.default_rng(seed)
+    s = Series(T0 + rng.integers(0, 4) * 900, 900.0, rng.uniform(0, 500, 200))
+    earliest = T0 + float(rng.uniform(0, 3600))
+    for duration in (900.0, 2 * H, float(rng.uniform(60, 5 * H))):
+        latest = earliest + float(rng.uniform(0, 40 * H))
+        b = s.boundaries
+        expected = np.unique(np.concatenate((b, b - duration, [earliest, latest])))
+        expected = expected[(expected >= earliest) & (expected <= latest)]
+        assert np.array_equal(candidate_starts(s, earliest, latest, duration), expected)
+    assert candidate_starts(s, s.end + H, s.end + 2 * H, H).tolist() == [s.end + H, s.end + 2 * H]
 
 
 def test_picks_the_cleanest_window_across_zones_and_time():
@@ -130,6 +153,26 @@ def test_ledger_forgets_the_past():
     ledger.reserve("A", T0, 3 * H, 5)
     ledger.forget_before(T0 + 2 * H)
     assert sorted(ledger._used["A"]) == [int(T0 // SLOT) + 2]
+
+
+def test_the_ledger_reads_the_same_hours_whether_few_or_many_are_booked():
+    first = int(T0 // SLOT)
+    sparse = CapacityLedger(10)
+    sparse.reserve("A", T0 + 2 * H, 2 * H, 3)
+    sparse.reserve("A", T0 + 30 * H, H, 1)  # beyond the hours read
+    assert sparse.used("A", first, 6).tolist() == [0, 0, 3, 3, 0, 0]
+    dense = CapacityLedger(10)
+    dense.reserve("A", T0 - 5 * H, 12 * H, 2)  # more hours booked than read
+    assert dense.used("A", first, 4).tolist() == [2, 2, 2, 2]
+    assert dense.used("B", first, 2).tolist() == [0, 0]
+    assert dense.booked("A") and not dense.booked("B")
+
+
+def test_a_zone_whose_hours_were_all_given_back_is_free():
+    first = int(T0 // SLOT)
+    ledger = CapacityLedger(4, {"A": {first: 0.0, first + 1: 0.0}})  # as the record reads released hours
+    assert not ledger.booked("A")
+    assert best_placement({"A": hourly([1] * 4)}, Job(4, 1, H), T0, T0 + 4 * H, ledger).start == T0
 
 
 def test_batch_total_is_close_to_the_optimum():

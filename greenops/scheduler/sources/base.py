@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from greenops.common.errors import GreenOpsError
@@ -31,6 +31,10 @@ class Bands:
     method: str  # how the interval was made, e.g. "split-conformal, last 28 days"
 
 
+# The revision of a source whose data is read once, when it is built, and never changes.
+FIXED = "fixed"
+
+
 class CarbonSource(ABC):
     """Intensity for a zone over a period, at the source's own resolution."""
 
@@ -49,6 +53,14 @@ class CarbonSource(ABC):
 
         Raises UnknownZone or SourceUnavailable.
         """
+
+    def revision(self) -> Hashable | None:
+        """What the source's forecasts are made from, for keeping them between decisions
+        (sources.cached): while it stays the same, ``series`` answers calls whose ``now`` falls in
+        one hour with the same values for the same times, so the series of a period is the one of any
+        longer period cut to it. A new revision means the data changed. None, the default: the
+        source cannot promise that, and it is asked every time."""
+        return None
 
     def bands(self, zone: str, t0: float, t1: float, now: float) -> Bands | None:
         """A prediction interval for ``series(zone, t0, t1, now)``, or None when the source says

@@ -7,7 +7,7 @@ import numpy as np
 from greenops.catalog import Catalog, load_catalog
 from greenops.scheduler.series import Series
 
-from .base import CarbonSource, UnknownZone
+from .base import FIXED, CarbonSource, UnknownZone
 
 HOUR = 3600.0
 
@@ -27,6 +27,9 @@ class ProfileSource(CarbonSource):
 
     def zones(self) -> frozenset[str]:
         return frozenset(self._tables)
+
+    def revision(self) -> str:
+        return FIXED  # the catalog's tables, read when the source is built
 
     def series(self, zone: str, t0: float, t1: float, now: float) -> Series:
         table = self._tables.get(zone)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from greenops.scheduler.series import Series
 
-from .base import CarbonSource, UnknownZone
+from .base import FIXED, CarbonSource, UnknownZone
 
 EM_TIME = "Datetime (UTC)"
 EM_ZONE = "Zone Id"
@@ -62,6 +62,9 @@ class TraceSource(CarbonSource):
 
     def zones(self) -> frozenset[str]:
         return frozenset(self._series)
+
+    def revision(self) -> str:
+        return FIXED  # the traces, read when the source is built; what happened does not depend on now
 
     def full(self, zone: str) -> Series:
         try:
