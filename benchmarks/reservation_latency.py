@@ -3,7 +3,7 @@ request booking under its own key, against the same process type with the record
 SQLite file, and in a real PostgreSQL server on loopback. Prints p50/p99 per store.
 
     .venv/bin/python benchmarks/reservation_latency.py [--requests 400]
-Target: p99 < 20 ms with SQLite.
+Goals: p99 <= 5 ms with SQLite, <= 8 ms with PostgreSQL.
 """
 
 from __future__ import annotations
