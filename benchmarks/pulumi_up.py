@@ -29,13 +29,13 @@ KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBenchmarkKeyOnly greenops-bench"
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"  # rendered into owner ARM ids, never used against Azure
 
 
-def workloads(n: int) -> list[dict]:
-    """Valid, placeable workloads: EU-only ones start from EU regions (a conflict is refused, and
-    is tested elsewhere)."""
+def workloads(n: int, now: datetime | None = None) -> list[dict]:
+    """Valid, placeable workloads, their deadlines from ``now`` (default: the wall clock): EU-only
+    ones start from EU regions (a conflict is refused, and is tested elsewhere)."""
     rnd = random.Random(n)
     cat = load_catalog()
     placeable = [r for r in cat.regions() if not cat.placement_gaps(r.provider, r.name)]
-    now = datetime.now(UTC)
+    now = now or datetime.now(UTC)
     out = []
     for i in range(n):
         residency = rnd.choice(["eu", "none"])

@@ -7,6 +7,10 @@ the real engine on the file backend, render mode, real OPA and scheduler on loop
     .venv/bin/python benchmarks/scale.py --workloads 1000 --with-pulumi-logs   # what the CLI's log costs
     .venv/bin/python benchmarks/scale.py --workloads 10000 --shards 10 --concurrency 2
 
+Every run places its workloads at one simulated instant (--at, default AT below: the services and
+the stack run on that clock), so the decisions, and which runs have ended by a given gate, are the
+same from run to run.
+
 For each N it prints the wall time of
   preview (nothing deployed), up (placing all), preview and up unchanged, and a reconcile pass
   (`up` at a clock where about 10 % of the Scheduled workloads' gates have opened),
@@ -38,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import floor  # noqa: E402
 from benchmarks.pulumi_up import KEY, SUBSCRIPTION, workloads  # noqa: E402
-from greenops.common.clock import stamp  # noqa: E402
+from greenops.common.clock import parse_time, stamp  # noqa: E402
 from greenops.engine import automation  # noqa: E402
 from greenops.engine.automation import checkpoint_env  # noqa: E402
 from greenops.local.controlplane import LocalControlPlane  # noqa: E402
@@ -122,11 +126,11 @@ def tenant_of(i: int) -> str:
     return f"team-{i // 20:03d}"
 
 
-def write_workloads(folder: Path, n: int) -> None:
+def write_workloads(folder: Path, n: int, now: datetime) -> None:
     """One file per tenant, as a platform team would keep them: 20 workloads per tenant, so every
     tenant stays within the default quota (512 vCPU) and nothing is refused for it."""
     by_tenant: dict[str, list[dict]] = {}
-    for i, w in enumerate(workloads(n)):
+    for i, w in enumerate(workloads(n, now)):
         w.pop("tenant")
         by_tenant.setdefault(tenant_of(i), []).append(w)
     folder.mkdir(parents=True)
@@ -171,13 +175,15 @@ def run(
     scheduler_url: str,
     creds: Credentials,
     skip_checkpoints: bool,
+    t0: datetime,
     pulumi_logs: bool = False,
     cluster: LocalControlPlane | None = None,
 ) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="greenops-scale-"))
     (tmp / "state").mkdir()
-    write_workloads(tmp / "workloads", n)
+    write_workloads(tmp / "workloads", n, t0)
     env = {
+        "GREENOPS_NOW": stamp(t0),  # the program's and the Placement's clock (the scheduler's too)
         "PULUMI_BACKEND_URL": f"file://{tmp / 'state'}",
         "PULUMI_CONFIG_PASSPHRASE": "bench",
         **(checkpoint_env() if skip_checkpoints else {}),
@@ -238,7 +244,7 @@ def run(
             row[RECONCILE] = time.perf_counter() - t
             row[f"{RECONCILE}: CPU s"] = memory.cpu_since(mark)
             row["reconcile changes"] = {k: v for k, v in result.summary.resource_changes.items() if k != "same"}
-            del stack.workspace.env_vars["GREENOPS_NOW"]
+            stack.workspace.env_vars["GREENOPS_NOW"] = stamp(t0)
             graphs[RECONCILE] = floor.graph(stack.export_stack().deployment)
     row["peak RSS MB"] = {k: round(v / 2**20) for k, v in sorted(memory.peaks.items())}
     state = tmp / "state" / ".pulumi" / "stacks" / PROJECT / f"scale{n}.json"
@@ -284,7 +290,9 @@ def api_server():
         yield cp
 
 
-def run_sharded(n: int, shards: int, concurrency: int, opa_url: str, scheduler_url: str, creds: Credentials) -> dict:
+def run_sharded(
+    n: int, shards: int, concurrency: int, opa_url: str, scheduler_url: str, creds: Credentials, t0: datetime
+) -> dict:
     """The same N workloads as `greenops <op> --stack scale --shards <shards>`: separate processes,
     ``concurrency`` at a time, as a user runs them."""
     import subprocess
@@ -295,7 +303,7 @@ def run_sharded(n: int, shards: int, concurrency: int, opa_url: str, scheduler_u
     tmp = Path(tempfile.mkdtemp(prefix="greenops-shards-"))
     (tmp / "state").mkdir()
     (tmp / "stacks").mkdir()
-    write_workloads(tmp / "workloads", n)
+    write_workloads(tmp / "workloads", n, t0)
     (tmp / "Pulumi.yaml").write_text(
         yaml.safe_dump(
             {
@@ -324,6 +332,7 @@ def run_sharded(n: int, shards: int, concurrency: int, opa_url: str, scheduler_u
             "GREENOPS_PROJECT_DIR": str(tmp),
             "PULUMI_BACKEND_URL": f"file://{tmp / 'state'}",
             "PULUMI_CONFIG_PASSPHRASE": "bench",
+            "GREENOPS_NOW": stamp(t0),
             "GREENOPS_SCHEDULER_TOKEN": creds.shared,
             "GREENOPS_OPA_TOKEN": creds.opa,
         }
@@ -385,6 +394,8 @@ def print_floor(row: dict) -> None:
 GOALS_1000 = [("preview (unchanged)", 20.0), ("up (place all)", 40.0), (RECONCILE, 20.0)]
 FLOOR_RATIO = 1.5
 FIRST_PLACEMENT_10000 = 600.0
+# The simulated instant every run places at: which runs have ended by a given gate depends on it.
+AT = "2027-01-10T18:00:00Z"
 RSS_MB = 1024
 
 
@@ -418,6 +429,11 @@ def met(ok: bool) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workloads", type=int, nargs="+", default=[100, 300])
+    parser.add_argument(
+        "--at",
+        default=AT,
+        help=f"the instant the workloads are placed at (default {AT}, so runs are comparable; 'now': the wall clock)",
+    )
     parser.add_argument("--shards", type=int, default=0, help="run each N as `greenops --shards` over this many stacks")
     parser.add_argument("--concurrency", type=int, default=2, help="with --shards: shards at a time")
     parser.add_argument(
@@ -438,14 +454,16 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs", flush=True)
     with contextlib.ExitStack() as running:
-        scheduler = running.enter_context(SchedulerServer(capacity_vcpu=1e9))
+        t0 = parse_time(args.at) if args.at != "now" else datetime.now(UTC).replace(microsecond=0)
+        print(f"the workloads are placed at {stamp(t0)}", flush=True)
+        scheduler = running.enter_context(SchedulerServer(capacity_vcpu=1e9, env={"GREENOPS_NOW": stamp(t0)}))
         opa_token = scheduler.issue("opa", None, paths=["cluster"])  # OPA's own principal (the cluster path)
         opa = running.enter_context(OpaServer(scheduler_url=scheduler.url, scheduler_token=opa_token))
         cluster = running.enter_context(api_server()) if args.api_server else None
         creds = credentials(scheduler, opa, args.workloads)
         for n in args.workloads:
             row = (
-                run_sharded(n, args.shards, args.concurrency, opa.url, scheduler.url, creds)
+                run_sharded(n, args.shards, args.concurrency, opa.url, scheduler.url, creds, t0)
                 if args.shards
                 else run(
                     n,
@@ -453,6 +471,7 @@ def main() -> None:
                     scheduler.url,
                     creds,
                     skip_checkpoints=not args.every_step,
+                    t0=t0,
                     pulumi_logs=args.with_pulumi_logs,
                     cluster=cluster,
                 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
+from datetime import UTC, datetime
 
 import psutil
 import pytest
@@ -32,7 +33,7 @@ def project(tmp_path_factory):
         "http://127.0.0.1:1", "http://127.0.0.1:2", folder / "rendered", workloadsFrom="workloads"
     )
     project_beside_the_repo(folder, "scale", config)
-    write_workloads(folder / "workloads", N)
+    write_workloads(folder / "workloads", N, datetime.now(UTC))  # this preview runs on the wall clock
     (folder / "state").mkdir()
     return folder
 
@@ -46,8 +47,9 @@ def test_the_automation_api_previews_1000_workloads_from_files(project):
     t = time.perf_counter()
     preview = st.preview(color="never")
     print(f"\nAutomation API preview of {N} workloads: {time.perf_counter() - t:.1f} s, {preview.change_summary}")
-    # each workload: its component, its placement and the ConfigGroup that holds its objects when due
-    assert preview.change_summary.get("create", 0) >= 3 * N, preview.change_summary
+    # each workload: its component and its placement; its ConfigGroup comes with a decision that
+    # starts at once, which a preview of new workloads cannot know (greenops.placement.declared)
+    assert preview.change_summary.get("create", 0) >= 2 * N, preview.change_summary
 
 
 def test_the_cli_previews_1000_workloads_from_files_in_bounded_memory(project):
@@ -93,5 +95,5 @@ def test_the_cli_previews_1000_workloads_from_files_in_bounded_memory(project):
     assert proc.returncode == 0, out[-4000:]
     assert "Argument list too long" not in out
     creates = int(out.split(" to create")[0].rsplit("+", 1)[1].strip())
-    assert creates >= 3 * N, out[-2000:]
+    assert creates >= 2 * N, out[-2000:]
     assert 0 < peak["rss"] < CLI_MEMORY_LIMIT
