@@ -138,34 +138,30 @@ class ReservationStore:
         self.engine.dispose()
 
     @contextlib.contextmanager
-    def _read(self, operation: str) -> Iterator[Connection]:
+    def _connection(
+        self, operation: str, opened: Callable[[], contextlib.AbstractContextManager[Connection]]
+    ) -> Iterator[Connection]:
+        """``opened()``, in the in-memory database's turn; an error is counted under ``operation``."""
         try:
-            with self._serial, self.engine.connect() as conn:
+            with self._serial, opened() as conn:
                 yield conn
         except SQLAlchemyError as exc:
             self._count_error(operation, exc)
             raise
 
-    @contextlib.contextmanager
-    def _read_one(self, operation: str) -> Iterator[Connection]:
+    def _read(self, operation: str) -> contextlib.AbstractContextManager[Connection]:
+        return self._connection(operation, self.engine.connect)
+
+    def _read_one(self, operation: str) -> contextlib.AbstractContextManager[Connection]:
         """A read of one statement, outside any transaction: a statement sees one snapshot on its
         own, so a BEGIN and a ROLLBACK around it are two statements more (two round trips on
         PostgreSQL) for nothing, and psycopg forgets its prepared statements at every ROLLBACK."""
-        try:
-            with self._serial, self._one_statement.connect() as conn:
-                yield conn
-        except SQLAlchemyError as exc:
-            self._count_error(operation, exc)
-            raise
+        return self._connection(operation, self._one_statement.connect)
 
     @contextlib.contextmanager
     def _write(self, operation: str) -> Iterator[Connection]:
-        try:
-            with self._serial, self._writer.begin() as conn:
-                yield conn
-        except SQLAlchemyError as exc:
-            self._count_error(operation, exc)
-            raise
+        with self._connection(operation, self._writer.begin) as conn:
+            yield conn
         if self._checkpoints is not None:
             self._checkpoints.committed()
 
