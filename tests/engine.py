@@ -6,7 +6,7 @@ import json
 import shutil
 import threading
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import yaml
@@ -61,6 +61,21 @@ def small_job(name: str, deadline: str, tenant: str = "ops", **fields) -> dict:
         "originRegion": "westeurope",
         "tenant": tenant,
         **fields,
+    }
+
+
+def patient_job(now: datetime) -> dict:
+    """Pinned to one GCP region with a deadline days away: a job the scheduler starts later."""
+    return {
+        "name": "patient",
+        "cpu": 4,
+        "memory": 8,
+        "duration": "1h",
+        "deadline": iso(now + timedelta(days=5)),
+        "originRegion": "italynorth",
+        "eligibleProviders": ["gcp"],
+        "region": "europe-west9",
+        "tenant": "ml",
     }
 
 

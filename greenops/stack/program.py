@@ -245,8 +245,12 @@ def previous_rows(
     Automation API (plain, so every ConfigGroup is declared in order), or read back through the
     stack's reference to itself."""
     if read is not None:
-        return {str(r.get("workload")): r for r in read()}
-    return previous.output("placements").apply(lambda rows: {str(r.get("workload")): r for r in rows or []})
+        return _by_workload(read())
+    return previous.output("placements").apply(_by_workload)
+
+
+def _by_workload(rows: list[dict[str, Any]] | None) -> dict[str, dict[str, Any]]:
+    return {str(r.get("workload")): r for r in rows or []}
 
 
 def run(

@@ -11,7 +11,7 @@ import pytest
 
 from greenops.placement import declared
 from tests import loopback
-from tests.engine import at, engine_stack, iso, render_mode_config, rendered_workloads
+from tests.engine import at, engine_stack, iso, patient_job, render_mode_config, rendered_workloads, small_job
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 GROUP = "kubernetes:yaml/v2:ConfigGroup"
@@ -24,43 +24,23 @@ def groups(stack) -> set[str]:
     return {r["urn"].rsplit("::", 1)[1].removesuffix("-vm") for r in resources if r["type"] == GROUP}
 
 
-def patient(now: datetime) -> dict:
-    """Pinned to one region with a deadline days away: a job the scheduler starts later."""
-    return {
-        "name": "patient",
-        "cpu": 4,
-        "memory": 8,
-        "duration": "1h",
-        "deadline": iso(now + timedelta(days=5)),
-        "originRegion": "italynorth",
-        "eligibleProviders": ["gcp"],
-        "region": "europe-west9",
-        "tenant": "ml",
-    }
+def render_stack(tmp_path, name: str, now: datetime, workloads: list[dict], scheduler, opa):
+    """The workloads' stack in render mode, with the credentials Placement presents."""
+    config = render_mode_config(opa.url, scheduler.url, tmp_path / "rendered", workloads=workloads, endpoints=LEAD)
+    secrets = loopback.stack_secrets(scheduler, opa, loopback.tenants_of(workloads))
+    return engine_stack(tmp_path, name, now, config, secrets=secrets)
 
 
 def test_a_waiting_workload_has_no_config_group_until_its_gate_nears(tmp_path):
     now = datetime.now(UTC).replace(microsecond=0)
     out = tmp_path / "rendered"
-    urgent = {
-        "name": "urgent",
-        "cpu": 2,
-        "memory": 4,
-        "duration": "2h",
-        "deadline": iso(now + timedelta(hours=2, minutes=2)),
-        "originRegion": "westeurope",
-        "dataResidency": "eu",
-        "tenant": "ops",
-    }
-    workloads = [urgent, patient(now)]
+    # must start now: its deadline leaves two minutes of slack
+    workloads = [
+        small_job("urgent", iso(now + timedelta(hours=2, minutes=2)), duration="2h", dataResidency="eu"),
+        patient_job(now),
+    ]
     with loopback.servers() as (scheduler, opa):
-        stack = engine_stack(
-            tmp_path,
-            "declared",
-            now,
-            render_mode_config(opa.url, scheduler.url, out, workloads=workloads, endpoints=LEAD),
-            secrets=loopback.stack_secrets(scheduler, opa, loopback.tenants_of(workloads)),
-        )
+        stack = render_stack(tmp_path, "declared", now, workloads, scheduler, opa)
         try:
             rows = {r["workload"]: r for r in stack.up().outputs["placements"].value}
             assert rows["urgent"]["phase"] == "Running" and rows["patient"]["phase"] == "Scheduled"
@@ -98,16 +78,9 @@ def test_a_stack_made_when_every_workload_had_a_group_upgrades_without_a_replace
     """The program before this change declared a ConfigGroup for every workload. Its stack, passed
     to today's program: the waiting workload's empty group is deleted, every Placement stays."""
     now = datetime.now(UTC).replace(microsecond=0)
-    out = tmp_path / "rendered"
-    workloads = [patient(now)]
+    workloads = [patient_job(now)]
     with loopback.servers() as (scheduler, opa):
-        stack = engine_stack(
-            tmp_path,
-            "upgrade",
-            now,
-            render_mode_config(opa.url, scheduler.url, out, workloads=workloads, endpoints=LEAD),
-            secrets=loopback.stack_secrets(scheduler, opa, loopback.tenants_of(workloads)),
-        )
+        stack = render_stack(tmp_path, "upgrade", now, workloads, scheduler, opa)
         try:
             with monkeypatch.context() as earlier:  # (the inline program runs in this process)
                 earlier.setattr("greenops.stack.program.objects_declared", lambda *_: True)

@@ -13,7 +13,17 @@ from greenops.engine import automation
 from greenops.engine.reconcile import lifecycle_changes
 from greenops.insight import report
 from tests import loopback
-from tests.engine import at, at_once, engine_stack, iso, render_mode_config, rendered_workloads, small_job, unchanged
+from tests.engine import (
+    at,
+    at_once,
+    engine_stack,
+    iso,
+    patient_job,
+    render_mode_config,
+    rendered_workloads,
+    small_job,
+    unchanged,
+)
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 
@@ -24,17 +34,7 @@ def test_up_gate_second_up_clock_and_destroy(tmp_path):
     workloads = [
         # must start now: its deadline leaves two minutes of slack
         small_job("urgent", iso(now + timedelta(hours=2, minutes=2)), duration="2h", dataResidency="eu"),
-        {
-            "name": "patient",
-            "cpu": 4,
-            "memory": 8,
-            "duration": "1h",
-            "deadline": iso(now + timedelta(days=5)),
-            "originRegion": "italynorth",
-            "eligibleProviders": ["gcp"],
-            "region": "europe-west9",
-            "tenant": "ml",
-        },
+        patient_job(now),
     ]
     with loopback.servers() as (scheduler, opa):
         stack = engine_stack(
