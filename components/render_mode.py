@@ -23,9 +23,13 @@ class RenderModeCrdsArgs:
     provider: k8s.Provider
 
 
+COMPONENT_TYPE = "greenops:index:RenderModeCrds"
+NAME = "render-mode-crds"  # the program's one instance (a targeted pass names it too)
+
+
 class RenderModeCrds(pulumi.ComponentResource):
     def __init__(self, name: str, args: RenderModeCrdsArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("greenops:index:RenderModeCrds", name, None, opts)
+        super().__init__(COMPONENT_TYPE, name, None, opts)
         kinds = load_catalog().crd_kinds
         self.crds = []
         for api_version, kind in rendered_kinds():
@@ -57,3 +61,16 @@ class RenderModeCrds(pulumi.ComponentResource):
                 )
             )
         self.register_outputs({"crds": [c.metadata["name"] for c in self.crds]})
+
+    def known(self) -> pulumi.Output[bool]:
+        """True once the provider has been handed every stub in this update, with no dependency on
+        them: the VM objects wait for it, yet no workload depends on the stubs in the state, so a
+        pass of the due workloads can target the stubs without reaching every other workload
+        (greenops/engine/automation.py: up_due)."""
+
+        async def handed() -> bool:
+            for crd in self.crds:
+                await crd.id.future()
+            return True
+
+        return pulumi.Output.from_input(handed())

@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 from greenops import direct
 from greenops.common import endpoints
 from greenops.common.clock import system_clock
-from greenops.direct.records import Verdict, verdict
+from greenops.direct.records import COMPONENT_TYPE, Verdict, verdict
 from greenops.models import Provisioning, Workload
 from greenops.placement.declared import MATERIALISED
 from greenops.provider.placement import Placement
@@ -78,6 +78,8 @@ class GreenWorkloadArgs:
     # Operator mode: whether this pass declares the VM's ConfigGroup (greenops.placement.declared);
     # an Output when it is read from the stack's own outputs of the previous pass.
     objects_declared: bool | None | pulumi.Output[bool | None] = True
+    # Operator mode: what the objects wait for without depending on it (RenderModeCrds.known)
+    objects_after: pulumi.Output[Any] | None = None
 
 
 class GreenWorkload(pulumi.ComponentResource):
@@ -97,7 +99,7 @@ class GreenWorkload(pulumi.ComponentResource):
     machine: pulumi.Output[dict[str, Any]]  # direct mode, while the VM exists: its resourceId and privateIp
 
     def __init__(self, name: str, args: GreenWorkloadArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("greenops:index:GreenWorkload", name, None, opts)
+        super().__init__(COMPONENT_TYPE, name, None, opts)
         e = args.endpoints
         props = {
             "workload": args.workload.spec(),
@@ -125,6 +127,7 @@ class GreenWorkload(pulumi.ComponentResource):
             props["provisioning"] = Provisioning.DIRECT.value
             props["direct"] = judged.apply(lambda v: v.props())
         declared = args.objects_declared
+        self._after = args.objects_after
         if judged is None:
             # (None: this pass decides, so the Placement may materialise at once)
             props["objectsDeclared"] = pulumi.Output.from_input(declared).apply(lambda d: d is not False)
@@ -161,9 +164,12 @@ class GreenWorkload(pulumi.ComponentResource):
         return self._objects(name) if declared else None
 
     def _objects(self, name: str) -> k8s.yaml.v2.ConfigGroup:
+        manifests = self.vm.manifests
+        if self._after is not None:
+            manifests = pulumi.Output.all(manifests, self._after).apply(lambda both: both[0])
         return k8s.yaml.v2.ConfigGroup(
             f"{name}-vm",
-            yaml=self.vm.manifests.apply(yaml_documents),
+            yaml=manifests.apply(yaml_documents),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm]),
         )
 

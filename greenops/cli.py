@@ -155,6 +155,8 @@ def cmd_sharded(args: argparse.Namespace) -> int:
 
     stacks = shards.write_shard_stacks(automation.project_dir(), args.stack, args.shards)
     command = [args.command] + (["--now", stamp(args.now)] if args.now else [])
+    if getattr(args, "due", False):
+        command.append("--due")
     started = time.monotonic()
     with progress.progress(f"{args.command} {args.stack}: shards", len(stacks)) as advance:
         runs = shards.run_shards(command, stacks, args.concurrency, done=lambda run: advance(None))
@@ -198,6 +200,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         raise GreenOpsError("-o json|yaml prints one pass's summary: not with --watch, whose log goes on")
     if args.metrics_port is not None and not args.watch:
         raise GreenOpsError("--metrics-port needs --watch: a single pass ends before anything could scrape it")
+    if args.watch and args.due:
+        raise GreenOpsError("--due and --watch exclude each other: the watch loop runs due passes between its beats")
     if args.shards:
         if args.watch:
             raise GreenOpsError(
@@ -206,7 +210,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         return cmd_sharded(args)
     st = automation.stack(args.stack, env=_clock_env(args))
     if not args.watch:
-        done = reconcile.reconcile_once(st, stream=args.verbose)
+        done = reconcile.reconcile_once(st, stream=args.verbose, due_only=args.due)
         print(
             done.summary(args.stack) if args.output == "table" else output.dump(done.document(args.stack), args.output)
         )
@@ -242,6 +246,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             stop,
             log=lambda line: print(line, flush=True),
             observe=observe,
+            run_due=lambda: reconcile.reconcile_once(st, stream=args.verbose, due_only=True),
         )
     finally:
         if endpoint is not None:
@@ -540,9 +545,11 @@ def build_parser() -> argparse.ArgumentParser:
             "greenops reconcile --stack dev",
             "greenops reconcile --stack dev -o json",
             "greenops reconcile --stack prod --watch --interval 5m",
+            "greenops reconcile --stack prod --shards 10 --due",
         ],
-        "one pass's summary (not with --watch): stack, resourceChanges (operation: count), changes (a list of "
-        "change, workload, detail), nextChange (at, what; or null)",
+        "one pass's summary (not with --watch): stack, pass (full or due), due (workload: why; null for a full "
+        "pass), resourceChanges (operation: count), changes (a list of change, workload, detail), nextChange (at, "
+        "what; or null)",
     )
     p.add_argument("--stack", required=True)
     output.add_output_argument(p)
@@ -550,10 +557,16 @@ def build_parser() -> argparse.ArgumentParser:
     _shard_arguments(p)
     p.add_argument("--verbose", action="store_true", help="stream Pulumi's progress")
     p.add_argument(
+        "--due",
+        action="store_true",
+        help="only the due workloads (new, edited, removed, a gate or an end reached, awaiting their operator), "
+        "their resources as the update's targets; no update when none is due",
+    )
+    p.add_argument(
         "--watch",
         action="store_true",
-        help="repeat unattended: sleep until the next change or the interval, whichever is first; "
-        "SIGTERM stops it between passes",
+        help="repeat unattended: a full pass every interval, and a pass of the due workloads at each next change "
+        "between them; SIGTERM stops it between passes",
     )
     p.add_argument("--interval", help="with --watch: e.g. 5m (default: the stack's greenops:reconcile.intervalSeconds)")
     p.add_argument(

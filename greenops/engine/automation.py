@@ -3,19 +3,25 @@ program, the pinned CLI and a project-local file backend by default."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping
 from pathlib import Path
-from typing import Any, Literal, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from pulumi import automation as auto
+
+if TYPE_CHECKING:
+    from greenops.stack.config import StackConfig
 
 from greenops.common.clock import system_clock
 from greenops.common.errors import GreenOpsError
 from greenops.common.toolpaths import REPO, TOOLS_BIN, pulumi_env
+from greenops.direct.records import COMPONENT_TYPE
 from greenops.engine.stale_lock import clear_stale_locks
 from greenops.observability import spans, tracing
+from greenops.placement.due import Due
 
 PROJECT = "greenops-platform"
 
@@ -81,10 +87,16 @@ def stack(name: str, work_dir: Path | None = None, env: dict[str, str] | None = 
     return made[0]
 
 
-def pass_program(root: Path, stack_of: Callable[[], auto.Stack]) -> Callable[[], None]:
+def pass_program(
+    root: Path,
+    stack_of: Callable[[], auto.Stack],
+    only: set[str] | None = None,
+    rows: list[dict[str, Any]] | None = None,
+) -> Callable[[], None]:
     """The program as the Automation API runs it: handed what the stack (``stack_of()``) has before
-    the pass, read from the state and outputs, and the pass's instant from the stack's environment
-    (an inline program runs in the caller's process, whose environment is not the stack's)."""
+    the pass, read from the state and outputs (or the ``rows`` its caller read already), and the
+    pass's instant from the stack's environment (an inline program runs in the caller's process,
+    whose environment is not the stack's). ``only``: the due workloads of a targeted pass."""
     from greenops.stack import program
 
     def run_program() -> None:  # Pulumi ignores what an inline program returns (unless it is awaitable)
@@ -93,10 +105,74 @@ def pass_program(root: Path, stack_of: Callable[[], auto.Stack]) -> Callable[[],
             root=root,
             records=lambda: records_in_state(st),
             now=system_clock(st.workspace.env_vars),
-            placement_rows=lambda: placements(st),
+            placement_rows=(lambda: rows) if rows is not None else (lambda: placements(st)),
+            only=only,
         )
 
     return run_program
+
+
+def stack_config(st: auto.Stack) -> StackConfig:
+    """The stack's ``greenops:*`` config as the program validates it (the same keys, the same
+    project folder): the workloads it declares now, for one."""
+    from greenops.stack.config import KEYS, StackConfigError, parse_stack_config
+
+    raw: dict[str, Any] = {}
+    for key, value in st.get_all_config().items():
+        namespace, _, name = key.partition(":")
+        if namespace == "greenops" and name in KEYS:
+            try:  # as pulumi.Config.get_object reads it, else the plain string it is
+                raw[name] = json.loads(value.value)
+            except ValueError:
+                raw[name] = value.value
+    try:
+        return parse_stack_config(raw, root=Path(st.workspace.work_dir or project_dir()))
+    except StackConfigError as exc:
+        raise GreenOpsError(f"stack {st.name}: {exc}") from None
+
+
+def _urn(st: auto.Stack, type_token: str, name: str = "") -> str:
+    """The URN (or its prefix, without ``name``) of a resource the program registers at the top
+    level: the stack is its parent."""
+    return f"urn:pulumi:{st.name}::{st.workspace.project_settings().name}::{type_token}" + (f"::{name}" if name else "")
+
+
+def workload_targets(st: auto.Stack, name: str) -> list[str]:
+    """A workload's component and, by name, every resource under it, present or to come: its
+    Placement (``<name>-placement``), its objects' group (``<name>-vm``) and their objects
+    (``<name>-vm:<namespace>/<name>[-<suffix>]``), and a direct VM's resources (``<name>-<suffix>``).
+    A URN names its parents' types, not their names, so the names must be its own: a caller makes
+    sure no other workload is named ``<name>-...`` (overlapping_names)."""
+    under = _urn(st, COMPONENT_TYPE) + "$**::"
+    return [_urn(st, COMPONENT_TYPE, name)] + [
+        # (in a target, * stops at a ':' or '/', ** does not: a group's objects are "<group>:<ns>/<name>")
+        under + pattern
+        for pattern in (name, f"{name}-**", f"**/{name}")
+    ]
+
+
+def overlapping_names(due: Iterable[str], every: Iterable[str]) -> list[str]:
+    """Due workloads whose targets would also match another workload's resources."""
+    names = set(every)
+    return sorted(d for d in due if any(n != d and n.startswith(f"{d}-") for n in names))
+
+
+def up_due(
+    st: auto.Stack, due: Due, rows: list[dict[str, Any]], config: StackConfig, stream: bool = True
+) -> auto.UpResult:
+    """``up`` of the due workloads only: their resources are the targets and the program registers
+    only them; the engine keeps every other resource as it is, and deletes none of them. The
+    render-mode CRDs are targets too: the Kubernetes provider learns a kind's scope from the CRDs
+    it is handed in the same update. No target pulls in its dependents (every workload depends on
+    those CRDs): each is named."""
+    from components import render_mode
+
+    program = pass_program(Path(st.workspace.work_dir or project_dir()), lambda: st, only=due.names, rows=rows)
+    targets = [urn for name in sorted(due.names) for urn in workload_targets(st, name)]
+    if config.kubernetes.mode == "render" or config.kubernetes.install_crd_stubs:
+        crds = _urn(st, render_mode.COMPONENT_TYPE)
+        targets += [f"{crds}::{render_mode.NAME}", f"{crds}$**"]
+    return run(st, "up", stream=stream, targets=targets, program=program)
 
 
 def records_in_state(st: auto.Stack) -> dict[str, Any]:
@@ -107,23 +183,41 @@ def records_in_state(st: auto.Stack) -> dict[str, Any]:
     return in_deployment(st.export_stack().deployment or {})
 
 
-@overload
-def run(st: auto.Stack, op: Literal["up"], stream: bool = True) -> auto.UpResult: ...
+Targeted = tuple[list[str], Callable[[], None]] | None  # an up's targets and the program that registers them
 
 
 @overload
 def run(
-    st: auto.Stack, op: str, stream: bool = True
+    st: auto.Stack,
+    op: Literal["up"],
+    stream: bool = True,
+    targets: list[str] | None = None,
+    program: Callable[[], None] | None = None,
+) -> auto.UpResult: ...
+
+
+@overload
+def run(
+    st: auto.Stack,
+    op: str,
+    stream: bool = True,
+    targets: list[str] | None = None,
+    program: Callable[[], None] | None = None,
 ) -> auto.UpResult | auto.PreviewResult | auto.RefreshResult | auto.DestroyResult: ...
 
 
 def run(
-    st: auto.Stack, op: str, stream: bool = True
+    st: auto.Stack,
+    op: str,
+    stream: bool = True,
+    targets: list[str] | None = None,
+    program: Callable[[], None] | None = None,
 ) -> auto.UpResult | auto.PreviewResult | auto.RefreshResult | auto.DestroyResult:
     """``up``, ``preview``, ``refresh`` or ``destroy``, streaming Pulumi's progress; a clear error
     when locked. A lock left by a run that died on this host is cleared, said, and the op retried once."""
+    targeted = (targets, program) if targets is not None and program is not None else None
     try:
-        return _run(st, op, stream)
+        return _run(st, op, stream, targeted)
     except StackLocked:
         cleared = clear_stale_locks(
             st.workspace.env_vars.get("PULUMI_BACKEND_URL"), st.workspace.project_settings().name, st.name
@@ -131,11 +225,11 @@ def run(
         if not cleared:
             raise
         print("\n".join(cleared), flush=True)
-        return _run(st, op, stream)
+        return _run(st, op, stream, targeted)
 
 
 def _run(
-    st: auto.Stack, op: str, stream: bool
+    st: auto.Stack, op: str, stream: bool, targeted: Targeted = None
 ) -> auto.UpResult | auto.PreviewResult | auto.RefreshResult | auto.DestroyResult:
     out = sys.stdout.write if stream else None
     # The operation's span goes to the engine as TRACEPARENT: the engine starts the dynamic
@@ -147,13 +241,17 @@ def _run(
         # (a LocalWorkspace's env_vars is its dict, typed as the Workspace's Mapping)
         tracing.context_in_env(cast(MutableMapping[str, str], st.workspace.env_vars)),
     ):
-        return _operation(st, op, out)
+        return _operation(st, op, out, targeted)
 
 
 def _operation(
-    st: auto.Stack, op: str, out: Callable[[str], Any] | None
+    st: auto.Stack, op: str, out: Callable[[str], Any] | None, targeted: Targeted = None
 ) -> auto.UpResult | auto.PreviewResult | auto.RefreshResult | auto.DestroyResult:
     try:
+        if op == "up" and targeted is not None:
+            # (the engine neither updates nor deletes a resource no target names, registered or not)
+            targets, program = targeted
+            return st.up(on_output=out, color="never", target=targets, program=program)
         if op == "up":
             return st.up(on_output=out, color="never")
         if op == "preview":

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from opentelemetry import trace
 
@@ -23,6 +23,7 @@ from greenops.common.clock import parse_time, stamp, system_clock
 from greenops.common.errors import GreenOpsError
 from greenops.engine import automation
 from greenops.observability import spans, tracing
+from greenops.placement.due import Due, due_workloads
 
 if TYPE_CHECKING:
     from pulumi import automation as auto
@@ -146,11 +147,14 @@ class Pass:
     transitions: list[Transition] = field(default_factory=list)
     resource_changes: dict[str, int] = field(default_factory=dict)
     entries: list[tuple[str, str, str]] = field(default_factory=list)  # the changes as (change, workload, detail)
+    due: Due | None = None  # a pass of the due workloads: which, and why; None for a full pass
 
     def document(self, stack: str) -> dict[str, Any]:
         """The summary as ``-o json`` prints it."""
         return {
             "stack": stack,
+            "pass": "full" if self.due is None else "due",
+            "due": None if self.due is None else {**self.due.declared, **self.due.removed},
             "resourceChanges": self.resource_changes,
             "changes": [{"change": c, "workload": w, "detail": d} for c, w, d in self.entries],
             "nextChange": {"at": stamp(self.next_change[0]), "what": self.next_change[1]} if self.next_change else None,
@@ -165,11 +169,28 @@ class Pass:
 
 
 @tracing.spanned(spans.PASS)
-def reconcile_once(st: auto.Stack, stream: bool = False) -> Pass:
-    """One ``up``; raises StackLocked when another run holds the stack's lock."""
+def reconcile_once(st: auto.Stack, stream: bool = False, due_only: bool = False) -> Pass:
+    """One ``up``; raises StackLocked when another run holds the stack's lock. ``due_only``: an
+    ``up`` of the due workloads alone (greenops/placement/due.py), and none when nothing is due."""
     trace.get_current_span().set_attribute(spans.STACK, st.name)
-    before = {r["workload"]: r for r in automation.placements(st)}
-    result = automation.run(st, "up", stream=stream)
+    previous = automation.placements(st)
+    before = {r["workload"]: r for r in previous}
+    due: Due | None = None
+    note = ""
+    if due_only:
+        config = automation.stack_config(st)
+        declared = [(w, config.provisioning_of(w)) for w in config.workloads]
+        due = due_workloads(previous, declared, system_clock(st.workspace.env_vars))
+        if not due:
+            return Pass("nothing due, no update", [], upcoming(previous), previous, due=due)
+        overlapping = automation.overlapping_names(due.names, [*before, *(w.name for w, _ in declared)])
+        if overlapping:  # their targets would name other workloads' resources: this pass is a full one
+            due = None
+            note = f"a full pass: workload name(s) {', '.join(overlapping)} begin other workloads' names"
+    if due is not None:
+        result = automation.up_due(st, due, previous, config, stream=stream)
+    else:
+        result = automation.run(st, "up", stream=stream)
     rows = automation.placements(st)
     after = {r["workload"]: r for r in rows}
     # None when the engine's summary has no resourceChanges: no counts rather than an AttributeError
@@ -177,8 +198,19 @@ def reconcile_once(st: auto.Stack, stream: bool = False) -> Pass:
     counts = ", ".join(f"{k} {v}" for k, v in changed)
     resources = {str(getattr(k, "value", k)): v for k, v in changed}  # the operation's name, not the enum's
     entries = change_entries(before, after)
+    if due is not None:
+        counts = f"{due.summary()}: {counts}"
+    elif note:
+        counts = f"{note}: {counts}"
     return Pass(
-        counts, lifecycle_changes(before, after), upcoming(rows), rows, transitions(before, after), resources, entries
+        counts,
+        lifecycle_changes(before, after),
+        upcoming(rows),
+        rows,
+        transitions(before, after),
+        resources,
+        entries,
+        due,
     )
 
 
@@ -203,18 +235,27 @@ def watch(
     log: Callable[[str], None] = print,
     clock: Callable[[], datetime] = system_clock,
     observe: PassObserver | None = None,
+    run_due: Callable[[], Pass] | None = None,
 ) -> int:
     """Reconcile, log, sleep, repeat until ``stop`` is set (SIGTERM): a pass under way always
     finishes, so the stack is never left mid-update. A held lock or a failed pass is logged and
-    tried again at the next wake-up: an unattended loop keeps going."""
+    tried again at the next wake-up: an unattended loop keeps going. With ``run_due``, a full pass
+    runs once per ``interval`` (the beat: every VM's operator read, every setting applied) and a
+    wake-up for a next change between beats runs ``run_due``, a pass of the due workloads, whose
+    cost does not grow with the stack."""
     passes = 0
+    beat: datetime | None = None  # when the next full pass is due
     while not stop.is_set():
-        started = stamp(clock())
+        now = clock()
+        full = run_due is None or beat is None or now >= beat
+        if full:
+            beat = now + interval
+        started = stamp(now)
         began = time.monotonic()
         result: Pass | None = None
         outcome = "ok"
         try:
-            result = run_pass()
+            result = run_pass() if full else cast(Callable[[], Pass], run_due)()
             log(f"[{started}] " + result.summary(stack))
         except automation.StackLocked as exc:
             outcome = "skipped"
@@ -225,7 +266,8 @@ def watch(
         passes += 1
         if observe is not None:
             observe(outcome, time.monotonic() - began, result, clock())
-        seconds, why = sleep_for(result, interval, clock())
+        now = clock()
+        seconds, why = sleep_for(result, max(cast(datetime, beat) - now, WAKE_MARGIN), now)
         if stop.is_set():
             break
         log(f"sleeping {seconds:.0f} s (until {why})")

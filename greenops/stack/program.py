@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import render_mode
 from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import DirectArgs, Endpoints, GreenWorkload, GreenWorkloadArgs
 from greenops.common.clock import stamp, system_clock
@@ -18,6 +19,7 @@ from greenops.direct.records import RECORDS_OUTPUT, record_of
 from greenops.engine.outputs import gather, sdk_waits_cheaply
 from greenops.models import Provisioning, Workload
 from greenops.placement.declared import objects_declared
+from greenops.placement.due import declaration_digest
 from greenops.stack.config import KEYS, StackConfig, StackConfigError, joined_errors, parse_stack_config
 from greenops.stack.inline_config import too_large_for_environment
 
@@ -70,10 +72,16 @@ def placement_row(
     lifecycle: dict[str, Any] | None,
     next_change_at: str | None = None,
     machine: dict[str, Any] | None = None,
+    spec: str | None = None,
+    objects: bool | None = None,
 ) -> dict[str, Any]:
     d, lc, vm = decision or {}, lifecycle or {}, machine or {}
     return {
         "workload": w.name,
+        # for a pass of the due workloads (greenops/placement/due.py): the declaration's digest, which
+        # an edit changes, and whether the VM's objects (operator mode) are declared after this pass
+        "spec": spec,
+        "objects": objects,
         "tenant": w.tenant,
         "cpu": w.cpu,
         "memory": w.memory,
@@ -104,9 +112,9 @@ def placement_row(
     }
 
 
-def _row_of(w: Workload) -> Callable[[list[Any]], dict[str, Any]]:
+def _row_of(w: Workload, spec: str) -> Callable[[list[Any]], dict[str, Any]]:
     """The placement row of ``w`` from its gathered decision, lifecycle and next change."""
-    return lambda ds: placement_row(w, *ds)
+    return lambda ds: placement_row(w, ds[0], ds[1], ds[2], ds[3], spec, ds[4])
 
 
 def missing_credentials(platform_config: PlatformConfig, secrets: PlatformSecrets) -> str | None:
@@ -258,12 +266,15 @@ def run(
     records: RecordsReader | None = None,
     now: datetime | None = None,
     placement_rows: RowsReader | None = None,
+    only: set[str] | None = None,
 ) -> list[GreenWorkload]:
     """The program. ``root`` is the project folder: an inline Automation API program is handed it,
     since the engine tells an inline program no root and it runs in the caller's folder. ``records``
     reads the placements' records as the state has them, when a workload is direct (see
     recorded_placements); ``placement_rows`` reads the previous pass's rows (previous_rows); ``now``
-    is the pass's instant (default: the platform's clock)."""
+    is the pass's instant (default: the platform's clock). ``only``: a pass of the due workloads
+    (greenops/placement/due.py), run with their resources as its targets; it registers only these,
+    and the other workloads' rows and records are exported as the previous pass left them."""
     sdk_waits_cheaply()
     # An inline Automation API program is handed its config without an environment, but the CLI and
     # the Pulumi Kubernetes Operator start the program with it in one (greenops/stack/inline_config.py):
@@ -279,9 +290,9 @@ def run(
         raise pulumi.RunError(str(exc)) from None
     provider = kubernetes_provider(config, cfg)
     platform(cfg, provider, config)
-    depends: list[pulumi.Resource] = []
+    crds_known: pulumi.Output[bool] | None = None
     if config.kubernetes.mode == "render" or config.kubernetes.install_crd_stubs:
-        depends.append(RenderModeCrds("render-mode-crds", RenderModeCrdsArgs(provider)))
+        crds_known = RenderModeCrds(render_mode.NAME, RenderModeCrdsArgs(provider)).known()
     e = config.endpoints
     watched = config.kubernetes.watches_operators
     endpoints = Endpoints(
@@ -302,13 +313,24 @@ def run(
     recorded = recorded_placements(records, previous) if direct_ones else None
     now = (now or system_clock()).replace(microsecond=0)  # one instant for every verdict of this pass, as stamped
     operator_ones = len(direct_ones) < len(config.workloads)
-    before = previous_rows(placement_rows, previous) if operator_ones else {}
-    rows: list[pulumi.Output[dict[str, Any]]] = []
+    if only is not None and placement_rows is None:
+        raise pulumi.RunError("a pass of the due workloads needs the previous pass's rows (the Automation API's)")
+    before = previous_rows(placement_rows, previous) if operator_ones or only is not None else {}
+    rows: list[pulumi.Output[dict[str, Any]] | dict[str, Any]] = []
     components: list[GreenWorkload] = []
     kept: dict[str, pulumi.Output[Any]] = {}
     credential = scheduler_credentials(cfg, config.workloads)
     for w in config.workloads:
         mode = config.provisioning_of(w)
+        if only is not None and w.name not in only:
+            # not due: its resources are not this pass's targets, so the engine keeps them as they are
+            row = cast(dict[str, dict[str, Any]], before).get(w.name)
+            if row is None:  # declared after the pass chose its targets: never placed unseen
+                raise pulumi.RunError(f"workload {w.name!r}: declared since this pass chose its targets; run it again")
+            rows.append(row)
+            if recorded is not None and mode is Provisioning.DIRECT:
+                kept[w.name] = recorded.apply(_entry(w.name))
+            continue
         direct_args = DirectArgs(now=now, azure_existing_group=config.direct.azure_existing_resource_group)
         if recorded is not None and mode is Provisioning.DIRECT:
             direct_args.record = recorded.apply(_entry(w.name))
@@ -321,19 +343,24 @@ def run(
                 mode,
                 direct_args,
                 objects_declared=_declared(before, w.name, now),
+                objects_after=crds_known,
             ),
-            pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends),
+            pulumi.ResourceOptions(providers={"kubernetes": provider}),
         )
         components.append(component)
         rows.append(
-            gather(component.decision, component.lifecycle, component.next_change_at, component.machine).apply(
-                _row_of(w)
-            )
+            gather(
+                component.decision,
+                component.lifecycle,
+                component.next_change_at,
+                component.machine,
+                component.objects.apply(lambda group: group is not None),
+            ).apply(_row_of(w, declaration_digest(w, mode)))
         )
         if mode is Provisioning.DIRECT:
             vm = component.vm
             kept[w.name] = gather(vm.workload, vm.decision, vm.lifecycle, component.machine).apply(_record_of)
-    pulumi.export("placements", gather(*rows))
+    pulumi.export("placements", _in_order(rows))
     if direct_ones:
         pulumi.export(RECORDS_OUTPUT, pulumi.Output.all(**kept))
     return components
@@ -379,6 +406,17 @@ def _declared(
     if isinstance(before, dict):
         return objects_declared(before.get(name), now)
     return before.apply(lambda by_name: objects_declared(by_name.get(name), now))
+
+
+def _in_order(rows: list[pulumi.Output[dict[str, Any]] | dict[str, Any]]) -> pulumi.Output[list[Any]]:
+    """Every row in the stack's order: this pass's, and the previous pass's for a workload it left."""
+    made = [r for r in rows if isinstance(r, pulumi.Output)]
+
+    def merged(new: list[Any]) -> list[Any]:
+        fresh = iter(new)
+        return [next(fresh) if isinstance(r, pulumi.Output) else r for r in rows]
+
+    return gather(*made).apply(merged)
 
 
 def _entry(name: str) -> Callable[[dict[str, Any]], dict[str, Any] | None]:

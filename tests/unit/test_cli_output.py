@@ -143,7 +143,8 @@ def test_explain_document_keys():
 def test_reconcile_document_keys():
     done = Pass("same 3", [], None, resource_changes={"same": 3}, entries=[("placed", "etl", "gcp/x (DE) from t")])
     doc = done.document("dev")
-    assert list(doc) == ["stack", "resourceChanges", "changes", "nextChange"]
+    assert list(doc) == ["stack", "pass", "due", "resourceChanges", "changes", "nextChange"]
+    assert doc["pass"] == "full" and doc["due"] is None
     assert doc["changes"] == [{"change": "placed", "workload": "etl", "detail": "gcp/x (DE) from t"}]
 
 

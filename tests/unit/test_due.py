@@ -1,0 +1,105 @@
+"""Which workloads a pass of the due workloads registers (greenops.placement.due), and how the
+watch loop alternates full passes on its beat with due passes between them."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+from greenops.common.clock import stamp
+from greenops.engine.automation import overlapping_names
+from greenops.engine.reconcile import Pass, watch
+from greenops.models import Provisioning, Workload
+from greenops.placement.due import DUE_AHEAD, declaration_digest, due_workloads
+
+NOW = datetime(2027, 1, 10, 18, 0, tzinfo=UTC)
+OPERATOR, DIRECT = Provisioning.OPERATOR, Provisioning.DIRECT
+
+
+def job(name: str, **fields) -> Workload:
+    spec = {"name": name, "cpu": 2, "memory": 4, "duration": "1h", "deadline": "2027-01-12T00:00:00Z"}
+    return Workload.model_validate({**spec, "originRegion": "westeurope", **fields}, context={"now": NOW})
+
+
+def row(w: Workload, phase: str, change: datetime | None, objects: bool = False, mode=OPERATOR) -> dict:
+    return {
+        "workload": w.name,
+        "phase": phase,
+        "nextChangeAt": stamp(change) if change else None,
+        "spec": declaration_digest(w, mode),
+        "objects": objects,
+    }
+
+
+def test_each_reason_a_workload_is_due_and_nothing_else_is():
+    far, soon = NOW + timedelta(hours=3), NOW + DUE_AHEAD - timedelta(seconds=1)
+    ws = {n: job(n) for n in ("waiting", "gate", "ends", "running", "provisioning", "done", "ended", "edited", "new")}
+    rows = [
+        row(ws["waiting"], "Scheduled", far),
+        row(ws["gate"], "Scheduled", soon),
+        row(ws["ends"], "Running", NOW - timedelta(seconds=5), objects=True),
+        row(ws["running"], "Running", far, objects=True),
+        row(ws["provisioning"], "Provisioning", far, objects=True),
+        row(ws["done"], "Completed", None),
+        row(ws["ended"], "Completed", None, objects=True),  # the pass that recorded the end kept its group
+        row(job("edited", cpu=4), "Scheduled", far),
+        {"workload": "gone", "phase": "Scheduled", "nextChangeAt": stamp(far), "spec": "x", "objects": False},
+    ]
+    due = due_workloads(rows, [(w, OPERATOR) for w in ws.values()], NOW)
+    assert due.declared == {
+        "gate": "next change reached",
+        "ends": "next change reached",
+        "provisioning": "awaiting its operator",
+        "ended": "objects to remove",
+        "edited": "declaration changed",
+        "new": "new",
+    }
+    assert due.removed == {"gone": "no longer declared"}
+    assert due.summary().startswith("due 7 (2 next change reached, ")
+
+
+def test_a_row_from_before_rows_carried_a_digest_is_due_once_and_the_mode_is_part_of_the_declaration():
+    w = job("etl")
+    old = {"workload": "etl", "phase": "Running", "nextChangeAt": stamp(NOW + timedelta(hours=1))}
+    assert due_workloads([old], [(w, OPERATOR)], NOW).declared == {"etl": "declaration changed"}
+    # switching to direct provisioning changes its resources, so it is due; a direct row has no group
+    assert due_workloads([row(w, "Running", NOW + timedelta(hours=1), True)], [(w, DIRECT)], NOW)
+    direct = row(w, "Running", NOW + timedelta(hours=1), mode=DIRECT)
+    assert not due_workloads([direct], [(w, DIRECT)], NOW)
+
+
+def test_targets_that_would_name_another_workloads_resources_are_found():
+    assert overlapping_names({"etl", "web"}, {"etl", "etl-nightly", "web", "webapp"}) == ["etl"]
+    assert overlapping_names({"etl-nightly"}, {"etl", "etl-nightly"}) == []
+
+
+def test_the_watch_loop_runs_a_full_pass_on_its_beat_and_due_passes_between():
+    clock = [NOW]
+    ran: list[str] = []
+    stop = threading.Event()
+
+    def one(kind: str) -> Pass:
+        ran.append(kind)
+        clock[0] += timedelta(seconds=10)  # each pass takes 10 s of the clock
+        if len(ran) == 5:
+            stop.set()
+        return Pass("", [], (clock[0] + timedelta(seconds=20), "a gate opens"))
+
+    class Stop(threading.Event):
+        def wait(self, timeout=None):  # the loop's sleep moves the clock
+            clock[0] += timedelta(seconds=timeout or 0)
+            return stop.is_set()
+
+        def is_set(self):
+            return stop.is_set()
+
+    watch(
+        lambda: one("full"),
+        "s",
+        timedelta(seconds=75),
+        Stop(),
+        log=lambda _line: None,
+        clock=lambda: clock[0],
+        run_due=lambda: one("due"),
+    )
+    assert ran == ["full", "due", "due", "full", "due"]
