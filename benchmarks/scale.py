@@ -24,14 +24,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psutil
@@ -45,14 +47,17 @@ from benchmarks.pulumi_up import KEY, SUBSCRIPTION, workloads  # noqa: E402
 from greenops.common.clock import parse_time, stamp  # noqa: E402
 from greenops.engine import automation, reconcile  # noqa: E402
 from greenops.engine.automation import checkpoint_env  # noqa: E402
+from greenops.engine.reconcile import WAKE_MARGIN  # noqa: E402
 from greenops.local.controlplane import LocalControlPlane  # noqa: E402
 from greenops.local.opa import OpaServer  # noqa: E402
 from greenops.local.scheduler import SchedulerServer  # noqa: E402
 from greenops.local.webhook import namespace_manifest  # noqa: E402
+from greenops.stack.config import parse_stack_config  # noqa: E402
 
 PROJECT = "greenops-platform"
 RECONCILE = "reconcile (10 % gates)"
 RECONCILE_DUE = "reconcile --due (next 10 %)"
+UNATTENDED = "unattended pass (last)"
 OPS = [
     ("preview (empty)", "preview"),
     ("up (place all)", "up"),
@@ -300,8 +305,68 @@ def api_server():
         yield cp
 
 
+def unattended(
+    run_pass: Callable[[datetime], float], stacks: list[auto.Stack], start: datetime, window: timedelta
+) -> dict:
+    """Unattended reconcile over ``window`` of simulated time from ``start``: passes of the due
+    workloads of every shard, back to back as watch loops that always find something due run
+    them, each at the simulated instant the previous one ended (its real duration added); a quiet
+    stretch is skipped to the next gate, as a watch loop sleeps. A gate opens at the instant of
+    the pass that sees it due, and its objects are applied when that pass ends: the lateness is
+    that end minus the gate. The lead (interval + provisioning margin) keeps a run on time while
+    the lateness stays within the interval: the margin is then left for the VM to come up."""
+    rows = lambda: [r for st in stacks for r in automation.placements(st)]  # noqa: E731
+    gates_at = sorted(parse_time(r["nextChangeAt"]) for r in rows() if r["phase"] == "Scheduled" and r["nextChangeAt"])
+    took: dict[datetime, float] = {}  # each pass's simulated instant -> its real duration
+    now, end = start, start + window
+    while now < end:
+        took[now] = run_pass(now)
+        print(f"  ... unattended pass at {stamp(now)}: {took[now]:.1f} s", file=sys.stderr, flush=True)
+        now += timedelta(seconds=took[now])
+        upcoming = [g for g in gates_at if g >= now]
+        if upcoming and upcoming[0] > now:
+            now = upcoming[0] + WAKE_MARGIN  # nothing changes before then: a watch loop sleeps
+    lead = timedelta(seconds=parse_stack_config({}).lead_seconds)
+    late = []
+    for r in rows():
+        opened = r.get("gateOpenedAt")
+        if opened and start <= parse_time(opened) < end:
+            applied = parse_time(opened) + timedelta(seconds=took.get(parse_time(opened), 0.0))
+            late.append((applied - (parse_time(r["start"]) - lead)).total_seconds())
+    return {
+        "simulated minutes": window.total_seconds() / 60,
+        "passes": len(took),
+        "gates due in the window": sum(1 for g in gates_at if start <= g < end),
+        "gates opened": len(late),
+        "worst lateness s": round(max(late, default=0.0), 1),
+        "interval s (the lateness the lead allows)": parse_stack_config({}).reconcile.interval_seconds,
+        "mean pass s": round(sum(took.values()) / max(1, len(took)), 1),
+        "missed windows (re-placed or failed)": sum(missed_in(r, start, end) for r in rows()),
+    }
+
+
+def missed_in(row: dict, start: datetime, end: datetime) -> int:
+    """Runs of ``row`` whose window was missed between ``start`` and ``end``: Scheduled followed by
+    Scheduled (placed again) or Failed, as greenops.engine.reconcile.transitions counts them."""
+    events = row.get("events") or []
+    return sum(
+        1
+        for before, after in itertools.pairwise(events)
+        if before["phase"] == "Scheduled"
+        and after["phase"] in ("Scheduled", "Failed")
+        and start <= parse_time(after["at"]) < end
+    )
+
+
 def run_sharded(
-    n: int, shards: int, concurrency: int, opa_url: str, scheduler_url: str, creds: Credentials, t0: datetime
+    n: int,
+    shards: int,
+    concurrency: int,
+    opa_url: str,
+    scheduler_url: str,
+    creds: Credentials,
+    t0: datetime,
+    simulate_minutes: float = 0,
 ) -> dict:
     """The same N workloads as `greenops <op> --stack scale --shards <shards>`: separate processes,
     ``concurrency`` at a time, as a user runs them."""
@@ -377,7 +442,17 @@ def run_sharded(
             for shard, st in zip(graphs, stacks, strict=True):
                 shard[RECONCILE] = floor.graph(st.export_stack().deployment)
             # the next tenth of the gates, each shard by a pass of its due workloads alone
-            timed_op(RECONCILE_DUE, "reconcile", "--due", "--now", stamp(due[min(len(due) - 1, len(due) // 5 - 1)]))
+            later = due[min(len(due) - 1, len(due) // 5 - 1)]
+            timed_op(RECONCILE_DUE, "reconcile", "--due", "--now", stamp(later))
+            if simulate_minutes:
+
+                def one_pass(now: datetime) -> float:
+                    timed_op(UNATTENDED, "reconcile", "--due", "--now", stamp(now))
+                    return float(row[UNATTENDED])
+
+                # from when the pass above ended, in simulated time
+                began = later + timedelta(seconds=row[RECONCILE_DUE])
+                row["unattended"] = unattended(one_pass, stacks, began, timedelta(minutes=simulate_minutes))
     row["peak RSS MB (all shards at once)"] = {k: round(v / 2**20) for k, v in sorted(memory.peaks.items())}
     states = list((tmp / "state" / ".pulumi" / "stacks" / PROJECT).glob("scale-shard-*.json"))
     row["state MB (largest shard)"] = round(max(f.stat().st_size for f in states) / 2**20, 1) if states else None
@@ -449,6 +524,12 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=0, help="run each N as `greenops --shards` over this many stacks")
     parser.add_argument("--concurrency", type=int, default=2, help="with --shards: shards at a time")
     parser.add_argument(
+        "--simulate-minutes",
+        type=float,
+        default=0,
+        help="with --shards: then this many simulated minutes of unattended due passes, and the worst gate lateness",
+    )
+    parser.add_argument(
         "--every-step",
         action="store_true",
         help="write the state after every step (Pulumi's default; greenops writes it once, at the end)",
@@ -475,7 +556,7 @@ def main() -> None:
         creds = credentials(scheduler, opa, args.workloads)
         for n in args.workloads:
             row = (
-                run_sharded(n, args.shards, args.concurrency, opa.url, scheduler.url, creds, t0)
+                run_sharded(n, args.shards, args.concurrency, opa.url, scheduler.url, creds, t0, args.simulate_minutes)
                 if args.shards
                 else run(
                     n,
