@@ -118,7 +118,11 @@ def stack_config(st: auto.Stack) -> StackConfig:
     from greenops.stack.config import KEYS, StackConfigError, parse_stack_config
 
     raw: dict[str, Any] = {}
-    for key, value in st.get_all_config().items():
+    try:
+        settings = st.get_all_config()
+    except auto.CommandError as exc:  # no passphrase, an unreadable stack file: said, not a traceback
+        raise GreenOpsError(f"stack {st.name}: cannot read its config:\n{_tail(str(exc))}") from None
+    for key, value in settings.items():
         namespace, _, name = key.partition(":")
         if namespace == "greenops" and name in KEYS:
             try:  # as pulumi.Config.get_object reads it, else the plain string it is
@@ -134,7 +138,8 @@ def stack_config(st: auto.Stack) -> StackConfig:
 def _urn(st: auto.Stack, type_token: str, name: str = "") -> str:
     """The URN (or its prefix, without ``name``) of a resource the program registers at the top
     level: the stack is its parent."""
-    return f"urn:pulumi:{st.name}::{st.workspace.project_settings().name}::{type_token}" + (f"::{name}" if name else "")
+    stack = st.name.rsplit("/", 1)[-1]  # a URN names the stack alone, not its organization and project
+    return f"urn:pulumi:{stack}::{st.workspace.project_settings().name}::{type_token}" + (f"::{name}" if name else "")
 
 
 def workload_targets(st: auto.Stack, name: str) -> list[str]:
@@ -147,14 +152,16 @@ def workload_targets(st: auto.Stack, name: str) -> list[str]:
     return [_urn(st, COMPONENT_TYPE, name)] + [
         # (in a target, * stops at a ':' or '/', ** does not: a group's objects are "<group>:<ns>/<name>")
         under + pattern
-        for pattern in (name, f"{name}-**", f"**/{name}")
+        for pattern in (name, f"{name}-**")
     ]
 
 
 def overlapping_names(due: Iterable[str], every: Iterable[str]) -> list[str]:
-    """Due workloads whose targets would also match another workload's resources."""
+    """Due workloads whose targets could also match another workload's resources: one named as the
+    beginning of another's name (``etl`` and ``etl-nightly``), either way round (``etl-nic`` is
+    also the name of ``etl``'s network interface)."""
     names = set(every)
-    return sorted(d for d in due if any(n != d and n.startswith(f"{d}-") for n in names))
+    return sorted(d for d in due if any(n != d and (n.startswith(f"{d}-") or d.startswith(f"{n}-")) for n in names))
 
 
 def up_due(

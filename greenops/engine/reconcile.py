@@ -184,9 +184,11 @@ def reconcile_once(st: auto.Stack, stream: bool = False, due_only: bool = False)
         if not due:
             return Pass("nothing due, no update", [], upcoming(previous), previous, due=due)
         overlapping = automation.overlapping_names(due.names, [*before, *(w.name for w, _ in declared)])
-        if overlapping:  # their targets would name other workloads' resources: this pass is a full one
+        if not previous:  # a new stack: the platform, the providers and the stubs are created too
+            due, note = None, "a full pass: the stack has no placements yet"
+        elif overlapping:  # their targets would name other workloads' resources: this pass is a full one
             due = None
-            note = f"a full pass: workload name(s) {', '.join(overlapping)} begin other workloads' names"
+            note = f"a full pass: workload name(s) {', '.join(overlapping)} and another begin alike"
     if due is not None:
         result = automation.up_due(st, due, previous, config, stream=stream)
     else:
@@ -244,12 +246,10 @@ def watch(
     wake-up for a next change between beats runs ``run_due``, a pass of the due workloads, whose
     cost does not grow with the stack."""
     passes = 0
-    beat: datetime | None = None  # when the next full pass is due
+    beat: datetime | None = None  # when the next full pass is due: an interval after the last one ended
     while not stop.is_set():
         now = clock()
         full = run_due is None or beat is None or now >= beat
-        if full:
-            beat = now + interval
         started = stamp(now)
         began = time.monotonic()
         result: Pass | None = None
@@ -267,6 +267,8 @@ def watch(
         if observe is not None:
             observe(outcome, time.monotonic() - began, result, clock())
         now = clock()
+        if full:
+            beat = now + interval
         seconds, why = sleep_for(result, max(cast(datetime, beat) - now, WAKE_MARGIN), now)
         if stop.is_set():
             break

@@ -75,7 +75,7 @@ def why_due(
     if row.get("spec") != digest:
         return "declaration changed"
     if row["phase"] == "Provisioning":
-        return "awaiting its operator"
+        return "awaiting its operator" if provisioning is Provisioning.OPERATOR else "awaiting its VM"
     change = row.get("nextChangeAt")
     if change and parse_time(str(change)) <= now + ahead:
         return "next change reached"

@@ -70,7 +70,12 @@ def test_a_row_from_before_rows_carried_a_digest_is_due_once_and_the_mode_is_par
 
 def test_targets_that_would_name_another_workloads_resources_are_found():
     assert overlapping_names({"etl", "web"}, {"etl", "etl-nightly", "web", "webapp"}) == ["etl"]
-    assert overlapping_names({"etl-nightly"}, {"etl", "etl-nightly"}) == []
+    # either way round: etl-nic's targets name etl's network interface (etl-nic), etl-placement its Placement
+    assert overlapping_names({"etl-nic", "etl-placement"}, {"etl", "etl-nic", "etl-placement"}) == [
+        "etl-nic",
+        "etl-placement",
+    ]
+    assert overlapping_names({"web", "webapp"}, {"web", "webapp", "db"}) == []
 
 
 def test_the_watch_loop_runs_a_full_pass_on_its_beat_and_due_passes_between():
@@ -103,3 +108,37 @@ def test_the_watch_loop_runs_a_full_pass_on_its_beat_and_due_passes_between():
         run_due=lambda: one("due"),
     )
     assert ran == ["full", "due", "due", "full", "due"]
+
+
+def test_a_full_pass_longer_than_the_interval_still_leaves_room_for_due_passes():
+    """The beat counts from when a full pass ended: a stack whose full pass outlasts the interval
+    still runs due passes between its full ones, not full passes back to back."""
+    clock = [NOW]
+    ran: list[str] = []
+    stop = threading.Event()
+
+    def one(kind: str, seconds: int) -> Pass:
+        ran.append(kind)
+        clock[0] += timedelta(seconds=seconds)
+        if len(ran) == 4:
+            stop.set()
+        return Pass("", [], (clock[0] + timedelta(seconds=5), "a gate opens"))
+
+    class Stop(threading.Event):
+        def wait(self, timeout=None):
+            clock[0] += timedelta(seconds=timeout or 0)
+            return stop.is_set()
+
+        def is_set(self):
+            return stop.is_set()
+
+    watch(
+        lambda: one("full", 100),
+        "s",
+        timedelta(seconds=75),
+        Stop(),
+        log=lambda _line: None,
+        clock=lambda: clock[0],
+        run_due=lambda: one("due", 2),
+    )
+    assert ran == ["full", "due", "due", "due"]
