@@ -367,6 +367,7 @@ def run_sharded(
     creds: Credentials,
     t0: datetime,
     simulate_minutes: float = 0,
+    with_floor: bool = True,
 ) -> dict:
     """The same N workloads as `greenops <op> --stack scale --shards <shards>`: separate processes,
     ``concurrency`` at a time, as a user runs them."""
@@ -457,6 +458,8 @@ def run_sharded(
     states = list((tmp / "state" / ".pulumi" / "stacks" / PROJECT).glob("scale-shard-*.json"))
     row["state MB (largest shard)"] = round(max(f.stat().st_size for f in states) / 2**20, 1) if states else None
     subprocess.run([*greenops, "destroy", *shard_args], env=env, capture_output=True, text=True)
+    if not with_floor:
+        return row
     # The floor of each shard, one after the other (inline programs share the SDK's process-wide
     # settings, so they cannot run side by side here); the shards' sum over the concurrency is the
     # floor of running them that many at a time.
@@ -530,6 +533,11 @@ def main() -> None:
         help="with --shards: then this many simulated minutes of unattended due passes, and the worst gate lateness",
     )
     parser.add_argument(
+        "--no-floor",
+        action="store_true",
+        help="with --shards: leave out the floor (each shard's, one after the other: as long again as the run)",
+    )
+    parser.add_argument(
         "--every-step",
         action="store_true",
         help="write the state after every step (Pulumi's default; greenops writes it once, at the end)",
@@ -556,7 +564,17 @@ def main() -> None:
         creds = credentials(scheduler, opa, args.workloads)
         for n in args.workloads:
             row = (
-                run_sharded(n, args.shards, args.concurrency, opa.url, scheduler.url, creds, t0, args.simulate_minutes)
+                run_sharded(
+                    n,
+                    args.shards,
+                    args.concurrency,
+                    opa.url,
+                    scheduler.url,
+                    creds,
+                    t0,
+                    args.simulate_minutes,
+                    with_floor=not args.no_floor,
+                )
                 if args.shards
                 else run(
                     n,
