@@ -15,6 +15,7 @@ from greenops import direct
 from greenops.common import endpoints
 from greenops.common.clock import system_clock
 from greenops.direct.records import COMPONENT_TYPE, Verdict, verdict
+from greenops.engine.outputs import gather
 from greenops.models import Provisioning, Workload
 from greenops.placement.declared import MATERIALISED
 from greenops.provider.placement import Placement
@@ -166,7 +167,8 @@ class GreenWorkload(pulumi.ComponentResource):
     def _objects(self, name: str) -> k8s.yaml.v2.ConfigGroup:
         manifests = self.vm.manifests
         if self._after is not None:
-            manifests = pulumi.Output.all(manifests, self._after).apply(lambda both: both[0])
+            # (gather, not Output.all: that would re-walk every manifest into an Output per value)
+            manifests = gather(manifests, self._after).apply(lambda both: both[0])
         return k8s.yaml.v2.ConfigGroup(
             f"{name}-vm",
             yaml=manifests.apply(yaml_documents),
