@@ -166,6 +166,13 @@ def credentials(scheduler: SchedulerServer, opa: OpaServer, sizes: list[int]) ->
     )
 
 
+def next_tenth(gates_at: list[datetime], after: datetime) -> datetime:
+    """The instant by which about another tenth of the gates (sorted) have come after ``after``; at
+    least the first gate after it, since gates come in clusters (many runs wait for one hour)."""
+    later = [g for g in gates_at if g > after]
+    return later[min(len(later) - 1, max(0, len(gates_at) // 10 - 1))] if later else after
+
+
 def gates(stack: auto.Stack) -> list[datetime]:
     rows = stack.outputs()["placements"].value
     return sorted(
@@ -184,6 +191,7 @@ def run(
     t0: datetime,
     pulumi_logs: bool = False,
     cluster: LocalControlPlane | None = None,
+    with_floor: bool = True,
 ) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="greenops-scale-"))
     (tmp / "state").mkdir()
@@ -255,7 +263,7 @@ def run(
             # ended (the clock jumped to the tenth gate), so the due pass below meets a steady state
             stack.up(color="never")
             # the next tenth of the gates, by a pass of the due workloads alone (greenops reconcile --due)
-            later = due[min(len(due) - 1, max(0, len(due) // 5 - 1))]
+            later = next_tenth(due, at)
             stack.workspace.env_vars["GREENOPS_NOW"] = stamp(later)
             t, mark = time.perf_counter(), memory.cpu_mark()
             done = reconcile.reconcile_once(stack, due_only=True)
@@ -269,7 +277,8 @@ def run(
     row["state MB"] = round(state.stat().st_size / 2**20, 1) if state.exists() else None
     stack.destroy(color="never")
     stack.workspace.remove_stack(f"scale{n}")
-    row["floor"] = run_floor(f"floor{n}", tmp, env, graphs)
+    if with_floor:
+        row["floor"] = run_floor(f"floor{n}", tmp, env, graphs)
     return row
 
 
@@ -447,7 +456,7 @@ def run_sharded(
                 shard[RECONCILE] = floor.graph(st.export_stack().deployment)
             subprocess.run([*greenops, "reconcile", "--now", stamp(at), *shard_args], env=env, capture_output=True)
             # the next tenth of the gates, each shard by a pass of its due workloads alone
-            later = due[min(len(due) - 1, len(due) // 5 - 1)]
+            later = next_tenth(due, at)
             timed_op(RECONCILE_DUE, "reconcile", "--due", "--now", stamp(later))
             if simulate_minutes:
 
@@ -539,7 +548,7 @@ def main() -> None:
     parser.add_argument(
         "--no-floor",
         action="store_true",
-        help="with --shards: leave out the floor (each shard's, one after the other: as long again as the run)",
+        help="leave out the floor (with --shards, each shard's runs one after the other: as long again as the run)",
     )
     parser.add_argument(
         "--every-step",
@@ -589,6 +598,7 @@ def main() -> None:
                     t0=t0,
                     pulumi_logs=args.with_pulumi_logs,
                     cluster=cluster,
+                    with_floor=not args.no_floor,
                 )
             )
             print(json.dumps(row, default=str), flush=True)

@@ -142,26 +142,23 @@ def _urn(st: auto.Stack, type_token: str, name: str = "") -> str:
     return f"urn:pulumi:{stack}::{st.workspace.project_settings().name}::{type_token}" + (f"::{name}" if name else "")
 
 
-def workload_targets(st: auto.Stack, name: str) -> list[str]:
-    """A workload's component and, by name, every resource under it, present or to come: its
-    Placement (``<name>-placement``), its objects' group (``<name>-vm``) and their objects
-    (``<name>-vm:<namespace>/<name>[-<suffix>]``), and a direct VM's resources (``<name>-<suffix>``).
-    A URN names its parents' types, not their names, so the names must be its own: a caller makes
-    sure no other workload is named ``<name>-...`` (overlapping_names)."""
-    under = _urn(st, COMPONENT_TYPE) + "$**::"
-    return [_urn(st, COMPONENT_TYPE, name)] + [
-        # (in a target, * stops at a ':' or '/', ** does not: a group's objects are "<group>:<ns>/<name>")
-        under + pattern
-        for pattern in (name, f"{name}-**")
-    ]
+def workload_target(st: auto.Stack, name: str) -> str:
+    """One target for a workload's component and, by name, every resource under it, present or to
+    come: its Placement (``<name>-placement``), its objects' group (``<name>-vm``) and their objects
+    (``<name>-vm:<namespace>/<name>[-<suffix>]``), a direct VM's resources (``<name>-<suffix>``). A
+    URN names its parents' types, not their names, so the name must be the workload's alone: a
+    caller makes sure no other workload's name begins with it (overlapping_names). One pattern per
+    workload, since the engine matches every target against every resource."""
+    # (in a target, * stops at a ':' or '/', ** does not: a group's objects are "<group>:<ns>/<name>")
+    return _urn(st, COMPONENT_TYPE) + f"**::{name}**"
 
 
 def overlapping_names(due: Iterable[str], every: Iterable[str]) -> list[str]:
-    """Due workloads whose targets could also match another workload's resources: one named as the
-    beginning of another's name (``etl`` and ``etl-nightly``), either way round (``etl-nic`` is
-    also the name of ``etl``'s network interface)."""
+    """Due workloads whose target could also match another workload's resources: one whose name
+    begins another's, either way round (``etl`` and ``etl2``; ``etl-nic`` is also the name of
+    ``etl``'s network interface)."""
     names = set(every)
-    return sorted(d for d in due if any(n != d and (n.startswith(f"{d}-") or d.startswith(f"{n}-")) for n in names))
+    return sorted(d for d in due if any(n != d and (n.startswith(d) or d.startswith(n)) for n in names))
 
 
 def up_due(
@@ -175,7 +172,7 @@ def up_due(
     from components import render_mode
 
     program = pass_program(Path(st.workspace.work_dir or project_dir()), lambda: st, only=due.names, rows=rows)
-    targets = [urn for name in sorted(due.names) for urn in workload_targets(st, name)]
+    targets = [workload_target(st, name) for name in sorted(due.names)]
     if config.kubernetes.mode == "render" or config.kubernetes.install_crd_stubs:
         crds = _urn(st, render_mode.COMPONENT_TYPE)
         targets += [f"{crds}::{render_mode.NAME}", f"{crds}$**"]

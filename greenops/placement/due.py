@@ -27,12 +27,12 @@ from typing import Any
 
 from greenops.common.clock import parse_time
 from greenops.models import Provisioning, Workload, spec_digest
-from greenops.placement.declared import DECLARED_AHEAD, objects_declared
+from greenops.placement.declared import objects_declared
 
-# A workload is due from as far ahead of its next change as a full pass declares its objects
-# (greenops.placement.declared): a pass of the due workloads then leaves what a full pass at the same
-# instant would, and a change that falls due while a long pass runs is still taken in it.
-DUE_AHEAD = DECLARED_AHEAD
+# Each Placement judges the clock when it runs, a little after the pass's instant: a change due
+# within this margin is taken in this pass. (Objects declared ahead of a gate, as a full pass
+# declares them, make a workload due by themselves: "objects to declare".)
+DUE_AHEAD = timedelta(minutes=1)
 
 
 def declaration_digest(workload: Workload, provisioning: Provisioning) -> str:

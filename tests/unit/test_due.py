@@ -69,13 +69,14 @@ def test_a_row_from_before_rows_carried_a_digest_is_due_once_and_the_mode_is_par
 
 
 def test_targets_that_would_name_another_workloads_resources_are_found():
-    assert overlapping_names({"etl", "web"}, {"etl", "etl-nightly", "web", "webapp"}) == ["etl"]
+    assert overlapping_names({"etl", "web"}, {"etl", "etl-nightly", "web", "db"}) == ["etl"]
     # either way round: etl-nic's targets name etl's network interface (etl-nic), etl-placement its Placement
     assert overlapping_names({"etl-nic", "etl-placement"}, {"etl", "etl-nic", "etl-placement"}) == [
         "etl-nic",
         "etl-placement",
     ]
-    assert overlapping_names({"web", "webapp"}, {"web", "webapp", "db"}) == []
+    assert overlapping_names({"web", "webapp"}, {"web", "webapp", "db"}) == ["web", "webapp"]
+    assert overlapping_names({"web", "db"}, {"web", "db", "cache"}) == []
 
 
 def test_the_watch_loop_runs_a_full_pass_on_its_beat_and_due_passes_between():
