@@ -128,8 +128,10 @@ def kind(p: psutil.Process) -> str:
     return "other"
 
 
-def tenant_of(i: int) -> str:
-    return f"team-{i // 20:03d}"
+def tenant_of(i: int, n: int) -> str:
+    """20 workloads per tenant, or more past 5120 workloads: a token names at most 256 tenants (40
+    workloads of at most 8 vCPU still fit the default quota of 512)."""
+    return f"team-{i // max(20, -(-n // 256)):03d}"
 
 
 def write_workloads(folder: Path, n: int, now: datetime) -> None:
@@ -138,7 +140,7 @@ def write_workloads(folder: Path, n: int, now: datetime) -> None:
     by_tenant: dict[str, list[dict]] = {}
     for i, w in enumerate(workloads(n, now)):
         w.pop("tenant")
-        by_tenant.setdefault(tenant_of(i), []).append(w)
+        by_tenant.setdefault(tenant_of(i, n), []).append(w)
     folder.mkdir(parents=True)
     for tenant, items in by_tenant.items():
         (folder / f"{tenant}.yaml").write_text(yaml.safe_dump({"tenant": tenant, "workloads": items}), encoding="utf-8")
@@ -156,7 +158,7 @@ class Credentials:
 
 
 def credentials(scheduler: SchedulerServer, opa: OpaServer, sizes: list[int]) -> Credentials:
-    tenants = sorted({tenant_of(i) for i in range(max(sizes))})
+    tenants = sorted({tenant_of(i, n) for n in sizes for i in range(n)})
     if len(tenants) > 256:
         raise SystemExit(f"{max(sizes)} workloads are {len(tenants)} tenants: a token names at most 256")
     return Credentials(
