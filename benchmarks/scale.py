@@ -437,6 +437,10 @@ def run_sharded(
         row[label] = time.perf_counter() - t
         summary = [ln for ln in done.stdout.splitlines() if "shard(s) ok" in ln]
         row[f"{label}: shards"] = summary[-1] if summary else (done.stdout + done.stderr)[-500:]
+        if done.returncode != 0:  # a failed shard's lines (greenops names its cause), now rather than never
+            failed = [ln for ln in done.stdout.splitlines() if "FAILED" in ln or ln.startswith("    ")]
+            print(f"  ... {label}: exit {done.returncode}\n" + "\n".join(failed[:20]), file=sys.stderr, flush=True)
+            raise SystemExit(f"{label} failed on a shard: see above")
 
     with PeakMemory() as memory:
         timed_op("preview (empty)", "preview")
