@@ -1,7 +1,7 @@
 """Which workloads a pass has something to do for, from the rows the previous pass recorded.
 
 A full pass registers every workload, so its cost grows with the stack even when one gate opens.
-A pass of the due workloads (``greenops reconcile --due``, and the watch loop between its beats)
+A pass of the due workloads (``greenops reconcile --due``)
 registers only these and targets their resources; the engine keeps every other resource as it
 is. What makes a workload due:
 
