@@ -12,9 +12,6 @@ from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from pulumi import automation as auto
 
-if TYPE_CHECKING:
-    from greenops.stack.config import StackConfig
-
 from greenops.common.clock import system_clock
 from greenops.common.errors import GreenOpsError
 from greenops.common.toolpaths import REPO, TOOLS_BIN, pulumi_env
@@ -22,6 +19,9 @@ from greenops.direct.records import COMPONENT_TYPE
 from greenops.engine.stale_lock import clear_stale_locks
 from greenops.observability import spans, tracing
 from greenops.placement.due import Due
+
+if TYPE_CHECKING:
+    from greenops.stack.config import StackConfig
 
 PROJECT = "greenops-platform"
 
@@ -130,9 +130,14 @@ def stack_config(st: auto.Stack) -> StackConfig:
             except ValueError:
                 raw[name] = value.value
     try:
-        return parse_stack_config(raw, root=Path(st.workspace.work_dir or project_dir()))
+        return parse_stack_config(raw, root=_root(st))
     except StackConfigError as exc:
         raise GreenOpsError(f"stack {st.name}: {exc}") from None
+
+
+def _root(st: auto.Stack) -> Path:
+    """The project folder the stack's program runs in (workloadsFrom paths are relative to it)."""
+    return Path(st.workspace.work_dir or project_dir())
 
 
 def _urn(st: auto.Stack, type_token: str, name: str = "") -> str:
@@ -167,11 +172,11 @@ def up_due(
     """``up`` of the due workloads only: their resources are the targets and the program registers
     only them; the engine keeps every other resource as it is, and deletes none of them. The
     render-mode CRDs are targets too: the Kubernetes provider learns a kind's scope from the CRDs
-    it is handed in the same update. No target pulls in its dependents (every workload depends on
-    those CRDs): each is named."""
+    it is handed in the same update, and nothing depends on them in the state
+    (RenderModeCrds.known), so targeting them reaches no other workload."""
     from components import render_mode
 
-    program = pass_program(Path(st.workspace.work_dir or project_dir()), lambda: st, only=due.names, rows=rows)
+    program = pass_program(_root(st), lambda: st, only=due.names, rows=rows)
     targets = [workload_target(st, name) for name in sorted(due.names)]
     if config.kubernetes.mode == "render" or config.kubernetes.install_crd_stubs:
         crds = _urn(st, render_mode.COMPONENT_TYPE)
