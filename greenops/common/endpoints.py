@@ -14,6 +14,10 @@ SCHEDULER_SERVICE = "greenops-scheduler"  # the platform's Deployment and Servic
 SCHEDULER_NAMESPACE = "greenops"
 TIMEOUT_SECONDS = 10.0  # per call from the Pulumi path
 ATTEMPTS = 3
+# How long in all one Placement call may wait out the scheduler's rate limit (its Retry-After):
+# long enough to ride out a minute's window of a per-principal limit when many workloads share one
+# credential, short enough that a stuck limit is named within the pass instead of stalling it.
+RATE_LIMIT_WAIT_SECONDS = 150.0
 
 
 def in_cluster_scheduler_url(namespace: str = SCHEDULER_NAMESPACE) -> str:

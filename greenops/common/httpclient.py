@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import random
 import ssl
 import time
 from typing import Any, Self
@@ -20,6 +21,13 @@ class RetryingClient:
 
     ``post`` returns the final response, or None when no attempt got an answer; ``last_error``
     then says why, for the caller's own error message.
+
+    ``wait_budget`` is how many seconds in all the client may spend waiting out a rate limit: a 429
+    and its ``Retry-After``. The server did nothing, so the wait costs no attempt; an answer asking
+    for longer than the budget left is returned at once, so the caller names the refusal instead of
+    hanging. The default, 0, waits for nothing: an interactive caller sees the refusal and its
+    retry time. A 503's Retry-After is not waited for: a dependency that is down would hold every
+    call of a pass for seconds each, where the short backoff names the outage soon.
     """
 
     def __init__(
@@ -31,11 +39,14 @@ class RetryingClient:
         transport: httpx.BaseTransport | None = None,
         token: str | None = None,
         ca_certificate: str | None = None,
+        wait_budget: float = 0.0,
     ):
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.attempts = attempts
         self.backoff = backoff
+        self.wait_budget = wait_budget
+        self.waited = 0.0  # seconds spent waiting out Retry-After, over the client's life
         self.last_error = "no attempt made"
         headers = {"Authorization": f"Bearer {token}"} if token else None
         self._client = httpx.Client(
@@ -59,19 +70,42 @@ class RetryingClient:
         self, method: str, path: str, body: dict[str, Any] | None = None, params: dict[str, Any] | None = None
     ) -> httpx.Response | None:
         response = None
-        for attempt in range(1, self.attempts + 1):
+        attempt = 0  # answered attempts; a rate limit's wait is not one: the server did nothing
+        while attempt < self.attempts:
             try:
                 response = self._client.request(method, path, json=body, params=params)
             except httpx.HTTPError as exc:
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 response = None
             else:
+                wait = self._asked_wait(response)
+                if wait is not None:
+                    self._wait(wait)
+                    continue
                 if response.status_code < 500:
                     return response
                 self.last_error = f"HTTP {response.status_code}: {detail(response)}"
+            attempt += 1
             if attempt < self.attempts:
                 time.sleep(self.backoff * attempt)
         return response
+
+    def _asked_wait(self, response: httpx.Response) -> float | None:
+        """The seconds to wait before asking again, when the server's rate limit asked for a wait
+        that fits in what is left of the budget; else None."""
+        if response.status_code != 429:
+            return None
+        try:
+            asked = float(response.headers.get("retry-after", ""))
+        except ValueError:
+            return None  # absent, or an HTTP date, which the platform's servers never send
+        # up to a second of jitter: callers refused in the same window do not all return at once
+        wait = max(0.5, asked) + random.uniform(0.0, 1.0)
+        return wait if self.waited + wait <= self.wait_budget else None
+
+    def _wait(self, seconds: float) -> None:
+        self.waited += seconds
+        time.sleep(seconds)
 
 
 def trust(ca_certificate: str | None) -> ssl.SSLContext:

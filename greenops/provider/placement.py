@@ -316,6 +316,7 @@ class PlacementProvider(ResourceProvider):
             # export, a pod's projected ServiceAccount token), like KUBECONFIG; never in the state
             token=props.get("schedulerToken") or endpoints.ambient_scheduler_token(),
             ca_certificate=props.get("caCertificate"),
+            wait_budget=endpoints.RATE_LIMIT_WAIT_SECONDS,
         )
 
     def _report(self, props: dict[str, Any], lifecycle: Lifecycle, recorded: str | None) -> str | None:
