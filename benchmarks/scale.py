@@ -149,8 +149,8 @@ def write_workloads(folder: Path, n: int, now: datetime) -> None:
 @dataclass(frozen=True)
 class Credentials:
     """What the stacks present: a Pulumi-path token per tenant (greenops:schedulerTokens) and OPA's
-    query token; for the sharded CLI runs, one token for every tenant (GREENOPS_SCHEDULER_TOKEN, as
-    a CI step's secret), since each shard's stack file is the CLI's to write."""
+    query token; for the sharded CLI runs' own reads (the placements table), one token for every
+    tenant (GREENOPS_SCHEDULER_TOKEN, as a CI step's secret)."""
 
     per_tenant: dict[str, str]
     shared: str
@@ -427,6 +427,12 @@ def run_sharded(
             "GREENOPS_OPA_TOKEN": creds.opa,
         }
     )
+    # a token per tenant, as docs/operations/scale.md advises: the scheduler's rate limit is per
+    # principal, and 10 000 first placements through one shared token take at least 17 minutes.
+    # Set on the base stack, so every generated shard carries it (encrypted, with the base's salt).
+    automation.stack(
+        "scale", work_dir=tmp, env={k: env[k] for k in ("PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE")}
+    ).set_config("greenops:schedulerTokens", auto.ConfigValue(json.dumps(creds.per_tenant), secret=True))
     greenops = [sys.executable, "-m", "greenops.cli"]
     shard_args = ["--stack", "scale", "--shards", str(shards), "--concurrency", str(concurrency)]
     row: dict = {"n": n, "shards": shards, "concurrency": concurrency}
