@@ -201,7 +201,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     if args.metrics_port is not None and not args.watch:
         raise GreenOpsError("--metrics-port needs --watch: a single pass ends before anything could scrape it")
     if args.watch and args.due:
-        raise GreenOpsError("--due and --watch exclude each other: the watch loop runs full passes")
+        raise GreenOpsError("--due and --watch exclude each other: the watch loop runs due passes between full ones")
     if args.shards:
         if args.watch:
             raise GreenOpsError(
@@ -246,6 +246,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             stop,
             log=lambda line: print(line, flush=True),
             observe=observe,
+            # between its beats, a wake-up for a next change costs the due workloads, not the stack
+            run_due=lambda: reconcile.reconcile_once(st, stream=args.verbose, due_only=True),
         )
     finally:
         if endpoint is not None:
@@ -564,8 +566,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--watch",
         action="store_true",
-        help="repeat unattended: sleep until the next change or the interval, whichever is first; "
-        "SIGTERM stops it between passes",
+        help="repeat unattended: a full pass once per interval, and a pass of the due workloads at each next "
+        "change before it; SIGTERM stops it between passes",
     )
     p.add_argument("--interval", help="with --watch: e.g. 5m (default: the stack's greenops:reconcile.intervalSeconds)")
     p.add_argument(

@@ -238,18 +238,23 @@ def watch(
     clock: Callable[[], datetime] = system_clock,
     observe: PassObserver | None = None,
     run_due: Callable[[], Pass] | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> int:
     """Reconcile, log, sleep, repeat until ``stop`` is set (SIGTERM): a pass under way always
     finishes, so the stack is never left mid-update. A held lock or a failed pass is logged and
     tried again at the next wake-up: an unattended loop keeps going. With ``run_due``, a full pass
     runs once per ``interval`` (the beat: every VM's operator read, every setting applied) and a
     wake-up for a next change between beats runs ``run_due``, a pass of the due workloads, whose
-    cost does not grow with the stack."""
+    cost does not grow with the stack.
+
+    The beat is kept on ``monotonic``, not on the platform's ``clock``: it is the loop's own cadence
+    in elapsed time, so a clock that jumps (NTP, a clock file set by hand) neither starves the
+    full passes nor runs them back to back."""
     passes = 0
-    beat: datetime | None = None  # when the next full pass is due: an interval after the last one ended
+    beat: float | None = None  # monotonic() when the next full pass is due: an interval after the last ended
     while not stop.is_set():
         now = clock()
-        full = run_due is None or beat is None or now >= beat
+        full = run_due is None or beat is None or monotonic() >= beat
         started = stamp(now)
         began = time.monotonic()
         result: Pass | None = None
@@ -268,8 +273,9 @@ def watch(
             observe(outcome, time.monotonic() - began, result, clock())
         now = clock()
         if full:
-            beat = now + interval
-        seconds, why = sleep_for(result, max(cast(datetime, beat) - now, WAKE_MARGIN), now)
+            beat = monotonic() + interval.total_seconds()
+        to_beat = timedelta(seconds=cast(float, beat) - monotonic())
+        seconds, why = sleep_for(result, max(to_beat, WAKE_MARGIN), now)
         if stop.is_set():
             break
         log(f"sleeping {seconds:.0f} s (until {why})")

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from greenops.common.clock import parse_time, set_clock_file
 from greenops.common.httpclient import RetryingClient
 from greenops.common.toolpaths import REPO
 from greenops.engine import automation
@@ -166,4 +167,81 @@ def test_a_watch_killed_mid_pass_leaves_a_lock_the_next_run_clears(tmp_path):
         with RetryingClient(scheduler.url, token=scheduler.admin_token) as client:
             booked = sorted(r["key"] for r in placements.active(client))
         assert [k.split("/")[1] for k in booked] == ["etl-0", "etl-1", "etl-2"], booked
+        st.destroy()
+
+
+def test_between_its_beats_the_loop_opens_a_gate_with_a_pass_of_the_due_workloads(tmp_path):
+    """A long interval, a gate seconds away: the loop's first pass is a full one, and the wake-up
+    for the gate runs a pass of the due workloads, which opens it; a full preview afterwards finds
+    nothing left to do. The platform's clock is a file the test moves; the beat is elapsed time."""
+    require_engine()
+    project, clock = tmp_path / "project", tmp_path / "now"
+    (tmp_path / "state").mkdir()
+    c0 = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
+    set_clock_file(clock, c0)
+    with loopback.servers() as (scheduler, opa):
+        project_with_stack(
+            project,
+            "beat",
+            render_mode_config(
+                opa.url,
+                scheduler.url,
+                tmp_path / "rendered",
+                workloads=[small_job("etl", iso(c0 + timedelta(days=1)))],
+            ),
+        )
+        stack_env = {
+            "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+            "PULUMI_CONFIG_PASSPHRASE": "beat-test",
+            "GREENOPS_CLOCK_FILE": str(clock),
+            "GREENOPS_SCHEDULER_TOKEN": loopback.tenant_tokens(scheduler, ["ops"])["ops"],
+            "GREENOPS_OPA_TOKEN": opa.query_token,
+        }
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "GREENOPS_"))}
+        env.update({"GREENOPS_PROJECT_DIR": str(project), **stack_env})
+        greenops = str(REPO / ".venv" / "bin" / "greenops")
+        placed = subprocess.run(
+            [greenops, "reconcile", "--stack", "beat"], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert placed.returncode == 0, placed.stdout + placed.stderr
+        st = automation.stack("beat", work_dir=project, env=stack_env)
+        [row] = automation.placements(st)
+        assert row["phase"] == "Scheduled"
+        gate = parse_time(row["nextChangeAt"])
+        set_clock_file(clock, gate - timedelta(seconds=4))
+
+        proc = subprocess.Popen(
+            [greenops, "reconcile", "--stack", "beat", "--watch", "--interval", "1h"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        lines: list[str] = []
+        try:
+            for line in proc.stdout:  # type: ignore[union-attr]
+                lines.append(line.rstrip())
+                sleeps = sum(ln.startswith("sleeping") for ln in lines)
+                if line.startswith("sleeping") and sleeps == 1:
+                    set_clock_file(clock, gate + timedelta(seconds=2))  # the gate is reached while it sleeps
+                if sleeps == 2:  # the second pass is over
+                    break
+            proc.send_signal(signal.SIGTERM)
+            rest, _ = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        lines += rest.splitlines()
+        text = "\n".join(lines)
+        assert proc.returncode == 0, text
+        summaries = [ln for ln in lines if "] reconcile beat: " in ln]
+        assert len(summaries) == 2, text
+        # the first pass is the beat's full pass; the wake-up for the gate a pass of that one workload
+        assert "due" not in summaries[0], text
+        assert "reconcile beat: due 1 (1 next change reached)" in summaries[1], text
+        assert "pass failed" not in text and "skipped" not in text
+        [row] = automation.placements(st)
+        assert row["phase"] != "Scheduled" and row["gateOpenedAt"], row
+        # the due pass left the stack as a full pass would have
+        assert unchanged(st.preview().change_summary)
         st.destroy()

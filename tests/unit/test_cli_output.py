@@ -187,6 +187,6 @@ def test_a_usage_error_exits_2(capsys):
 def test_a_refused_command_exits_2(capsys):
     assert cli.main(["reconcile", "--stack", "dev", "--watch", "-o", "json"]) == 2
     assert "not with --watch" in capsys.readouterr().err
-    # the watch loop runs full passes: asking for both is refused, not guessed at
+    # the watch loop chooses its own passes: asking for both is refused, not guessed at
     assert cli.main(["reconcile", "--stack", "dev", "--watch", "--due"]) == 2
-    assert "the watch loop runs full passes" in capsys.readouterr().err
+    assert "the watch loop runs due passes between full ones" in capsys.readouterr().err

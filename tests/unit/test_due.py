@@ -107,6 +107,7 @@ def test_the_watch_loop_runs_a_full_pass_on_its_beat_and_due_passes_between():
         log=lambda _line: None,
         clock=lambda: clock[0],
         run_due=lambda: one("due"),
+        monotonic=lambda: clock[0].timestamp(),
     )
     assert ran == ["full", "due", "due", "full", "due"]
 
@@ -141,5 +142,41 @@ def test_a_full_pass_longer_than_the_interval_still_leaves_room_for_due_passes()
         log=lambda _line: None,
         clock=lambda: clock[0],
         run_due=lambda: one("due", 2),
+        monotonic=lambda: clock[0].timestamp(),
     )
     assert ran == ["full", "due", "due", "due"]
+
+
+def test_the_beat_is_elapsed_time_so_a_frozen_or_jumping_platform_clock_still_gets_full_passes():
+    """The platform's clock can stand still (a clock file) or jump back (NTP): the beat is the
+    loop's own cadence, so the full pass still comes once per interval of elapsed time."""
+    elapsed = [0.0]
+    ran: list[str] = []
+    stop = threading.Event()
+
+    def one(kind: str) -> Pass:
+        ran.append(kind)
+        elapsed[0] += 10  # each pass takes 10 s; the platform's clock does not move
+        if len(ran) == 4:
+            stop.set()
+        return Pass("", [], (NOW + timedelta(seconds=20), "a gate opens"))
+
+    class Stop(threading.Event):
+        def wait(self, timeout=None):
+            elapsed[0] += timeout or 0
+            return stop.is_set()
+
+        def is_set(self):
+            return stop.is_set()
+
+    watch(
+        lambda: one("full"),
+        "s",
+        timedelta(seconds=75),
+        Stop(),
+        log=lambda _line: None,
+        clock=lambda: NOW,
+        run_due=lambda: one("due"),
+        monotonic=lambda: elapsed[0],
+    )
+    assert ran == ["full", "due", "due", "full"]
