@@ -320,7 +320,11 @@ def api_server():
 
 
 def unattended(
-    run_pass: Callable[[datetime], float], stacks: list[auto.Stack], start: datetime, window: timedelta
+    run_pass: Callable[[datetime], float],
+    stacks: list[auto.Stack],
+    start: datetime,
+    window: timedelta,
+    budget_seconds: float | None = None,
 ) -> dict:
     """Unattended reconcile over ``window`` of simulated time from ``start``: passes of the due
     workloads of every shard, back to back as watch loops that always find something due run
@@ -328,12 +332,18 @@ def unattended(
     stretch is skipped to the next gate, as a watch loop sleeps. A gate opens at the instant of
     the pass that sees it due, and its objects are applied when that pass ends: the lateness is
     that end minus the gate. The lead (interval + provisioning margin) keeps a run on time while
-    the lateness stays within the interval: the margin is then left for the VM to come up."""
+    the lateness stays within the interval: the margin is then left for the VM to come up.
+    ``budget_seconds`` of real time ends the simulation early: the window then reported is the
+    part simulated."""
     rows = lambda: [r for st in stacks for r in automation.placements(st)]  # noqa: E731
     gates_at = sorted(parse_time(r["nextChangeAt"]) for r in rows() if r["phase"] == "Scheduled" and r["nextChangeAt"])
     took: dict[datetime, float] = {}  # each pass's simulated instant -> its real duration
     now, end = start, start + window
+    began = time.monotonic()
     while now < end:
+        if budget_seconds is not None and time.monotonic() - began > budget_seconds:
+            end = now  # out of real time: the window simulated ends here
+            break
         took[now] = run_pass(now)
         print(f"  ... unattended pass at {stamp(now)}: {took[now]:.1f} s", file=sys.stderr, flush=True)
         now += timedelta(seconds=took[now])
@@ -348,7 +358,7 @@ def unattended(
             applied = parse_time(opened) + timedelta(seconds=took.get(parse_time(opened), 0.0))
             late.append((applied - (parse_time(r["start"]) - lead)).total_seconds())
     return {
-        "simulated minutes": window.total_seconds() / 60,
+        "simulated minutes": round((min(end, now) - start).total_seconds() / 60, 1),
         "passes": len(took),
         "gates due in the window": sum(1 for g in gates_at if start <= g < end),
         "gates opened": len(late),
@@ -382,6 +392,7 @@ def run_sharded(
     t0: datetime,
     simulate_minutes: float = 0,
     with_floor: bool = True,
+    simulate_budget_minutes: float | None = None,
 ) -> dict:
     """The same N workloads as `greenops <op> --stack scale --shards <shards>`: separate processes,
     ``concurrency`` at a time, as a user runs them."""
@@ -478,7 +489,8 @@ def run_sharded(
 
                 # from when the pass above ended, in simulated time
                 began = later + timedelta(seconds=row[RECONCILE_DUE])
-                row["unattended"] = unattended(one_pass, stacks, began, timedelta(minutes=simulate_minutes))
+                budget = simulate_budget_minutes * 60 if simulate_budget_minutes else None
+                row["unattended"] = unattended(one_pass, stacks, began, timedelta(minutes=simulate_minutes), budget)
     row["peak RSS MB (all shards at once)"] = {k: round(v / 2**20) for k, v in sorted(memory.peaks.items())}
     states = list((tmp / "state" / ".pulumi" / "stacks" / PROJECT).glob("scale-shard-*.json"))
     row["state MB (largest shard)"] = round(max(f.stat().st_size for f in states) / 2**20, 1) if states else None
@@ -558,6 +570,11 @@ def main() -> None:
         help="with --shards: then this many simulated minutes of unattended due passes, and the worst gate lateness",
     )
     parser.add_argument(
+        "--simulate-budget-minutes",
+        type=float,
+        help="with --simulate-minutes: stop simulating after this many real minutes, reporting the part simulated",
+    )
+    parser.add_argument(
         "--no-floor",
         action="store_true",
         help="leave out the floor (with --shards, each shard's runs one after the other: as long again as the run)",
@@ -599,6 +616,7 @@ def main() -> None:
                     t0,
                     args.simulate_minutes,
                     with_floor=not args.no_floor,
+                    simulate_budget_minutes=args.simulate_budget_minutes,
                 )
                 if args.shards
                 else run(
