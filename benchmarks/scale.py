@@ -342,11 +342,13 @@ def unattended(
     began = time.monotonic()
     while now < end:
         if budget_seconds is not None and time.monotonic() - began > budget_seconds:
-            end = now  # out of real time: the window simulated ends here
             break
         took[now] = run_pass(now)
         print(f"  ... unattended pass at {stamp(now)}: {took[now]:.1f} s", file=sys.stderr, flush=True)
         now += timedelta(seconds=took[now])
+        if budget_seconds is not None and time.monotonic() - began > budget_seconds:
+            end = min(end, now)  # out of real time: the window simulated ends with this pass
+            break
         upcoming = [g for g in gates_at if g >= now]
         if upcoming and upcoming[0] > now:
             now = upcoming[0] + WAKE_MARGIN  # nothing changes before then: a watch loop sleeps

@@ -22,7 +22,7 @@ class RetryingClient:
     ``post`` returns the final response, or None when no attempt got an answer; ``last_error``
     then says why, for the caller's own error message.
 
-    ``wait_budget`` is how many seconds in all the client may spend waiting out a rate limit: a 429
+    ``wait_budget`` is how many seconds one request may spend waiting out a rate limit: a 429
     and its ``Retry-After``. The server did nothing, so the wait costs no attempt; an answer asking
     for longer than the budget left is returned at once, so the caller names the refusal instead of
     hanging. The default, 0, waits for nothing: an interactive caller sees the refusal and its
@@ -46,7 +46,7 @@ class RetryingClient:
         self.attempts = attempts
         self.backoff = backoff
         self.wait_budget = wait_budget
-        self.waited = 0.0  # seconds spent waiting out Retry-After, over the client's life
+        self.waited = 0.0  # seconds the last request spent waiting out Retry-After
         self.last_error = "no attempt made"
         headers = {"Authorization": f"Bearer {token}"} if token else None
         self._client = httpx.Client(
@@ -70,6 +70,7 @@ class RetryingClient:
         self, method: str, path: str, body: dict[str, Any] | None = None, params: dict[str, Any] | None = None
     ) -> httpx.Response | None:
         response = None
+        self.waited = 0.0
         attempt = 0  # answered attempts; a rate limit's wait is not one: the server did nothing
         while attempt < self.attempts:
             try:

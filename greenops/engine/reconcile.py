@@ -180,7 +180,10 @@ def reconcile_once(st: auto.Stack, stream: bool = False, due_only: bool = False)
     if due_only:
         config = automation.stack_config(st)
         declared = [(w, config.provisioning_of(w)) for w in config.workloads]
-        due = due_workloads(previous, declared, system_clock(st.workspace.env_vars))
+        try:
+            due = due_workloads(previous, declared, system_clock(st.workspace.env_vars))
+        except (ValueError, KeyError, TypeError) as exc:  # a bad clock file or recorded row: named, as a full pass's
+            raise GreenOpsError(f"stack {st.name}: cannot tell which workloads are due: {exc}") from None
         if not due:
             return Pass("nothing due, no update", [], upcoming(previous), previous, due=due)
         overlapping = automation.overlapping_names(due.names, [*before, *(w.name for w, _ in declared)])
@@ -224,9 +227,10 @@ def sleep_for(p: Pass | None, interval: timedelta, now: datetime) -> tuple[float
     return interval.total_seconds(), "the interval"
 
 
-PassObserver = Callable[[str, float, "Pass | None", datetime], None]
+PassObserver = Callable[[str, float, "Pass | None", datetime, str], None]
 """Told of every pass as it ends: its result (ok, failed, skipped), how long it took in seconds,
-the pass (None unless ok) and the platform's clock then (greenops.observability.reconcile)."""
+the pass (None unless ok), the platform's clock then and the kind of pass (full, due)
+(greenops.observability.reconcile)."""
 
 
 def watch(
@@ -269,10 +273,12 @@ def watch(
             outcome = "failed"
             log(f"[{started}] reconcile {stack}: pass failed, trying again at the next wake-up: {exc}")
         passes += 1
+        # what ran: a due pass turns into a full one when its targets would be ambiguous
+        ran_full = full if result is None else result.due is None
         if observe is not None:
-            observe(outcome, time.monotonic() - began, result, clock())
+            observe(outcome, time.monotonic() - began, result, clock(), "full" if ran_full else "due")
         now = clock()
-        if full:
+        if ran_full:  # also when skipped or failed: retrying it at once would spin while a lock is held
             beat = monotonic() + interval.total_seconds()
         to_beat = timedelta(seconds=cast(float, beat) - monotonic())
         seconds, why = sleep_for(result, max(to_beat, WAKE_MARGIN), now)

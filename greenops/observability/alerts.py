@@ -67,6 +67,8 @@ def rule_groups(t: Thresholds = Thresholds()) -> list[dict[str, Any]]:
         ),
         _alert(
             "GreenOpsReconcileTooSlow",
+            # each kind's mean on its own (full, due), then the worse: short due passes between
+            # the beats must not dilute a full pass that outlasts the interval
             f"max by (runner) (rate({passes}_sum[30m]) / rate({passes}_count[30m])) "
             f"> max by (runner) ({names.INTERVAL.series})",
             "5m",

@@ -46,7 +46,7 @@ def panels() -> list[dict[str, Any]]:
         (
             "Reconcile: mean pass duration against its interval",
             [
-                (f"rate({passes}_sum[15m]) / rate({passes}_count[15m])", "pass, {{runner}}"),
+                (f"rate({passes}_sum[15m]) / rate({passes}_count[15m])", "{{pass}} pass, {{runner}}"),
                 (f"max by (runner) ({p.INTERVAL.series})", "interval, {{runner}}"),
             ],
             "s",

@@ -103,7 +103,12 @@ OLDEST_OVERDUE_GATE = Metric(
 )
 
 # --- the reconcile loop (greenops reconcile --watch, the Pulumi Kubernetes Operator's runs) ---------
-PASS_SECONDS = Metric("greenops_reconcile_pass_duration_seconds", "histogram", "Reconcile passes", ("runner",))
+PASS_SECONDS = Metric(
+    "greenops_reconcile_pass_duration_seconds",
+    "histogram",
+    "Reconcile passes that ran, by kind (pass: full, or due: the due workloads alone)",
+    ("runner", "pass"),
+)
 PASSES = Metric(
     "greenops_reconcile_passes",
     "counter",

@@ -36,7 +36,7 @@ class LoopMetrics:
     ):
         self.runner = runner
         self.recorded = recorded
-        self.seconds = instrument(names.PASS_SECONDS, registry, PASS_BUCKETS).labels(runner)
+        self.seconds = instrument(names.PASS_SECONDS, registry, PASS_BUCKETS)
         self.passes = instrument(names.PASSES, registry)
         self.transitions = instrument(names.TRANSITIONS, registry)
         self.missed = instrument(names.MISSED_WINDOWS, registry)
@@ -48,10 +48,11 @@ class LoopMetrics:
         for kind in KINDS:
             self.transitions.labels(kind)
 
-    def __call__(self, result: str, seconds: float, p: Pass | None, now: datetime) -> None:
+    def __call__(self, result: str, seconds: float, p: Pass | None, now: datetime, kind: str = "full") -> None:
         self.passes.labels(self.runner, result).inc()
         if result != "skipped":  # a skipped pass did no work: its second of lock checking is not a pass
-            self.seconds.observe(seconds)
+            # by kind: a slow full pass must not hide among the short due passes between its beats
+            self.seconds.labels(self.runner, kind).observe(seconds)
         rows = p.rows if p is not None else self._recorded()
         if p is not None:
             for t in p.transitions:

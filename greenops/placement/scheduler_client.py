@@ -93,6 +93,6 @@ class SchedulerClient(RetryingClient):
             answer: dict[str, Any] = r.json()
             return answer
         if r is not None and 400 <= r.status_code < 500:
-            waited = f" (after waiting {self.waited:.0f} s as it asked)" if self.waited else ""
+            waited = f" (after waiting {self.waited:.0f} s as it asked)" if r.status_code == 429 and self.waited else ""
             raise SchedulerRefused(f"scheduler refused the request (HTTP {r.status_code}){waited}: {detail(r)}")
         raise SchedulerUnavailable(f"scheduler at {self.url} did not answer ({self.last_error})")

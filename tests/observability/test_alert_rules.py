@@ -71,6 +71,20 @@ CASES = [
         [{"severity": "warning", "runner": "watch"}],
     ),
     case(
+        "full passes longer than the interval fire among many short due passes",
+        [
+            # one 400 s full pass a minute's worth of samples apart, twenty 1 s due passes between
+            (f'{PASS}_sum{{runner="watch",pass="full"}}', "0+400x60"),
+            (f'{PASS}_count{{runner="watch",pass="full"}}', "0+1x60"),
+            (f'{PASS}_sum{{runner="watch",pass="due"}}', "0+20x60"),
+            (f'{PASS}_count{{runner="watch",pass="due"}}', "0+20x60"),
+            (f'{names.INTERVAL.series}{{runner="watch"}}', f"{INTERVAL}x60"),
+        ],
+        "45m",
+        "GreenOpsReconcileTooSlow",
+        [{"severity": "warning", "runner": "watch"}],
+    ),
+    case(
         "passes shorter than the interval do not",
         [
             (f'{PASS}_sum{{runner="watch"}}', "0+100x60"),

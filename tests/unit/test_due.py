@@ -10,7 +10,7 @@ from greenops.common.clock import stamp
 from greenops.engine.automation import overlapping_names
 from greenops.engine.reconcile import Pass, watch
 from greenops.models import Provisioning, Workload
-from greenops.placement.due import DUE_AHEAD, declaration_digest, due_workloads
+from greenops.placement.due import DUE_AHEAD, Due, declaration_digest, due_workloads
 
 NOW = datetime(2027, 1, 10, 18, 0, tzinfo=UTC)
 OPERATOR, DIRECT = Provisioning.OPERATOR, Provisioning.DIRECT
@@ -79,6 +79,11 @@ def test_targets_that_would_name_another_workloads_resources_are_found():
     assert overlapping_names({"web", "db"}, {"web", "db", "cache"}) == []
 
 
+def due_if(kind: str) -> Due | None:
+    """What a pass reports it ran as: a due pass names its due workloads; a full pass, None."""
+    return Due({"etl": "next change reached"}, {}) if kind == "due" else None
+
+
 def test_the_watch_loop_runs_a_full_pass_on_its_beat_and_due_passes_between():
     clock = [NOW]
     ran: list[str] = []
@@ -89,7 +94,7 @@ def test_the_watch_loop_runs_a_full_pass_on_its_beat_and_due_passes_between():
         clock[0] += timedelta(seconds=10)  # each pass takes 10 s of the clock
         if len(ran) == 5:
             stop.set()
-        return Pass("", [], (clock[0] + timedelta(seconds=20), "a gate opens"))
+        return Pass("", [], (clock[0] + timedelta(seconds=20), "a gate opens"), due=due_if(kind))
 
     class Stop(threading.Event):
         def wait(self, timeout=None):  # the loop's sleep moves the clock
@@ -124,7 +129,7 @@ def test_a_full_pass_longer_than_the_interval_still_leaves_room_for_due_passes()
         clock[0] += timedelta(seconds=seconds)
         if len(ran) == 4:
             stop.set()
-        return Pass("", [], (clock[0] + timedelta(seconds=5), "a gate opens"))
+        return Pass("", [], (clock[0] + timedelta(seconds=5), "a gate opens"), due=due_if(kind))
 
     class Stop(threading.Event):
         def wait(self, timeout=None):
@@ -159,7 +164,7 @@ def test_the_beat_is_elapsed_time_so_a_frozen_or_jumping_platform_clock_still_ge
         elapsed[0] += 10  # each pass takes 10 s; the platform's clock does not move
         if len(ran) == 4:
             stop.set()
-        return Pass("", [], (NOW + timedelta(seconds=20), "a gate opens"))
+        return Pass("", [], (NOW + timedelta(seconds=20), "a gate opens"), due=due_if(kind))
 
     class Stop(threading.Event):
         def wait(self, timeout=None):
@@ -180,3 +185,45 @@ def test_the_beat_is_elapsed_time_so_a_frozen_or_jumping_platform_clock_still_ge
         monotonic=lambda: elapsed[0],
     )
     assert ran == ["full", "due", "due", "full"]
+
+
+def test_a_due_pass_that_ran_as_a_full_one_moves_the_beat_and_is_counted_as_full():
+    """Overlapping names turn a due pass into a full one: that pass is the beat's, so the next
+    full pass is an interval later, not seconds later; the observer is told what ran."""
+    elapsed = [0.0]
+    ran: list[str] = []
+    told: list[tuple[str, str]] = []
+    stop = threading.Event()
+
+    def one(kind: str, due: Due | None) -> Pass:
+        ran.append(kind)
+        elapsed[0] += 10
+        if len(ran) == 4:
+            stop.set()
+        return Pass("", [], (NOW + timedelta(seconds=20), "a gate opens"), due=due)
+
+    class Stop(threading.Event):
+        def wait(self, timeout=None):
+            elapsed[0] += timeout or 0
+            return stop.is_set()
+
+        def is_set(self):
+            return stop.is_set()
+
+    # the first wake-up's due pass falls back to a full one (due=None), a few seconds before the beat
+    fallbacks = iter([None])
+    watch(
+        lambda: one("full", None),
+        "s",
+        timedelta(seconds=75),
+        Stop(),
+        log=lambda _line: None,
+        clock=lambda: NOW,
+        observe=lambda result, seconds, p, now, kind: told.append((result, kind)),
+        run_due=lambda: one("due", next(fallbacks, Due({"etl": "a gate opens"}, {}))),
+        monotonic=lambda: elapsed[0],
+    )
+    # the beat was due at 85 s; the fallback full pass ending at 41 s moves it to 116 s, so the
+    # passes at 62 s and 93 s are due passes (without the move, the one at 85 s would be full again)
+    assert ran == ["full", "due", "due", "due"]
+    assert [kind for _, kind in told] == ["full", "full", "due", "due"]

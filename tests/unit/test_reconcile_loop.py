@@ -75,7 +75,7 @@ def test_a_held_lock_or_a_failed_pass_is_logged_and_the_loop_goes_on_until_stopp
         stop,
         log=log.append,
         clock=lambda: NOW,
-        observe=lambda result, seconds, p, now: observed.append((result, p is not None, now)),
+        observe=lambda result, seconds, p, now, kind: observed.append((result, p is not None, now)),
     )
     assert passes == 3 and outcomes == []
     assert observed == [("skipped", False, NOW), ("failed", False, NOW), ("ok", True, NOW)]
