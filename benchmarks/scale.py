@@ -502,7 +502,9 @@ def run_sharded(
     # The floor of each shard, one after the other (inline programs share the SDK's process-wide
     # settings, so they cannot run side by side here); the shards' sum over the concurrency is the
     # floor of running them that many at a time.
-    backend = {k: env[k] for k in ("PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE")}
+    # the state written once per operation, as greenops writes each shard's: with a write per step
+    # the floor of one 1000-workload shard's `up` ran past ten minutes
+    backend = {**{k: env[k] for k in ("PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE")}, **checkpoint_env()}
     times = [run_floor(f"floor-shard-{i}", tmp, backend, g) for i, g in enumerate(graphs)]
     every = [label for label in times[0] if all(label in t for t in times)]
     row["floor"] = {label: sum(t[label] for t in times) / concurrency for label in every}
