@@ -13,6 +13,7 @@ import argparse
 import sys
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
@@ -168,7 +169,11 @@ def cmd_sharded(args: argparse.Namespace) -> int:
         f"{time.monotonic() - started:.1f} s" + (f"; failed: {', '.join(r.stack for r in failed)}" if failed else "")
     )
     if args.command in ("up", "reconcile"):
-        rows = [row for run in runs if run.ok for row in automation.placements(automation.stack(run.stack))]
+        # each read is a `pulumi stack output` of a whole shard: as many at once as the shards ran
+        # (the stacks selected one by one: selecting writes the project's workspace settings)
+        ok = [automation.stack(run.stack) for run in runs if run.ok]
+        with ThreadPoolExecutor(args.concurrency) as pool:
+            rows = [row for shard in pool.map(automation.placements, ok) for row in shard]
         print("\n" + report.table(report.account(rows)))
     return 1 if failed else 0
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
@@ -290,7 +290,14 @@ def _lock_race(text: str) -> bool:
 
 
 def placements(st: auto.Stack) -> list[dict[str, Any]]:
-    out = st.outputs().get("placements")
+    return placements_in(st.outputs())
+
+
+def placements_in(outputs: Mapping[str, auto.OutputValue]) -> list[dict[str, Any]]:
+    """The placement rows of a stack's outputs: an ``up``'s own (its result carries the outputs the
+    SDK read when it ended), so a pass need not run ``pulumi stack output`` again, seconds at 1000
+    workloads."""
+    out = outputs.get("placements")
     return list(out.value) if out else []
 
 

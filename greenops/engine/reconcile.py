@@ -196,7 +196,7 @@ def reconcile_once(st: auto.Stack, stream: bool = False, due_only: bool = False)
         result = automation.up_due(st, due, previous, config, stream=stream)
     else:
         result = automation.run(st, "up", stream=stream)
-    rows = automation.placements(st)
+    rows = automation.placements_in(result.outputs)
     after = {r["workload"]: r for r in rows}
     # None when the engine's summary has no resourceChanges: no counts rather than an AttributeError
     changed = sorted((result.summary.resource_changes or {}).items())
