@@ -4,6 +4,7 @@ watch loop alternates full passes on its beat with due passes between them."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from greenops.common.clock import stamp
@@ -79,6 +80,31 @@ def test_targets_that_would_name_another_workloads_resources_are_found():
     assert overlapping_names({"web", "db"}, {"web", "db", "cache"}) == []
 
 
+class Sleeps(threading.Event):
+    """The loop's stop event for a test: its sleep moves the test's clock (``advance`` by the
+    seconds asked) instead of waiting, and it is set when ``stop`` is."""
+
+    def __init__(self, stop: threading.Event, advance: Callable[[float], None]):
+        super().__init__()
+        self.stop, self.advance = stop, advance
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.advance(timeout or 0)
+        return self.stop.is_set()
+
+    def is_set(self) -> bool:
+        return self.stop.is_set()
+
+
+def advancing(cell: list) -> Callable[[float], None]:
+    """Moves a test's clock, an instant or elapsed seconds held in ``cell[0]``, by a sleep's seconds."""
+
+    def advance(seconds: float) -> None:
+        cell[0] += timedelta(seconds=seconds) if isinstance(cell[0], datetime) else seconds
+
+    return advance
+
+
 def due_if(kind: str) -> Due | None:
     """What a pass reports it ran as: a due pass names its due workloads; a full pass, None."""
     return Due({"etl": "next change reached"}, {}) if kind == "due" else None
@@ -96,19 +122,11 @@ def test_the_watch_loop_runs_a_full_pass_on_its_beat_and_due_passes_between():
             stop.set()
         return Pass("", [], (clock[0] + timedelta(seconds=20), "a gate opens"), due=due_if(kind))
 
-    class Stop(threading.Event):
-        def wait(self, timeout=None):  # the loop's sleep moves the clock
-            clock[0] += timedelta(seconds=timeout or 0)
-            return stop.is_set()
-
-        def is_set(self):
-            return stop.is_set()
-
     watch(
         lambda: one("full"),
         "s",
         timedelta(seconds=75),
-        Stop(),
+        Sleeps(stop, advancing(clock)),
         log=lambda _line: None,
         clock=lambda: clock[0],
         run_due=lambda: one("due"),
@@ -131,19 +149,11 @@ def test_a_full_pass_longer_than_the_interval_still_leaves_room_for_due_passes()
             stop.set()
         return Pass("", [], (clock[0] + timedelta(seconds=5), "a gate opens"), due=due_if(kind))
 
-    class Stop(threading.Event):
-        def wait(self, timeout=None):
-            clock[0] += timedelta(seconds=timeout or 0)
-            return stop.is_set()
-
-        def is_set(self):
-            return stop.is_set()
-
     watch(
         lambda: one("full", 100),
         "s",
         timedelta(seconds=75),
-        Stop(),
+        Sleeps(stop, advancing(clock)),
         log=lambda _line: None,
         clock=lambda: clock[0],
         run_due=lambda: one("due", 2),
@@ -166,19 +176,11 @@ def test_the_beat_is_elapsed_time_so_a_frozen_or_jumping_platform_clock_still_ge
             stop.set()
         return Pass("", [], (NOW + timedelta(seconds=20), "a gate opens"), due=due_if(kind))
 
-    class Stop(threading.Event):
-        def wait(self, timeout=None):
-            elapsed[0] += timeout or 0
-            return stop.is_set()
-
-        def is_set(self):
-            return stop.is_set()
-
     watch(
         lambda: one("full"),
         "s",
         timedelta(seconds=75),
-        Stop(),
+        Sleeps(stop, advancing(elapsed)),
         log=lambda _line: None,
         clock=lambda: NOW,
         run_due=lambda: one("due"),
@@ -202,21 +204,13 @@ def test_a_due_pass_that_ran_as_a_full_one_moves_the_beat_and_is_counted_as_full
             stop.set()
         return Pass("", [], (NOW + timedelta(seconds=20), "a gate opens"), due=due)
 
-    class Stop(threading.Event):
-        def wait(self, timeout=None):
-            elapsed[0] += timeout or 0
-            return stop.is_set()
-
-        def is_set(self):
-            return stop.is_set()
-
     # the first wake-up's due pass falls back to a full one (due=None), a few seconds before the beat
     fallbacks = iter([None])
     watch(
         lambda: one("full", None),
         "s",
         timedelta(seconds=75),
-        Stop(),
+        Sleeps(stop, advancing(elapsed)),
         log=lambda _line: None,
         clock=lambda: NOW,
         observe=lambda result, seconds, p, now, kind: told.append((result, kind)),
