@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
 from collections.abc import Callable
@@ -103,6 +104,13 @@ def engine_stack(tmp_path: Path, name: str, now: datetime, config: dict, secrets
 
         set_secrets(stack, secrets)
     return stack
+
+
+def cli_env(project: Path, stack_env: dict[str, str]) -> dict[str, str]:
+    """The environment a `greenops` process of ``project`` runs with, as a user's shell would give
+    it: this one's without any PULUMI_ or GREENOPS_ setting, then the project and the stack's own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "GREENOPS_"))}
+    return {**env, "GREENOPS_PROJECT_DIR": str(project), **stack_env}
 
 
 def write_stack(folder: Path, name: str, config: dict) -> None:

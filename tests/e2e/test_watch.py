@@ -17,7 +17,7 @@ from greenops.common.toolpaths import REPO
 from greenops.engine import automation
 from greenops.insight import placements
 from tests import loopback
-from tests.engine import iso, project_with_stack, render_mode_config, require_engine, small_job, unchanged
+from tests.engine import cli_env, iso, project_with_stack, render_mode_config, require_engine, small_job, unchanged
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 
@@ -197,8 +197,7 @@ def test_between_its_beats_the_loop_opens_a_gate_with_a_pass_of_the_due_workload
             "GREENOPS_SCHEDULER_TOKEN": loopback.tenant_tokens(scheduler, ["ops"])["ops"],
             "GREENOPS_OPA_TOKEN": opa.query_token,
         }
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "GREENOPS_"))}
-        env.update({"GREENOPS_PROJECT_DIR": str(project), **stack_env})
+        env = cli_env(project, stack_env)
         greenops = str(REPO / ".venv" / "bin" / "greenops")
         placed = subprocess.run(
             [greenops, "reconcile", "--stack", "beat"], env=env, capture_output=True, text=True, timeout=300

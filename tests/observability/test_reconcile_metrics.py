@@ -9,7 +9,6 @@ stack's recorded placements."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import threading
@@ -25,7 +24,7 @@ from greenops.engine.reconcile import KINDS
 from greenops.local.controlplane import free_port
 from greenops.observability import names
 from tests import loopback
-from tests.engine import iso, project_with_stack, render_mode_config, require_engine, small_job, unchanged
+from tests.engine import cli_env, iso, project_with_stack, render_mode_config, require_engine, small_job, unchanged
 from tests.observability.metrics_text import Samples, scrape, value, wait_for
 from tests.prometheus import PrometheusServer, Target, by_label
 
@@ -79,8 +78,7 @@ def test_the_watch_loop_counts_its_passes_transitions_missed_windows_and_skips(t
             "GREENOPS_SCHEDULER_TOKEN": loopback.tenant_tokens(scheduler, ["ops"])["ops"],
             "GREENOPS_OPA_TOKEN": opa.query_token,
         }
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "GREENOPS_"))}
-        env.update({"GREENOPS_PROJECT_DIR": str(project), **stack_env})
+        env = cli_env(project, stack_env)
         command = [str(REPO / ".venv" / "bin" / "greenops"), "reconcile", "--stack", STACK, "--watch"]
         proc = subprocess.Popen(
             [*command, "--interval", "2s", "--metrics-port", str(port)],
