@@ -194,6 +194,7 @@ def run(
     pulumi_logs: bool = False,
     cluster: LocalControlPlane | None = None,
     with_floor: bool = True,
+    cli_profile: Path | None = None,
 ) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="greenops-scale-"))
     (tmp / "state").mkdir()
@@ -272,6 +273,8 @@ def run(
             row[RECONCILE_DUE] = time.perf_counter() - t
             row[f"{RECONCILE_DUE}: CPU s"] = memory.cpu_since(mark)
             row["due pass"] = done.counts
+            if cli_profile:
+                row["CLI profile of the due pass"] = newest(cli_profile, "up.*.cpu")
             print(f"  ... n={n} {RECONCILE_DUE}: {row[RECONCILE_DUE]:.1f} s ({done.counts})", file=sys.stderr)
             stack.workspace.env_vars["GREENOPS_NOW"] = stamp(t0)
     row["peak RSS MB"] = {k: round(v / 2**20) for k, v in sorted(memory.peaks.items())}
@@ -308,6 +311,30 @@ def run_floor(name: str, tmp: Path, env: dict[str, str], graphs: dict[str, list[
     return times
 
 
+def profiling_cli(folder: Path) -> None:
+    """Every pulumi command of this process's stacks from now on writes the CLI's CPU and memory
+    profiles and execution trace to ``folder/<command>.<pid>.{cpu,mem,trace}`` (`go tool pprof`):
+    the Automation API has no switch for the CLI's ``--profiling``, so a wrapper adds it."""
+    from greenops.common.toolpaths import TOOLS_BIN
+
+    folder.mkdir(parents=True, exist_ok=True)
+    wrapper = folder / "cli" / "bin" / "pulumi"
+    wrapper.parent.mkdir(parents=True, exist_ok=True)
+    # named after the command (its first word that is not a flag: the SDK puts its flags first)
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'for word in "$@"; do case "$word" in -*) ;; *) command=$word; break ;; esac; done\n'
+        f'exec "{TOOLS_BIN / "pulumi"}" "$@" --profiling "{folder}/$command"\n'
+    )
+    wrapper.chmod(0o755)
+    automation.TOOLS_BIN = wrapper.parent  # read when each stack is made (automation.inline_stack)
+
+
+def newest(folder: Path, pattern: str) -> str | None:
+    found = sorted(folder.glob(pattern), key=lambda f: f.stat().st_mtime)
+    return str(found[-1]) if found else None
+
+
 @contextlib.contextmanager
 def api_server():
     """etcd + kube-apiserver on loopback, with the namespace the workloads' objects go to, and the
@@ -325,18 +352,26 @@ def unattended(
     start: datetime,
     window: timedelta,
     budget_seconds: float | None = None,
+    concurrency: int = 2,
 ) -> dict:
     """Unattended reconcile over ``window`` of simulated time from ``start``: passes of the due
-    workloads of every shard, back to back as watch loops that always find something due run
-    them, each at the simulated instant the previous one ended (its real duration added); a quiet
-    stretch is skipped to the next gate, as a watch loop sleeps. A gate opens at the instant of
-    the pass that sees it due, and its objects are applied when that pass ends: the lateness is
-    that end minus the gate. The lead (interval + provisioning margin) keeps a run on time while
-    the lateness stays within the interval: the margin is then left for the VM to come up.
-    ``budget_seconds`` of real time ends the simulation early: the window then reported is the
-    part simulated."""
-    rows = lambda: [r for st in stacks for r in automation.placements(st)]  # noqa: E731
-    gates_at = sorted(parse_time(r["nextChangeAt"]) for r in rows() if r["phase"] == "Scheduled" and r["nextChangeAt"])
+    workloads of every shard, each at the simulated instant the previous one ended (its real
+    duration added) when something is due by then, else at the next recorded change (a gate
+    opening, a run ending: reconcile.upcoming over every shard's rows, read after each pass), as a
+    watch loop sleeps until it. A gate opens at the instant of the pass that sees it due, and its
+    objects are applied when that pass ends: the lateness is that end minus the gate. The lead
+    (interval + provisioning margin) keeps a run on time while the lateness stays within the
+    interval: the margin is then left for the VM to come up. ``budget_seconds`` of real time ends
+    the simulation early: the window then reported is the part simulated."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def rows() -> list[dict]:
+        # a `pulumi stack output` per shard, as many at once as the shards run (real time, not simulated)
+        with ThreadPoolExecutor(concurrency) as pool:
+            return [r for shard in pool.map(automation.placements, stacks) for r in shard]
+
+    first = rows()
+    gates_at = sorted(parse_time(r["nextChangeAt"]) for r in first if r["phase"] == "Scheduled" and r["nextChangeAt"])
     took: dict[datetime, float] = {}  # each pass's simulated instant -> its real duration
     now, end = start, start + window
     began = time.monotonic()
@@ -349,12 +384,15 @@ def unattended(
         if budget_seconds is not None and time.monotonic() - began > budget_seconds:
             end = min(end, now)  # out of real time: the window simulated ends with this pass
             break
-        upcoming = [g for g in gates_at if g >= now]
-        if upcoming and upcoming[0] > now:
-            now = upcoming[0] + WAKE_MARGIN  # nothing changes before then: a watch loop sleeps
+        following = reconcile.upcoming(rows())
+        if following is None:
+            break  # nothing will ever change: a watch loop would only run its beats
+        if following[0] + WAKE_MARGIN > now:
+            now = following[0] + WAKE_MARGIN  # nothing changes before then: a watch loop sleeps
     lead = timedelta(seconds=parse_stack_config({}).lead_seconds)
     late = []
-    for r in rows():
+    last = rows()
+    for r in last:
         opened = r.get("gateOpenedAt")
         if opened and start <= parse_time(opened) < end:
             applied = parse_time(opened) + timedelta(seconds=took.get(parse_time(opened), 0.0))
@@ -367,7 +405,7 @@ def unattended(
         "worst lateness s": round(max(late, default=0.0), 1),
         "interval s (the lateness the lead allows)": parse_stack_config({}).reconcile.interval_seconds,
         "mean pass s": round(sum(took.values()) / max(1, len(took)), 1),
-        "missed windows (re-placed or failed)": sum(missed_in(r, start, end) for r in rows()),
+        "missed windows (re-placed or failed)": sum(missed_in(r, start, end) for r in last),
     }
 
 
@@ -493,7 +531,9 @@ def run_sharded(
                 # from when the pass above ended, in simulated time
                 began = later + timedelta(seconds=row[RECONCILE_DUE])
                 budget = simulate_budget_minutes * 60 if simulate_budget_minutes else None
-                row["unattended"] = unattended(one_pass, stacks, began, timedelta(minutes=simulate_minutes), budget)
+                row["unattended"] = unattended(
+                    one_pass, stacks, began, timedelta(minutes=simulate_minutes), budget, concurrency
+                )
     row["peak RSS MB (all shards at once)"] = {k: round(v / 2**20) for k, v in sorted(memory.peaks.items())}
     states = list((tmp / "state" / ".pulumi" / "stacks" / PROJECT).glob("scale-shard-*.json"))
     row["state MB (largest shard)"] = round(max(f.stat().st_size for f in states) / 2**20, 1) if states else None
@@ -609,7 +649,14 @@ def main() -> None:
         action="store_true",
         help="let the CLI write its automatic log ($PULUMI_HOME/logs; greenops turns it off), to show what it costs",
     )
+    parser.add_argument(
+        "--cli-profile",
+        type=Path,
+        help="write the pulumi CLI's CPU and memory profiles of every command to this folder (go tool pprof)",
+    )
     args = parser.parse_args()
+    if args.cli_profile:
+        profiling_cli(args.cli_profile.resolve())
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs", flush=True)
     with contextlib.ExitStack() as running:
         t0 = parse_time(args.at) if args.at != "now" else datetime.now(UTC).replace(microsecond=0)
@@ -645,6 +692,7 @@ def main() -> None:
                     pulumi_logs=args.with_pulumi_logs,
                     cluster=cluster,
                     with_floor=not args.no_floor,
+                    cli_profile=args.cli_profile,
                 )
             )
             print(json.dumps(row, default=str), flush=True)
