@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from greenops.common.errors import GreenOpsError
 from greenops.engine.reconcile import reconcile_once
 from greenops.placement.due import DUE_AHEAD
 from tests import loopback
@@ -69,6 +70,17 @@ def test_a_due_pass_touches_only_the_due_workloads_and_a_full_pass_then_finds_no
             # Nothing due: no update at all, and the rows are what they were.
             idle = reconcile_once(stack, due_only=True)
             assert idle.counts == "nothing due, no update" and not idle.due
+            assert len(stack.history()) == updates and rows_of(stack) == first
+
+            # A clock that cannot be read: the pass is refused with its reason, before any update.
+            clock = tmp_path / "clock"
+            clock.write_text("yesterday", encoding="utf-8")
+            fixed = stack.workspace.env_vars.pop("GREENOPS_NOW")
+            stack.workspace.env_vars["GREENOPS_CLOCK_FILE"] = str(clock)
+            with pytest.raises(GreenOpsError, match=r"stack due: cannot tell which workloads are due: .*yesterday"):
+                reconcile_once(stack, due_only=True)
+            del stack.workspace.env_vars["GREENOPS_CLOCK_FILE"]
+            stack.workspace.env_vars["GREENOPS_NOW"] = fixed
             assert len(stack.history()) == updates and rows_of(stack) == first
 
             # The earliest next change: only the workloads due then are registered; the rest stay as they were.
