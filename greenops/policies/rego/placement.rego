@@ -188,17 +188,19 @@ _sizes(spec, catalog, regions) := {p: {id: size |
 	tables := catalog.size_tables[p]
 }
 
-# The request's row and column in every size table ([null, null]: above the largest levels).
+# The request's row and column in every size table ([null, null]: above the largest levels). The
+# bundle tabulates the level of every whole vCPU and GB count up to the largest; any other request
+# is searched for.
 _levels(spec, catalog) := [cpu_level, memory_level] if {
-	cpu_level := _level(catalog.cpu_levels, catalog.cpu_level_of, spec.cpu)
-	memory_level := _level(catalog.memory_levels, catalog.memory_level_of, spec.memory)
+	cpu_level := catalog.cpu_level_of[spec.cpu]
+	memory_level := catalog.memory_level_of[spec.memory]
+} else := [cpu_level, memory_level] if {
+	cpu_level := _level(catalog.cpu_levels, spec.cpu)
+	memory_level := _level(catalog.memory_levels, spec.memory)
 } else := [null, null]
 
-# The index of the first of levels at or above x: the bundle's table (by_whole) has it for a whole
-# x up to the largest level; any other x is searched for (and above the largest there is none).
-_level(levels, by_whole, x) := i if {
-	i := by_whole[x]
-} else := min({i | some i, level in levels; level >= x})
+# The index of the first of levels at or above x; undefined above the largest.
+_level(levels, x) := min({i | some i, level in levels; level >= x})
 
 # --- Ranking: lowest latency, then cheapest size (unknown latencies and prices after known ones),
 # then provider order, then region name. The decision needs each zone's best region only; the
@@ -224,10 +226,8 @@ _keyed(spec, catalog, narrowing) := [[facts.zone, ms, usd, rank, p, r, size] |
 # The candidate a key (as _keyed builds it) stands for: "" is an unknown latency or price, null.
 _candidate(k) := {
 	"provider": k[4], "region": k[5], "zone": k[0],
-	"latencyMs": object.get(_unknown, k[1], k[1]), "vmSize": k[6], "hourlyUsd": object.get(_unknown, k[2], k[2]),
+	"latencyMs": object.get({"": null}, k[1], k[1]), "vmSize": k[6], "hourlyUsd": object.get({"": null}, k[2], k[2]),
 }
-
-_unknown := {"": null}
 
 # zone_best(spec, catalog, config): each eligible zone's best candidate, in zone order. Sorted by
 # zone first, each zone's regions follow each other best first, so a zone's best is the one whose
@@ -238,7 +238,7 @@ _unknown := {"": null}
 # written out: a call per zone costs more.)
 zone_best(spec, catalog, config) := [{
 	"provider": k[4], "region": k[5], "zone": k[0],
-	"latencyMs": object.get(_unknown, k[1], k[1]), "vmSize": k[6], "hourlyUsd": object.get(_unknown, k[2], k[2]),
+	"latencyMs": object.get({"": null}, k[1], k[1]), "vmSize": k[6], "hourlyUsd": object.get({"": null}, k[2], k[2]),
 } |
 	keyed := sort(_keyed(spec, catalog, narrowing(spec, catalog, config)))
 	before := array.concat([[null]], keyed) # each key's predecessor, at the key's index
