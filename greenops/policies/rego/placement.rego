@@ -224,9 +224,9 @@ _keyed(spec, catalog, narrowing) := [[facts.zone, ms, usd, rank, p, r, size] |
 ]
 
 # The candidate a key (as _keyed builds it) stands for: "" is an unknown latency or price, null.
-_candidate(k) := {
-	"provider": k[4], "region": k[5], "zone": k[0],
-	"latencyMs": object.get({"": null}, k[1], k[1]), "vmSize": k[6], "hourlyUsd": object.get({"": null}, k[2], k[2]),
+_candidate([zone, ms, usd, _, p, r, size]) := {
+	"provider": p, "region": r, "zone": zone,
+	"latencyMs": object.get({"": null}, ms, ms), "vmSize": size, "hourlyUsd": object.get({"": null}, usd, usd),
 }
 
 # zone_best(spec, catalog, config): each eligible zone's best candidate, in zone order. Sorted by
@@ -237,13 +237,13 @@ _candidate(k) := {
 # X" for both paths) and keeps the mapping with the explanation. (The candidate is _candidate(k),
 # written out: a call per zone costs more.)
 zone_best(spec, catalog, config) := [{
-	"provider": k[4], "region": k[5], "zone": k[0],
-	"latencyMs": object.get({"": null}, k[1], k[1]), "vmSize": k[6], "hourlyUsd": object.get({"": null}, k[2], k[2]),
+	"provider": p, "region": r, "zone": zone,
+	"latencyMs": object.get({"": null}, ms, ms), "vmSize": size, "hourlyUsd": object.get({"": null}, usd, usd),
 } |
 	keyed := sort(_keyed(spec, catalog, narrowing(spec, catalog, config)))
 	before := array.concat([[null]], keyed) # each key's predecessor, at the key's index
-	some i, k in keyed
-	before[i][0] != k[0]
+	some i, [zone, ms, usd, _, p, r, size] in keyed
+	before[i][0] != zone
 ]
 
 # ranked(spec, catalog, narrowing): every eligible region's candidate, best first (each sorted by
