@@ -42,11 +42,14 @@ def catalog_document(catalog: Catalog) -> dict[str, Any]:
             gaps = catalog.placement_gaps(p, r.name)
             regions[p][r.name] = {"zone": r.zone, "eu": r.eu, "country": r.country, "placeable": not gaps, "gaps": gaps}
             region_provider[r.name] = p
-    # Rego has no trigonometry: the nearest region of every provider, by great circle, is
-    # precomputed for every origin.
-    nearest = {
+    # The region each provider's latency is measured from, for every origin: the origin itself on its
+    # own provider (even where another of its regions is in the same place), else the provider's
+    # region nearest to it (Rego has no trigonometry: by great circle, precomputed here).
+    latency_origin = {
         r.name: {
-            p: min(catalog.regions(p), key=lambda c: (haversine_km(r.lat, r.lon, c.lat, c.lon), c.name)).name
+            p: r.name
+            if p == r.provider
+            else min(catalog.regions(p), key=lambda c: (haversine_km(r.lat, r.lon, c.lat, c.lon), c.name)).name
             for p in catalog.providers
         }
         for r in catalog.regions()
@@ -71,30 +74,59 @@ def catalog_document(catalog: Catalog) -> dict[str, Any]:
                 tables[p][ids[key]] = [[_first_fit(ranked, c, m) for m in mem_levels] for c in cpu_levels]
             ladder_of[p][r.name] = ids[key]
             prices[p][r.name] = {s.name: s.price_in(r.name) for s in ranked if s.price_in(r.name) is not None}
-    # Region sets as objects ({region: true}), so Rego gets them with object.keys and combines
-    # them with set intersection instead of iterating region by region.
-    placeable = {p: {r: True for r, v in regions[p].items() if v["placeable"]} for p in catalog.providers}
-    eu = {p: {r: True for r, v in regions[p].items() if v["eu"]} for p in catalog.providers}
+    # Region sets are objects keyed by region, so Rego narrows them by lookups and counts them
+    # without building a set; each placeable region's value is what ranking reads of it (its zone
+    # and its size ladder), so iterating a set yields them. `resident` is the third step of every
+    # chain (every region, the placeable ones, those the workload's dataResidency allows) for each
+    # dataResidency, looked up instead of intersecting two sets on every decision.
+    placeable = {
+        p: {r: {"zone": v["zone"], "ladder": ladder_of[p][r]} for r, v in regions[p].items() if v["placeable"]}
+        for p in catalog.providers
+    }
+    resident = {
+        "eu": {p: {r: f for r, f in placeable[p].items() if regions[p][r]["eu"]} for p in catalog.providers},
+        "none": placeable,
+    }
+    # Each size ladder's regions, so that the regions of a ladder without a fitting size are dropped
+    # at once.
     ladder_regions: dict[str, dict[str, dict[str, bool]]] = {p: {} for p in catalog.providers}
     for p in catalog.providers:
         for region, lid in ladder_of[p].items():
             ladder_regions[p].setdefault(lid, {})[region] = True
     return {
         "providers": list(catalog.providers),
+        "provider_rank": {p: i for i, p in enumerate(catalog.providers)},
         "regions": regions,
         "placeable": placeable,
-        "eu": eu,
-        "ladder_regions": ladder_regions,
-        "region_zone": {r: v["zone"] for p in catalog.providers for r, v in regions[p].items()},
+        "resident": resident,
         "region_provider": region_provider,
-        "nearest": nearest,
-        "latency": {p: catalog.latency_matrix(p).matrix for p in catalog.providers},
+        "latency_origin": latency_origin,
+        "latency": {p: _latency_from(catalog, p) for p in catalog.providers},
         "cpu_levels": cpu_levels,
-        "memory_levels": mem_levels,
+        # Whole numbers as JSON integers (2, not 2.0): OPA compares two integers directly, and parses
+        # any other pair of numbers into big floats on every comparison.
+        "memory_levels": [int(m) if float(m).is_integer() else m for m in mem_levels],
+        # The level of a whole request, looked up instead of searched for on every decision.
+        "cpu_level_of": _level_of(cpu_levels),
+        "memory_level_of": _level_of(mem_levels),
         "size_tables": tables,
-        "ladder_of": ladder_of,
+        "ladder_regions": ladder_regions,
         "prices": prices,
     }
+
+
+def _latency_from(catalog: Catalog, provider: str) -> dict[str, dict[str, float]]:
+    """The provider's latency matrix as placement reads it: a row for every region, each region 0 ms
+    from itself (a workload's origin is its own region, whatever the matrix measured within it), so
+    the policy reads a region's latency from the origin's row alone."""
+    matrix = catalog.latency_matrix(provider).matrix
+    return {r.name: {**matrix.get(r.name, {}), r.name: 0} for r in catalog.regions(provider)}
+
+
+def _level_of(levels: list[Any]) -> list[int]:
+    """For every whole number w from 0 to the largest level, the index of the first level at or
+    above w (a request's row or column in the size tables)."""
+    return [next(i for i, level in enumerate(levels) if level >= w) for w in range(int(max(levels)) + 1)]
 
 
 def _first_fit(ranked: list[VmSize], cpu: int, memory: float) -> str | None:

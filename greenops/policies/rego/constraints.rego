@@ -1,8 +1,9 @@
 # Why a region is not eligible: the chain of placement constraints and the errors that name it.
 #
-# placement.rego computes, for each of the workload's eligible providers, the regions each constraint
-# allows (its region sets, keyed by `order` below); the provider's eligible regions are their
-# intersection. Read in `order`, the sets are a chain, each constraint narrowing the one before:
+# placement.rego narrows each of the workload's eligible providers' regions by the constraints in
+# `order` below, each one narrowing what the ones before it left; the last step leaves the
+# provider's eligible regions. That narrowing ({provider: {"left": {constraint: regions}, "sizes":
+# {ladder: size}}}, see placement.narrowing) is what this package reads:
 # - chain(...) is how many provider regions each step leaves. Every booking records it (the
 #   decision's `explanation`), so `greenops explain` shows how the eligible set was shaped.
 # - errors(...) is why policy refuses the workload: its providers have nothing in common with the
@@ -34,47 +35,35 @@ names(spec, eligible) := [
 	sprintf("a VM size with %v vCPU and %v GB", [spec.cpu, spec.memory]),
 ]
 
-# remaining(region_sets): how many provider regions are left after each constraint in turn, from
-# the region sets of every eligible provider ({provider: {constraint: regions}}).
-remaining(region_sets) := [sum([count(run[i]) | some run in runs]) | some i, _ in order] if {
-	runs := [_running(sets) | some sets in region_sets]
-}
+# remaining(narrowing): how many provider regions are left after each constraint in turn, summed
+# over every eligible provider's narrowing (see above).
+remaining(narrowing) := [sum([count(n.left[c]) | some n in narrowing]) | some c in order]
 
-# The regions of one provider that the constraints up to the i-th (in `order`) all allow.
-_left(sets, i) := _running(sets)[i]
+_remaining_after(narrowing, constraint) := remaining(narrowing)[_step[constraint]]
 
-# The running intersection of one provider's sets in `order`: each step narrows the one before,
-# so the chain costs one intersection per constraint (a set of the sets, as intersection() takes,
-# would hash every set of regions first).
-_running(sets) := [provider, placeable, residency, latency, request, size] if {
-	provider := sets.provider
-	placeable := provider & sets.placeable
-	residency := placeable & sets.residency
-	latency := residency & sets.latency
-	request := latency & sets.request
-	size := request & sets.size
-}
+_step[c] := i if some i, c in order
 
-_remaining_after(region_sets, constraint) := remaining(region_sets)[i] if {
-	some i, c in order
-	c == constraint
-}
-
-# chain(spec, eligible, region_sets): each constraint with how many provider regions it leaves,
+# chain(spec, eligible, narrowing): each constraint with how many provider regions it leaves,
 # as the decision's explanation records it.
-chain(spec, eligible, region_sets) := [{"constraint": name, "remaining": left[i]} |
-	left := remaining(region_sets)
+chain(spec, eligible, narrowing) := [{"constraint": name, "remaining": left[i]} |
+	left := remaining(narrowing)
 	some i, name in names(spec, eligible)
 ]
 
-# errors(spec, eligible, region_sets, catalog, config): why policy refuses the workload (spec, in
+# errors(spec, eligible, narrowing, catalog, config): why policy refuses the workload (spec, in
 # normal form) as a set of messages, empty when it does not. `eligible` are its eligible providers
-# (its eligibleProviders that the platform's default_providers allow), `region_sets` theirs.
-errors(spec, eligible, region_sets, catalog, config) := union({
+# (its eligibleProviders that the platform's default_providers allow), `narrowing` theirs.
+errors(spec, eligible, narrowing, catalog, config) := set() if {
+	# The usual case, found in one body: none of the four kinds below can apply.
+	count(eligible) > 0
+	spec.provider == null
+	spec.region == null
+	_remaining_after(narrowing, "size") > 0
+} else := union({
 	_no_common_provider(spec, eligible, config),
 	_provider_refused(spec, eligible),
-	_region_refused(spec, eligible, region_sets, catalog),
-	_empty_chain(spec, eligible, region_sets, catalog),
+	_region_refused(spec, eligible, narrowing, catalog),
+	_empty_chain(spec, eligible, narrowing, catalog),
 })
 
 _no_common_provider(spec, eligible, config) := {msg |
@@ -91,47 +80,51 @@ _provider_refused(spec, eligible) := {msg |
 	msg := sprintf("requested provider %v is not allowed by policy (eligible: %v)", [spec.provider, sort(eligible)])
 }
 
-# A requested region that no eligible set keeps, named with the first constraint that drops it.
+# A requested region that no eligible provider keeps, named with the first constraint that drops it.
 # (When not even maxLatency leaves a region, the chain says more: _empty_chain reports it.)
-_region_refused(spec, eligible, region_sets, catalog) := {msg |
+_region_refused(spec, eligible, narrowing, catalog) := {msg |
 	spec.region != null
-	_remaining_after(region_sets, "latency") > 0
-	not _eligible_anywhere(spec.region, region_sets)
-	reason := _why_not(spec.region, spec, eligible, region_sets, catalog)
+	_remaining_after(narrowing, "latency") > 0
+	not _eligible_anywhere(spec.region, narrowing)
+	reason := _why_not(spec.region, spec, eligible, narrowing, catalog)
 	msg := sprintf("requested region %v is not allowed by policy: %v", [spec.region, reason])
 }
 
-_eligible_anywhere(r, region_sets) if {
-	some sets in region_sets
-	r in _left(sets, count(order) - 1)
+_eligible_anywhere(r, narrowing) if {
+	some n in narrowing
+	n.left.size[r]
 }
 
-_why_not(r, spec, eligible, region_sets, catalog) := "its provider is not eligible" if {
+# Each step leaves what its constraint keeps of what the steps before it left: once the region is
+# known to pass the constraints before one, that step drops it exactly when its constraint does.
+# The size is checked on its own, as the request (the step before it) may have dropped the region.
+_why_not(r, spec, eligible, narrowing, catalog) := "its provider is not eligible" if {
 	not catalog.region_provider[r] in eligible
 } else := sprintf("it cannot host workloads here (%v)", [concat(", ", gaps)]) if {
 	region := catalog.regions[catalog.region_provider[r]][r]
 	not region.placeable
 	gaps := region.gaps
 } else := "it is outside the EU and dataResidency is eu" if {
-	not r in region_sets[catalog.region_provider[r]].residency
+	not narrowing[catalog.region_provider[r]].left.residency[r]
 } else := sprintf("it is more than %v ms from %v", [spec.maxLatency, spec.originRegion]) if {
-	not r in region_sets[catalog.region_provider[r]].latency
+	not narrowing[catalog.region_provider[r]].left.latency[r]
 } else := "no VM size there fits the requested vCPU and memory" if {
-	not r in region_sets[catalog.region_provider[r]].size
+	p := catalog.region_provider[r]
+	not narrowing[p].sizes[catalog.placeable[p][r].ladder]
 } else := sprintf("provider %v was requested", [spec.provider])
 
 # Conflicting intent: no region at all, and no refused request to blame it on.
-_empty_chain(spec, eligible, region_sets, catalog) := {msg |
+_empty_chain(spec, eligible, narrowing, catalog) := {msg |
 	count(eligible) > 0
-	_remaining_after(region_sets, "size") == 0
+	_remaining_after(narrowing, "size") == 0
 	count(_provider_refused(spec, eligible)) == 0
-	count(_region_refused(spec, eligible, region_sets, catalog)) == 0
-	msg := sprintf("no eligible region: %v", [concat(", then ", _steps(spec, eligible, region_sets))])
+	count(_region_refused(spec, eligible, narrowing, catalog)) == 0
+	msg := sprintf("no eligible region: %v", [concat(", then ", _steps(spec, eligible, narrowing))])
 }
 
 # "<constraint> leaves <n>" for each step of the chain, up to the first that leaves nothing.
-_steps(spec, eligible, region_sets) := [sprintf("%v leaves %v", [name, left[i]]) |
-	left := remaining(region_sets)
+_steps(spec, eligible, narrowing) := [sprintf("%v leaves %v", [name, left[i]]) |
+	left := remaining(narrowing)
 	first_empty := min({i | some i, n in left; n == 0})
 	some i, name in names(spec, eligible)
 	i <= first_empty

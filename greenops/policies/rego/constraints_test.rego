@@ -5,10 +5,15 @@ import rego.v1
 import data.greenops.constraints
 import data.greenops.testdata
 
-# One provider's region sets, by hand: a, b and c; b is the only one every constraint allows.
-sets := {
-	"provider": {"a", "b", "c"}, "placeable": {"a", "b"}, "residency": {"a", "b", "c"},
-	"latency": {"b", "c"}, "request": {"a", "b", "c"}, "size": {"b"},
+# One provider's narrowing, by hand (as placement.narrowing gives it): what each constraint leaves
+# of a, b and c, each narrowing the one before; b is the only region every constraint allows, and
+# its size ladder L0 has a fitting size.
+narrowed := {
+	"left": {
+		"provider": {"a", "b", "c"}, "placeable": {"a", "b"}, "residency": {"a", "b"},
+		"latency": {"b"}, "request": {"b"}, "size": {"b"},
+	},
+	"sizes": {"L0": "Standard_E2as_v4"},
 }
 
 spec := {
@@ -16,27 +21,14 @@ spec := {
 	"cpu": 2, "memory": 4, "provider": null, "region": null,
 }
 
-test_remaining_narrows_in_order if {
-	constraints.remaining({"azure": sets}) == [3, 2, 2, 1, 1, 1]
-	constraints.remaining({"azure": sets, "gcp": sets}) == [6, 4, 4, 2, 2, 2]
+test_remaining_counts_what_each_constraint_leaves if {
+	constraints.remaining({"azure": narrowed}) == [3, 2, 2, 1, 1, 1]
+	constraints.remaining({"azure": narrowed, "gcp": narrowed}) == [6, 4, 4, 2, 2, 2]
 	constraints.remaining({}) == [0, 0, 0, 0, 0, 0]
 }
 
-# The running intersection takes the constraints in `order`, one step each: a region only one
-# constraint refuses is left up to that step and gone from it on.
-test_each_step_of_the_running_intersection_is_its_constraint_in_order if {
-	every i, refusing in constraints.order {
-		one_refuses := object.union({k: {"kept", "x"} | some k in constraints.order}, {refusing: {"kept"}})
-		constraints.remaining({"p": one_refuses}) == [_left_before(j, i) | some j, _ in constraints.order]
-	}
-}
-
-_left_before(j, i) := 2 if j < i
-
-else := 1
-
 test_the_chain_names_each_constraint_with_what_it_leaves if {
-	constraints.chain(spec, {"azure"}, {"azure": sets}) == [
+	constraints.chain(spec, {"azure"}, {"azure": narrowed}) == [
 		{"constraint": "providers azure", "remaining": 3},
 		{"constraint": "regions with carbon data, image and zone", "remaining": 2},
 		{"constraint": "dataResidency eu", "remaining": 2},
@@ -47,11 +39,11 @@ test_the_chain_names_each_constraint_with_what_it_leaves if {
 }
 
 test_nothing_to_say_when_a_region_is_eligible if {
-	constraints.errors(spec, {"azure"}, {"azure": sets}, testdata.catalog, testdata.config) == set()
+	constraints.errors(spec, {"azure"}, {"azure": narrowed}, testdata.catalog, testdata.config) == set()
 }
 
 test_an_empty_chain_is_named_up_to_the_constraint_that_emptied_it if {
-	no_size := object.union(sets, {"size": set()})
+	no_size := object.union(narrowed, {"left": {"size": set()}})
 	constraints.errors(spec, {"azure"}, {"azure": no_size}, testdata.catalog, testdata.config) == {concat(", then ", [
 		"no eligible region: providers azure leaves 3",
 		"regions with carbon data, image and zone leaves 2",
@@ -73,15 +65,41 @@ test_errors_are_the_union_of_each_kind if {
 }
 
 # A requested region is refused with the first constraint that drops it, looked up in the
-# catalog (its provider) and in its provider's region sets.
+# catalog (its provider, whether it is placeable, its size ladder) and in its provider's narrowing.
 test_a_refused_region_names_the_constraint_that_drops_it if {
-	far := object.union(sets, {"provider": {"westus", "italynorth"}, "placeable": {"westus", "italynorth"}})
-	near_only := object.union(far, {"residency": {"westus", "italynorth"}, "latency": {"italynorth"}})
 	asking := object.union(spec, {"region": "westus"})
-	constraints.errors(asking, {"azure"}, {"azure": near_only}, testdata.catalog, testdata.config) == {
+	why(asking, {"azure"}, {"azure": narrowed_to({"westus", "italynorth"}, {"italynorth"}, {"L0": "x"})}) == {
 		"requested region westus is not allowed by policy: it is more than 30 ms from a",
 	}
-	constraints.errors(asking, {"gcp"}, {"gcp": sets}, testdata.catalog, testdata.config) == {
+	why(asking, {"azure"}, {"azure": narrowed_to({"italynorth"}, {"italynorth"}, {"L0": "x"})}) == {
+		"requested region westus is not allowed by policy: it is outside the EU and dataResidency is eu",
+	}
+	why(asking, {"azure"}, {"azure": narrowed_to({"westus"}, {"westus"}, {})}) == {
+		"requested region westus is not allowed by policy: no VM size there fits the requested vCPU and memory",
+	}
+	why(object.union(asking, {"provider": "azure"}), {"azure", "gcp"}, {
+		"azure": narrowed_to({"westus"}, {"westus"}, {"L0": "x"}),
+		"gcp": narrowed_to(set(), set(), {}),
+	}) == {
+		"requested region westus is not allowed by policy: provider azure was requested",
+	}
+	why(asking, {"gcp"}, {"gcp": narrowed}) == {
 		"requested region westus is not allowed by policy: its provider is not eligible",
 	}
+	why(object.union(spec, {"region": "norwayeast"}), {"azure"}, {"azure": narrowed}) == {concat("", [
+		"requested region norwayeast is not allowed by policy: ",
+		"it cannot host workloads here (no carbon data for zone NO-NO1)",
+	])}
+}
+
+why(asking, eligible, narrowing) := constraints.errors(asking, eligible, narrowing, testdata.catalog, testdata.config)
+
+# Azure's narrowing for a workload asking for westus: residency and latency leave what is given,
+# the request and the size steps nothing, and sizes gives each ladder's fitting size.
+narrowed_to(residency, latency, sizes) := {
+	"left": {
+		"provider": {"westus", "italynorth"}, "placeable": {"westus", "italynorth"}, "residency": residency,
+		"latency": latency, "request": set(), "size": set(),
+	},
+	"sizes": sizes,
 }

@@ -15,9 +15,15 @@
 # errors that name it): constraints.rego.
 #
 # OPA memoizes a function's result by its arguments for the rest of the query, so helpers are
-# called freely instead of being threaded through. Keying on the catalog is cheap when OPA keeps
+# called again instead of being threaded through. Keying on the catalog is cheap when OPA keeps
 # its data as AST (opa run --optimize-store-for-read-speed, as the platform and the local servers
 # run it); otherwise each query first converts the whole catalog (a few milliseconds).
+#
+# The widest decision has a budget of 1 ms (benchmarks/policy_latency.py). Every step OPA evaluates
+# counts, a function call (a few microseconds) most: what the bundle can derive from the catalog
+# ahead of time it does (bundle.py), a constraint that narrows nothing for any provider is one call,
+# and per region there are lookups only. tests/policies/test_decision_corpus.py checks that such a
+# rewrite changes no answer (some 5000 requests).
 # METADATA
 # title: Placement policy
 # description: >-
@@ -61,33 +67,27 @@ _refused(w, problems) := {
 	"explanation": {"constraintChain": [], "zones": {}},
 }
 
-# A well-formed workload (spec: its normal form), and the zone the scheduler chose, or null.
+# A well-formed workload (spec: its normal form), and the zone the scheduler chose, or null (a zone
+# that is not an eligible one selects nothing).
 _decided(spec, zone, catalog, config) := {
 	"workload": spec.name,
 	"allowed": count(errors) == 0,
 	"errors": errors,
 	"eligible": eligible(spec, catalog, config),
-	"zones": zones(spec, catalog, config),
-	"selection": selection(spec, catalog, config, zone),
-	"zoneRegions": {z: sprintf("%v/%v", [m.provider, m.region]) | some z, m in matches},
+	"zones": [m.zone | some m in best],
+	"selection": object.get(matches, zone, null),
+	"zoneRegions": {z: concat("/", [m.provider, m.region]) | some z, m in matches},
 	"tenantQuotaVcpu": _tenant_quota(spec.tenant, config),
-	"explanation": {"constraintChain": _chain(spec, catalog, config), "zones": matches},
+	"explanation": {"constraintChain": constraints.chain(spec, allowed, narrowed), "zones": matches},
 } if {
-	matches := zone_matches(spec, catalog, config)
-	errors := sort({_labelled(spec.name, msg) | some msg in _errors(spec, catalog, config)})
+	allowed := eligible_providers(spec, config)
+	narrowed := narrowing(spec, catalog, config)
+	best := zone_best(spec, catalog, config)
+	matches := {m.zone: m | some m in best}
+	errors := sort({_labelled(spec.name, msg) |
+		some msg in constraints.errors(spec, allowed, narrowed, catalog, config)
+	})
 }
-
-# Why policy refuses the workload (a set), and how each constraint narrowed the eligible set: see
-# constraints.rego.
-_errors(spec, catalog, config) := constraints.errors(
-	spec, eligible_providers(spec, config), region_sets(spec, catalog, config),
-	catalog, config,
-)
-
-_chain(spec, catalog, config) := constraints.chain(
-	spec, eligible_providers(spec, config),
-	region_sets(spec, catalog, config),
-)
 
 # Errors are ordered by their text; every message of one decision starts with the same label.
 _labelled(name, msg) := sprintf("workload %q: %v", [name, msg])
@@ -101,152 +101,160 @@ _tenant_quota(tenant, config) := q if {
 eligible_providers(spec, config) := {p | some p in spec.eligibleProviders; p in config.default_providers}
 
 # --- Eligible regions ----------------------------------------------------------------------
-# region_sets(spec, catalog, config): for each eligible provider, the regions each constraint allows
-# ({provider: {constraint: regions}}, constraints as in constraints.order): every region, the
-# placeable ones, EU ones when required, those within latency of the origin, the explicitly
-# requested one, those with a fitting size.
-region_sets(spec, catalog, config) := {p: _region_sets_of(spec, catalog, p) |
-	some p in eligible_providers(spec, config)
-}
-
-_region_sets_of(spec, catalog, p) := {
-	"provider": object.keys(catalog.regions[p]),
-	"placeable": object.keys(catalog.placeable[p]),
-	"residency": _residency(spec, catalog, p),
-	"latency": _within_latency(spec, catalog, p),
-	"request": _requested(spec, catalog, p),
-	"size": _sized(spec, catalog, p),
+# narrowing(spec, catalog, config): for each eligible provider, how the constraints narrow its
+# regions, in constraints.order: `left` maps each constraint to the regions it and the ones before
+# it leave (every region, the placeable ones, EU ones when required, those within latency of the
+# origin, the explicitly requested one, those with a fitting size), and `sizes` is the size each
+# ladder would use (see _sizes; a ladder without one fits nothing). The regions left are objects
+# keyed by region, as the bundle ships region sets (from the placeable ones on, each region's value
+# is its zone and size ladder), and a constraint that keeps every region leaves the very object
+# before it: the widest workloads copy nothing, and only a constraint that does narrow iterates
+# the regions still left. Each constraint is applied to every provider at once ({provider:
+# regions}), so that one that narrows nothing costs one call, not one per provider.
+narrowing(spec, catalog, config) := {p: {
+	"left": {
+		"provider": catalog.regions[p],
+		"placeable": catalog.placeable[p],
+		"residency": resident[p],
+		"latency": near[p],
+		"request": requested[p],
+		"size": regions,
+	},
+	"sizes": sizes[p],
+} |
+	# The placeable regions are regions of the provider, and the bundle ships the placeable ones
+	# each dataResidency allows: the first three steps are lookups.
+	resident := {q: catalog.resident[spec.dataResidency][q] | some q in eligible_providers(spec, config)}
+	near := _near(spec, catalog, resident)
+	requested := _requested(spec, catalog, near)
+	sizes := _sizes(spec, catalog, requested)
+	some p, regions in _sized(catalog, requested, sizes)
 }
 
 # eligible(spec, catalog, config): per eligible provider, the regions every constraint allows, sorted.
-eligible(spec, catalog, config) := {p: sort(intersection({rs | some rs in sets})) |
-	some p, sets in region_sets(spec, catalog, config)
+eligible(spec, catalog, config) := {p: sort(object.keys(n.left.size)) |
+	some p, n in narrowing(spec, catalog, config)
 }
 
-# eligible_pairs(spec, catalog, config): the same, as a set of [provider, region].
-eligible_pairs(spec, catalog, config) := {[p, r] |
-	some p, regions in eligible(spec, catalog, config)
-	some r in regions
-}
-
-# zones(spec, catalog, config): the eligible regions' Electricity Maps zones, for the scheduler.
-zones(spec, catalog, config) := sort({catalog.region_zone[r] | some [_, r] in eligible_pairs(spec, catalog, config)})
-
-_residency(spec, catalog, p) := object.keys(catalog.eu[p]) if spec.dataResidency == "eu"
-
-else := object.keys(catalog.regions[p])
-
-# Regions whose size table has a fitting size.
-_sized(spec, catalog, p) := union({object.keys(catalog.ladder_regions[p][id]) | some id, _ in _sizes(spec, catalog, p)})
-
-# Regions within maxLatency of the origin (all regions without a constraint).
-_within_latency(spec, catalog, p) := object.keys(catalog.regions[p]) if {
+# Of each provider's regions, those within maxLatency of the origin (all of them without a
+# constraint). The bundle gives every region a row of its provider's latency matrix, with the
+# region itself at 0 ms, and the region latency is measured from (see bundle.py's latency_origin).
+_near(spec, catalog, regions) := regions if {
 	spec.maxLatency >= workload.no_latency_constraint
-} else := _within(catalog.latency[p], _origin(spec, catalog, p), spec.maxLatency)
+} else := {p: {r: facts | some r, facts in provider_regions; row[r] <= spec.maxLatency} |
+	some p, provider_regions in regions
+	row := catalog.latency[p][catalog.latency_origin[spec.originRegion][p]]
+}
 
-# The regions at most max_ms from origin in a provider's latency matrix, the origin included.
-_within(latency, origin, max_ms) := {r | some r, ms in latency[origin]; ms <= max_ms} | {origin}
-
-# Every region of the provider, narrowed to an explicitly requested region or provider.
-_requested(spec, catalog, p) := object.keys(catalog.regions[p]) if {
+# Of each provider's regions, the explicitly requested one, or none when another provider or region
+# is requested.
+_requested(spec, catalog, regions) := regions if {
 	spec.region == null
-	_provider_requested(spec, p)
-} else := {spec.region} if {
-	_provider_requested(spec, p)
+	spec.provider == null
+} else := {p: _requested_of(spec, catalog, p, provider_regions) | some p, provider_regions in regions}
+
+_requested_of(spec, catalog, p, regions) := regions if {
+	spec.region == null
+	spec.provider in {null, p}
+} else := object.filter(regions, [spec.region]) if {
+	spec.provider in {null, p}
 	catalog.region_provider[spec.region] == p
-} else := set()
-
-_provider_requested(spec, _) if spec.provider == null
-
-_provider_requested(spec, p) if spec.provider == p
-
-# The origin may belong to another provider: latency is then measured from that provider's
-# region nearest to the origin (by great circle, precomputed in the bundle data).
-_origin(spec, catalog, p) := spec.originRegion if catalog.region_provider[spec.originRegion] == p
-
-else := catalog.nearest[spec.originRegion][p]
-
-# The provider's latencies from the workload's origin (its own region at 0 ms); {} without an origin.
-_latencies(spec, catalog, p) := object.union(object.get(catalog.latency[p], origin, {}), {origin: 0}) if {
-	origin := _origin(spec, catalog, p)
 } else := {}
+
+# Of each provider's regions, those whose size ladder has a fitting size: all of them when every
+# ladder of every provider has one, else those outside the ladders without one.
+_sized(catalog, regions, sizes) := regions if {
+	count([p | some p, fitting in sizes; count(fitting) < count(catalog.size_tables[p])]) == 0
+} else := {p: object.remove(provider_regions, unfit) |
+	some p, provider_regions in regions
+	unfit := {r |
+		some id, members in catalog.ladder_regions[p]
+		object.get(sizes[p], id, null) == null
+		some r, _ in members
+	}
+}
 
 # The size a region would use: the first fit in its preference order (cheapest, else smallest),
 # read from a table indexed by the catalog's vCPU and memory levels at or above the request (see
 # bundle.py). Regions with the same preference order share a table (a ladder); _sizes(spec,
-# catalog, p) is the provider's fitting size per ladder.
-_sizes(spec, catalog, p) := {id: size |
-	[cpu_level, memory_level] := _levels(spec, catalog)
-	some id, table in catalog.size_tables[p]
+# catalog, regions) is each provider's fitting size per ladder (none above the largest levels).
+_sizes(spec, catalog, regions) := {p: {id: size |
+	some id, table in tables
 	size := table[cpu_level][memory_level]
 	size != null
+} |
+	[cpu_level, memory_level] := _levels(spec, catalog)
+	some p, _ in regions
+	tables := catalog.size_tables[p]
 }
 
-# The request's row and column in every size table: the same for each provider, found once.
-_levels(spec, catalog) := [
-	min({i | some i, c in catalog.cpu_levels; c >= spec.cpu}),
-	min({j | some j, m in catalog.memory_levels; m >= spec.memory}),
-]
+# The request's row and column in every size table ([null, null]: above the largest levels). The
+# bundle tabulates the level of every whole vCPU and GB count up to the largest; any other request
+# is searched for.
+_levels(spec, catalog) := [cpu_level, memory_level] if {
+	cpu_level := catalog.cpu_level_of[spec.cpu]
+	memory_level := catalog.memory_level_of[spec.memory]
+} else := [cpu_level, memory_level] if {
+	cpu_level := _level(catalog.cpu_levels, spec.cpu)
+	memory_level := _level(catalog.memory_levels, spec.memory)
+} else := [null, null]
+
+# The index of the first of levels at or above x; undefined above the largest.
+_level(levels, x) := min({i | some i, level in levels; level >= x})
 
 # --- Ranking: lowest latency, then cheapest size (unknown latencies and prices after known ones),
-# then provider order, then region name. Computed once for every eligible region, whose best per
-# zone is the zone's match, or on demand (`candidates`, not part of the decision document).
-candidate(spec, catalog, p, r) := _keyed(catalog, p, r, _provider_facts(spec, catalog, p))[7]
-
-# ranked(spec, catalog, pairs): the candidates of the [provider, region] pairs, best first (each
-# sorted by its key, which ends with the candidate itself). What depends on the provider only is
-# found once per provider; each candidate is then plain lookups (a function call costs more).
-ranked(spec, catalog, pairs) := [keyed[7] |
-	facts := {p: _provider_facts(spec, catalog, p) | some [p, _] in pairs}
-	some keyed in sort([_keyed(catalog, p, r, facts[p]) | some [p, r] in pairs])
+# then provider order, then region name. The decision needs each zone's best region only; the
+# candidates rule ranks them all.
+#
+# _keyed(spec, catalog, narrowing): each eligible region (narrowing as narrowing(...) gives it) as
+# [zone, latency, price, provider rank, provider, region, size], its sort key after its zone. An
+# unknown latency or price (the provider's matrix or price list has none) is "": a string sorts
+# after every number, so it ranks after every known one (latencies and prices are numbers). What
+# depends on the provider only is found once per provider (its latencies from the origin: none
+# known without one), and each region is then plain lookups (a function call costs more).
+_keyed(spec, catalog, narrowing) := [[facts.zone, ms, usd, rank, p, r, size] |
+	some p, n in narrowing
+	row := object.get(catalog.latency, [p, object.get(catalog.latency_origin, [spec.originRegion, p], null)], {})
+	prices := catalog.prices[p]
+	rank := catalog.provider_rank[p]
+	some r, facts in n.left.size
+	size := n.sizes[facts.ladder]
+	ms := object.get(row, r, "")
+	usd := object.get(prices[r], size, "")
 ]
 
-_provider_facts(spec, catalog, p) := {
-	"sizes": _sizes(spec, catalog, p),
-	"latencies": _latencies(spec, catalog, p),
-	"rank": _provider_rank(catalog, p),
+# The candidate a key (as _keyed builds it) stands for: "" is an unknown latency or price, null.
+_candidate([zone, ms, usd, _, p, r, size]) := {
+	"provider": p, "region": r, "zone": zone,
+	"latencyMs": object.get({"": null}, ms, ms), "vmSize": size, "hourlyUsd": object.get({"": null}, usd, usd),
 }
 
-# The sort key: is_null sorts false before true, so an unknown latency or price ranks after every
-# known one.
-_keyed(catalog, p, r, facts) := [is_null(ms), ms, is_null(usd), usd, facts.rank, p, r, c] if {
-	size := facts.sizes[catalog.ladder_of[p][r]]
-	ms := object.get(facts.latencies, r, null)
-	usd := object.get(catalog.prices[p][r], size, null)
-	c := {
-		"provider": p, "region": r, "zone": catalog.regions[p][r].zone,
-		"latencyMs": ms, "vmSize": size, "hourlyUsd": usd,
-	}
-}
+# zone_best(spec, catalog, config): each eligible zone's best candidate, in zone order. Sorted by
+# zone first, each zone's regions follow each other best first, so a zone's best is the one whose
+# predecessor is in another zone (the same as ranking all regions and keeping each zone's first:
+# the order is total). The decision hands the scheduler each zone's "provider/region" (zoneRegions:
+# it records the one it chooses with the reservation, so the record answers "what runs in region
+# X" for both paths) and keeps the mapping with the explanation. (The candidate is _candidate(k),
+# written out: a call per zone costs more.)
+zone_best(spec, catalog, config) := [{
+	"provider": p, "region": r, "zone": zone,
+	"latencyMs": object.get({"": null}, ms, ms), "vmSize": size, "hourlyUsd": object.get({"": null}, usd, usd),
+} |
+	keyed := sort(_keyed(spec, catalog, narrowing(spec, catalog, config)))
+	before := array.concat([[null]], keyed) # each key's predecessor, at the key's index
+	some i, [zone, ms, usd, _, p, r, size] in keyed
+	before[i][0] != zone
+]
 
-_provider_rank(catalog, p) := i if {
-	some i, q in catalog.providers
-	q == p
-}
+# ranked(spec, catalog, narrowing): every eligible region's candidate, best first (each sorted by
+# its key without the zone, then the zone's key itself: provider and region make every key unique,
+# so the last element is never compared).
+ranked(spec, catalog, narrowing) := [_candidate(k[5]) |
+	some k in sort([array.concat(array.slice(z, 1, 6), [z]) | some z in _keyed(spec, catalog, narrowing)])
+]
 
 # candidates_for(request, catalog, config, rules): every eligible region of the request's workload,
 # ranked; [] for a malformed workload.
-candidates_for(request, catalog, config, rules) := ranked(spec, catalog, eligible_pairs(spec, catalog, config)) if {
+candidates_for(request, catalog, config, rules) := ranked(spec, catalog, narrowing(spec, catalog, config)) if {
 	spec := workload.normalize(request.workload, catalog, config, rules)
 } else := []
-
-# selection(spec, catalog, config, zone): the candidate a scheduler-chosen zone maps back to; null
-# when no zone is given or it is not an eligible one.
-selection(spec, catalog, config, zone) := m if {
-	is_string(zone)
-	m := zone_match(spec, catalog, config, zone)
-} else := null
-
-# zone_match(spec, catalog, config, z): the best-ranked eligible region in zone z.
-zone_match(spec, catalog, config, z) := zone_matches(spec, catalog, config)[z]
-
-# zone_matches(spec, catalog, config): what each eligible zone maps back to. The decision hands the
-# scheduler each zone's "provider/region" (zoneRegions: it records the one it chooses with the
-# reservation, so the record answers "what runs in region X" for both paths) and keeps the mapping
-# with the explanation. Every eligible region is ranked once; a zone's match is its first candidate
-# in that order (the same as ranking the zone's own regions: the order is total and per candidate).
-zone_matches(spec, catalog, config) := {z: in_zone[0] |
-	best_first := ranked(spec, catalog, eligible_pairs(spec, catalog, config))
-	some z in zones(spec, catalog, config)
-	in_zone := [c | some c in best_first; c.zone == z]
-}

@@ -195,8 +195,11 @@ region_by_region(w) := [count(stage) | some stage in [every_region, placeable, r
 	every_region := {[p, r] | some p in object.get(w, "eligibleProviders", cat.providers); some r, _ in cat.regions[p]}
 	placeable := {[p, r] | some [p, r] in every_region; cat.regions[p][r].placeable}
 	resident := {[p, r] | some [p, r] in placeable; _resident(cat.regions[p][r], w)}
-	near := {[p, r] | some [p, r] in resident; _near(cat.latency[p], cat.nearest[w.originRegion][p], r, w.maxLatency)}
-	sized := {[p, r] | some [p, r] in near; _fits(cat.size_tables[p][cat.ladder_of[p][r]], w)}
+	near := {[p, r] |
+		some [p, r] in resident
+		_near(cat.latency[p], cat.latency_origin[w.originRegion][p], r, w.maxLatency)
+	}
+	sized := {[p, r] | some [p, r] in near; _fits(cat.size_tables[p][cat.placeable[p][r].ladder], w)}
 }
 
 _resident(_, w) if object.get(w, "dataResidency", "none") != "eu"

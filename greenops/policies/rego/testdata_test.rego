@@ -8,46 +8,20 @@ region(zone, eu) := {"zone": zone, "eu": eu, "country": "XX", "placeable": true,
 
 catalog := {
 	"providers": ["azure", "gcp", "aws"],
-	"regions": {
-		"azure": {
-			"italynorth": region("IT-NO", true),
-			"francecentral": region("FR", true),
-			"japaneast": region("JP-TK", false),
-			"westus": region("US-CAL-CISO", false),
-			"norwayeast": {
-				"zone": "NO-NO1", "eu": false, "country": "NO", "placeable": false,
-				"gaps": ["no carbon data for zone NO-NO1"],
-			},
-		},
-		"gcp": {"europe-west8": region("IT-NO", true), "europe-west9": region("FR", true)},
-		"aws": {"eu-south-1": region("IT-NO", true), "us-east-1": region("US-MIDA-PJM", false)},
-	},
-	"placeable": {
-		"azure": {"italynorth": true, "francecentral": true, "japaneast": true, "westus": true},
-		"gcp": {"europe-west8": true, "europe-west9": true},
-		"aws": {"eu-south-1": true, "us-east-1": true},
-	},
-	"eu": {
-		"azure": {"italynorth": true, "francecentral": true},
-		"gcp": {"europe-west8": true, "europe-west9": true},
-		"aws": {"eu-south-1": true},
-	},
-	"ladder_regions": {
-		"azure": {"L0": {r: true | some r in ["italynorth", "francecentral", "japaneast", "westus", "norwayeast"]}},
-		"gcp": {"L0": {"europe-west8": true, "europe-west9": true}},
-		"aws": {"L0": {"eu-south-1": true, "us-east-1": true}},
-	},
-	"region_zone": {
-		"italynorth": "IT-NO", "francecentral": "FR", "japaneast": "JP-TK", "westus": "US-CAL-CISO",
-		"norwayeast": "NO-NO1", "europe-west8": "IT-NO", "europe-west9": "FR", "eu-south-1": "IT-NO",
-		"us-east-1": "US-MIDA-PJM",
+	"provider_rank": {"azure": 0, "gcp": 1, "aws": 2},
+	"regions": regions,
+	# as bundle.py derives them: each placeable region's zone and size ladder (every one's is L0)
+	"placeable": placeable,
+	"resident": {
+		"eu": placeable_in_the_eu,
+		"none": placeable,
 	},
 	"region_provider": {
 		"italynorth": "azure", "francecentral": "azure", "japaneast": "azure", "westus": "azure",
 		"norwayeast": "azure", "europe-west8": "gcp", "europe-west9": "gcp", "eu-south-1": "aws",
 		"us-east-1": "aws",
 	},
-	"nearest": {
+	"latency_origin": {
 		"italynorth": {"azure": "italynorth", "gcp": "europe-west8", "aws": "eu-south-1"},
 		"westus": {"azure": "westus", "gcp": "europe-west9", "aws": "us-east-1"},
 		"europe-west8": {"azure": "italynorth", "gcp": "europe-west8", "aws": "eu-south-1"},
@@ -58,29 +32,64 @@ catalog := {
 			"japaneast": {"italynorth": 252, "japaneast": 0, "francecentral": 252, "westus": 108},
 			"francecentral": {"italynorth": 25, "japaneast": 251, "francecentral": 0, "westus": 150},
 			"westus": {"italynorth": 165, "japaneast": 108, "francecentral": 150, "westus": 0},
+			"norwayeast": {"norwayeast": 0},
 		},
-		"gcp": {"europe-west8": {"europe-west9": 20}, "europe-west9": {"europe-west8": 20}},
-		"aws": {"eu-south-1": {"us-east-1": 100}, "us-east-1": {"eu-south-1": 100}},
+		"gcp": {
+			"europe-west8": {"europe-west8": 0, "europe-west9": 20},
+			"europe-west9": {"europe-west8": 20, "europe-west9": 0},
+		},
+		"aws": {
+			"eu-south-1": {"eu-south-1": 0, "us-east-1": 100},
+			"us-east-1": {"eu-south-1": 100, "us-east-1": 0},
+		},
 	},
 	# sizes: azure Standard_E2as_v4 (2, 16), Standard_F4s_v2 (4, 8); gcp e2-standard-4 (4, 16);
 	# aws c6a.xlarge (4, 8). Tables are indexed [cpu level][memory level].
 	"cpu_levels": [2, 4],
 	"memory_levels": [8, 16],
+	"cpu_level_of": [0, 0, 0, 1, 1],
+	"memory_level_of": [0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1],
 	"size_tables": {
 		"azure": {"L0": [["Standard_E2as_v4", "Standard_E2as_v4"], ["Standard_F4s_v2", null]]},
 		"gcp": {"L0": [["e2-standard-4", "e2-standard-4"], ["e2-standard-4", "e2-standard-4"]]},
 		"aws": {"L0": [["c6a.xlarge", null], ["c6a.xlarge", null]]},
 	},
-	"ladder_of": {
-		"azure": {r: "L0" | some r in ["italynorth", "francecentral", "japaneast", "westus", "norwayeast"]},
-		"gcp": {"europe-west8": "L0", "europe-west9": "L0"},
-		"aws": {"eu-south-1": "L0", "us-east-1": "L0"},
-	},
+	"ladder_regions": {p: {"L0": {r: true | some r, _ in provider_regions}} | some p, provider_regions in regions},
 	"prices": {
 		"azure": {r: {} | some r in ["italynorth", "francecentral", "japaneast", "westus", "norwayeast"]},
 		"gcp": {"europe-west8": {"e2-standard-4": 0.16}, "europe-west9": {"e2-standard-4": 0.15}},
 		"aws": {"eu-south-1": {"c6a.xlarge": 0.15}, "us-east-1": {"c6a.xlarge": 0.15}},
 	},
+}
+
+# The catalog's regions; norwayeast cannot host workloads.
+regions := {
+	"azure": {
+		"italynorth": region("IT-NO", true),
+		"francecentral": region("FR", true),
+		"japaneast": region("JP-TK", false),
+		"westus": region("US-CAL-CISO", false),
+		"norwayeast": {
+			"zone": "NO-NO1", "eu": false, "country": "NO", "placeable": false,
+			"gaps": ["no carbon data for zone NO-NO1"],
+		},
+	},
+	"gcp": {"europe-west8": region("IT-NO", true), "europe-west9": region("FR", true)},
+	"aws": {"eu-south-1": region("IT-NO", true), "us-east-1": region("US-MIDA-PJM", false)},
+}
+
+placeable[p] := {r: {"zone": doc.zone, "ladder": "L0"} |
+	some r, doc in provider_regions
+	doc.placeable
+} if {
+	some p, provider_regions in regions
+}
+
+placeable_in_the_eu[p] := {r: facts |
+	some r, facts in provider_placeable
+	regions[p][r].eu
+} if {
+	some p, provider_placeable in placeable
 }
 
 config := {

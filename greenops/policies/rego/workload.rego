@@ -55,10 +55,16 @@ normalize(spec, catalog, config, rules) := {
 
 # problems(spec, catalog, rules) lists every invalid field, each message naming the field and the
 # reason, sorted; regions and providers are checked against the catalog, forms and bounds against the
-# contract (rules).
-problems(spec, _, _) := ["workload spec must be an object"] if not is_object(spec)
+# contract (rules). A spec in the usual form (_well_formed) has none, found without asking every
+# field its problem.
+problems(spec, catalog, rules) := [] if {
+	_well_formed(spec, catalog, rules)
+} else := field_problems(spec, catalog, rules)
 
-problems(spec, catalog, rules) := sort([msg |
+# field_problems(spec, catalog, rules): the same list, from every field's problem(...).
+field_problems(spec, _, _) := ["workload spec must be an object"] if not is_object(spec)
+
+field_problems(spec, catalog, rules) := sort([msg |
 	some field in [
 		"name", "cpu", "memory", "duration", "deadline", "maxLatency", "originRegion",
 		"eligibleProviders", "dataResidency", "tenant", "provider", "region",
@@ -66,6 +72,56 @@ problems(spec, catalog, rules) := sort([msg |
 	msg := problem(spec, field, catalog, rules)
 ]) if {
 	is_object(spec)
+}
+
+# _well_formed(spec, catalog, rules): the spec has a `name` and every field in the form its
+# problem(spec, field, ...) below accepts. Only a shortcut, a few bodies instead of a call per
+# field (a function call is the dearest step of a decision): it implies that no field has a
+# problem, and a spec it does not hold for (a VmTemplate's vmName, any problem) is checked field by
+# field, so problems is the same either way. workload_test checks the implication on every
+# field's refusals.
+_well_formed(spec, catalog, rules) if {
+	is_object(spec)
+	is_string(spec.name)
+	not spec_fields.problem(spec.name, rules.strings.vmName)
+	_in_contract(spec, rules.contract)
+	_known_and_kept(spec, catalog, rules)
+}
+
+# cpu, memory, duration, deadline and maxLatency (when given) in the contract's forms and bounds.
+_in_contract(spec, contract) if {
+	is_number(spec.cpu)
+	spec.cpu >= contract.cpu.minimum
+	spec.cpu <= contract.cpu.maximum
+	spec.cpu == floor(spec.cpu)
+	is_number(spec.memory)
+	spec.memory >= contract.memory.minimum
+	spec.memory <= contract.memory.maximum
+	_duration_form(spec.duration, contract)
+	hours := duration_hours(spec.duration, contract)
+	hours > 0
+	hours <= contract.duration.max_hours
+	deadline_ns(spec.deadline, contract)
+	max_latency := object.get(spec, "maxLatency", contract.maxLatency.default)
+	is_number(max_latency)
+	max_latency >= contract.maxLatency.minimum
+	max_latency <= contract.maxLatency.maximum
+	max_latency == floor(max_latency)
+}
+
+# A known origin, known providers listed once each (when given), dataResidency eu or none, a tenant
+# that keeps its rule, and no provider or region requested or known ones.
+_known_and_kept(spec, catalog, rules) if {
+	catalog.region_provider[spec.originRegion]
+	listed := object.get(spec, "eligibleProviders", [])
+	is_array(listed)
+	count({p | some p in listed; p in catalog.providers}) == count(listed)
+	object.get(spec, "dataResidency", "none") in {"eu", "none"}
+	[msg | msg := spec_fields.problem(spec.tenant, rules.strings.tenant)] == [] # none given, or kept
+	object.get(spec, "provider", null) in array.concat([null], catalog.providers)
+
+	# null (no region requested) is not a key: its default is true; an unknown region's is false
+	object.get(catalog.region_provider, requested_region(spec), requested_region(spec) == null) != false
 }
 
 # name_of(spec): the workload's name (`name`, else the VmTemplate's `vmName`); undefined without one.

@@ -53,6 +53,48 @@ test_vmtemplate_names_and_requested_region if {
 	spec.region == "francecentral"
 }
 
+# problems' shortcut (a spec in the usual form has none) finds what asking every field finds: for
+# the test workload with each field left out or set to values each field refuses or accepts, and
+# the shortcut is taken for the valid ones.
+test_the_shortcut_finds_what_every_field_finds if {
+	every spec in variants {
+		workload.problems(spec, testdata.catalog, testdata.rules) == field_problems(spec)
+	}
+	shortcut := [spec | some spec in variants; workload._well_formed(spec, testdata.catalog, testdata.rules)]
+	count(shortcut) > 25
+	every spec in shortcut {
+		field_problems(spec) == []
+	}
+}
+
+field_problems(spec) := workload.field_problems(spec, testdata.catalog, testdata.rules)
+
+variants := array.concat(
+	[object.remove(testdata.workload, [field]) | some field, _ in testdata.workload],
+	[object.union(testdata.workload, {field: value}) | some field, values in _values; some value in values],
+)
+
+_values := {
+	"name": [5, null, "Bad_Name", "-x", concat("", [_long, "x"]), "ok-name"],
+	"vmName": ["vm-1", 5],
+	"cpu": [0, 2.5, "2", 100001, null, 1, 100000],
+	"memory": ["4", 0, 1000001, null, 0.5, 0.001],
+	"duration": ["", "6 hours", 0, "0h", "745h", 745, 744, 6, "1h30m", "90m", "1.5", true, _long_digits],
+	"deadline": ["tomorrow", 5, "2030-01-01T00:00:00+02:00"],
+	"maxLatency": [0, 1.5, "100", 1000001, null, 1, 1000000],
+	"originRegion": ["atlantis", 5, null, "westus"],
+	"eligibleProviders": ["azure", ["azure", "oracle"], ["gcp", "gcp"], [], ["aws"], null, [5]],
+	"dataResidency": ["mars", null, "eu", "none"],
+	"tenant": ["", "bad tenant", 5, null, "ok-tenant", concat("", [_long, _long])],
+	"provider": ["ibm", null, "azure", 5],
+	"region": ["atlantis", "westus", null, 5],
+	"schedulingLocation": ["francecentral", "atlantis", 5],
+}
+
+_long := "abcdefghijklmnopqrstuvwxyz0123456789abcd" # 40 characters
+
+_long_digits := "123456789012345678901234567890123" # 33 digits, longer than a duration may be
+
 test_each_bad_field_is_named if {
 	bad := {
 		"cpu": 0, "memory": "lots", "duration": "6 hours", "deadline": "tomorrow", "maxLatency": -1,
