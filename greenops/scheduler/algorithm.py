@@ -118,16 +118,17 @@ class CapacityLedger:
 
 def candidate_starts(series: Series, earliest: float, latest: float, duration: float) -> np.ndarray:
     """Start times where the window mean can be minimal: the data points, the data points minus
-    the duration, and both ends of the allowed range."""
-    b = series.boundaries
-    points = np.concatenate((b, b - duration, [earliest, latest]))
-    points = points[(points >= earliest) & (points <= latest)]
-    # np.unique, without its generality: a few hundred points per zone and decision
-    if points.size == 0:
-        return points
-    points.sort()
-    distinct: np.ndarray = points[np.concatenate(([True], points[1:] != points[:-1]))]
-    return distinct
+    the duration, and both ends of the allowed range; sorted and distinct."""
+    if latest < earliest:
+        return np.empty(0)
+    if latest == earliest:
+        return np.array([earliest], dtype=float)
+    # the series' breakpoints are sorted and distinct already: the range's inside is a slice of
+    # them, between the range's two ends (each once, however many breakpoints equal it)
+    points = series.breakpoints(duration)
+    inside = points[np.searchsorted(points, earliest, "right") : np.searchsorted(points, latest, "left")]
+    starts: np.ndarray = np.concatenate(([earliest], inside, [latest]))
+    return starts
 
 
 def _feasible(ledger: CapacityLedger, zone: str, starts: np.ndarray, duration: float, cpu: float) -> np.ndarray:

@@ -80,6 +80,10 @@ def test_candidates_are_the_distinct_points_in_order(seed):
         expected = expected[(expected >= earliest) & (expected <= latest)]
         assert np.array_equal(candidate_starts(s, earliest, latest, duration), expected)
     assert candidate_starts(s, s.end + H, s.end + 2 * H, H).tolist() == [s.end + H, s.end + 2 * H]
+    # a range of one instant, on a data point or not, and an empty one
+    assert candidate_starts(s, s.start + H, s.start + H, H).tolist() == [s.start + H]
+    assert candidate_starts(s, earliest, earliest, H).tolist() == [earliest]
+    assert candidate_starts(s, earliest + 1, earliest, H).size == 0
 
 
 def test_picks_the_cleanest_window_across_zones_and_time():
