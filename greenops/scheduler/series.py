@@ -89,24 +89,27 @@ class Series:
         means: np.ndarray = (hi - lo) / duration
         return means
 
-    def breakpoints(self, duration: float) -> np.ndarray:
-        """Where a window of ``duration`` starts or ends on a data point: the boundaries and the
-        boundaries less ``duration``, sorted and distinct (the candidate starts before they are cut
-        to a search's range, algorithm.candidate_starts). Kept per duration: a series kept between
-        decisions (sources.cached) is searched again and again for the same few durations."""
+    def breakpoints(self, duration: float) -> tuple[np.ndarray, np.ndarray]:
+        """Where a window of ``duration`` starts or ends on a data point (the boundaries and the
+        boundaries less ``duration``, sorted and distinct: the candidate starts before they are cut
+        to a search's range, algorithm.candidates), and the window mean from each. Kept per
+        duration: a series kept between decisions (sources.cached) is searched again and again for
+        the same few durations; a mean depends on its own start alone, so the kept one is the very
+        value a search would work out."""
         found = self._breakpoints.get(duration)
         if found is None:
             b = self.boundaries
             points = np.concatenate((b, b - duration))
             points.sort()
-            found = _read_only(points[np.concatenate(([True], points[1:] != points[:-1]))])
+            points = _read_only(points[np.concatenate(([True], points[1:] != points[:-1]))])
+            found = (points, _read_only(self.window_means(points, duration)))
             if len(self._breakpoints) >= _KEPT_DURATIONS:
                 self._breakpoints.clear()
             self._breakpoints[duration] = found
         return found
 
     @cached_property
-    def _breakpoints(self) -> dict[float, np.ndarray]:
+    def _breakpoints(self) -> dict[float, tuple[np.ndarray, np.ndarray]]:
         return {}
 
     def bounds(self, t0: float, t1: float) -> tuple[int, int]:
