@@ -47,6 +47,8 @@ from greenops.scheduler.algorithm import SLOT
 from . import zone_hours
 from .checkpoints import CHECKPOINT_EVERY, Checkpoints
 from .errors import Conflict, QuotaExceeded, UnknownReservation
+from .held import Held, Mode
+from .held import options as held_modes
 from .listing import ListingFilter
 from .tables import reservations, slot_usage, tenants
 
@@ -117,7 +119,9 @@ class ReservationStore:
         self._errors_lock = threading.Lock()
         wal = self.dialect == "sqlite" and not _in_memory(url)
         self._checkpoints = Checkpoints(self._checkpoint, checkpoint_every) if wal else None
+        self._local = threading.local()  # the connection a thread holds (held), if any
         self.migrate()
+        self._held_modes = None if _in_memory(url) else held_modes(self.engine)
 
     @property
     def dialect(self) -> str:
@@ -138,29 +142,52 @@ class ReservationStore:
         self.engine.dispose()
 
     @contextlib.contextmanager
-    def _connection(
-        self, operation: str, opened: Callable[[], contextlib.AbstractContextManager[Connection]]
-    ) -> Iterator[Connection]:
-        """``opened()``, in the in-memory database's turn; an error is counted under ``operation``."""
+    def held(self) -> Iterator[None]:
+        """The calling thread's operations on the record inside share one pooled connection
+        (greenops.reservations.held): a booking's reads, commit and retries take one checkout, on
+        PostgreSQL one pre-ping, instead of one each. For short stretches: the connection stays out of
+        the pool meanwhile. The in-memory database, one connection taken in turns, is left as it is."""
+        if self._held_modes is None or getattr(self._local, "held", None) is not None:
+            yield
+            return
+        held = self._local.held = Held(self.engine, self._held_modes)
         try:
-            with self._serial, opened() as conn:
+            yield
+        finally:
+            self._local.held = None
+            held.close()
+
+    @contextlib.contextmanager
+    def _connection(
+        self, operation: str, mode: Mode, opened: Callable[[], contextlib.AbstractContextManager[Connection]]
+    ) -> Iterator[Connection]:
+        """``opened()``, in the in-memory database's turn, or the thread's held connection in
+        ``mode``; an error is counted under ``operation``."""
+        held: Held | None = getattr(self._local, "held", None)
+        try:
+            with held.use(mode) if held is not None else self._opened(opened) as conn:
                 yield conn
         except SQLAlchemyError as exc:
             self._count_error(operation, exc)
             raise
 
+    @contextlib.contextmanager
+    def _opened(self, opened: Callable[[], contextlib.AbstractContextManager[Connection]]) -> Iterator[Connection]:
+        with self._serial, opened() as conn:
+            yield conn
+
     def _read(self, operation: str) -> contextlib.AbstractContextManager[Connection]:
-        return self._connection(operation, self.engine.connect)
+        return self._connection(operation, "read", self.engine.connect)
 
     def _read_one(self, operation: str) -> contextlib.AbstractContextManager[Connection]:
         """A read of one statement, outside any transaction: a statement sees one snapshot on its
         own, so a BEGIN and a ROLLBACK around it are two statements more (two round trips on
         PostgreSQL) for nothing, and psycopg forgets its prepared statements at every ROLLBACK."""
-        return self._connection(operation, self._one_statement.connect)
+        return self._connection(operation, "read_one", self._one_statement.connect)
 
     @contextlib.contextmanager
     def _write(self, operation: str) -> Iterator[Connection]:
-        with self._connection(operation, self._writer.begin) as conn:
+        with self._connection(operation, "write", self._writer.begin) as conn:
             yield conn
         if self._checkpoints is not None:
             self._checkpoints.committed()
