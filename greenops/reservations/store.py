@@ -45,7 +45,7 @@ from sqlalchemy.pool import StaticPool
 from greenops.scheduler.algorithm import SLOT
 
 from . import zone_hours
-from .checkpoints import CHECKPOINT_EVERY, Checkpoints
+from .checkpoints import CHECKPOINT_EVERY, SQLITE_AUTOCHECKPOINT, Checkpoints
 from .errors import Conflict, QuotaExceeded, UnknownReservation
 from .held import Held, Mode
 from .held import options as held_modes
@@ -475,6 +475,8 @@ def _engine(url: str) -> Engine:
             if not memory:
                 cur.execute("PRAGMA journal_mode=WAL")
                 cur.execute("PRAGMA synchronous=NORMAL")
+                # SQLite's own checkpoint, in a commit, only as the backstop of the checkpoints' thread
+                cur.execute(f"PRAGMA wal_autocheckpoint={SQLITE_AUTOCHECKPOINT}")
             cur.execute("PRAGMA busy_timeout=30000")
             cur.close()
 
