@@ -8,6 +8,7 @@ so a test can replace any one of them, the clock above all, with ``app.dependenc
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import time
 import uuid
@@ -64,7 +65,10 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
+@functools.lru_cache(maxsize=4096)
 def _rfc3339(epoch: float) -> str:
+    # an answer writes some twenty instants, most of them the same hours as the answers before it
+    # (each zone's best window starts on a data point)
     return stamp(ceil_second(epoch))
 
 
