@@ -122,6 +122,9 @@ class ReservationStore:
         self._local = threading.local()  # the connection a thread holds (held), if any
         self.migrate()
         self._held_modes = None if _in_memory(url) else held_modes(self.engine)
+        # the checkpoints' own connection (_checkpoint), made now rather than when the first one
+        # falls due, in the middle of a booking
+        self._checkpointer = self._one_statement.connect() if wal else None
 
     @property
     def dialect(self) -> str:
@@ -139,6 +142,9 @@ class ReservationStore:
     def close(self) -> None:
         if self._checkpoints is not None:
             self._checkpoints.close()
+        if self._checkpointer is not None:
+            self._checkpointer.close()
+            self._checkpointer = None
         self.engine.dispose()
 
     @contextlib.contextmanager
@@ -194,10 +200,22 @@ class ReservationStore:
 
     def _checkpoint(self) -> None:
         """Copy a SQLite file's write-ahead log back into the database (greenops.reservations.checkpoints),
-        on the checkpoints' thread. A failure is counted among the record's errors; SQLite's own
-        checkpoint remains."""
-        with contextlib.suppress(SQLAlchemyError), self._read_one("checkpoint") as conn:
-            conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+        on the checkpoints' thread and on a connection it keeps: a checkpoint falls due while a
+        booking runs, and taking a connection from the pool (making one, the first time) is Python
+        that holds the interpreter lock the booking waits for. A failure is counted among the
+        record's errors, and the next checkpoint takes a fresh connection; SQLite's own checkpoint
+        remains."""
+        try:
+            if self._checkpointer is None:
+                self._checkpointer = self._one_statement.connect()
+            self._checkpointer.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+            self._checkpointer.rollback()  # ends SQLAlchemy's own transaction: no BEGIN was sent
+        except SQLAlchemyError as exc:
+            self._count_error("checkpoint", exc)
+            broken, self._checkpointer = self._checkpointer, None
+            if broken is not None:
+                with contextlib.suppress(SQLAlchemyError):
+                    broken.close()
 
     def _count_error(self, operation: str, exc: SQLAlchemyError) -> None:
         # A conflict is the optimistic booking working as designed (the caller searches again); only
