@@ -670,7 +670,7 @@ def build_parser() -> argparse.ArgumentParser:
     for action, text in [
         ("issue", "a new token for a principal: printed once"),
         ("list", "every token's principal and state (never the tokens)"),
-        ("revoke", "refused from the next request on"),
+        ("revoke", "refused from the next request on (by other replicas of the scheduler: within a second)"),
     ]:
         a = _command(actions, action, text, [TOKEN_EXAMPLES[action]])
         a.add_argument("--stack", default="dev", help="whose scheduler (default: dev)")

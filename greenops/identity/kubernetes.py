@@ -43,15 +43,18 @@ class TokenReviewer:
         self._cache: TTLCache[str, Principal | str] = TTLCache(maxsize=4096, ttl=CACHE_SECONDS)
         self._lock = threading.Lock()
 
+    def cached(self, token: str) -> Principal | str | None:
+        """The answer kept for the token (no request to the API server), or None."""
+        with self._lock:
+            return self._cache.get(digest(token))
+
     def review(self, token: str) -> Principal | str:
         """The principal the token proves, or why it proves none."""
-        key = digest(token)
-        with self._lock:
-            if (hit := self._cache.get(key)) is not None:
-                return hit
+        if (hit := self.cached(token)) is not None:
+            return hit
         answer = self._review(token)
         with self._lock:
-            self._cache[key] = answer
+            self._cache[digest(token)] = answer
         return answer
 
     def _review(self, token: str) -> Principal | str:

@@ -1,8 +1,9 @@
 """API tokens, stored hashed in the reservation record's database.
 
-``issue`` returns the token once; only its SHA-256 digest is stored. ``lookup`` is one indexed read
-per request and is never cached, so a revoked token is refused from the next request on, by every
-replica that shares the database.
+``issue`` returns the token once; only its SHA-256 digest is stored. ``lookup`` is one indexed read;
+a token it finds valid is kept for a second (greenops.identity.verified), so a caller's burst costs
+one read. A revoked token is refused from the next request on by the replica that revoked it, and
+within that second by every other replica that shares the database.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from greenops.reservations import ReservationStore
 from greenops.reservations.tables import api_tokens, stored_utc
 
 from .principal import Principal, Role
+from .verified import VerifiedTokens
 
 PREFIX = "gos_"  # says what a leaked string is, to a secret scanner and to a person
 TENANT_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$"  # a Kubernetes label value
@@ -78,8 +80,12 @@ class UnknownToken(GreenOpsError):
 
 
 class TokenStore:
-    def __init__(self, store: ReservationStore):
+    """One per scheduler (its Authenticator's): the tokens it verified lately are kept here, and a
+    revocation through it drops them."""
+
+    def __init__(self, store: ReservationStore, verified: VerifiedTokens | None = None):
         self._store = store
+        self._verified = verified or VerifiedTokens()
 
     def issue(self, req: TokenRequest, now: datetime) -> Issued:
         token = PREFIX + secrets.token_urlsafe(32)
@@ -109,6 +115,7 @@ class TokenStore:
             if row["revoked_at"] is None:
                 conn.execute(update(api_tokens).where(api_tokens.c.id == token_id).values(revoked_at=now))
                 row["revoked_at"] = now
+        self._verified.forget(token_id)  # committed: this scheduler refuses it from the next request
         return _public(row)
 
     def list(self) -> list[dict[str, Any]]:
@@ -116,18 +123,26 @@ class TokenStore:
             rows = conn.execute(select(api_tokens).order_by(api_tokens.c.created_at)).mappings().all()
         return [_public(dict(r)) for r in rows]
 
+    def verified(self, token: str, now: datetime) -> Principal | str | None:
+        """What ``token`` proves when it was verified lately (no read); None: ``lookup`` it."""
+        return self._verified.get(digest(token), now)
+
     def lookup(self, token: str, now: datetime) -> Principal | str:
-        """The principal ``token`` proves, or why it proves none."""
+        """The principal ``token`` proves, or why it proves none, as the record says now."""
+        key = digest(token)
+        generation = self._verified.generation
         with self._store.reading_one("token_lookup") as conn:
-            row = conn.execute(_BY_DIGEST, {"digest": digest(token)}).mappings().first()
+            row = conn.execute(_BY_DIGEST, {"digest": key}).mappings().first()
         if row is None:
             return "the bearer token is not known"
         if row["revoked_at"] is not None:
             return f"token {row['id']} ({row['name']}) was revoked"
-        expires = row["expires_at"]
-        if expires is not None and stored_utc(expires) <= now:
+        expires = None if row["expires_at"] is None else stored_utc(row["expires_at"])
+        if expires is not None and expires <= now:
             return f"token {row['id']} ({row['name']}) expired"
-        return _principal(row["name"], row["role"], row["tenants"], row["paths"], row["id"])
+        principal = _principal(row["name"], row["role"], row["tenants"], row["paths"], row["id"])
+        self._verified.keep(key, self._verified.verified(principal, row["id"], row["name"], expires), generation)
+        return principal
 
 
 # Built once (every request looks its token up): the statement keeps its compiled form's cache key.

@@ -45,8 +45,10 @@ from sqlalchemy.pool import StaticPool
 from greenops.scheduler.algorithm import SLOT
 
 from . import zone_hours
-from .checkpoints import CHECKPOINT_EVERY, Checkpoints
+from .checkpoints import CHECKPOINT_EVERY, SQLITE_AUTOCHECKPOINT, Checkpoints
 from .errors import Conflict, QuotaExceeded, UnknownReservation
+from .held import Held, Mode
+from .held import options as held_modes
 from .listing import ListingFilter
 from .tables import reservations, slot_usage, tenants
 
@@ -117,7 +119,12 @@ class ReservationStore:
         self._errors_lock = threading.Lock()
         wal = self.dialect == "sqlite" and not _in_memory(url)
         self._checkpoints = Checkpoints(self._checkpoint, checkpoint_every) if wal else None
+        self._local = threading.local()  # the connection a thread holds (held), if any
         self.migrate()
+        self._held_modes = None if _in_memory(url) else held_modes(self.engine)
+        # the checkpoints' own connection (_checkpoint), made now rather than when the first one
+        # falls due, in the middle of a booking
+        self._checkpointer = self._one_statement.connect() if wal else None
 
     @property
     def dialect(self) -> str:
@@ -135,42 +142,80 @@ class ReservationStore:
     def close(self) -> None:
         if self._checkpoints is not None:
             self._checkpoints.close()
+        if self._checkpointer is not None:
+            self._checkpointer.close()
+            self._checkpointer = None
         self.engine.dispose()
 
     @contextlib.contextmanager
-    def _connection(
-        self, operation: str, opened: Callable[[], contextlib.AbstractContextManager[Connection]]
-    ) -> Iterator[Connection]:
-        """``opened()``, in the in-memory database's turn; an error is counted under ``operation``."""
+    def held(self) -> Iterator[None]:
+        """The calling thread's operations on the record inside share one pooled connection
+        (greenops.reservations.held): a booking's reads, commit and retries take one checkout, on
+        PostgreSQL one pre-ping, instead of one each. For short stretches: the connection stays out of
+        the pool meanwhile. The in-memory database, one connection taken in turns, is left as it is."""
+        if self._held_modes is None or getattr(self._local, "held", None) is not None:
+            yield
+            return
+        held = self._local.held = Held(self.engine, self._held_modes)
         try:
-            with self._serial, opened() as conn:
+            yield
+        finally:
+            self._local.held = None
+            held.close()
+
+    @contextlib.contextmanager
+    def _connection(
+        self, operation: str, mode: Mode, opened: Callable[[], contextlib.AbstractContextManager[Connection]]
+    ) -> Iterator[Connection]:
+        """``opened()``, in the in-memory database's turn, or the thread's held connection in
+        ``mode``; an error is counted under ``operation``."""
+        held: Held | None = getattr(self._local, "held", None)
+        try:
+            with held.use(mode) if held is not None else self._opened(opened) as conn:
                 yield conn
         except SQLAlchemyError as exc:
             self._count_error(operation, exc)
             raise
 
+    @contextlib.contextmanager
+    def _opened(self, opened: Callable[[], contextlib.AbstractContextManager[Connection]]) -> Iterator[Connection]:
+        with self._serial, opened() as conn:
+            yield conn
+
     def _read(self, operation: str) -> contextlib.AbstractContextManager[Connection]:
-        return self._connection(operation, self.engine.connect)
+        return self._connection(operation, "read", self.engine.connect)
 
     def _read_one(self, operation: str) -> contextlib.AbstractContextManager[Connection]:
         """A read of one statement, outside any transaction: a statement sees one snapshot on its
         own, so a BEGIN and a ROLLBACK around it are two statements more (two round trips on
         PostgreSQL) for nothing, and psycopg forgets its prepared statements at every ROLLBACK."""
-        return self._connection(operation, self._one_statement.connect)
+        return self._connection(operation, "read_one", self._one_statement.connect)
 
     @contextlib.contextmanager
     def _write(self, operation: str) -> Iterator[Connection]:
-        with self._connection(operation, self._writer.begin) as conn:
+        with self._connection(operation, "write", self._writer.begin) as conn:
             yield conn
         if self._checkpoints is not None:
             self._checkpoints.committed()
 
     def _checkpoint(self) -> None:
         """Copy a SQLite file's write-ahead log back into the database (greenops.reservations.checkpoints),
-        on the checkpoints' thread. A failure is counted among the record's errors; SQLite's own
-        checkpoint remains."""
-        with contextlib.suppress(SQLAlchemyError), self._read_one("checkpoint") as conn:
-            conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+        on the checkpoints' thread and on a connection it keeps: a checkpoint falls due while a
+        booking runs, and taking a connection from the pool (making one, the first time) is Python
+        that holds the interpreter lock the booking waits for. A failure is counted among the
+        record's errors, and the next checkpoint takes a fresh connection; SQLite's own checkpoint
+        remains."""
+        try:
+            if self._checkpointer is None:
+                self._checkpointer = self._one_statement.connect()
+            self._checkpointer.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+            self._checkpointer.rollback()  # ends SQLAlchemy's own transaction: no BEGIN was sent
+        except SQLAlchemyError as exc:
+            self._count_error("checkpoint", exc)
+            broken, self._checkpointer = self._checkpointer, None
+            if broken is not None:
+                with contextlib.suppress(SQLAlchemyError):
+                    broken.close()
 
     def _count_error(self, operation: str, exc: SQLAlchemyError) -> None:
         # A conflict is the optimistic booking working as designed (the caller searches again); only
@@ -448,6 +493,8 @@ def _engine(url: str) -> Engine:
             if not memory:
                 cur.execute("PRAGMA journal_mode=WAL")
                 cur.execute("PRAGMA synchronous=NORMAL")
+                # SQLite's own checkpoint, in a commit, only as the backstop of the checkpoints' thread
+                cur.execute(f"PRAGMA wal_autocheckpoint={SQLITE_AUTOCHECKPOINT}")
             cur.execute("PRAGMA busy_timeout=30000")
             cur.close()
 

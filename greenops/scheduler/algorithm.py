@@ -116,18 +116,27 @@ class CapacityLedger:
                 del row[slot]
 
 
-def candidate_starts(series: Series, earliest: float, latest: float, duration: float) -> np.ndarray:
+def candidates(series: Series, earliest: float, latest: float, duration: float) -> tuple[np.ndarray, np.ndarray]:
     """Start times where the window mean can be minimal: the data points, the data points minus
-    the duration, and both ends of the allowed range."""
-    b = series.boundaries
-    points = np.concatenate((b, b - duration, [earliest, latest]))
-    points = points[(points >= earliest) & (points <= latest)]
-    # np.unique, without its generality: a few hundred points per zone and decision
-    if points.size == 0:
-        return points
-    points.sort()
-    distinct: np.ndarray = points[np.concatenate(([True], points[1:] != points[:-1]))]
-    return distinct
+    the duration, and both ends of the allowed range; sorted and distinct. With the window mean
+    from each (the series keeps those of its breakpoints: only the two ends are worked out here)."""
+    if latest < earliest:
+        return np.empty(0), np.empty(0)
+    if latest == earliest:
+        at = np.array([earliest], dtype=float)
+        return at, series.window_means(at, duration)
+    # the series' breakpoints are sorted and distinct already: the range's inside is a slice of
+    # them, between the range's two ends (each once, however many breakpoints equal it)
+    points, means = series.breakpoints(duration)
+    i, j = np.searchsorted(points, earliest, "right"), np.searchsorted(points, latest, "left")
+    ends = series.window_means(np.array([earliest, latest]), duration)
+    starts: np.ndarray = np.concatenate(([earliest], points[i:j], [latest]))
+    return starts, np.concatenate((ends[:1], means[i:j], ends[1:]))
+
+
+def candidate_starts(series: Series, earliest: float, latest: float, duration: float) -> np.ndarray:
+    """The start times of ``candidates``."""
+    return candidates(series, earliest, latest, duration)[0]
 
 
 def _feasible(ledger: CapacityLedger, zone: str, starts: np.ndarray, duration: float, cpu: float) -> np.ndarray:
@@ -168,11 +177,11 @@ def best_placement(
         if give_up_at is not None and time.monotonic() > give_up_at:
             raise DecisionTimeout("the decision took longer than req_timeout")
         s = forecasts[zone]
-        starts = candidate_starts(s, now, latest, job.duration)
+        starts, means = candidates(s, now, latest, job.duration)
         if len(starts) == 0:
             continue
         # rounded so that equal windows (a flat profile) tie exactly and the earliest start wins
-        means = np.round(s.window_means(starts, job.duration), 9)
+        means = np.round(means, 9)
         ok = _feasible(ledger, zone, starts, job.duration, job.cpu)
         if not ok.any():
             continue

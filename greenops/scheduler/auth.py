@@ -2,8 +2,8 @@
 
 A credential proves a principal (greenops.identity): a declared static token (the bootstrap admin's,
 OPA's; compared by digest, in constant time), an API token from the record (``gos_…``, looked up by
-digest on every request so that a revocation holds from the next one), or a Kubernetes
-ServiceAccount token (TokenReview). The
+digest, and kept for a second once valid: greenops.identity.verified), or a Kubernetes
+ServiceAccount token (TokenReview, its answers kept for a few seconds). The
 routes then ask for the role they need; what a principal may touch is decided in
 greenops.identity.Principal, never from the request body.
 """
@@ -18,6 +18,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
 from greenops.identity import ALL_PATHS, Forbidden, Principal, Role
 from greenops.identity.kubernetes import ReviewUnavailable, TokenReviewer
@@ -36,8 +37,9 @@ class Authenticator:
     reviewer: TokenReviewer | None
     clock: Callable[[], datetime]
 
-    def principal(self, bearer: str) -> Principal | str:
-        """The principal ``bearer`` proves, or why it proves none."""
+    def known(self, bearer: str) -> Principal | str | None:
+        """What ``bearer`` proves when that takes no I/O: a declared token, an API token verified
+        lately, a ServiceAccount token reviewed lately; else None (``principal`` reads or asks)."""
         if len(bearer) > MAX_TOKEN:
             return "the bearer token is too long"
         given = digest(bearer)
@@ -46,10 +48,20 @@ class Authenticator:
         if matched:
             return matched[0]
         if bearer.startswith(PREFIX):
-            return self.tokens.lookup(bearer, self.clock())
+            return self.tokens.verified(bearer, self.clock())
         if self.reviewer is not None and bearer.count(".") == 2:
-            return self.reviewer.review(bearer)
+            return self.reviewer.cached(bearer)
         return "the bearer token is not known"
+
+    def principal(self, bearer: str) -> Principal | str:
+        """The principal ``bearer`` proves, or why it proves none: a read of the record, or a
+        TokenReview, when ``known`` cannot tell."""
+        if (found := self.known(bearer)) is not None:
+            return found
+        if bearer.startswith(PREFIX):
+            return self.tokens.lookup(bearer, self.clock())
+        assert self.reviewer is not None, "known() answers every other kind of bearer"
+        return self.reviewer.review(bearer)
 
 
 def _refuse(reason: str) -> HTTPException:
@@ -60,16 +72,19 @@ def _refuse(reason: str) -> HTTPException:
     )
 
 
-def authenticated(
+async def authenticated(
     request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 ) -> Principal:
-    """A FastAPI dependency: the caller's principal, or 401. Sync: a token lookup reads the database,
-    so FastAPI runs it in its thread pool rather than on the event loop."""
+    """A FastAPI dependency: the caller's principal, or 401. What needs no I/O is answered on the
+    event loop; a lookup that reads the database (or asks the API server) runs in the thread pool.
+    (A sync dependency would cost every request that hop, where most need none.)"""
     if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
         raise _refuse("a bearer token is required")
     auth: Authenticator = request.app.state.scheduler.auth
     try:
-        found = auth.principal(credentials.credentials)
+        found = auth.known(credentials.credentials)
+        if found is None:
+            found = await run_in_threadpool(auth.principal, credentials.credentials)
     except ReviewUnavailable as exc:
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc), headers={"Retry-After": "5"}
@@ -82,7 +97,7 @@ def authenticated(
 
 def requires(role: Role) -> Callable[[Principal], Awaitable[Principal]]:
     # async: it only compares roles, and a sync dependency would cost each request one more hop
-    # through the thread pool (the lookup above needs its thread; this does not)
+    # through the thread pool
     async def check(principal: Annotated[Principal, Depends(authenticated)]) -> Principal:
         if not principal.has(role):
             raise Forbidden(f"{principal.describe()} may not do this: it needs the {role} role")

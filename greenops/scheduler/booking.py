@@ -60,6 +60,8 @@ class Ask:
 
 def replay(row: dict[str, Any] | None, request: dict[str, Any]) -> Outcome | None:
     """The stored answer when the key's ``row`` is an active booking of this very request."""
+    if row is None:
+        return None  # a new key (most bookings): no spec to hash
     return _replayed(row, spec_hash(request), request.get("earliest_start"))
 
 

@@ -2,26 +2,34 @@
 
 POST   /credentials        {name, role, tenants, paths, expires_at?}  -> 201 with the token, shown once
 GET    /credentials        every token's principal, created/revoked times; never a token or digest
-DELETE /credentials/{id}   revoked from the next request on
+DELETE /credentials/{id}   revoked from the next request on (on another replica: within a second)
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
 from greenops.identity.tokens import TokenRequest, TokenStore, UnknownToken
 from greenops.scheduler.auth import Admin
-from greenops.scheduler.state import ClockDep, StoreDep
+from greenops.scheduler.state import ClockDep, StateDep
+
+
+async def get_tokens(state: StateDep) -> TokenStore:
+    # the authenticator's own: a revocation drops the token it keeps as verified (greenops.identity.verified)
+    return state.auth.tokens
+
+
+TokensDep = Annotated[TokenStore, Depends(get_tokens)]
 
 router = APIRouter(prefix="/credentials", tags=["credentials"])
 
 
 @router.post("", status_code=201)
-def issue(req: TokenRequest, store: StoreDep, clock: ClockDep, _admin: Admin) -> dict[str, Any]:
-    issued = TokenStore(store).issue(req, clock())
+def issue(req: TokenRequest, tokens: TokensDep, clock: ClockDep, _admin: Admin) -> dict[str, Any]:
+    issued = tokens.issue(req, clock())
     p = issued.principal
     return {
         "id": issued.id,
@@ -34,13 +42,13 @@ def issue(req: TokenRequest, store: StoreDep, clock: ClockDep, _admin: Admin) ->
 
 
 @router.get("")
-def listing(store: StoreDep, _admin: Admin) -> dict[str, Any]:
-    return {"credentials": TokenStore(store).list()}
+def listing(tokens: TokensDep, _admin: Admin) -> dict[str, Any]:
+    return {"credentials": tokens.list()}
 
 
 @router.delete("/{token_id}", responses={404: {"description": "no such token"}})
-def revoke(token_id: str, store: StoreDep, clock: ClockDep, _admin: Admin) -> Any:
+def revoke(token_id: str, tokens: TokensDep, clock: ClockDep, _admin: Admin) -> Any:
     try:
-        return TokenStore(store).revoke(token_id, clock())
+        return tokens.revoke(token_id, clock())
     except UnknownToken as exc:
         return JSONResponse(status_code=404, content={"detail": str(exc)})

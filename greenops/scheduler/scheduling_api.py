@@ -7,6 +7,8 @@ so a test can replace any one of them, the clock above all, with ``app.dependenc
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import time
 import uuid
@@ -38,7 +40,7 @@ from greenops.scheduler.auth import Writer
 from greenops.scheduler.booking import Ask, Outcome, book, replay
 from greenops.scheduler.contract import Considered, PlacementOut, SchedulingRequest, SchedulingResponse
 from greenops.scheduler.metrics import SchedulerMetrics, Tally, result_of
-from greenops.scheduler.offload import SearchPool
+from greenops.scheduler.offload import SMALL_WORK, SearchPool
 from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.scheduler.series import ceil_second, to_epoch
 from greenops.scheduler.sources.base import Bands, CarbonSource, SourceUnavailable, UnknownZone
@@ -63,7 +65,10 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
+@functools.lru_cache(maxsize=4096)
 def _rfc3339(epoch: float) -> str:
+    # an answer writes some twenty instants, most of them the same hours as the answers before it
+    # (each zone's best window starts on a data point)
     return stamp(ceil_second(epoch))
 
 
@@ -238,18 +243,22 @@ class Decider:
                 regions=req.regions,
                 dry_run=req.dry_run,
             )
-            done = book(
-                self.store,
-                ask,
-                row,
-                self.capacity_vcpu,
-                now_dt,
-                give_up_at,
-                search,
-                answer_of,
-                authorize=principal.may_change,
-                retried=self.metrics.retries.labels("commit").inc,
-            )
+            # The calendar's read, the commit and any retry share one pooled connection when the
+            # search between them is small (it runs here, in a millisecond or so); a large one runs
+            # for seconds, and would keep that connection out of the pool meanwhile.
+            with self.store.held() if work <= SMALL_WORK else contextlib.nullcontext():
+                done = book(
+                    self.store,
+                    ask,
+                    row,
+                    self.capacity_vcpu,
+                    now_dt,
+                    give_up_at,
+                    search,
+                    answer_of,
+                    authorize=principal.may_change,
+                    retried=self.metrics.retries.labels("commit").inc,
+                )
         except UnknownZone as exc:
             return _field_error("eligible_regions", str(exc))
         except NoFeasibleWindow as exc:

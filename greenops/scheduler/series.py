@@ -15,6 +15,8 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+_KEPT_DURATIONS = 16  # a series' breakpoints are kept for this many durations at most
+
 
 def to_epoch(t: datetime) -> float:
     return t.astimezone(UTC).timestamp()
@@ -87,10 +89,41 @@ class Series:
         means: np.ndarray = (hi - lo) / duration
         return means
 
-    def slice(self, t0: float, t1: float) -> Series:
-        """The data points overlapping ``[t0, t1)``."""
+    def breakpoints(self, duration: float) -> tuple[np.ndarray, np.ndarray]:
+        """Where a window of ``duration`` starts or ends on a data point (the boundaries and the
+        boundaries less ``duration``, sorted and distinct: the candidate starts before they are cut
+        to a search's range, algorithm.candidates), and the window mean from each. Kept per
+        duration: a series kept between decisions (sources.cached) is searched again and again for
+        the same few durations; a mean depends on its own start alone, so the kept one is the very
+        value a search would work out."""
+        found = self._breakpoints.get(duration)
+        if found is None:
+            b = self.boundaries
+            points = np.concatenate((b, b - duration))
+            points.sort()
+            points = _read_only(points[np.concatenate(([True], points[1:] != points[:-1]))])
+            found = (points, _read_only(self.window_means(points, duration)))
+            if len(self._breakpoints) >= _KEPT_DURATIONS:
+                self._breakpoints.clear()
+            self._breakpoints[duration] = found
+        return found
+
+    @cached_property
+    def _breakpoints(self) -> dict[float, tuple[np.ndarray, np.ndarray]]:
+        return {}
+
+    def bounds(self, t0: float, t1: float) -> tuple[int, int]:
+        """The indices ``[i0, i1)`` of the data points overlapping ``[t0, t1)``."""
         i0 = max(0, int((t0 - self.start) // self.step))
         i1 = min(len(self.values), int(np.ceil((t1 - self.start) / self.step)))
+        return i0, i1
+
+    def slice(self, t0: float, t1: float) -> Series:
+        """The data points overlapping ``[t0, t1)``."""
+        return self.cut(*self.bounds(t0, t1))
+
+    def cut(self, i0: int, i1: int) -> Series:
+        """The data points ``[i0, i1)``."""
         return Series(self.start + i0 * self.step, self.step, self.values[i0:i1])
 
 

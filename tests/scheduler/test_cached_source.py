@@ -66,6 +66,16 @@ def test_periods_within_the_kept_one_are_cut_from_it_as_the_source_would_answer(
     assert len(source.asked) == 1 + 4  # the first call, then only the direct calls of this test
 
 
+def test_a_period_cut_again_in_the_same_hour_is_the_same_series():
+    # what the window arithmetic works out on a cut (boundaries, running integral) is then reused
+    cached = CachedSource(Issued({"A": 100}))
+    cached.series("A", T, T + 48 * H, T)
+    first = cached.series("A", T + 600, T + 24 * H, T + 60)
+    assert cached.series("A", T + 900, T + 24 * H - 60, T + 120) is first  # the same data points
+    assert cached.series("A", T + 2 * H, T + 24 * H, T + 120) is not first
+    assert not first.values.flags.writeable
+
+
 def test_a_longer_period_asks_once_for_both_and_keeps_them():
     source = Issued({"A": 100})
     cached = CachedSource(source)

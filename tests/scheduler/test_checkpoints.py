@@ -6,10 +6,12 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import threading
+import time
 
 from sqlalchemy import event, insert
 
 from greenops.reservations import ReservationStore
+from greenops.reservations.checkpoints import CHECKPOINT_EVERY, SQLITE_AUTOCHECKPOINT, Checkpoints
 from greenops.reservations.tables import tenants
 
 
@@ -50,3 +52,38 @@ def test_a_record_in_memory_has_no_log_to_checkpoint():
     store = ReservationStore("sqlite://")
     assert store._checkpoints is None
     store.close()
+
+
+def test_sqlite_checkpoints_in_a_commit_only_far_past_the_threads_checkpoints(tmp_path):
+    # the thread's checkpoints keep the database file current; SQLite's own, run inside a commit, is
+    # left for a log many times longer than the pages of CHECKPOINT_EVERY bookings
+    store = ReservationStore(f"sqlite:///{tmp_path / 'reservations.db'}")
+    try:
+        with store.reading_one("test") as conn:
+            assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == SQLITE_AUTOCHECKPOINT
+            assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL, as before
+    finally:
+        store.close()
+    assert SQLITE_AUTOCHECKPOINT >= 10 * 10 * CHECKPOINT_EVERY  # a booking adds about 10 pages
+
+
+def test_one_thread_runs_the_checkpoints_and_outlives_a_failed_one():
+    # a thread started for each checkpoint was started inside the commit that made it due, which
+    # waited for it; one thread waits for its turn instead, and a failure must not end it
+    ran: list[threading.Thread] = []
+
+    def checkpoint() -> None:
+        ran.append(threading.current_thread())
+        if len(ran) == 1:
+            raise RuntimeError("a failure the store did not count")
+
+    checkpoints = Checkpoints(checkpoint, every=2)
+    try:
+        deadline = time.monotonic() + 10
+        while len(ran) < 3 and time.monotonic() < deadline:
+            checkpoints.committed()
+            time.sleep(0.001)
+        assert len(ran) >= 3 and all(t is ran[0] for t in ran)
+    finally:
+        checkpoints.close()
+    assert not ran[0].is_alive()

@@ -10,6 +10,7 @@ from greenops.scheduler.algorithm import (
     NoFeasibleWindow,
     best_placement,
     candidate_starts,
+    candidates,
     place_batch,
 )
 from greenops.scheduler.series import Series
@@ -79,7 +80,15 @@ def test_candidates_are_the_distinct_points_in_order(seed):
         expected = np.unique(np.concatenate((b, b - duration, [earliest, latest])))
         expected = expected[(expected >= earliest) & (expected <= latest)]
         assert np.array_equal(candidate_starts(s, earliest, latest, duration), expected)
+        # the means kept with the series' breakpoints are the very values worked out afresh
+        for lo, hi in ((earliest, latest), (earliest + 1234.5, latest), (s.start, s.start)):
+            starts, means = candidates(s, lo, hi, duration)
+            assert np.array_equal(means, s.window_means(starts, duration))
     assert candidate_starts(s, s.end + H, s.end + 2 * H, H).tolist() == [s.end + H, s.end + 2 * H]
+    # a range of one instant, on a data point or not, and an empty one
+    assert candidate_starts(s, s.start + H, s.start + H, H).tolist() == [s.start + H]
+    assert candidate_starts(s, earliest, earliest, H).tolist() == [earliest]
+    assert candidate_starts(s, earliest + 1, earliest, H).size == 0
 
 
 def test_picks_the_cleanest_window_across_zones_and_time():

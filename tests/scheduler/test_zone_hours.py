@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy import event
 
 from greenops.local.postgres import PostgresServer
 from greenops.reservations import ACTIVE, Booking, Conflict, ListingFilter, QuotaExceeded, ReservationStore, Seen
@@ -94,6 +95,30 @@ def test_a_changed_booking_gives_back_its_hours_and_takes_new_ones_in_one_transa
         commit(store, booking("a", "FR", 3, 5, 4000))
     assert store.get("a") == before
     assert hours(store, "FR") == {0: 0, 1: 4000, 2: 9000, 3: 9000, 4: 4000, 6: 8000}
+
+
+def test_a_held_connection_serves_a_booking_and_its_retries_each_as_on_its_own(store):
+    checkouts: list[int] = []
+    event.listen(store.engine.pool, "checkout", lambda *_: checkouts.append(1))
+    other = ReservationStore(store.url)  # another replica on the same record
+    try:
+        with store.held():
+            commit(store, booking("a", "FR", 0, 2, 4000))  # a read of the key, a read, a commit
+            assert hours(store, "FR") == {0: 4000, 1: 4000}
+            assert other.get("a") is not None  # committed at once, not when the held connection goes back
+            assert len(checkouts) == 1
+            # the held connection keeps no transaction open between operations: the other replica
+            # writes meanwhile, and the held one reads what it wrote
+            commit(other, booking("b", "FR", 1, 1, 5000))
+            assert hours(store, "FR") == {0: 4000, 1: 9000}
+            with pytest.raises(Conflict):  # rolled back whole; the next operation takes a fresh connection
+                commit(store, booking("c", "FR", 1, 1, 2000))
+            commit(store, booking("c", "FR", 2, 1, 2000))
+            assert store.get("c") is not None and other.get("c") is not None
+        assert len(checkouts) == 2
+        assert hours(other, "FR") == {0: 4000, 1: 9000, 2: 2000}
+    finally:
+        other.close()
 
 
 def test_a_release_does_not_bring_back_the_hours_already_pruned(store):

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from greenops.scheduler.series import Series
 
 from .base import Bands, CarbonSource
 
 HOUR = 3600.0
+KEPT_CUTS = 64  # per zone: a few deadlines per hour of requests
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,19 @@ class _Kept:
     revision: Hashable
     hour: int  # of the clock when the source was asked (hours since the epoch)
     series: Series
+    # The cuts already made, by their data points: requests of one hour over the same period get
+    # the same Series, whose window arithmetic (boundaries, running integral, breakpoints) is then
+    # worked out once, not in every decision.
+    cuts: dict[tuple[int, int], Series] = field(default_factory=dict)
+
+    def cut(self, t0: float, t1: float) -> Series:
+        bounds = self.series.bounds(t0, t1)
+        found = self.cuts.get(bounds)
+        if found is None:
+            if len(self.cuts) >= KEPT_CUTS:
+                self.cuts.clear()
+            found = self.cuts[bounds] = self.series.cut(*bounds)
+        return found
 
 
 class CachedSource(CarbonSource):
@@ -66,12 +80,12 @@ class CachedSource(CarbonSource):
                 return self.inner.series(zone, t0, t1, now)
             if hour == kept.hour:
                 if kept.series.start <= t0 and t1 <= kept.series.end:
-                    return kept.series.slice(t0, t1)
+                    return kept.cut(t0, t1)
                 a, b = min(t0, kept.series.start), max(t1, kept.series.end)
         fetched = self.inner.series(zone, a, b, now)
         fetched.values.flags.writeable = False  # shared by every decision that cuts it
-        self._kept[zone] = _Kept(revision, hour, fetched)
-        return fetched if (a, b) == (t0, t1) else fetched.slice(t0, t1)
+        kept = self._kept[zone] = _Kept(revision, hour, fetched)
+        return fetched if (a, b) == (t0, t1) else kept.cut(t0, t1)
 
     def bands(self, zone: str, t0: float, t1: float, now: float) -> Bands | None:
         return self.inner.bands(zone, t0, t1, now)
