@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from decimal import Decimal
 
 from .contract import MAX_DURATION_HOURS, duration_hours
 
@@ -34,11 +35,16 @@ def parse_duration(value: object) -> timedelta:
 
 
 def format_duration(value: timedelta) -> str:
-    """The shortest form that round-trips: ``6h``, ``90m`` or ``1h30m``; seconds are rounded."""
-    minutes = round(value.total_seconds() / 60)
-    hours, rest = divmod(minutes, 60)
-    if rest == 0:
-        return f"{hours}h"
-    if hours == 0:
-        return f"{rest}m"
-    return f"{hours}h{rest}m"
+    """The shortest form that round-trips: ``6h``, ``90m`` or ``1h30m``, and minutes with a fraction
+    when the duration is not whole minutes (``0.5m``, ``1h0.6m``): the Pulumi path sends the policy
+    this form, and the cluster path's the spec as written, so a rounded form would give the two paths
+    different workloads (a "0.5m" run rounded to "0m" is no run at all). Nine decimals of a minute
+    are finer than the microseconds a timedelta keeps, and keep the form within the contract's length."""
+    micros = value // timedelta(microseconds=1)
+    hours, rest = divmod(micros, 3_600_000_000)
+    if rest % 60_000_000:
+        minutes = (Decimal(rest) / 60_000_000).quantize(Decimal("1e-9")).normalize()
+        text = f"{minutes:f}m"
+    else:
+        text = f"{rest // 60_000_000}m" if rest else ""
+    return f"{hours}h{text}" if hours and text else (text or f"{hours}h")

@@ -39,6 +39,10 @@ CASES: dict[str, dict[str, Any]] = {
     "duration-fraction-h": {"duration": "1.5h"},
     "duration-minutes": {"duration": "90m"},
     "duration-h-m": {"duration": "1h30m"},
+    # not whole minutes: the Pulumi path's normal form once rounded them ("0.5m" to "0m", no run at all)
+    "duration-half-minute": {"duration": "0.5m"},
+    "duration-fraction-minutes": {"duration": "1h1.5m"},
+    "duration-fraction-of-hours-not-whole-minutes": {"duration": "1.01"},
     "duration-upper": {"duration": "2H"},
     "duration-leading-space": {"duration": " 2h"},
     "duration-inner-space": {"duration": "1h 30m"},

@@ -1,8 +1,12 @@
+import re
 from datetime import timedelta
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from greenops.models import format_duration, parse_duration
+from greenops.models.contract import DURATION_MAX_LENGTH, DURATION_PATTERN
 
 
 @pytest.mark.parametrize(
@@ -37,8 +41,34 @@ def test_non_positive_durations_are_rejected(raw):
 
 
 @pytest.mark.parametrize(
-    "text,canonical", [("6h", "6h"), ("90m", "1h30m"), ("1h30m", "1h30m"), ("45m", "45m"), (24, "24h")]
+    "text,canonical",
+    [
+        ("6h", "6h"),
+        ("90m", "1h30m"),
+        ("1h30m", "1h30m"),
+        ("45m", "45m"),
+        (24, "24h"),
+        # not whole minutes: kept, not rounded (rounding made "0.5m" a "0m" run, and "1.5m" two minutes)
+        ("0.5m", "0.5m"),
+        ("1.5m", "1.5m"),
+        ("1.01h", "1h0.6m"),
+        ("0.123456789h", "7.407407333m"),
+    ],
 )
 def test_format_is_canonical_and_round_trips(text, canonical):
     assert format_duration(parse_duration(text)) == canonical
     assert parse_duration(canonical) == parse_duration(text)
+
+
+@given(
+    hours=st.integers(min_value=0, max_value=743),
+    minutes=st.decimals(min_value=0, max_value=59, places=6, allow_nan=False, allow_infinity=False),
+)
+def test_every_duration_written_in_the_contract_round_trips_through_its_normal_form(hours, minutes):
+    """The Pulumi path asks the policy with the normal form, the cluster path with the spec as
+    written: the two must be the same duration, within the contract's length."""
+    written = (f"{hours}h" if hours else "") + (f"{minutes:f}m" if minutes else "")
+    assume(written)
+    canonical = format_duration(parse_duration(written))
+    assert parse_duration(canonical) == parse_duration(written)
+    assert len(canonical) <= DURATION_MAX_LENGTH and re.fullmatch(DURATION_PATTERN, canonical)
