@@ -655,6 +655,9 @@ def main() -> None:
         help="write the pulumi CLI's CPU and memory profiles of every command to this folder (go tool pprof)",
     )
     args = parser.parse_args()
+    if args.cli_profile and args.shards:
+        # the shards run in greenops processes of their own, which the wrapper does not reach
+        parser.error("--cli-profile profiles one stack's commands: not with --shards")
     if args.cli_profile:
         profiling_cli(args.cli_profile.resolve())
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs", flush=True)
