@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 from urllib.parse import urlencode
 
+from kubernetes.utils.quantity import parse_quantity
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
@@ -196,6 +197,7 @@ class CertManagerConfig(_Section):
         return self
 
 
+MIN_WORKSPACE_MEMORY = 2**30  # bytes: pip and a small stack's CLI side by side
 DNS_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$"
 
 
@@ -414,7 +416,23 @@ class ReconcilerConfig(_Section):
     refresh: bool = False
     workspace_cpu: str = "500m"
     workspace_cpu_limit: str = "2"
-    workspace_memory: str = Field(default="2Gi", description="the workspace pip-installs the project's requirements")
+    workspace_memory: str = Field(
+        default="2Gi",
+        description="the workspace pod's memory (request and limit): pip installs the project's requirements, "
+        "then the Pulumi CLI, its plugins and the program share it (about 2 GB at 1000 workloads per stack; "
+        "the Go processes' heap is held to 45 % of it)",
+    )
+
+    @field_validator("workspace_memory")
+    @classmethod
+    def _a_memory_quantity(cls, v: str) -> str:
+        try:
+            size = parse_quantity(v)
+        except ValueError:
+            raise ValueError(f"{v!r} is not a Kubernetes quantity (e.g. 2Gi, 2048Mi)") from None
+        if size < MIN_WORKSPACE_MEMORY:
+            raise ValueError(f"{v!r} is under 1Gi: the workspace installs the project's requirements and runs the CLI")
+        return v
 
     @model_validator(mode="after")
     def _required(self) -> ReconcilerConfig:

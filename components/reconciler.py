@@ -10,9 +10,11 @@ to the workspace pod as secretKeyRefs and secret volumes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 import pulumi
 import pulumi_kubernetes as k8s
+from kubernetes.utils.quantity import parse_quantity
 
 from components.config import GitAuthConfig, ReconcilerConfig, SecretKeyRef
 from components.hardening import image_fields
@@ -24,6 +26,17 @@ from greenops.renderers import rendered_resources
 ACCOUNT = "greenops-workloads"  # the workspace's ServiceAccount, its RBAC and the Stack share this name
 MIN_RESYNC_SECONDS = 60  # the operator runs anything shorter every 60 s
 APPLY_VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
+# The workspace pod's one memory limit holds the pulumi CLI, its plugins and the Python program. At
+# 1000 workloads per stack their peaks add up past the 2Gi default (docs/operations/scale.md), and
+# most of the CLI's is heap Go lets grow between collections. A soft limit on every Go process's heap
+# (GOMEMLIMIT: the CLI, the plugins, the operator's agent) makes the CLI collect sooner instead of the
+# kernel killing the pass; past it Go collects more often, which is slower, never fatal.
+GO_HEAP_SHARE = Decimal("0.45")
+
+
+def go_memory_limit(workspace_memory: str) -> str:
+    """GOMEMLIMIT for a workspace of this memory: bytes, as Go reads the variable."""
+    return str(int(parse_quantity(workspace_memory) * GO_HEAP_SHARE))
 
 
 @dataclass
@@ -103,7 +116,10 @@ def stack_spec(
                 # image's own non-root user, whose home holds the project's virtualenv
                 "securityProfile": "restricted",
                 **image_fields(workspace.image),
-                "env": [{"name": "PYENV_VERSION", "value": workspace.python}],
+                "env": [
+                    {"name": "PYENV_VERSION", "value": workspace.python},
+                    {"name": "GOMEMLIMIT", "value": go_memory_limit(c.workspace_memory)},
+                ],
                 "resources": {
                     "requests": {"cpu": c.workspace_cpu, "memory": c.workspace_memory},
                     "limits": {"cpu": c.workspace_cpu_limit, "memory": c.workspace_memory},

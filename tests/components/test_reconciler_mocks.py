@@ -5,6 +5,8 @@ interval, and bad configuration refused by key."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import kubernetes.client
 import pulumi
@@ -121,6 +123,36 @@ def test_the_operator_chart_is_pinned():
     assert release.inputs["namespace"] == "pulumi-kubernetes-operator"
     workspace = stack_of(m)["spec"]["workspaceTemplate"]["spec"]
     assert workspace["image"] == yaml.safe_load(VERSIONS_FILE.read_text())["pulumi_workspace"]["image"]
+
+
+@pytest.mark.parametrize(("memory", "heap"), [(None, 966_367_641), ("3Gi", 1_449_551_462), ("2500M", 1_125_000_000)])
+def test_the_go_heap_is_held_to_a_share_of_the_workspace_memory(memory, heap):
+    """The workspace's one limit holds the CLI, its plugins and the program: the Go processes' soft
+    heap limit is 45 % of it, in bytes, and follows workspaceMemory."""
+    m = declare({**RECONCILER, **({"workspaceMemory": memory} if memory else {})})
+    workspace = stack_of(m)["spec"]["workspaceTemplate"]["spec"]
+    [container_memory] = {workspace["resources"]["requests"]["memory"], workspace["resources"]["limits"]["memory"]}
+    assert container_memory == (memory or "2Gi")
+    env = {e["name"]: e["value"] for e in workspace["env"]}
+    assert env["GOMEMLIMIT"] == str(heap)
+
+
+@pytest.mark.tools
+def test_the_pinned_cli_starts_with_the_derived_heap_limit():
+    """Go refuses a malformed GOMEMLIMIT at start (the Kubernetes form, 2Gi, is one): every Go process
+    in the workspace would die. The real pinned CLI starts with what the component derives."""
+    from components.reconciler import go_memory_limit
+    from greenops.common.toolpaths import tool_path
+
+    def version(limit: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "GOMEMLIMIT": limit}
+        return subprocess.run([tool_path("pulumi"), "version"], env=env, capture_output=True, text=True, timeout=60)
+
+    for memory in ("2Gi", "3Gi", "2500M", "1.5Gi"):
+        started = version(go_memory_limit(memory))
+        assert started.returncode == 0 and started.stdout.startswith("v3."), (memory, started.stderr[:300])
+    refused = version("2Gi")
+    assert refused.returncode != 0 and "malformed GOMEMLIMIT" in refused.stderr
 
 
 @pytest.mark.crds
@@ -346,6 +378,14 @@ def test_the_prod_stack_reconciles_its_workloads_stack():
             r"greenops:platform\.reconciler\.passphrase: Extra inputs are not permitted",
         ),
         ({**RECONCILER, "stack": "prod"}, r"greenops:platform\.reconciler\.stack: 'prod' is this stack"),
+        (
+            {**RECONCILER, "workspaceMemory": "2GB"},
+            r"greenops:platform\.reconciler\.workspaceMemory: '2GB' is not a Kubernetes quantity \(e\.g\. 2Gi",
+        ),
+        (
+            {**RECONCILER, "workspaceMemory": "500m"},
+            r"greenops:platform\.reconciler\.workspaceMemory: '500m' is under 1Gi",
+        ),
     ],
 )
 def test_bad_config_is_refused_by_key(reconciler, message):
