@@ -38,6 +38,7 @@ from pathlib import Path
 
 import psutil
 import yaml
+from kubernetes.utils.quantity import parse_quantity
 from pulumi import automation as auto
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -66,12 +67,19 @@ OPS = [
 ]
 
 
+# What the in-cluster reconciler's workspace pod holds under its one memory limit: the engine's
+# processes, not the benchmark's OPA and scheduler ("other", "python (other)").
+POD = ("pulumi CLI", "plugins", "python (program)", "python (dynamic provider)")
+
+
 class PeakMemory:
-    """Samples this process's tree every 0.2 s; keeps the peak RSS per kind of process, and the CPU
-    time each kind spent (``cpu_since``: where an operation's time went, by process)."""
+    """Samples this process's tree every 0.2 s; keeps the peak RSS per kind of process, the peak of
+    the engine's processes together (``pod``: what a workspace pod's limit meets), and the CPU time
+    each kind spent (``cpu_since``: where an operation's time went, by process)."""
 
     def __init__(self):
         self.peaks: dict[str, int] = {}
+        self.pod = 0
         self._cpu: dict[int, tuple[str, float]] = {}  # pid -> (kind, CPU seconds at its last sample)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -113,6 +121,7 @@ class PeakMemory:
                     self._cpu[p.pid] = (k, times.user + times.system)
             for k, v in totals.items():
                 self.peaks[k] = max(self.peaks.get(k, 0), v)
+            self.pod = max(self.pod, sum(totals.get(k, 0) for k in POD))
 
 
 def kind(p: psutil.Process) -> str:
@@ -278,6 +287,7 @@ def run(
             print(f"  ... n={n} {RECONCILE_DUE}: {row[RECONCILE_DUE]:.1f} s ({done.counts})", file=sys.stderr)
             stack.workspace.env_vars["GREENOPS_NOW"] = stamp(t0)
     row["peak RSS MB"] = {k: round(v / 2**20) for k, v in sorted(memory.peaks.items())}
+    row["peak RSS MB, engine processes at once"] = round(memory.pod / 2**20)
     state = tmp / "state" / ".pulumi" / "stacks" / PROJECT / f"scale{n}.json"
     row["state MB"] = round(state.stat().st_size / 2**20, 1) if state.exists() else None
     stack.destroy(color="never")
@@ -654,6 +664,11 @@ def main() -> None:
         type=Path,
         help="write the pulumi CLI's CPU and memory profiles of every command to this folder (go tool pprof)",
     )
+    parser.add_argument(
+        "--workspace-memory",
+        help="hold every Go process's heap as the in-cluster reconciler's workspace of this memory does "
+        "(e.g. 2Gi: GOMEMLIMIT at 45 %% of it), and report the engine's processes at once against it",
+    )
     args = parser.parse_args()
     if args.cli_profile and args.shards:
         # the shards run in greenops processes of their own, which the wrapper does not reach
@@ -661,6 +676,12 @@ def main() -> None:
     if args.cli_profile:
         profiling_cli(args.cli_profile.resolve())
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs", flush=True)
+    if args.workspace_memory:
+        from components.reconciler import go_memory_limit
+
+        os.environ["GOMEMLIMIT"] = go_memory_limit(args.workspace_memory)  # inherited by the CLI and its plugins
+    if os.environ.get("GOMEMLIMIT"):
+        print(f"GOMEMLIMIT={os.environ['GOMEMLIMIT']}", flush=True)
     with contextlib.ExitStack() as running:
         t0 = parse_time(args.at) if args.at != "now" else datetime.now(UTC).replace(microsecond=0)
         print(f"the workloads are placed at {stamp(t0)}", flush=True)
@@ -705,6 +726,10 @@ def main() -> None:
                     print(f"  {k:26} {v:8.1f} s" if seconds else f"  {k:26} {v}", flush=True)
             print_floor(row)
             print_goals(row)
+            if args.workspace_memory and "peak RSS MB, engine processes at once" in row:
+                limit = round(parse_quantity(args.workspace_memory) / 2**20)
+                together = row["peak RSS MB, engine processes at once"]
+                print(f"    {'engine processes at once':26} {together:7d} MB (workspace limit {limit} MB)", flush=True)
 
 
 if __name__ == "__main__":
