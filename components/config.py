@@ -416,11 +416,14 @@ class ReconcilerConfig(_Section):
     refresh: bool = False
     workspace_cpu: str = "500m"
     workspace_cpu_limit: str = "2"
+    # At 1000 workloads per stack the engine's processes peaked at 2100 MiB together under this
+    # default, 2250 MiB with no heap limit, and 1900 MiB under 2Gi's own: 7 % short of a kill
+    # (docs/operations/scale.md).
     workspace_memory: str = Field(
-        default="2Gi",
+        default="2560Mi",
         description="the workspace pod's memory (request and limit): pip installs the project's requirements, "
-        "then the Pulumi CLI, its plugins and the program share it (about 2 GB at 1000 workloads per stack; "
-        "the Go processes' heap is held to 45 % of it)",
+        "then the Pulumi CLI, its plugins and the program share it (about 2100 MiB at 1000 workloads per "
+        "stack; the Go processes' heap is held to 45 % of it)",
     )
 
     @field_validator("workspace_memory")

@@ -27,10 +27,11 @@ ACCOUNT = "greenops-workloads"  # the workspace's ServiceAccount, its RBAC and t
 MIN_RESYNC_SECONDS = 60  # the operator runs anything shorter every 60 s
 APPLY_VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 # The workspace pod's one memory limit holds the pulumi CLI, its plugins and the Python program. At
-# 1000 workloads per stack their peaks add up past the 2Gi default (docs/operations/scale.md), and
-# most of the CLI's is heap Go lets grow between collections. A soft limit on every Go process's heap
-# (GOMEMLIMIT: the CLI, the plugins, the operator's agent) makes the CLI collect sooner instead of the
-# kernel killing the pass; past it Go collects more often, which is slower, never fatal.
+# 1000 workloads per stack they peak at about 2250 MiB together (docs/operations/scale.md), most of
+# the CLI's share being heap Go lets grow between collections. A soft limit on every Go process's heap
+# (GOMEMLIMIT: the CLI, the plugins, the operator's agent) makes the CLI collect sooner, so the pod
+# keeps its headroom rather than the kernel killing a pass; past the limit Go collects more often,
+# which is slower, never fatal.
 GO_HEAP_SHARE = Decimal("0.45")
 
 

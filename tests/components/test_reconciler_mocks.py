@@ -125,14 +125,16 @@ def test_the_operator_chart_is_pinned():
     assert workspace["image"] == yaml.safe_load(VERSIONS_FILE.read_text())["pulumi_workspace"]["image"]
 
 
-@pytest.mark.parametrize(("memory", "heap"), [(None, 966_367_641), ("3Gi", 1_449_551_462), ("2500M", 1_125_000_000)])
+@pytest.mark.parametrize(
+    ("memory", "heap"), [(None, 1_207_959_552), ("2Gi", 966_367_641), ("3Gi", 1_449_551_462), ("2500M", 1_125_000_000)]
+)
 def test_the_go_heap_is_held_to_a_share_of_the_workspace_memory(memory, heap):
     """The workspace's one limit holds the CLI, its plugins and the program: the Go processes' soft
     heap limit is 45 % of it, in bytes, and follows workspaceMemory."""
     m = declare({**RECONCILER, **({"workspaceMemory": memory} if memory else {})})
     workspace = stack_of(m)["spec"]["workspaceTemplate"]["spec"]
     [container_memory] = {workspace["resources"]["requests"]["memory"], workspace["resources"]["limits"]["memory"]}
-    assert container_memory == (memory or "2Gi")
+    assert container_memory == (memory or "2560Mi")
     env = {e["name"]: e["value"] for e in workspace["env"]}
     assert env["GOMEMLIMIT"] == str(heap)
 
