@@ -86,6 +86,7 @@ class PeakMemory:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> PeakMemory:
+        self._sample()  # now, so that a mark taken at once has every process's CPU so far
         self._thread.start()
         return self
 
@@ -108,20 +109,23 @@ class PeakMemory:
         return {k: round(v, 1) for k, v in sorted(spent.items()) if v >= 0.05}
 
     def _run(self) -> None:
-        me = psutil.Process()
         while not self._stop.wait(0.2):
-            totals: dict[str, int] = {}
-            for p in [me, *me.children(recursive=True)]:
-                try:
-                    k, times, rss = kind(p), p.cpu_times(), p.memory_info().rss
-                except psutil.Error:
-                    continue
-                totals[k] = totals.get(k, 0) + rss
-                with self._lock:
-                    self._cpu[p.pid] = (k, times.user + times.system)
-            for k, v in totals.items():
-                self.peaks[k] = max(self.peaks.get(k, 0), v)
-            self.pod = max(self.pod, sum(totals.get(k, 0) for k in POD))
+            self._sample()
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        totals: dict[str, int] = {}
+        for p in [me, *me.children(recursive=True)]:
+            try:
+                k, times, rss = kind(p), p.cpu_times(), p.memory_info().rss
+            except psutil.Error:
+                continue
+            totals[k] = totals.get(k, 0) + rss
+            with self._lock:
+                self._cpu[p.pid] = (k, times.user + times.system)
+        for k, v in totals.items():
+            self.peaks[k] = max(self.peaks.get(k, 0), v)
+        self.pod = max(self.pod, sum(totals.get(k, 0) for k in POD))
 
 
 def kind(p: psutil.Process) -> str:
