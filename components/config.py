@@ -198,6 +198,8 @@ class CertManagerConfig(_Section):
 
 
 MIN_WORKSPACE_MEMORY = 2**30  # bytes: pip and a small stack's CLI side by side
+# the variables the workspace template sets itself (components/reconciler.py), not secretEnv's to set again
+WORKSPACE_ENV = ("PYENV_VERSION", "GOMEMLIMIT")
 DNS_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$"
 
 
@@ -452,6 +454,11 @@ class ReconcilerConfig(_Section):
         taken = sorted(set(self.secret_env) & set(self.backend.env()))
         if taken:
             raise ValueError(f"secretEnv: {', '.join(taken)} already set from backend")
+        own = sorted(set(self.secret_env) & set(WORKSPACE_ENV))
+        if own:
+            raise ValueError(
+                f"secretEnv: {', '.join(own)} set by the workspace itself (GOMEMLIMIT from workspaceMemory)"
+            )
         return self
 
 

@@ -16,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from kubernetes.utils.quantity import parse_quantity
 
-from components.config import GitAuthConfig, ReconcilerConfig, SecretKeyRef
+from components.config import WORKSPACE_ENV, GitAuthConfig, ReconcilerConfig, SecretKeyRef
 from components.hardening import image_fields
 from components.helm import release
 from components.pins import ChartPin, WorkspacePin
@@ -31,7 +31,7 @@ APPLY_VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 # the CLI's share being heap Go lets grow between collections. A soft limit on every Go process's heap
 # (GOMEMLIMIT: the CLI, the plugins, the operator's agent) makes the CLI collect sooner, so the pod
 # keeps its headroom rather than the kernel killing a pass; past the limit Go collects more often,
-# which is slower, never fatal.
+# which is slower but not an error in itself.
 GO_HEAP_SHARE = Decimal("0.45")
 
 
@@ -118,8 +118,10 @@ def stack_spec(
                 "securityProfile": "restricted",
                 **image_fields(workspace.image),
                 "env": [
-                    {"name": "PYENV_VERSION", "value": workspace.python},
-                    {"name": "GOMEMLIMIT", "value": go_memory_limit(c.workspace_memory)},
+                    {"name": name, "value": value}
+                    for name, value in zip(
+                        WORKSPACE_ENV, (workspace.python, go_memory_limit(c.workspace_memory)), strict=True
+                    )
                 ],
                 "resources": {
                     "requests": {"cpu": c.workspace_cpu, "memory": c.workspace_memory},

@@ -385,6 +385,10 @@ def test_the_prod_stack_reconciles_its_workloads_stack():
             r"greenops:platform\.reconciler\.workspaceMemory: '2GB' is not a Kubernetes quantity \(e\.g\. 2Gi",
         ),
         (
+            {**RECONCILER, "secretEnv": {"GOMEMLIMIT": {"name": "m", "key": "k"}}},
+            r"greenops:platform\.reconciler: secretEnv: GOMEMLIMIT set by the workspace itself",
+        ),
+        (
             {**RECONCILER, "workspaceMemory": "500m"},
             r"greenops:platform\.reconciler\.workspaceMemory: '500m' is under 1Gi",
         ),
