@@ -21,6 +21,21 @@ from tests.conftest import require_tool
 from tests.security.conftest import booking
 
 HOLD_SECONDS = 5
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report carries the end of each controller's log (they live in its tmp_path,
+    which a CI run does not keep): a timing failure on a loaded machine can then be read, not guessed."""
+    outcome = yield
+    report = outcome.get_result()
+    tmp = item.funcargs.get("tmp_path") if report.when == "call" and report.failed else None
+    for log in sorted(tmp.glob("*.log")) if tmp else []:
+        report.sections.append(
+            (f"controller log {log.name} (last 6000 characters)", log.read_text(errors="replace")[-6000:])
+        )
+
+
 NAMESPACES = {"team-a": "team-a", "team-b": "team-b"}
 
 
