@@ -101,8 +101,11 @@ class ControllerProcess(ProcessService):
         """The actions this process took, in order: "confirmed <key>", "released <key>",
         "<phase> <key>: <reason>"."""
         lines = self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
-        return [
-            line.split(" greenops.controller.reconciler ", 1)[1]
-            for line in lines
-            if " greenops.controller.reconciler " in line and " INFO " in line and "not leading" not in line
-        ]
+        return [a for a in map(action_of, lines) if a is not None]
+
+
+def action_of(line: str) -> str | None:
+    """The action a controller's log line records, or None when it records none."""
+    if " greenops.controller.reconciler " in line and " INFO " in line and "not leading" not in line:
+        return line.split(" greenops.controller.reconciler ", 1)[1]
+    return None

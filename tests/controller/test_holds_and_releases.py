@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from greenops.local.controller import ControllerProcess
+from greenops.local.controller import ControllerProcess, action_of
 from tests.controller.conftest import HOLD_SECONDS, controller_process, template
 
 pytestmark = [pytest.mark.integration, pytest.mark.tools]
@@ -34,16 +34,13 @@ def acting_unled(p: ControllerProcess) -> list[str]:
     """The actions a replica logged while it was not leading (between its "not leading any more"
     and its next "leading as", or before its first)."""
     leading, unled = False, []
-    actions = iter(p.actions())
     for line in p.log.read_text(errors="replace").splitlines():
         if "leading as " in line:
             leading = True
         elif "not leading any more" in line:
             leading = False
-        elif " greenops.controller.reconciler " in line and " INFO " in line and "not leading" not in line:
-            action = next(actions)
-            if not leading:
-                unled.append(action)
+        elif (action := action_of(line)) is not None and not leading:
+            unled.append(action)
     return unled
 
 
