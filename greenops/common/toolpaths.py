@@ -9,6 +9,7 @@ from functools import cache
 from pathlib import Path
 
 from greenops.common.errors import GreenOpsError
+from greenops.common.file_backend import without_sidecars
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS_BIN = REPO / ".tools" / "bin"
@@ -51,10 +52,15 @@ AUTOMATIC_LOG_OFF = (
 
 def pulumi_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The full environment for Pulumi subprocesses and the Automation API (tools/env.sh + extra).
+    A file backend's URL gets ``metadata=skip`` unless it sets ``metadata`` itself, so no run of
+    greenops writes a sidecar a concurrent read can find half-written (greenops/common/file_backend.py).
     In greenops' own Pulumi home the CLI's automatic log is off unless GREENOPS_PULUMI_LOGS=on
     (without_automatic_log); a home the caller chose is left as it is."""
     env = dict(_env_sh())
     env.update(extra or {})
+    url = without_sidecars(env.get("PULUMI_BACKEND_URL"))
+    if url:
+        env["PULUMI_BACKEND_URL"] = url
     if env.get("PULUMI_HOME") == str(OWN_PULUMI_HOME):
         if env.get("GREENOPS_PULUMI_LOGS") == "on":
             with_automatic_log(OWN_PULUMI_HOME)

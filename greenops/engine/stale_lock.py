@@ -13,6 +13,8 @@ import json
 import socket
 from pathlib import Path
 
+from greenops.common.file_backend import backend_folder
+
 
 def _alive_pulumi(pid: int) -> bool:
     try:
@@ -24,9 +26,10 @@ def _alive_pulumi(pid: int) -> bool:
 
 def clear_stale_locks(backend_url: str | None, project: str, stack: str) -> list[str]:
     """Remove this stack's stale locks on a file backend; one line per lock removed, saying whose."""
-    if not backend_url or not backend_url.startswith("file://"):
+    state = backend_folder(backend_url)
+    if state is None:
         return []
-    folder = Path(backend_url.removeprefix("file://")).expanduser() / ".pulumi" / "locks"
+    folder = state / ".pulumi" / "locks"
     removed = []
     for lock in folder.glob(f"*/{project}/{stack}/*.json"):
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -15,6 +16,7 @@ from components import render_mode
 from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import DirectArgs, Endpoints, GreenWorkload, GreenWorkloadArgs
 from greenops.common.clock import stamp, system_clock
+from greenops.common.file_backend import writes_sidecars
 from greenops.direct.records import RECORDS_OUTPUT, record_of
 from greenops.engine.outputs import gather, sdk_waits_cheaply
 from greenops.models import Provisioning, Workload
@@ -232,6 +234,14 @@ class PreviousPass:
 
     def output(self, name: str) -> pulumi.Output[Any]:
         if self._me is None:
+            backend = os.environ.get("PULUMI_BACKEND_URL")
+            if writes_sidecars(backend):
+                # the CLI writes this stack's state after every step while this reference reads it
+                pulumi.log.warn(
+                    f"PULUMI_BACKEND_URL {backend}: a file backend without ?metadata=skip rewrites a sidecar "
+                    "file in place, and reading this stack's own outputs while it does fails the update with "
+                    "'failed to load checkpoint: EOF'; add ?metadata=skip to the URL (greenops/common/file_backend.py)"
+                )
             self._me = pulumi.StackReference(f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}")
         # (outputs, not get_output: a stack reference's outputs may be null, under mocks for one)
         return self._me.outputs.apply(lambda outputs: (outputs or {}).get(name))

@@ -44,3 +44,9 @@ def test_other_backends_are_never_touched(tmp_path):
     kept = lock(tmp_path, socket.gethostname(), dead_pid())
     assert clear_stale_locks("s3://bucket", "proj", "s") == [] and clear_stale_locks(None, "proj", "s") == []
     assert kept.exists()
+
+
+def test_a_backend_url_with_a_query_names_the_same_folder(tmp_path):
+    # greenops' runs add ?metadata=skip to a file backend (greenops/common/file_backend.py)
+    stale = lock(tmp_path, socket.gethostname(), dead_pid())
+    assert clear_stale_locks(f"file://{tmp_path}?metadata=skip", "proj", "s") and not stale.exists()

@@ -1,0 +1,69 @@
+"""Reading a stack while an update writes it never fails on a file backend that greenops runs.
+
+With its default sidecar files, Pulumi's file backend failed about one read in four while an
+``up`` wrote its state after every step (``failed to load checkpoint: EOF``): the sidecar is
+rewritten in place (greenops/common/file_backend.py). These reads are the real pinned CLI's, from
+other processes, during a real ``up`` and ``destroy`` that write their state after every step.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+
+import pulumi
+
+from greenops.common.toolpaths import pulumi_env
+from greenops.engine import automation
+from tests.conftest import require_tool
+
+COMPONENTS = 200
+
+
+def program() -> None:
+    # the program reads its own stack too, as a `pulumi up` of greenops' program does (PreviousPass)
+    me = pulumi.StackReference(f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}")
+    for i in range(COMPONENTS):
+        pulumi.ComponentResource("test:index:Part", f"part{i}")
+    pulumi.export("parts", me.outputs.apply(lambda outputs: (outputs or {}).get("parts", 0) + COMPONENTS))
+
+
+def test_reads_during_an_update_that_writes_every_step_all_succeed(tmp_path):
+    pulumi_cli = require_tool("pulumi")
+    (tmp_path / "state").mkdir()
+    # a plain file:// URL, as a user would give it: greenops' runs add metadata=skip themselves
+    env = {"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "PULUMI_CONFIG_PASSPHRASE": "reads"}
+    stack = automation.inline_stack("reads", program, tmp_path, env)
+    assert "PULUMI_SKIP_CHECKPOINTS" not in stack.workspace.env_vars  # the state is written after every step
+    stack.up()
+
+    done = threading.Event()
+    reads: list[subprocess.CompletedProcess[str]] = []
+
+    def read() -> None:
+        while not done.is_set():
+            reads.append(
+                subprocess.run(
+                    [pulumi_cli, "stack", "output", "--json", "--stack", "reads", "--non-interactive"],
+                    cwd=tmp_path,
+                    env=pulumi_env(env),
+                    capture_output=True,
+                    text=True,
+                )
+            )
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        assert stack.up().outputs["parts"].value == 2 * COMPONENTS
+        stack.destroy()
+    finally:
+        done.set()
+        for reader in readers:
+            reader.join()
+
+    failed = [r.stderr.strip() for r in reads if r.returncode != 0]
+    assert not failed, f"{len(failed)} of {len(reads)} reads failed: {failed[:3]}"
+    assert len(reads) >= 10, f"only {len(reads)} reads ran during the update: the test proves too little"
+    assert not list((tmp_path / "state").rglob("*.attrs")), "a sidecar file was written"
