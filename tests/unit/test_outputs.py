@@ -5,13 +5,26 @@ from __future__ import annotations
 
 import asyncio
 import types
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import pulumi
 import pytest
 
 from greenops.engine.outputs import _AsyncioWithCheapWait, gather, sdk_waits_cheaply
 
+T = TypeVar("T")
 NESTED = {"objects": [{"metadata": {"name": f"o{i}", "labels": {"a": "b"}}, "spec": {"n": i}} for i in range(50)]}
+
+
+def run_apart(coroutine: Coroutine[Any, Any, T]) -> T:
+    """``coroutine`` on a loop of its own. Not asyncio.run: it leaves the thread without a current
+    loop, and the Pulumi mocks of a later test (tests/direct) then find none."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        loop.close()
 
 
 class _Mocks(pulumi.runtime.Mocks):
@@ -69,7 +82,7 @@ def test_gather_does_not_walk_nested_values(monkeypatch):
                 monkeypatch.setattr(pulumi.Output, "_track", track)
             return len(made)
 
-        return asyncio.run(run())
+        return run_apart(run())
 
     made_by_all = outputs_made(lambda v: pulumi.Output.all(v))
     made_by_gather = outputs_made(lambda v: gather(v))
@@ -110,7 +123,7 @@ def _sdk_like_loop(wait, n: int) -> int:
         await finisher
         return _CountingFuture.hooks
 
-    return asyncio.run(run())
+    return run_apart(run())
 
 
 def test_the_sdk_still_waits_on_every_output_at_once():
@@ -149,7 +162,7 @@ def test_the_cheap_wait_keeps_asyncio_wait_s_promise():
             done, not_done = await _AsyncioWithCheapWait.wait(rest, return_when=asyncio.FIRST_COMPLETED)
         assert done == {rest[-1]}
 
-    asyncio.run(run())
+    run_apart(run())
 
 
 def test_the_program_installs_it_once():
