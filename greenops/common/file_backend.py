@@ -12,6 +12,9 @@ Measured with the pinned CLI (3.259): 51 of 224 ``pulumi stack output`` calls fa
 ``up`` of 300 resources wrote its state; with ``metadata=skip`` (fileblob's documented switch: no
 sidecar at all), 0 of 177. Pulumi reads nothing it needs from the sidecar. A sidecar written before
 is still read, and is never rewritten, so it cannot be caught half-written either.
+Writing no sidecar also spares an MD5 of the whole state per write: an ``up`` placing 100 workloads
+with the state written after every step took 49.9 and 52.9 s, against 58.0 and 58.7 s with
+sidecars (benchmarks/pulumi_up.py).
 """
 
 from __future__ import annotations

@@ -240,7 +240,8 @@ class PreviousPass:
                 pulumi.log.warn(
                     f"PULUMI_BACKEND_URL {backend}: a file backend without ?metadata=skip rewrites a sidecar "
                     "file in place, and reading this stack's own outputs while it does fails the update with "
-                    "'failed to load checkpoint: EOF'; add ?metadata=skip to the URL (greenops/common/file_backend.py)"
+                    "'failed to load checkpoint: EOF'; add ?metadata=skip to the URL "
+                    "(see the quickstart's note on file backends)"
                 )
             self._me = pulumi.StackReference(f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}")
         # (outputs, not get_output: a stack reference's outputs may be null, under mocks for one)
