@@ -1,7 +1,7 @@
 """Reading a stack while an update writes it never fails on a file backend that greenops runs.
 
-With its default sidecar files, Pulumi's file backend failed about one read in four while an
-``up`` wrote its state after every step (``failed to load checkpoint: EOF``): the sidecar is
+With its default sidecar files, Pulumi's file backend failed 51 of 224 reads, in one measurement,
+while ``up``s wrote their state after every step (``failed to load checkpoint: EOF``): the sidecar is
 rewritten in place (greenops/common/file_backend.py). These reads are the real pinned CLI's, from
 other processes, during a real ``up`` and ``destroy`` that write their state after every step.
 """
@@ -21,6 +21,7 @@ COMPONENTS = 200
 
 
 def parts() -> None:
+    """COMPONENTS resources, each a step whose state the update writes."""
     for i in range(COMPONENTS):
         pulumi.ComponentResource("test:index:Part", f"part{i}")
     pulumi.export("parts", COMPONENTS)
@@ -31,8 +32,8 @@ def parts_reading_themselves() -> None:
     does (PreviousPass). Under sidecars this read itself failed 2 of 11 updates in an earlier
     version of this test."""
     me = pulumi.StackReference(f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}")
-    for i in range(COMPONENTS):
-        pulumi.ComponentResource("test:index:Part", f"part{i}")
+    parts()
+    # (the last export of a name wins: this one replaces parts()' own)
     pulumi.export("parts", me.outputs.apply(lambda outputs: (outputs or {}).get("parts", 0) + COMPONENTS))
 
 
