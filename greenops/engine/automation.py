@@ -16,6 +16,7 @@ from greenops.common.clock import system_clock
 from greenops.common.errors import GreenOpsError
 from greenops.common.toolpaths import REPO, TOOLS_BIN, pulumi_env
 from greenops.direct.records import COMPONENT_TYPE
+from greenops.engine.diagnostics import failure_text
 from greenops.engine.stale_lock import clear_stale_locks
 from greenops.observability import spans, tracing
 from greenops.placement.due import Due
@@ -121,7 +122,7 @@ def stack_config(st: auto.Stack) -> StackConfig:
     try:
         settings = st.get_all_config()
     except auto.CommandError as exc:  # no passphrase, an unreadable stack file: said, not a traceback
-        raise GreenOpsError(f"stack {st.name}: cannot read its config:\n{_tail(str(exc))}") from None
+        raise GreenOpsError(f"stack {st.name}: cannot read its config:\n{failure_text(str(exc))}") from None
     for key, value in settings.items():
         namespace, _, name = key.partition(":")
         if namespace == "greenops" and name in KEYS:
@@ -279,7 +280,7 @@ def _operation(
                 f"stack {st.name} is being updated by another run (its lock was being taken "
                 "while this run looked); try again when it ends"
             ) from None
-        raise GreenOpsError(f"pulumi {op} of stack {st.name} failed:\n{_tail(str(exc))}") from None
+        raise GreenOpsError(f"pulumi {op} of stack {st.name} failed:\n{failure_text(str(exc))}") from None
     raise ValueError(op)
 
 
@@ -299,7 +300,3 @@ def placements_in(outputs: Mapping[str, auto.OutputValue]) -> list[dict[str, Any
     workloads."""
     out = outputs.get("placements")
     return list(out.value) if out else []
-
-
-def _tail(text: str, lines: int = 25) -> str:
-    return "\n".join([ln for ln in text.splitlines() if ln.strip()][-lines:])
