@@ -16,7 +16,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import yaml
@@ -116,17 +115,12 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """OPA (with the policy bundle) and the scheduler on fixed loopback ports, until Ctrl-C."""
-    import signal
-    import threading
-
+    from greenops.common.stopping import SignalStop
     from greenops.local.opa import OpaServer
     from greenops.local.scheduler import SchedulerServer
 
-    stop = threading.Event()
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     tenants = sorted({w.tenant for w in parse_stack_config(_stack_raw("dev"), root=REPO).workloads})
-    with SchedulerServer(port=args.scheduler_port, source=args.source) as scheduler:
+    with SignalStop() as stop, SchedulerServer(port=args.scheduler_port, source=args.source) as scheduler:
         opa_token = scheduler.issue("serve-opa", None, paths=["cluster"])
         dev_token = scheduler.issue("serve-dev-stack", tenants, paths=["pulumi"])
         reader = scheduler.issue("serve-reader", None, paths=["api"], role="read")
@@ -220,18 +214,12 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             done.summary(args.stack) if args.output == "table" else output.dump(done.document(args.stack), args.output)
         )
         return 0
-    import signal
-    import threading
+    from greenops.common.stopping import SignalStop
 
     interval = reconcile.parse_interval(args.interval) if args.interval else _configured_interval(args.stack)
-    stop = threading.Event()
-
-    def _stop(signum: int, _frame: FrameType | None) -> None:
-        print(f"reconcile {args.stack}: {signal.Signals(signum).name} received, stopping after this pass", flush=True)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
+    stop = SignalStop(
+        said=lambda sig: print(f"reconcile {args.stack}: {sig.name} received, stopping after this pass", flush=True)
+    )
     observe, endpoint = None, None
     if args.metrics_port is not None:
         from prometheus_client import CollectorRegistry
@@ -255,6 +243,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             run_due=lambda: reconcile.reconcile_once(st, stream=args.verbose, due_only=True),
         )
     finally:
+        stop.close()
         if endpoint is not None:
             endpoint.close()
     return 0

@@ -18,6 +18,7 @@ from greenops.engine import automation
 from greenops.insight import placements
 from tests import loopback
 from tests.engine import cli_env, iso, project_with_stack, render_mode_config, require_engine, small_job, unchanged
+from tests.signals import signal_another_thread
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 
@@ -90,6 +91,65 @@ def test_watch_passes_and_stops_between_passes_on_sigterm(tmp_path):
         assert unchanged(st.preview().change_summary)
         assert not st.export_stack().deployment.get("pending_operations")
         st.destroy()
+
+
+def test_a_sigterm_the_kernel_gives_another_thread_stops_the_loop_at_once(tmp_path):
+    """A signal sent to a process goes to any thread that does not block it. Delivered to one of
+    the loop's other threads (here: the metrics endpoint's, the Automation API's) while the loop
+    sleeps for an hour, it must still stop the loop at once, not when the sleep ends."""
+    require_engine()
+    project = tmp_path / "project"
+    (tmp_path / "state").mkdir()
+    with loopback.servers() as (scheduler, opa):
+        project_with_stack(
+            project,
+            "any-thread",
+            render_mode_config(
+                opa.url,
+                scheduler.url,
+                tmp_path / "rendered",
+                workloads=[small_job("etl", iso(datetime.now(UTC) + timedelta(days=1)))],
+            ),
+        )
+        stack_env = {
+            "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+            "PULUMI_CONFIG_PASSPHRASE": "any-thread",
+            "GREENOPS_SCHEDULER_TOKEN": loopback.tenant_tokens(scheduler, ["ops"])["ops"],
+            "GREENOPS_OPA_TOKEN": opa.query_token,
+        }
+        env = cli_env(project, stack_env)
+        proc = subprocess.Popen(
+            [
+                str(REPO / ".venv" / "bin" / "greenops"),
+                *("reconcile", "--stack", "any-thread", "--watch", "--interval", "1h", "--metrics-port", "0"),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        lines: list[str] = []
+        try:
+            for line in proc.stdout:  # type: ignore[union-attr]
+                lines.append(line.rstrip())
+                if line.startswith("sleeping"):
+                    break
+            text = "\n".join(lines)
+            assert int(lines[-1].split()[1]) >= 600, text  # a long sleep, so an ignored signal would show
+            signal_another_thread(proc.pid, signal.SIGTERM)
+            sent = time.monotonic()
+            rest, _ = proc.communicate(timeout=60)
+            stopped_in = time.monotonic() - sent
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        lines += rest.splitlines()
+        text = "\n".join(lines)
+        assert proc.returncode == 0, text
+        assert stopped_in < 15, f"{stopped_in:.1f} s\n{text}"
+        assert "reconcile any-thread: SIGTERM received, stopping after this pass" in text
+        assert lines[-1] == "reconcile any-thread: stopped after 1 pass(es), between passes", text
+        automation.stack("any-thread", work_dir=project, env=stack_env).destroy()
 
 
 def test_a_watch_killed_mid_pass_leaves_a_lock_the_next_run_clears(tmp_path):
