@@ -44,9 +44,12 @@ class SignalStop(threading.Event):
         self._previous: dict[signal.Signals, Any] = {s: signal.signal(s, self._received) for s in signals}
 
     def _received(self, signum: int, _frame: FrameType | None) -> None:
-        if self._said is not None:
-            self._said(signal.Signals(signum))
         self.set()
+        if self._said is not None:
+            try:
+                self._said(signal.Signals(signum))
+            except RuntimeError:  # it interrupted a print to the same stream (a reentrant write): the stop stands
+                pass
 
     def set(self) -> None:
         super().set()

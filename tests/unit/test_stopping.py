@@ -102,3 +102,15 @@ def test_a_signal_to_the_main_thread_itself_ends_the_wait(timeout):
         main = threading.main_thread()
         signal_later(main, signal.SIGTERM)
         assert stop.wait(timeout) is True
+
+
+def test_a_handler_line_that_cannot_be_printed_still_stops():
+    """The handler's print can interrupt a print of the main thread's to the same stream, which
+    raises "reentrant call": the stop must stand."""
+
+    def reentrant(_sig: signal.Signals) -> None:
+        raise RuntimeError("reentrant call inside <_io.BufferedWriter name='<stdout>'>")
+
+    with SignalStop(said=reentrant) as stop:
+        signal_later(threading.main_thread(), signal.SIGTERM)
+        assert stop.wait(30) is True
