@@ -120,6 +120,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from mlflow.exceptions import MlflowException
 
     from greenops.common.errors import GreenOpsError
+    from greenops.common.stopping import SignalStop
     from greenops.local.mlops import MlserverServer, write_repository
 
     from . import tracking
@@ -128,10 +129,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         _connect(args.tracking_uri)
         exported = tracking.export(args.export_dir, _names(args.models))
         server = MlserverServer(repository=write_repository(exported, args.repository), port=args.port)
-        with server:
+        # SIGTERM too: its default action would end this process and leave MLServer running
+        with SignalStop() as stop, server:
             print(f"MLServer on {server.url}: {', '.join(server.models)} (OIP v2; Ctrl-C stops it)", flush=True)
-            while server.running:
-                time.sleep(1)
+            while server.running and not stop.wait(1):
+                pass
     except (LookupError, GreenOpsError, MlflowException) as exc:
         print(f"greenops-forecast: {exc}", file=sys.stderr)
         return 2

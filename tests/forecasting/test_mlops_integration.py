@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import math
+import signal
+import subprocess
 from datetime import UTC, datetime
 
 import httpx
@@ -16,8 +18,10 @@ import pytest
 from mlflow import MlflowClient
 
 from greenops.common.clock import stamp
+from greenops.common.toolpaths import REPO
 from greenops.forecasting import tracking
 from greenops.forecasting.features import HISTORY_HOURS, HOUR, feature_row
+from greenops.local.controlplane import free_port
 from greenops.local.mlops import MlflowServer, MlserverServer, write_repository
 from greenops.local.scheduler import SchedulerServer
 from greenops.scheduler.algorithm import CapacityLedger, Job, place_batch
@@ -172,3 +176,37 @@ def test_servers_stop_and_leave_no_process(mlops, tmp_path):
     assert not registry.running and not server.running
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{server.url}/v2/health/ready", timeout=2)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_forecast_serve_stops_its_mlserver_on_sigterm_or_ctrl_c(mlops, tmp_path, sig):
+    """``greenops-forecast serve`` as a developer runs it, stopped as a terminal or a supervisor
+    stops it: MLServer goes with it (a SIGTERM used to end the command and leave MLServer up)."""
+    registry, _, _ = mlops
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            str(REPO / ".venv" / "bin" / "greenops-forecast"),
+            *("--tracking-uri", registry.url, "serve", "--port", str(port)),
+            *("--export-dir", str(tmp_path / "models"), "--repository", str(tmp_path / "repository")),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    try:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            lines.append(line)
+            if line.startswith("MLServer on "):
+                break
+        assert lines and lines[-1].startswith(f"MLServer on http://127.0.0.1:{port}"), "".join(lines)
+        assert httpx.get(f"http://127.0.0.1:{port}/v2/health/ready", timeout=5).status_code == 200
+        proc.send_signal(sig)
+        rest, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, "".join(lines) + rest
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{port}/v2/health/ready", timeout=2)
