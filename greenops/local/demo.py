@@ -15,9 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import signal
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -29,6 +27,7 @@ from pulumi import automation as auto
 
 from greenops.common.clock import parse_time, set_clock_file, stamp
 from greenops.common.httpclient import RetryingClient
+from greenops.common.stopping import SignalStop
 from greenops.common.toolpaths import REPO
 from greenops.engine import automation
 from greenops.engine.reconcile import WAKE_MARGIN, Pass, reconcile_once
@@ -360,10 +359,10 @@ def _demo(running: Running, work: Path, record: Path, t0: datetime, hours: float
         say(f"   {steps} steps of the controller's clock")
         say(report.table(report.account(listed(client, path="cluster"))))
     if not once:
-        # The handler goes in before the prompt: a Ctrl-C sent as soon as the line shows must
-        # take the orderly path below, not interrupt it half-way.
-        stop = threading.Event()
-        signal.signal(signal.SIGINT, lambda *_: stop.set())
+        # The handler goes in before the prompt: a Ctrl-C (or SIGTERM) sent as soon as the line
+        # shows must take the orderly path below, not interrupt it half-way. SignalStop, since the
+        # signal may land on one of gRPC's threads, which a plain Event.wait() would never notice.
+        stop = SignalStop()
         say(
             f"\nDashboard (placements of both paths, timeline, forecasts): {sched.url}/dashboard with a read "
             f"token, e.g. GREENOPS_SCHEDULER_TOKEN={creds.reader} greenops dashboard --stack dev"
@@ -377,6 +376,7 @@ def _demo(running: Running, work: Path, record: Path, t0: datetime, hours: float
             f"Try: KUBECONFIG={cp.kubeconfig_path} kubectl get vmtemplates -A"
         )
         stop.wait()
+        stop.close()
     # The VmTemplates go with this control plane: deleting them releases their reservations.
     with cp.client() as k:
         for vm in cases:

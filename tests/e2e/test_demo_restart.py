@@ -18,6 +18,7 @@ from greenops.common.toolpaths import REPO
 from greenops.local.demo import cluster_templates, next_evening
 from tests.conftest import require_tool
 from tests.engine import require_engine
+from tests.signals import signal_another_thread
 
 pytestmark = [pytest.mark.tools, pytest.mark.e2e]
 ADMITTED = len(cluster_templates()) - 1  # every VmTemplate of the demo but "impossible"
@@ -56,7 +57,9 @@ def test_a_restarted_demo_shows_the_same_reservations(tmp_path):
         if line.startswith("Everything stays up"):
             break
         assert time.monotonic() < deadline, "".join(out1)
-    first.send_signal(signal.SIGINT)
+    # Ctrl-C goes to the process, and the kernel may hand it to any of its threads (gRPC's among
+    # them): given to one that is not the main thread, it must still stop the demo
+    signal_another_thread(first.pid, signal.SIGINT)
     try:
         rest, _ = first.communicate(timeout=120)
     except subprocess.TimeoutExpired:
