@@ -3,6 +3,7 @@ stop both. (Its servers are child processes, so the signal meets its main thread
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -29,6 +30,7 @@ def test_serve_stops_both_servers_on_a_signal(sig):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,  # on a failure, its servers go with it (below)
     )
     try:
         first = proc.stdout.readline()  # type: ignore[union-attr]
@@ -40,7 +42,7 @@ def test_serve_stops_both_servers_on_a_signal(sig):
         stopped_in = time.monotonic() - sent
     finally:
         if proc.poll() is None:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 0, first + rest
     assert stopped_in < 15, f"{stopped_in:.1f} s"
     for port in (opa_port, scheduler_port):  # both servers went with it
