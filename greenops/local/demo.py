@@ -375,8 +375,7 @@ def _demo(running: Running, work: Path, record: Path, t0: datetime, hours: float
             "Everything stays up; Ctrl-C stops it (the Pulumi path's reservations stay in the record). "
             f"Try: KUBECONFIG={cp.kubeconfig_path} kubectl get vmtemplates -A"
         )
-        stop.wait()
-        stop.close()
+        stop.wait()  # and its handlers stay for the teardown below: a second Ctrl-C must not cut it short
     # The VmTemplates go with this control plane: deleting them releases their reservations.
     with cp.client() as k:
         for vm in cases:
