@@ -18,6 +18,7 @@ from greenops.engine import automation
 from greenops.insight import placements
 from tests import loopback
 from tests.engine import cli_env, iso, project_with_stack, render_mode_config, require_engine, small_job, unchanged
+from tests.processes import CommandLines
 from tests.signals import signal_another_thread
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
@@ -50,28 +51,17 @@ def test_watch_passes_and_stops_between_passes_on_sigterm(tmp_path):
                 "GREENOPS_OPA_TOKEN": opa.query_token,
             }
         )
-        proc = subprocess.Popen(
-            [str(REPO / ".venv" / "bin" / "greenops"), "reconcile", "--stack", "watch", "--watch", "--interval", "2s"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        lines: list[str] = []
-        try:
-            for line in proc.stdout:  # type: ignore[union-attr]
-                lines.append(line.rstrip())
-                if sum(ln.startswith("sleeping") for ln in lines) == 2:
-                    break
+        argv = [
+            str(REPO / ".venv" / "bin" / "greenops"),
+            *("reconcile", "--stack", "watch", "--watch", "--interval", "2s"),
+        ]
+        with CommandLines(argv, env=env) as watch:
+            watch.until(lambda _: sum(ln.startswith("sleeping") for ln in watch.lines) == 2)
             time.sleep(2.5)  # the third pass has started: it takes seconds (a whole `pulumi up`)
-            proc.send_signal(signal.SIGTERM)
-            rest, _ = proc.communicate(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        lines += rest.splitlines()
-        text = "\n".join(lines)
-        assert proc.returncode == 0, text
+            watch.proc.send_signal(signal.SIGTERM)
+            code = watch.finish(timeout=120)
+        lines, text = watch.lines, watch.text
+        assert code == 0, text
         summaries = [ln for ln in lines if "] reconcile watch: " in ln]
         assert "placed    etl: " in text and "SIGTERM received, stopping after this pass" in text
         assert lines[-1] == f"reconcile watch: stopped after {len(summaries)} pass(es), between passes", text
@@ -118,34 +108,19 @@ def test_a_sigterm_the_kernel_gives_another_thread_stops_the_loop_at_once(tmp_pa
             "GREENOPS_OPA_TOKEN": opa.query_token,
         }
         env = cli_env(project, stack_env)
-        proc = subprocess.Popen(
-            [
-                str(REPO / ".venv" / "bin" / "greenops"),
-                *("reconcile", "--stack", "any-thread", "--watch", "--interval", "1h", "--metrics-port", "0"),
-            ],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        lines: list[str] = []
-        try:
-            for line in proc.stdout:  # type: ignore[union-attr]
-                lines.append(line.rstrip())
-                if line.startswith("sleeping"):
-                    break
-            text = "\n".join(lines)
-            assert int(lines[-1].split()[1]) >= 600, text  # a long sleep, so an ignored signal would show
-            signal_another_thread(proc.pid, signal.SIGTERM)
+        argv = [
+            str(REPO / ".venv" / "bin" / "greenops"),
+            *("reconcile", "--stack", "any-thread", "--watch", "--interval", "1h", "--metrics-port", "0"),
+        ]
+        with CommandLines(argv, env=env) as watch:
+            sleeping = watch.until(lambda line: line.startswith("sleeping"))
+            assert int(sleeping.split()[1]) >= 600, watch.text  # a long sleep, so an ignored signal would show
+            signal_another_thread(watch.proc.pid, signal.SIGTERM)
             sent = time.monotonic()
-            rest, _ = proc.communicate(timeout=60)
+            code = watch.finish(timeout=60)
             stopped_in = time.monotonic() - sent
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        lines += rest.splitlines()
-        text = "\n".join(lines)
-        assert proc.returncode == 0, text
+        lines, text = watch.lines, watch.text
+        assert code == 0, text
         assert stopped_in < 15, f"{stopped_in:.1f} s\n{text}"
         assert "reconcile any-thread: SIGTERM received, stopping after this pass" in text
         assert lines[-1] == "reconcile any-thread: stopped after 1 pass(es), between passes", text
@@ -269,30 +244,20 @@ def test_between_its_beats_the_loop_opens_a_gate_with_a_pass_of_the_due_workload
         gate = parse_time(row["nextChangeAt"])
         set_clock_file(clock, gate - timedelta(seconds=4))
 
-        proc = subprocess.Popen(
-            [greenops, "reconcile", "--stack", "beat", "--watch", "--interval", "1h"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        lines: list[str] = []
-        try:
-            for line in proc.stdout:  # type: ignore[union-attr]
-                lines.append(line.rstrip())
-                sleeps = sum(ln.startswith("sleeping") for ln in lines)
-                if line.startswith("sleeping") and sleeps == 1:
-                    set_clock_file(clock, gate + timedelta(seconds=2))  # the gate is reached while it sleeps
-                if sleeps == 2:  # the second pass is over
-                    break
-            proc.send_signal(signal.SIGTERM)
-            rest, _ = proc.communicate(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        lines += rest.splitlines()
-        text = "\n".join(lines)
-        assert proc.returncode == 0, text
+        argv = [greenops, "reconcile", "--stack", "beat", "--watch", "--interval", "1h"]
+
+        def second_sleep(line: str) -> bool:
+            sleeps = sum(ln.startswith("sleeping") for ln in watch.lines)
+            if line.startswith("sleeping") and sleeps == 1:
+                set_clock_file(clock, gate + timedelta(seconds=2))  # the gate is reached while it sleeps
+            return sleeps == 2  # the second pass is over
+
+        with CommandLines(argv, env=env) as watch:
+            watch.until(second_sleep)
+            watch.proc.send_signal(signal.SIGTERM)
+            code = watch.finish(timeout=120)
+        lines, text = watch.lines, watch.text
+        assert code == 0, text
         summaries = [ln for ln in lines if "] reconcile beat: " in ln]
         assert len(summaries) == 2, text
         # the first pass is the beat's full pass; the wake-up for the gate a pass of that one workload

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import signal
-import subprocess
 from datetime import UTC, datetime
 
 import httpx
@@ -28,6 +27,7 @@ from greenops.scheduler.algorithm import CapacityLedger, Job, place_batch
 from greenops.scheduler.series import to_epoch
 from greenops.scheduler.sources import ProfileSource, TraceSource
 from greenops.scheduler.sources.oip import OipSource
+from tests.processes import CommandLines
 
 from .conftest import require_mlserver, train_germany
 
@@ -184,29 +184,17 @@ def test_forecast_serve_stops_its_mlserver_on_sigterm_or_ctrl_c(mlops, tmp_path,
     stops it: MLServer goes with it (a SIGTERM used to end the command and leave MLServer up)."""
     registry, _, _ = mlops
     port = free_port()
-    proc = subprocess.Popen(
-        [
-            str(REPO / ".venv" / "bin" / "greenops-forecast"),
-            *("--tracking-uri", registry.url, "serve", "--port", str(port)),
-            *("--export-dir", str(tmp_path / "models"), "--repository", str(tmp_path / "repository")),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: list[str] = []
-    try:
-        for line in proc.stdout:  # type: ignore[union-attr]
-            lines.append(line)
-            if line.startswith("MLServer on "):
-                break
-        assert lines and lines[-1].startswith(f"MLServer on http://127.0.0.1:{port}"), "".join(lines)
+    argv = [
+        str(REPO / ".venv" / "bin" / "greenops-forecast"),
+        *("--tracking-uri", registry.url, "serve", "--port", str(port)),
+        *("--export-dir", str(tmp_path / "models"), "--repository", str(tmp_path / "repository")),
+    ]
+    with CommandLines(argv) as serve:
+        ready = serve.until(lambda line: line.startswith("MLServer on "))
+        assert ready.startswith(f"MLServer on http://127.0.0.1:{port}"), serve.text
         assert httpx.get(f"http://127.0.0.1:{port}/v2/health/ready", timeout=5).status_code == 200
-        proc.send_signal(sig)
-        rest, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, "".join(lines) + rest
+        serve.proc.send_signal(sig)
+        code = serve.finish(timeout=60)
+    assert code == 0, serve.text
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"http://127.0.0.1:{port}/v2/health/ready", timeout=2)
