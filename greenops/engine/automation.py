@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
@@ -17,6 +18,7 @@ from greenops.common.errors import GreenOpsError
 from greenops.common.toolpaths import REPO, TOOLS_BIN, pulumi_env
 from greenops.direct.records import COMPONENT_TYPE
 from greenops.engine.diagnostics import failure_text
+from greenops.engine.stack_lock import StackLocked, holding, lock_race, pulumi_holders
 from greenops.engine.stale_lock import clear_stale_locks
 from greenops.observability import spans, tracing
 from greenops.placement.due import Due
@@ -27,8 +29,7 @@ if TYPE_CHECKING:
 PROJECT = "greenops-platform"
 
 
-class StackLocked(GreenOpsError):
-    """Another update holds the stack's lock."""
+__all__ = ["StackLocked"]  # (where callers have always found it)
 
 
 def project_dir() -> Path:
@@ -226,16 +227,23 @@ def run(
     """``up``, ``preview``, ``refresh`` or ``destroy``, streaming Pulumi's progress; a clear error
     when locked. A lock left by a run that died on this host is cleared, said, and the op retried once."""
     targeted = (targets, program) if targets is not None and program is not None else None
-    try:
-        return _run(st, op, stream, targeted)
-    except StackLocked:
-        cleared = clear_stale_locks(
-            st.workspace.env_vars.get("PULUMI_BACKEND_URL"), st.workspace.project_settings().name, st.name
-        )
-        if not cleared:
-            raise
-        print("\n".join(cleared), flush=True)
-        return _run(st, op, stream, targeted)
+    with hold(st):
+        try:
+            return _run(st, op, stream, targeted)
+        except StackLocked:
+            cleared = clear_stale_locks(
+                st.workspace.env_vars.get("PULUMI_BACKEND_URL"), st.workspace.project_settings().name, st.name
+            )
+            if not cleared:
+                raise
+            print("\n".join(cleared), flush=True)
+            return _run(st, op, stream, targeted)
+
+
+def hold(st: auto.Stack) -> AbstractContextManager[None]:
+    """This run's hold on ``st`` (greenops/engine/stack_lock.py): StackLocked at once when another
+    greenops run holds it. Nested holds of one thread are one."""
+    return holding(st.workspace.env_vars.get("PULUMI_BACKEND_URL"), st.workspace.project_settings().name, st.name)
 
 
 def _run(
@@ -271,23 +279,22 @@ def _operation(
         if op == "destroy":
             return st.destroy(on_output=out, color="never")
     except auto.ConcurrentUpdateError:
-        raise StackLocked(
-            f"stack {st.name} is being updated by another run (its lock is held); try again when it ends"
-        ) from None
+        raise _locked(st) from None
     except auto.CommandError as exc:
-        if _lock_race(str(exc)):
-            raise StackLocked(
-                f"stack {st.name} is being updated by another run (its lock was being taken "
-                "while this run looked); try again when it ends"
-            ) from None
+        if lock_race(str(exc)):  # another run's lock was being written or removed as this one looked
+            raise _locked(st) from None
         raise GreenOpsError(f"pulumi {op} of stack {st.name} failed:\n{failure_text(str(exc))}") from None
     raise ValueError(op)
 
 
-def _lock_race(text: str) -> bool:
-    """The file backend lists its lock folder non-atomically: a run that looks while another writes
-    its lock file fails with this instead of ConcurrentUpdateError. It is the same situation."""
-    return "could not list bucket" in text and "/.pulumi/locks/" in text
+def _locked(st: auto.Stack) -> StackLocked:
+    """The refusal when Pulumi's own lock turned this run away: a run outside greenops holds it (a
+    plain ``pulumi up``), or one that died; named as its lock file names it."""
+    held_by = pulumi_holders(
+        st.workspace.env_vars.get("PULUMI_BACKEND_URL"), st.workspace.project_settings().name, st.name
+    )
+    who = "; ".join(held_by) or "its lock is held"
+    return StackLocked(f"stack {st.name} is being updated by another run ({who}); try again when it ends")
 
 
 def placements(st: auto.Stack) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -173,6 +174,23 @@ def reconcile_once(st: auto.Stack, stream: bool = False, due_only: bool = False)
     """One ``up``; raises StackLocked when another run holds the stack's lock. ``due_only``: an
     ``up`` of the due workloads alone (greenops/placement/due.py), and none when nothing is due."""
     trace.get_current_span().set_attribute(spans.STACK, st.name)
+    # The pass's reads and its `up` are held as one: no other run's `up` may land between the
+    # placements it reads and the update it makes from them (a targeted `up` writes every other
+    # workload's row as read). A due pass that finds the stack held still reads: with nothing
+    # due it needs no update, so it is not a skipped pass.
+    with ExitStack() as held:
+        try:
+            held.enter_context(automation.hold(st))
+        except automation.StackLocked as refused:
+            if not due_only:
+                raise
+            return _pass(st, stream, due_only, refused)
+        return _pass(st, stream, due_only)
+
+
+def _pass(st: auto.Stack, stream: bool, due_only: bool, refused: automation.StackLocked | None = None) -> Pass:
+    """The pass itself; ``refused``: another run holds the stack, so only a pass that updates
+    nothing may end well."""
     previous = automation.placements(st)
     before = {r["workload"]: r for r in previous}
     due: Due | None = None
@@ -192,6 +210,8 @@ def reconcile_once(st: auto.Stack, stream: bool = False, due_only: bool = False)
         elif overlapping:  # their targets would name other workloads' resources: this pass is a full one
             due = None
             note = f"a full pass: workload name(s) {', '.join(overlapping)} and another begin alike"
+    if refused is not None:
+        raise refused
     if due is not None:
         result = automation.up_due(st, due, previous, config, stream=stream)
     else:
