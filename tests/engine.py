@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -185,3 +187,32 @@ def at_once(run: Callable[[], object], times: int = 2) -> list:
     for t in threads:
         t.join()
     return outcomes
+
+
+def contend(run: Callable[[], object], workers: int, runs: int, again: Callable[[object], bool]) -> list:
+    """``runs`` jobs, each calling ``run`` until an outcome is not ``again``'s (a refusal: tried
+    again after a pause of up to 0.2 s), done by ``workers`` threads back to back; every attempt's
+    outcome, as at_once gives it."""
+    attempts: list = []
+    left = iter(range(runs))
+    mutex = threading.Lock()
+    pause = random.Random(runs)
+
+    def work() -> None:
+        while True:
+            with mutex:
+                if next(left, None) is None:
+                    return
+            while True:
+                [outcome] = at_once(run, times=1)
+                attempts.append(outcome)
+                if not again(outcome):
+                    break
+                time.sleep(pause.uniform(0, 0.2))
+
+    threads = [threading.Thread(target=work) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return attempts

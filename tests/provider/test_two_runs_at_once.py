@@ -26,11 +26,14 @@ from greenops.common.toolpaths import pulumi_env
 from greenops.engine import automation
 from greenops.engine.stack_lock import lock_file
 from tests.conftest import require_tool
-from tests.engine import at_once
+from tests.engine import at_once, contend
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 
-PAIRS = 40
+WORKERS = 6
+# (CI's figure; GREENOPS_STRESS_RUNS=400 is the measurement the issue-49 note reports)
+RUNS = int(os.environ.get("GREENOPS_STRESS_RUNS", "60"))
+PAIRS = 10
 PROJECT = "greenops-race"
 LOCKED = "being updated by another run"
 
@@ -55,26 +58,45 @@ def kind(outcome: object) -> str:
     return "other"
 
 
-def test_pairs_of_runs_at_once_one_runs_the_other_is_refused(tmp_path):
-    """The stress test: PAIRS pairs of `up`s of one stack, each pair started together.
+def test_runs_at_once_each_run_or_are_refused_and_nothing_else(tmp_path):
+    """The stress test: RUNS updates of one stack by WORKERS threads back to back, a refused one
+    tried again after a short pause until it runs, so that at every moment runs take, check and
+    release the lock together. Each is a `destroy` of an empty stack: Pulumi's lock, and little else.
 
-    Measured on 2 cores with the pinned CLI (3.259), PAIRS = 40: on the code before the lock,
-    3 of 40 pairs returned something else (Pulumi's raw lock-race error), and 9 of 40 turned both
-    runs away; with it, 40 of 40 pairs ran one and refused the other, or ran both one after the
-    other, and none came back otherwise."""
+    Every attempt must run or be refused. On the code before greenops' own lock, attempts came back
+    with Pulumi's raw error (``error: unexpected end of JSON input``: another run's temporary lock
+    file read while still empty; ``... no such file or directory``): the figures are in the
+    issue-49 note."""
     require_tool("pulumi")
-    stack = stack_in(tmp_path)
-    automation.run(stack, "up", stream=False)  # created, so every pair races on the lock alone
-    pairs = [at_once(lambda: automation.run(stack, "up", stream=False) and "ran") for _ in range(PAIRS)]
-    kinds = [sorted(kind(o) for o in pair) for pair in pairs]
-    other = [pair for pair, k in zip(pairs, kinds, strict=True) if "other" in k]
-    assert not other, f"{len(other)} of {PAIRS} pairs got something other than a run or the refusal: {other[:3]}"
-    both_refused = kinds.count(["refused", "refused"])
-    assert both_refused == 0, f"{both_refused} of {PAIRS} pairs turned both runs away"
-    print(f"\n{PAIRS} pairs: " + ", ".join(f"{k}: {kinds.count(k)}" for k in map(list, {tuple(k) for k in kinds})))
+    stack = stack_in(tmp_path, program=lambda: None)
+    automation.run(stack, "up", stream=False)
+    attempts = contend(
+        lambda: automation.run(stack, "destroy", stream=False) and "ran",
+        WORKERS,
+        RUNS,
+        again=lambda outcome: kind(outcome) == "refused",
+    )
+    kinds = [kind(o) for o in attempts]
+    other = [o for o, k in zip(attempts, kinds, strict=True) if k == "other"]
+    print(f"\n{RUNS} runs by {WORKERS} workers: {len(attempts)} attempts, {kinds.count('refused')} refused")
+    assert not other, f"{len(other)} of {len(attempts)} attempts got neither a run nor the refusal: {other[:3]}"
+    assert kinds.count("ran") == RUNS  # none lost: each run went through in the end
     # nothing is left behind: no lock of Pulumi's, and greenops' own lock file holds no one
     assert not list((tmp_path / "state" / ".pulumi" / "locks").rglob("*.json*"))
     assert lock_file(stack.workspace.env_vars["PULUMI_BACKEND_URL"], PROJECT, "race").read_text() == ""
+
+
+def test_two_reconciles_at_once_one_runs_the_other_is_refused(tmp_path):
+    """Pairs started together, as CI's lifecycle test does: never both turned away, since the
+    refused one met a greenops run that goes on to take Pulumi's lock."""
+    require_tool("pulumi")
+    stack = stack_in(tmp_path)
+    automation.run(stack, "up", stream=False)
+    pairs = [at_once(lambda: automation.run(stack, "up", stream=False) and "ran") for _ in range(PAIRS)]
+    kinds = [sorted(kind(o) for o in pair) for pair in pairs]
+    assert all(k in (["ran", "ran"], ["ran", "refused"]) for k in kinds), [
+        p for p, k in zip(pairs, kinds, strict=True) if k not in (["ran", "ran"], ["ran", "refused"])
+    ]
 
 
 def test_a_pass_holds_its_stack_across_its_reads_and_its_up(tmp_path):

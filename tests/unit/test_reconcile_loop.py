@@ -109,13 +109,20 @@ def test_the_file_backends_lock_race_is_a_held_lock_not_a_failure():
         "locks/organization/greenops-platform/days/8cc7e20d.json.18ea4c522240dd93.tmp: no such file or directory"
     )
     assert lock_race(seen_in_ci)
-    # the read of a listed lock file that was renamed into place (CI, issue 49) or deleted meanwhile
+    # the read of a listed lock file that was renamed into place (CI, issue 49) or deleted meanwhile,
+    # or of a temporary one still empty: each as the pinned CLI said it
     renamed = (
-        "error: 2 errors occurred:\n\t* open /tmp/x/state/.pulumi/locks/organization/greenops-platform/lifecycle/"
-        "c7627045-fc3f-484a-be57-ac2a1450576f.json.18ec6c9c0740fb8e.tmp: no such file or directory\n\t* NotFound"
+        "error: 2 errors occurred:\n    1) stat /tmp/x/state/.pulumi/locks/organization/greenops-platform/lifecycle/"
+        "c7627045-fc3f-484a-be57-ac2a1450576f.json.18ec6c9c0740fb8e.tmp: no such file or directory\n    2) NotFound"
     )
-    deleted = 'error: blob (key ".pulumi/locks/o/p/s/c7627045-fc3f-484a-be57-ac2a1450576f.json") (code=NotFound)'
-    assert lock_race(renamed) and lock_race(deleted)
+    deleted = (
+        "error: 2 errors occurred:\n    1) stat /tmp/r/state/.pulumi/locks/organization/greenops-race/race/"
+        "9dde1a84-8e8c-4a9e-bbf6-ea8972980f50.json: no such file or directory\n    2) NotFound"
+    )
+    empty = "\n code: 1\n stdout: \n stderr: error: unexpected end of JSON input\n"
+    assert lock_race(renamed) and lock_race(deleted) and lock_race(empty)
+    # a JSON error anywhere else, after the operation began, is the operation's own failure
+    assert not lock_race("\n code: 1\n stdout: Updating (dev)\n stderr: error: unexpected end of JSON input\n")
     assert not lock_race("error: could not list bucket: permission denied on /srv/state/.pulumi/stacks")
     assert not lock_race("error: update failed: workload 'etl' was not placed")
     assert not lock_race("error: open /srv/state/.pulumi/stacks/greenops-platform/dev.json: no such file or directory")

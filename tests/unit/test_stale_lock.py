@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
+import time
 
 from greenops.engine.stale_lock import clear_stale_locks
 
@@ -50,3 +52,19 @@ def test_a_backend_url_with_a_query_names_the_same_folder(tmp_path):
     # greenops' runs add ?metadata=skip to a file backend (greenops/common/file_backend.py)
     stale = lock(tmp_path, socket.gethostname(), dead_pid())
     assert clear_stale_locks(f"file://{tmp_path}?metadata=skip", "proj", "s") and not stale.exists()
+
+
+def test_a_temporary_lock_file_its_writer_left_is_cleared_once_a_minute_old(tmp_path):
+    """fileblob writes a lock as `<uuid>.json.<hex>.tmp`, then renames it: a writer killed in
+    between leaves an empty file that every later run reads as a broken lock."""
+    folder = tmp_path / ".pulumi" / "locks" / "organization" / "proj" / "s"
+    folder.mkdir(parents=True)
+    left = folder / "9dde1a84-8e8c-4a9e-bbf6-ea8972980f50.json.18ec6c9c0740fb8e.tmp"
+    fresh = folder / "c7627045-fc3f-484a-be57-ac2a1450576f.json.18ec6c9c0740fb8f.tmp"
+    left.touch()
+    fresh.touch()
+    old = time.time() - 61
+    os.utime(left, (old, old))
+    said = clear_stale_locks(f"file://{tmp_path}", "proj", "s")
+    assert said == [f"cleared a lock of stack s that its writer left half-written ({left.name})"]
+    assert not left.exists() and fresh.exists()  # a fresh one is a live writer's, about to be renamed
