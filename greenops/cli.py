@@ -25,6 +25,7 @@ from greenops.common import endpoints, output, progress
 from greenops.common.clock import stamp
 from greenops.common.errors import GreenOpsError
 from greenops.common.httpclient import RetryingClient
+from greenops.engine.stack_lock import StackLocked
 from greenops.insight import placements as placement_fields
 from greenops.insight import report as report_fields
 from greenops.models import Decision
@@ -451,6 +452,7 @@ def _shard_arguments(p: argparse.ArgumentParser) -> None:
 
 
 # What main() returns, as scripts and CI may rely on it (shown in `greenops --help`).
+STACK_HELD = 75  # sysexits' EX_TEMPFAIL: a temporary refusal, as a mail queue's retry-later
 EXIT_CODES = (
     (0, "done"),
     (
@@ -462,6 +464,11 @@ EXIT_CODES = (
         2,
         "usage error (argparse), or refused before or while running: bad arguments or stack config, a "
         "service that refused or did not answer (the reason on stderr, `greenops: ...`)",
+    ),
+    (
+        STACK_HELD,
+        "the stack is being updated by another run, which the message names: nothing was done; a "
+        "scheduled job can treat it as a skipped run and try again when that run ends",
     ),
     (130, "interrupted (Ctrl-C)"),
 )
@@ -743,6 +750,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code: int = args.func(args)
         return code
+    except StackLocked as exc:
+        print(f"greenops: {exc}", file=sys.stderr)
+        return STACK_HELD
     except GreenOpsError as exc:
         print(f"greenops: {exc}", file=sys.stderr)
         return 2

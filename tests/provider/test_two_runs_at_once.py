@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pulumi
@@ -24,9 +25,9 @@ import pytest
 
 from greenops.common.toolpaths import pulumi_env
 from greenops.engine import automation
-from greenops.engine.stack_lock import lock_file
+from greenops.engine.stack_lock import holding, lock_file
 from tests.conftest import require_tool
-from tests.engine import at_once, contend
+from tests.engine import at_once, cli_env, contend, iso, project_with_stack, small_job
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 
@@ -245,3 +246,43 @@ def test_a_killed_holder_leaves_nothing_to_clear(tmp_path):
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait()
     assert automation.run(stack, "up", stream=False)
+
+
+@pytest.mark.parametrize("command", [["up"], ["reconcile"], ["reconcile", "--due"]])
+def test_the_cli_refused_says_who_holds_the_stack_and_exits_75(tmp_path, command):
+    """`greenops up` or `reconcile` while another run holds the stack: nothing is done, stderr
+    names the holder, and the exit code (75, sysexits' EX_TEMPFAIL) tells a scheduled job to try
+    again rather than report a failure. (A due pass with nothing due needs no update and ends well
+    beside a holder; here a workload is new, so it is due and refused.)"""
+    require_tool("pulumi")
+    deadline = iso(datetime.now(UTC) + timedelta(days=1))
+    told = greenops_beside_a_holder(tmp_path, command, {"workloads": [small_job("etl", deadline)]})
+    assert told.returncode == 75, told.stdout + told.stderr
+    assert told.stderr.startswith("greenops: stack held is being updated by another run (greenops run `")
+    assert f"pid {os.getpid()} on " in told.stderr and "Traceback" not in told.stderr
+    assert not list((tmp_path / "state" / ".pulumi" / "locks").rglob("*.json*"))  # Pulumi's lock never taken
+
+
+def test_a_due_pass_with_nothing_due_ends_well_beside_a_holder(tmp_path):
+    """It reads the stack and needs no update: not a skipped pass (docs/operations/reconcile.md)."""
+    require_tool("pulumi")
+    told = greenops_beside_a_holder(tmp_path, ["reconcile", "--due"], {})
+    assert told.returncode == 0, told.stdout + told.stderr
+    assert told.stdout.startswith("reconcile held: nothing due, no update")
+
+
+def greenops_beside_a_holder(tmp_path: Path, command: list[str], config: dict) -> subprocess.CompletedProcess[str]:
+    """`greenops <command> --stack held` of a project whose stack has ``config``, while this
+    process holds the stack."""
+    project = project_with_stack(tmp_path / "project", "held", config)
+    url = f"file://{tmp_path / 'state'}"
+    (tmp_path / "state").mkdir()
+    env = cli_env(project, {"PULUMI_BACKEND_URL": url, "PULUMI_CONFIG_PASSPHRASE": "held"})
+    with holding(url, "greenops-platform", "held"):
+        return subprocess.run(
+            [sys.executable, "-m", "greenops.cli", *command, "--stack", "held"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
