@@ -243,7 +243,8 @@ def run(
 def hold(st: auto.Stack) -> AbstractContextManager[None]:
     """This run's hold on ``st`` (greenops/engine/stack_lock.py): StackLocked at once when another
     greenops run holds it. Nested holds of one thread are one."""
-    return holding(st.workspace.env_vars.get("PULUMI_BACKEND_URL"), st.workspace.project_settings().name, st.name)
+    env = st.workspace.env_vars
+    return holding(env.get("PULUMI_BACKEND_URL"), st.workspace.project_settings().name, st.name, st.workspace.work_dir)
 
 
 def _run(

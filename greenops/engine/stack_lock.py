@@ -6,7 +6,7 @@ goes through a temporary ``<uuid>.json.<hex>.tmp`` beside the lock (Pulumi sets 
 ``no_tmp_dir``) and a rename, and an ending run deletes its lock. A run that lists the folder while
 another is writing or deleting its lock lists a file that is gone when it reads it, and fails with
 the read's raw error (``...json.<hex>.tmp: no such file or directory``, ``NotFound``, ``could not
-list bucket``) instead of "currently locked". The stress test (tests/provider/test_stack_lock.py)
+list bucket``) instead of "currently locked". The stress test (tests/provider/test_two_runs_at_once.py)
 measured it with the pinned CLI.
 
 So every greenops operation on a file-backend stack first takes an advisory ``flock`` on a file
@@ -47,50 +47,41 @@ class StackLocked(GreenOpsError):
     """Another run holds the stack: a greenops run (its flock) or Pulumi's own lock."""
 
 
-def lock_file(backend_url: str | None, project: str, stack: str) -> Path | None:
-    """The greenops lock file of ``stack`` on a file backend; None for any other backend."""
+def lock_file(backend_url: str | None, project: str, stack: str, work_dir: str | None = None) -> Path | None:
+    """The greenops lock file of ``stack`` on a file backend; None for any other backend. A relative
+    backend folder is the CLI's, which runs in ``work_dir``."""
     folder = backend_folder(backend_url)
     if folder is None:
         return None
     name = stack.rsplit("/", 1)[-1]  # a fully qualified name's last part: the file backend's own key
-    return folder.joinpath(*LOCKS, project, f"{name}.lock")
+    return Path(work_dir or ".").joinpath(folder, *LOCKS, project, f"{name}.lock").absolute()
 
 
-# Locks this process holds, by file: (the holding thread, how deep). A pass holds its stack across
-# its reads and its `up`; the `up` inside it (same thread) must not refuse its own pass. Another
-# thread of the process opens the file anew, and flock refuses it as it refuses another process.
-_held: dict[Path, tuple[int, int]] = {}
+# The thread that holds each lock file of this process. A pass holds its stack across its reads and
+# its `up`; the `up` inside it (same thread) must not refuse its own pass. Another thread of the
+# process opens the file anew, and flock refuses it as it refuses another process.
+_held: dict[Path, int] = {}
 _held_mutex = threading.Lock()
 
 
 @contextmanager
-def holding(backend_url: str | None, project: str, stack: str) -> Iterator[None]:
-    """Hold ``stack`` for this thread's operation; StackLocked at once when another run holds it."""
-    path = lock_file(backend_url, project, stack)
-    if path is None:
-        yield
-        return
-    me = threading.get_ident()
+def holding(backend_url: str | None, project: str, stack: str, work_dir: str | None = None) -> Iterator[None]:
+    """Hold ``stack`` for this thread's operation; StackLocked at once when another run holds it.
+    Within a hold of this thread, a hold of the same stack is the same hold."""
+    path = lock_file(backend_url, project, stack, work_dir)
     with _held_mutex:
-        thread, depth = _held.get(path, (None, 0))
-        nested = thread == me
-        if nested:
-            _held[path] = (me, depth + 1)
-    if nested:
-        try:
-            yield
-        finally:
-            with _held_mutex:
-                _held[path] = (me, _held[path][1] - 1)
+        nested = path is None or _held.get(path) == threading.get_ident()
+    if nested or path is None:
+        yield
         return
     fd = _take(path, stack)
     with _held_mutex:
-        _held[path] = (me, 1)
+        _held[path] = threading.get_ident()
     try:
         yield
     finally:
         with _held_mutex:
-            _held.pop(path, None)
+            del _held[path]
         os.ftruncate(fd, 0)  # the next reader finds no holder rather than this one's stale line
         os.close(fd)  # releases the flock
 
