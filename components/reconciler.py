@@ -20,7 +20,7 @@ from components.config import WORKSPACE_ENV, GitAuthConfig, ReconcilerConfig, Se
 from components.hardening import image_fields
 from components.helm import release
 from components.pins import ChartPin, WorkspacePin
-from greenops.engine.shards import shard_stack
+from greenops.common.shard_names import shard_stack
 from greenops.renderers import rendered_resources
 
 ACCOUNT = "greenops-workloads"  # the workspace's ServiceAccount, its RBAC and the Stack share this name

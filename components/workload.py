@@ -14,8 +14,8 @@ import pulumi_kubernetes as k8s
 from greenops import direct
 from greenops.common import endpoints
 from greenops.common.clock import system_clock
+from greenops.common.pulumi_outputs import gather
 from greenops.direct.records import COMPONENT_TYPE, Verdict, verdict
-from greenops.engine.outputs import gather
 from greenops.models import Provisioning, Workload
 from greenops.placement.declared import MATERIALISED
 from greenops.provider.placement import Placement
@@ -33,7 +33,7 @@ def yaml_documents(objects: list[dict] | None) -> str:
     """The objects as one YAML stream (each document in JSON, which is YAML and quick to write),
     marked for background deletion. Handed to the ConfigGroup as one string rather than as ``objs``:
     the SDK would otherwise make an Output of every nested value of every manifest (see
-    greenops.engine.outputs)."""
+    greenops.common.pulumi_outputs)."""
     return "\n---\n".join(json.dumps(_deleted_in_background(o)) for o in objects or [])
 
 

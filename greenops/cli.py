@@ -225,8 +225,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     if args.metrics_port is not None:
         from prometheus_client import CollectorRegistry
 
+        from greenops.engine.reconcile_metrics import LoopMetrics
         from greenops.observability.instruments import MetricsEndpoint
-        from greenops.observability.reconcile import LoopMetrics
 
         registry = CollectorRegistry()
         observe = LoopMetrics(registry, interval, recorded=lambda: automation.placements(st))

@@ -250,7 +250,7 @@ def sleep_for(p: Pass | None, interval: timedelta, now: datetime) -> tuple[float
 PassObserver = Callable[[str, float, "Pass | None", datetime, str], None]
 """Told of every pass as it ends: its result (ok, failed, skipped), how long it took in seconds,
 the pass (None unless ok), the platform's clock then and the kind of pass (full, due)
-(greenops.observability.reconcile)."""
+(greenops.engine.reconcile_metrics)."""
 
 
 def watch(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, cast
 
 from sqlalchemy import and_, func, select
 
-from greenops.scheduler.algorithm import SLOT
+from greenops.reservations.slots import SLOT
 
 from .tables import reservations, slot_usage, stored_utc
 

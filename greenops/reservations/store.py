@@ -42,7 +42,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from greenops.scheduler.algorithm import SLOT
+from greenops.reservations.slots import SLOT
 
 from . import zone_hours
 from .checkpoints import CHECKPOINT_EVERY, SQLITE_AUTOCHECKPOINT, Checkpoints

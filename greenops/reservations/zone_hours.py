@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, bindparam, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from greenops.scheduler.algorithm import slots_of
+from greenops.reservations.slots import slots_of
 
 from .errors import Conflict
 from .tables import slot_usage

@@ -43,10 +43,10 @@ from typing import Literal
 import numpy as np
 
 from greenops.common.errors import GreenOpsError
+from greenops.reservations.slots import SLOT, slots_of
 from greenops.scheduler.series import Series
 from greenops.scheduler.sources.base import Bands
 
-SLOT = 3600.0
 Rule = Literal["point", "interval", "sure"]
 RULES: tuple[Rule, ...] = ("point", "interval", "sure")
 TRACK_DAYS = 28  # how many earlier days of the same decision the sure rule replays
@@ -60,11 +60,6 @@ class NoFeasibleWindow(GreenOpsError):
 
 class DecisionTimeout(GreenOpsError):
     """The decision could not be made within the caller's req_timeout."""
-
-
-def slots_of(start: float, end: float) -> range:
-    """The hourly slots (hours since the epoch) a run from ``start`` to ``end`` overlaps."""
-    return range(int(start // SLOT), int(math.ceil(end / SLOT)))
 
 
 @dataclass(frozen=True)

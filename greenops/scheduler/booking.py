@@ -20,7 +20,8 @@ from typing import Any
 from greenops.common.clock import parse_time
 from greenops.observability import spans, tracing
 from greenops.reservations import ACTIVE, Booking, Conflict, ReservationStore, milli
-from greenops.scheduler.algorithm import SLOT, CapacityLedger, DecisionTimeout, Placement
+from greenops.reservations.slots import SLOT
+from greenops.scheduler.algorithm import CapacityLedger, DecisionTimeout, Placement
 
 MAX_ATTEMPTS = 25
 # What does not change the placement a request asks for: a retry may send other values. The

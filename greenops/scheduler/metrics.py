@@ -20,8 +20,8 @@ from prometheus_client import generate_latest
 from prometheus_client.registry import Collector
 from sqlalchemy.exc import SQLAlchemyError
 
+from greenops.catalog.energy import account, power_model
 from greenops.identity import ALL_PATHS, Principal
-from greenops.insight.report import account, power_model
 from greenops.observability import names
 from greenops.observability.instruments import counter, counter_family, gauge_family, histogram, registry
 from greenops.reservations import ACTIVE, TERMINAL, ReservationStore

@@ -11,8 +11,8 @@ from pydantic.alias_generators import to_camel
 
 from greenops.common import endpoints
 from greenops.common.errors import GreenOpsError, field_errors, quote, shown
+from greenops.common.shard_names import shard_of
 from greenops.direct.base import NEEDS, missing_settings
-from greenops.engine.shards import shard_of
 from greenops.models import Provisioning, Workload
 from greenops.renderers import RenderSettings
 from greenops.stack.workload_files import MAX_WORKLOADS, Declared, WorkloadFileError, read_workloads

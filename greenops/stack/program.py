@@ -17,8 +17,8 @@ from components.render_mode import RenderModeCrds, RenderModeCrdsArgs
 from components.workload import DirectArgs, Endpoints, GreenWorkload, GreenWorkloadArgs
 from greenops.common.clock import stamp, system_clock
 from greenops.common.file_backend import writes_sidecars
+from greenops.common.pulumi_outputs import gather, sdk_waits_cheaply
 from greenops.direct.records import RECORDS_OUTPUT, record_of
-from greenops.engine.outputs import gather, sdk_waits_cheaply
 from greenops.models import Provisioning, Workload
 from greenops.placement.declared import objects_declared
 from greenops.placement.due import declaration_digest

@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import yaml
 
+from greenops.common.shard_names import shard_of
 from greenops.common.toolpaths import REPO
-from greenops.engine.shards import shard_of
 from tests import loopback
 from tests.engine import iso, project_with_stack, render_mode_config, require_engine
 

@@ -16,7 +16,7 @@ import pytest
 from greenops.insight.record_rows import placement_row
 from greenops.insight.report import account
 from greenops.local.scheduler import SchedulerServer
-from greenops.scheduler.algorithm import slots_of
+from greenops.reservations.slots import slots_of
 from tests.observability.conftest import NOW, Scrape, booking, scrape
 from tests.prometheus import PrometheusServer, Target, by_label
 

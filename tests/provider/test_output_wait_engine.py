@@ -1,4 +1,4 @@
-"""greenops.engine.outputs under the real engine: a program with hundreds of Outputs and the cheap wait
+"""greenops.common.pulumi_outputs under the real engine: a program with hundreds of Outputs and the cheap wait
 finishes with every value, and an error raised in an apply still fails the run, promptly."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pulumi
 import pytest
 from pulumi import automation as auto
 
+from greenops.common.pulumi_outputs import gather, sdk_waits_cheaply
 from greenops.engine import automation
-from greenops.engine.outputs import gather, sdk_waits_cheaply
 from tests.engine import require_engine
 
 PARTS = 200  # each with a few Outputs: far more pending than the cheap wait's few

@@ -22,7 +22,7 @@ import pytest
 from greenops.local.postgres import PostgresServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.reservations import ACTIVE, ListingFilter, ReservationStore
-from greenops.scheduler.algorithm import slots_of
+from greenops.reservations.slots import slots_of
 
 pytestmark = pytest.mark.integration
 

@@ -17,8 +17,8 @@ from sqlalchemy import event
 
 from greenops.local.postgres import PostgresServer
 from greenops.reservations import ACTIVE, Booking, Conflict, ListingFilter, QuotaExceeded, ReservationStore, Seen
+from greenops.reservations.slots import SLOT, slots_of
 from greenops.reservations.tables import reservations, slot_usage, tenants
-from greenops.scheduler.algorithm import SLOT, slots_of
 
 HOUR = int(SLOT)
 T0 = 1_800_000_000 - 1_800_000_000 % HOUR  # an hour boundary: hour i of a test starts at T0 + i * HOUR

@@ -1,5 +1,5 @@
-"""greenops.engine.outputs: Output.all's result without an Output per nested value, and the SDK's end-of-program wait
-without a cost that grows with the square of the Outputs."""
+"""greenops.common.pulumi_outputs: Output.all's result without an Output per nested value, and the
+SDK's end-of-program wait without a cost that grows with the square of the Outputs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import pulumi
 import pytest
 
-from greenops.engine.outputs import _AsyncioWithCheapWait, gather, sdk_waits_cheaply
+from greenops.common.pulumi_outputs import _AsyncioWithCheapWait, gather, sdk_waits_cheaply
 
 T = TypeVar("T")
 NESTED = {"objects": [{"metadata": {"name": f"o{i}", "labels": {"a": "b"}}, "spec": {"n": i}} for i in range(50)]}

@@ -7,7 +7,8 @@ import pytest
 import yaml
 
 from greenops.common.errors import GreenOpsError
-from greenops.engine.shards import GENERATED, shard_of, write_shard_stacks
+from greenops.common.shard_names import shard_of
+from greenops.engine.shards import GENERATED, write_shard_stacks
 
 
 def test_every_workload_has_one_stable_shard():
