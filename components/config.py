@@ -13,8 +13,8 @@ from pydantic.alias_generators import to_camel
 from components.pins import VERSIONS_FILE as VERSIONS_FILE  # re-exported: tests name the file from here
 from components.pins import PinnedVersions, pinned_versions
 from greenops.common import endpoints
-from greenops.forecasting.names import DEFAULT_STORAGE_PREFIX
 from greenops.identity.principal import Role
+from greenops.models.forecast_names import DEFAULT_STORAGE_PREFIX
 from greenops.observability.tracing import opa_distributed_tracing
 
 

@@ -26,7 +26,7 @@ from components.config import KserveConfig, MlflowConfig
 from components.hardening import POD_SECURITY, Resources, container_security, image_fields
 from components.helm import postgresql, release
 from components.pins import ChartPin
-from greenops.forecasting.names import served_models, storage_uri
+from greenops.models.forecast_names import served_models, storage_uri
 
 # The variable names boto3 reads, MLflow's chart sets from its existingSecret, and KServe's storage
 # initializer is configured to read (kserve.storage.s3.*Name, pinned below to these).
@@ -211,7 +211,7 @@ class ModelServingArgs:
 
 
 def forecaster_names(zones: list[str]) -> list[str]:
-    """The model names the scheduler's OIP source asks for (greenops.forecasting.names)."""
+    """The model names the scheduler's OIP source asks for (greenops.models.forecast_names)."""
     return served_models(zones)
 
 

@@ -13,10 +13,10 @@ from datetime import datetime
 
 import numpy as np
 
-from greenops.forecasting.features import INPUT_NAME
-from greenops.forecasting.names import model_name
 from greenops.forecasting.pyfunc import OipForecaster
 from greenops.forecasting.training import train
+from greenops.models.forecast_features import INPUT_NAME
+from greenops.models.forecast_names import model_name
 from greenops.scheduler.sources import CarbonSource, TraceSource
 from greenops.scheduler.sources.oip import OipSource
 

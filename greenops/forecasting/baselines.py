@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .features import HISTORY_HOURS
+from greenops.models.forecast_features import HISTORY_HOURS
 
 
 def seasonal_naive(rows: np.ndarray, horizon: int, period: int) -> np.ndarray:

@@ -22,7 +22,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .names import DEFAULT_STORAGE_PREFIX
+from greenops.models.forecast_names import DEFAULT_STORAGE_PREFIX
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "build"
@@ -148,9 +148,8 @@ def stack_serving(stack: str) -> tuple[str, list[str]]:
 
     from components.config import PlatformConfig
     from greenops.common.errors import GreenOpsError, field_errors
+    from greenops.models.forecast_names import served_models
     from greenops.stack.files import greenops_config, read_stack_file
-
-    from .names import served_models
 
     path = REPO / "stacks" / f"Pulumi.{stack}.yaml"
     if not path.is_file():
@@ -172,8 +171,9 @@ def stack_serving(stack: str) -> tuple[str, list[str]]:
 def cmd_publish(args: argparse.Namespace) -> int:
     from mlflow.exceptions import MlflowException
 
+    from greenops.models.forecast_names import split_s3_uri
+
     from . import publish, tracking
-    from .names import split_s3_uri
 
     names: list[str] | None
     try:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.linear_model import Ridge
 
-from .conformal import conformal_offsets
-from .features import FEATURES, HISTORY_HOURS
+from greenops.models.forecast_conformal import conformal_offsets
+from greenops.models.forecast_features import FEATURES, HISTORY_HOURS
 
 LEVEL_HOURS = 24
 FLOOR = 1.0  # gCO2eq/kWh: keeps the log finite for (near-)zero readings

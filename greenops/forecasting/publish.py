@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from greenops.common.errors import GreenOpsError
-
-from .names import split_s3_uri, storage_uri
+from greenops.models.forecast_names import split_s3_uri, storage_uri
 
 MODEL_FILE = "MLmodel"
 DENIED = {"403", "AccessDenied", "SignatureDoesNotMatch", "InvalidAccessKeyId"}

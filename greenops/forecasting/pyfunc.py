@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 from mlflow.pyfunc.model import PythonModel  # what mlflow.pyfunc.PythonModel is (mypy sees mlflow.pyfunc as lazy)
 
+from greenops.models.forecast_features import FEATURES, INPUT_NAME, OUTPUT_NAMES
+
 from .estimator import CarbonForecastRegressor
-from .features import FEATURES, INPUT_NAME, OUTPUT_NAMES
 
 
 class OipForecaster(PythonModel):

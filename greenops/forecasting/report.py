@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from greenops.models.forecast_features import HISTORY_HOURS, HOUR
+
 from .baselines import BASELINES
-from .features import HISTORY_HOURS, HOUR
 from .training import TrainingReport, ZoneResult
 
 COLUMNS = [

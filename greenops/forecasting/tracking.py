@@ -19,10 +19,11 @@ from mlflow import MlflowClient
 from mlflow.models import infer_signature
 
 from greenops.common.errors import GreenOpsError
+from greenops.models import forecast_features as features
+from greenops.models.forecast_features import HISTORY_HOURS, INPUT_NAME
+from greenops.models.forecast_names import PREFIX
 
-from . import estimator, features, pyfunc
-from .features import HISTORY_HOURS, INPUT_NAME
-from .names import PREFIX
+from . import estimator, pyfunc
 from .training import TrainingReport, ZoneResult
 
 EXPERIMENT = "greenops-forecasting"

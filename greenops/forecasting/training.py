@@ -22,15 +22,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from greenops.models.forecast_features import HOUR, windows
+from greenops.models.forecast_names import GENERIC_ZONE as GENERIC
+from greenops.models.forecast_names import model_name
 from greenops.scheduler.series import Series
 from greenops.scheduler.sources import TraceSource
 
 from .baselines import BASELINES
 from .estimator import CarbonForecastRegressor
-from .features import HOUR, windows
 from .metrics import scores
-from .names import GENERIC_ZONE as GENERIC
-from .names import model_name
 
 DEFAULT_HORIZON = 72
 MAX_GAP_HOURS = 6

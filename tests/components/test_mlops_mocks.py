@@ -19,7 +19,7 @@ from components.mlops import (
     SEAWEEDFS_CONFIG_KEY,
     SEAWEEDFS_CONFIG_SECRET,
 )
-from greenops.forecasting.names import DEFAULT_STORAGE_PREFIX, served_models, storage_uri
+from greenops.models.forecast_names import DEFAULT_STORAGE_PREFIX, served_models, storage_uri
 
 from .test_platform_mocks import PROD, SECRET_SIG, collect, of, run_platform, unwrap
 

@@ -64,7 +64,7 @@ def test_export_from_an_empty_registry(tmp_path, capsys):
 def test_publish_reads_the_stacks_prefix_and_models(capsys):
     import yaml
 
-    from greenops.forecasting.names import DEFAULT_STORAGE_PREFIX, served_models
+    from greenops.models.forecast_names import DEFAULT_STORAGE_PREFIX, served_models
 
     prod = yaml.safe_load((cli.REPO / "stacks" / "Pulumi.prod.yaml").read_text())["config"]["greenops:platform"]
     # the prod stack sets no storagePrefix: its InferenceServices read the platform default
@@ -94,7 +94,7 @@ def test_publish_without_credentials_says_so(tmp_path, monkeypatch):
 
 
 def test_names_and_storage_layout():
-    from greenops.forecasting.names import GENERIC_MODEL, model_name, served_models, split_s3_uri, storage_uri
+    from greenops.models.forecast_names import GENERIC_MODEL, model_name, served_models, split_s3_uri, storage_uri
 
     assert served_models(["DE", "US-CAL-CISO"]) == ["forecaster-de", "forecaster-us-cal-ciso", GENERIC_MODEL]
     assert model_name("generic") == GENERIC_MODEL == "forecaster-generic"

@@ -10,9 +10,9 @@ import pytest
 
 from greenops.forecasting.baselines import seasonal_naive
 from greenops.forecasting.estimator import CarbonForecastRegressor
-from greenops.forecasting.features import HISTORY_HOURS, windows
 from greenops.forecasting.metrics import mape
 from greenops.forecasting.pyfunc import OipForecaster
+from greenops.models.forecast_features import HISTORY_HOURS, windows
 
 START = datetime(2023, 1, 2, tzinfo=UTC).timestamp()
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from greenops.forecasting.baselines import persistence, seasonal_naive
-from greenops.forecasting.features import FEATURES, HISTORY_HOURS, HOUR, calendar_columns, feature_row, windows
 from greenops.forecasting.metrics import mae, mape, scores
+from greenops.models.forecast_features import FEATURES, HISTORY_HOURS, HOUR, calendar_columns, feature_row, windows
 
 START = datetime(2023, 3, 1, tzinfo=UTC).timestamp()
 

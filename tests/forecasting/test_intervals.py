@@ -10,8 +10,8 @@ import pytest
 
 from greenops.forecasting import training
 from greenops.forecasting.estimator import CarbonForecastRegressor
-from greenops.forecasting.features import OUTPUT_NAMES, windows
 from greenops.forecasting.pyfunc import OipForecaster
+from greenops.models.forecast_features import OUTPUT_NAMES, windows
 
 from .test_estimator import START, synthetic
 

@@ -21,9 +21,9 @@ from botocore.config import Config
 
 from components.mlops import S3_KEY_NAMES, seaweedfs_s3_config
 from greenops.forecasting import cli, tracking
-from greenops.forecasting.features import FEATURES, INPUT_NAME
-from greenops.forecasting.names import DEFAULT_STORAGE_PREFIX, served_models, split_s3_uri, storage_uri
 from greenops.local.mlops import MlflowServer, SeaweedFsServer
+from greenops.models.forecast_features import FEATURES, INPUT_NAME
+from greenops.models.forecast_names import DEFAULT_STORAGE_PREFIX, served_models, split_s3_uri, storage_uri
 from tests.forecasting.conftest import train_germany
 
 pytestmark = [pytest.mark.integration, pytest.mark.shared_data]

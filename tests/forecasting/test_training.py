@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from greenops.forecasting import report, training
-from greenops.forecasting.features import HOUR
+from greenops.models.forecast_features import HOUR
 
 pytestmark = pytest.mark.shared_data
 HOLDOUT = datetime(2023, 3, 20, tzinfo=UTC)

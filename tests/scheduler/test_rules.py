@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from greenops.common.clock import stamp
-from greenops.forecasting.conformal import conformal_offsets
+from greenops.models.forecast_conformal import conformal_offsets
 from greenops.reservations import ReservationStore
 from greenops.scheduler import scheduling_api
 from greenops.scheduler.algorithm import (

@@ -10,7 +10,7 @@ import httpx
 import numpy as np
 import pytest
 
-from greenops.forecasting.features import feature_row
+from greenops.models.forecast_features import feature_row
 from greenops.scheduler.series import Series
 from greenops.scheduler.sources import ProfileSource, SeasonalNaiveSource, SourceUnavailable, TraceSource, UnknownZone
 from greenops.scheduler.sources.electricitymaps import ElectricityMapsSource

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from greenops.forecasting.conformal import conformal_offsets
+from greenops.models.forecast_conformal import conformal_offsets
 from greenops.scheduler.series import Series
 
 from .base import Bands, CarbonSource, UnknownZone

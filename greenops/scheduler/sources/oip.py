@@ -1,6 +1,6 @@
 """Forecasts served over the Open Inference Protocol v2 (KServe, MLServer).
 
-Contract with the forecasting models (the row is defined in greenops.forecasting.features):
+Contract with the forecasting models (the row is defined in greenops.models.forecast_features):
   POST {url}/v2/models/forecaster-<zone>/infer   (then forecaster-generic when that model is absent)
   inputs:  "features", FP64, shape [1, 171]: the last 168 hourly intensities (oldest first, ending
            at the forecast start), then the forecast start's UTC hour (0-23), weekday (0=Monday)
@@ -25,8 +25,8 @@ import httpx
 import numpy as np
 import structlog
 
-from greenops.forecasting.features import HISTORY_HOURS, HOUR, INPUT_NAME, OUTPUT_NAMES, feature_row
-from greenops.forecasting.names import GENERIC_MODEL, model_name
+from greenops.models.forecast_features import HISTORY_HOURS, HOUR, INPUT_NAME, OUTPUT_NAMES, feature_row
+from greenops.models.forecast_names import GENERIC_MODEL, model_name
 from greenops.scheduler.series import Series
 
 from .base import Bands, CarbonSource, SourceUnavailable, UnknownZone, extend_with
