@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test-fast scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo docs docs-reference
+.PHONY: lint test-fast scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo docs docs-reference
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver, prometheus, promtool) -> .tools/bin
@@ -61,6 +61,14 @@ browser:
 
 test: setup tools mlserver scanner postgres ingress browser
 	$(PY) -m pytest
+
+# Ruff (lint and format), mypy's strict check of greenops and import-linter's layers: what
+# tests/test_lint.py runs inside `make test`, on its own
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) -m mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 # The edit-test loop: the unit, policy (real OPA and Regal, on files), program (Pulumi mocks),
 # component, renderer, contract, data and docs suites, without the tests that start servers: 1 min 46 s to

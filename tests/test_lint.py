@@ -5,6 +5,7 @@ an unformatted file or a type error."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -41,3 +42,16 @@ def test_mypy():
     # no arguments: what to check, and how strictly, is pyproject.toml's [tool.mypy]
     result = subprocess.run(mypy(), cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_layers_hold():
+    """import-linter's contracts in pyproject.toml ([tool.importlinter]): the package layers of
+    docs/architecture.md, and the siblings that may not import each other."""
+    found = Path(sys.executable).with_name("lint-imports")
+    if not found.exists():
+        pytest.skip("import-linter is not installed: make setup (it is pinned in pyproject.toml's dev extra)")
+    # (this checkout's packages, whichever checkout the virtualenv was installed from)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run([str(found), "--no-cache"], cwd=REPO, capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Contracts: 4 kept, 0 broken." in result.stdout
