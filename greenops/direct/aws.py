@@ -11,14 +11,14 @@ import pulumi_aws as aws
 from pulumi_aws import ec2
 
 from greenops.renderers import RenderContext
-from greenops.renderers.providers.aws import SUBNET_CIDR, VPC_CIDR, _tags
+from greenops.renderers.providers.aws import SUBNET_CIDR, VPC_CIDR, workload_tags
 
 from .base import DirectSet, Placed, child_options
 
 
 def _tag_map(ctx: RenderContext, name: str) -> dict[str, str]:
     """The renderer's tags (``Name`` plus the owner tags), as the map pulumi-aws takes."""
-    return {t["key"]: t["value"] for t in _tags(ctx, name)}
+    return {t["key"]: t["value"] for t in workload_tags(ctx, name)}
 
 
 def build(ctx: RenderContext, placed: Placed) -> DirectSet:

@@ -13,7 +13,7 @@ import pulumi_azure_native as azure_native
 from pulumi_azure_native import compute, network, resources
 
 from greenops.renderers import RenderContext
-from greenops.renderers.providers.azure import SUBNET_CIDR, VNET_CIDR, _image_reference
+from greenops.renderers.providers.azure import SUBNET_CIDR, VNET_CIDR, image_reference
 
 from .base import DirectSet, Placed, child_options
 
@@ -92,7 +92,7 @@ def build(ctx: RenderContext, placed: Placed, *, existing_group: bool = False) -
             location=region,
             hardware_profile=compute.HardwareProfileArgs(vm_size=decision.vm_size),
             storage_profile=compute.StorageProfileArgs(
-                image_reference=compute.ImageReferenceArgs(**_image_reference(decision.image, workload.name)),
+                image_reference=compute.ImageReferenceArgs(**image_reference(decision.image, workload.name)),
                 # Azure keeps a VM's OS disk after the VM unless told otherwise; the run's end deletes
                 # the VM, and a disk left behind would go on costing.
                 os_disk=compute.OSDiskArgs(

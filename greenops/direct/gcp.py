@@ -9,7 +9,7 @@ from pulumi_gcp import compute
 
 from greenops.common.errors import RenderError
 from greenops.renderers import RenderContext
-from greenops.renderers.providers.gcp import BOOT_DISK_GB, BOOT_DISK_TYPE, SUBNET_CIDR, _labels
+from greenops.renderers.providers.gcp import BOOT_DISK_GB, BOOT_DISK_TYPE, SUBNET_CIDR, workload_labels
 
 from .base import DirectSet, Placed, child_options
 
@@ -55,7 +55,7 @@ def build(ctx: RenderContext, placed: Placed) -> DirectSet:
             ),
             network_interfaces=[compute.InstanceNetworkInterfaceArgs(subnetwork=subnet.id)],
             metadata={"enable-oslogin": "TRUE"},
-            labels=_labels(ctx),
+            labels=workload_labels(ctx),
         ),
         opts=opts,
     )

@@ -16,7 +16,8 @@ SUBNET_CIDR = "10.20.1.0/24"
 CHART_CONSTANTS = {"api": API, "vpcCidr": VPC_CIDR, "subnetCidr": SUBNET_CIDR}
 
 
-def _tags(ctx: RenderContext, name: str) -> list[dict[str, str]]:
+def workload_tags(ctx: RenderContext, name: str) -> list[dict[str, str]]:
+    """The AWS tags of a workload's resource ``name``: ACK's objects and direct mode's alike."""
     return [{"key": "Name", "value": name}] + [{"key": k, "value": v} for k, v in ctx.tags().items()]
 
 
@@ -43,7 +44,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
     subnet_spec: dict[str, Any] = {
         "vpcRef": {"from": {"name": vpc}},
         "cidrBlock": SUBNET_CIDR,
-        "tags": _tags(ctx, subnet),
+        "tags": workload_tags(ctx, subnet),
     }
     if azs:
         subnet_spec["availabilityZone"] = azs[0]
@@ -56,7 +57,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
                 "cidrBlocks": [VPC_CIDR],
                 "enableDNSSupport": True,
                 "enableDNSHostnames": True,
-                "tags": _tags(ctx, vpc),
+                "tags": workload_tags(ctx, vpc),
             },
         },
         {"apiVersion": API, "kind": "Subnet", "metadata": ctx.metadata(subnet, region_note), "spec": subnet_spec},
@@ -69,7 +70,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
                 "description": f"GreenOps workload {ctx.workload.name}: egress only",
                 "vpcRef": {"from": {"name": vpc}},
                 "egressRules": [{"ipProtocol": "-1", "ipRanges": [{"cidrIP": "0.0.0.0/0"}]}],
-                "tags": _tags(ctx, sg),
+                "tags": workload_tags(ctx, sg),
             },
         },
     ]
@@ -99,7 +100,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
                 "minCount": 1,
                 "maxCount": 1,
                 "metadataOptions": {"httpTokens": "required"},
-                "tags": _tags(ctx, instance),
+                "tags": workload_tags(ctx, instance),
             },
         },
     ]

@@ -40,7 +40,8 @@ CHART_CONSTANTS = {
 }
 
 
-def _image_reference(urn: str, workload: str) -> dict[str, Any]:
+def image_reference(urn: str, workload: str) -> dict[str, Any]:
+    """An Azure image URN as a VM's imageReference: ASO's objects and direct mode's alike."""
     parts = urn.split(":")
     if len(parts) != 4:
         raise RenderError(f"workload {workload!r}: Azure image {urn!r} is not a publisher:offer:sku:version URN")
@@ -127,7 +128,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
                 "owner": owner,
                 "location": d.region,  # [1]
                 "hardwareProfile": {"vmSize": d.vm_size},  # [2] VM size
-                "storageProfile": {"imageReference": _image_reference(d.image, ctx.workload.name)},  # [3] OS
+                "storageProfile": {"imageReference": image_reference(d.image, ctx.workload.name)},  # [3] OS
                 "osProfile": {
                     "computerName": vm,
                     "adminUsername": s.admin_username,

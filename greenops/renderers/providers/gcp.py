@@ -17,7 +17,8 @@ BOOT_DISK_TYPE = "pd-balanced"
 CHART_CONSTANTS = {"api": API, "subnetCidr": SUBNET_CIDR, "bootDiskGb": BOOT_DISK_GB, "bootDiskType": BOOT_DISK_TYPE}
 
 
-def _labels(ctx: RenderContext) -> dict[str, str]:
+def workload_labels(ctx: RenderContext) -> dict[str, str]:
+    """The GCP labels of a workload's resources: Config Connector's objects and direct mode's alike."""
     # KCC copies metadata.labels to the GCP resource, where keys cannot contain '.' or '/'.
     return {k.replace("greenops.io/", "greenops-"): v.lower() for k, v in ctx.labels.items()}
 
@@ -25,7 +26,7 @@ def _labels(ctx: RenderContext) -> dict[str, str]:
 def _metadata(ctx: RenderContext, name: str) -> dict[str, Any]:
     notes = {"cnrm.cloud.google.com/project-id": ctx.settings.gcp_project} if ctx.settings.gcp_project else None
     meta = ctx.metadata(name, notes)
-    meta["labels"] = _labels(ctx)
+    meta["labels"] = workload_labels(ctx)
     return meta
 
 
