@@ -168,31 +168,37 @@ def rendered_workloads(folder: Path) -> set[str]:
     return names
 
 
-def at_once(run: Callable[[], object], times: int = 2) -> list:
-    """Start ``run`` in ``times`` threads together: each outcome, the StackLocked message, or any
-    other exception (so a caller sees every run's fate; none is lost in a thread)."""
-    outcomes: list = []
+def outcome_of(run: Callable[[], object]) -> object:
+    """What ``run`` returned, the StackLocked message, or any other exception (handed to the test)."""
+    try:
+        return run()
+    except automation.StackLocked as exc:
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001 - handed to the test, which asserts on it
+        return exc
 
-    def one() -> None:
-        try:
-            outcomes.append(run())
-        except automation.StackLocked as exc:
-            outcomes.append(str(exc))
-        except Exception as exc:  # noqa: BLE001 - handed to the test, which asserts on it
-            outcomes.append(exc)
 
-    threads = [threading.Thread(target=one) for _ in range(times)]
+def in_threads(target: Callable[[], None], times: int) -> None:
+    """``target`` in ``times`` threads started together; returns when all have ended."""
+    threads = [threading.Thread(target=target) for _ in range(times)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+
+
+def at_once(run: Callable[[], object], times: int = 2) -> list:
+    """Start ``run`` in ``times`` threads together: each outcome (outcome_of), so a caller sees
+    every run's fate; none is lost in a thread."""
+    outcomes: list = []
+    in_threads(lambda: outcomes.append(outcome_of(run)), times)
     return outcomes
 
 
 def contend(run: Callable[[], object], workers: int, runs: int, again: Callable[[object], bool]) -> list:
     """``runs`` jobs, each calling ``run`` until an outcome is not ``again``'s (a refusal: tried
     again after a pause of up to 0.2 s), done by ``workers`` threads back to back; every attempt's
-    outcome, as at_once gives it."""
+    outcome (outcome_of)."""
     attempts: list = []
     left = iter(range(runs))
     mutex = threading.Lock()
@@ -203,16 +209,10 @@ def contend(run: Callable[[], object], workers: int, runs: int, again: Callable[
             with mutex:
                 if next(left, None) is None:
                     return
-            while True:
-                [outcome] = at_once(run, times=1)
+            while again(outcome := outcome_of(run)):
                 attempts.append(outcome)
-                if not again(outcome):
-                    break
                 time.sleep(pause.uniform(0, 0.2))
+            attempts.append(outcome)
 
-    threads = [threading.Thread(target=work) for _ in range(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_threads(work, workers)
     return attempts

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -171,12 +172,8 @@ def test_a_plain_pulumi_up_beside_a_greenops_run(tmp_path):
     # 1. pulumi holds, greenops comes: refused, told which pulumi process holds the stack
     plain = subprocess.Popen(up, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "holding").exists():
-            assert plain.poll() is None, plain.communicate()[0]
-            assert time.monotonic() < deadline, "the plain pulumi up never ran its program"
-            time.sleep(0.1)
-        pulumi_lock = json.loads(next((tmp_path / "state" / ".pulumi" / "locks").rglob("*.json")).read_text())
+        await_holding(tmp_path, lambda: plain.poll() is None, "the plain pulumi up", lambda: plain.communicate()[0])
+        pulumi_lock = only_pulumi_lock(tmp_path)
         with pytest.raises(automation.StackLocked) as refused:
             automation.run(stack, "up", stream=False)
         assert f"(pulumi pid {pulumi_lock['pid']} of {pulumi_lock['username']}@{pulumi_lock['hostname']}" in str(
@@ -195,12 +192,9 @@ def test_a_plain_pulumi_up_beside_a_greenops_run(tmp_path):
     runner = threading.Thread(target=lambda: ran.append(automation.run(waiting, "up", stream=False)))
     runner.start()
     try:
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "holding").exists():
-            assert runner.is_alive() and time.monotonic() < deadline, "the greenops run never ran its program"
-            time.sleep(0.1)
+        await_holding(tmp_path, runner.is_alive, "the greenops run")
         told = subprocess.run(up, cwd=project, env=env, capture_output=True, text=True, timeout=120)
-        holder = json.loads(next((tmp_path / "state" / ".pulumi" / "locks").rglob("*.json")).read_text())
+        holder = only_pulumi_lock(tmp_path)
     finally:
         (tmp_path / "release").touch()
         runner.join(120)
@@ -208,6 +202,21 @@ def test_a_plain_pulumi_up_beside_a_greenops_run(tmp_path):
     assert "the stack is currently locked by 1 lock(s)" in told.stdout + told.stderr
     assert f"(pid {holder['pid']})" in told.stdout + told.stderr
     assert ran and not isinstance(ran[0], BaseException)
+
+
+def await_holding(tmp_path: Path, alive: Callable[[], bool], who: str, said: Callable[[], str] = str) -> None:
+    """Until ``who``'s program says it holds the stack; fails with what it ``said`` if it ends, or
+    if it has not in 120 s."""
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "holding").exists():
+        assert alive(), f"{who} ended before its program ran: {said()}"
+        assert time.monotonic() < deadline, f"{who} never ran its program"
+        time.sleep(0.1)
+
+
+def only_pulumi_lock(tmp_path: Path) -> dict:
+    """The holder Pulumi's lock file names (there is one while a run holds the stack)."""
+    return json.loads(next((tmp_path / "state" / ".pulumi" / "locks").rglob("*.json")).read_text())
 
 
 def _wait_for(tmp_path: Path) -> None:
