@@ -231,9 +231,7 @@ def run(
         try:
             return _run(st, op, stream, targeted)
         except StackLocked:
-            cleared = clear_stale_locks(
-                st.workspace.env_vars.get("PULUMI_BACKEND_URL"), st.workspace.project_settings().name, st.name
-            )
+            cleared = clear_stale_locks(*_locks_of(st))
             if not cleared:
                 raise
             print("\n".join(cleared), flush=True)
@@ -243,8 +241,12 @@ def run(
 def hold(st: auto.Stack) -> AbstractContextManager[None]:
     """This run's hold on ``st`` (greenops/engine/stack_lock.py): StackLocked at once when another
     greenops run holds it. Nested holds of one thread are one."""
-    env = st.workspace.env_vars
-    return holding(env.get("PULUMI_BACKEND_URL"), st.workspace.project_settings().name, st.name, st.workspace.work_dir)
+    return holding(*_locks_of(st), st.workspace.work_dir)
+
+
+def _locks_of(st: auto.Stack) -> tuple[str | None, str, str]:
+    """Where ``st``'s locks are: its backend's URL, its project and its name."""
+    return st.workspace.env_vars.get("PULUMI_BACKEND_URL"), st.workspace.project_settings().name, st.name
 
 
 def _run(
@@ -291,9 +293,7 @@ def _operation(
 def _locked(st: auto.Stack) -> StackLocked:
     """The refusal when Pulumi's own lock turned this run away: a run outside greenops holds it (a
     plain ``pulumi up``), or one that died; named as its lock file names it."""
-    held_by = pulumi_holders(
-        st.workspace.env_vars.get("PULUMI_BACKEND_URL"), st.workspace.project_settings().name, st.name
-    )
+    held_by = pulumi_holders(*_locks_of(st))
     who = "; ".join(held_by) or "its lock is held"
     return StackLocked(f"stack {st.name} is being updated by another run ({who}); try again when it ends")
 
