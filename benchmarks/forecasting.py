@@ -24,10 +24,10 @@ import numpy as np
 from latency import percentiles, timed_ms
 
 from greenops.forecasting import tracking, training
+from greenops.intensity import ProfileSource, TraceSource
+from greenops.intensity.oip import OipSource
 from greenops.local.mlops import MlserverServer, write_repository
 from greenops.models.forecast_features import HISTORY_HOURS, HOUR, feature_row
-from greenops.scheduler.sources import ProfileSource, TraceSource
-from greenops.scheduler.sources.oip import OipSource
 
 
 def main() -> None:

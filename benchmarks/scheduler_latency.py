@@ -20,10 +20,10 @@ import httpx
 from latency import percentiles, timed_ms
 
 from greenops.common.clock import stamp
+from greenops.intensity import ProfileSource
+from greenops.intensity.series import to_epoch
 from greenops.local.scheduler import SchedulerServer
-from greenops.scheduler.algorithm import CapacityLedger, Job, best_placement, place_batch
-from greenops.scheduler.series import to_epoch
-from greenops.scheduler.sources import ProfileSource
+from greenops.search.algorithm import CapacityLedger, Job, best_placement, place_batch
 
 ZONES = [
     "AU-NSW",

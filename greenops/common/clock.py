@@ -7,9 +7,12 @@ otherwise the system clock, in UTC."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+
+# The platform's clocks are plain callables: system_clock, or a test's fixed instant.
+Clock = Callable[[], datetime]
 
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # how the platform writes an instant: RFC 3339, UTC, whole seconds
 

@@ -34,11 +34,11 @@ from greenops.evaluation.scenarios import (
     run,
     summarise,
 )
-from greenops.scheduler.sources import CarbonSource, SeasonalNaiveSource, TraceSource
-from greenops.scheduler.sources.naive import SeasonalMeanSource
+from greenops.intensity import CarbonSource, SeasonalNaiveSource, TraceSource
+from greenops.intensity.naive import SeasonalMeanSource
 
 if TYPE_CHECKING:
-    from greenops.scheduler.sources.oip import OipSource
+    from greenops.intensity.oip import OipSource
 
 DAY = 86400.0
 # Wiesner et al., "Let's Wait Awhile", Middleware '21: the published figure's savings at ±2 h and ±8 h
@@ -59,7 +59,7 @@ def forecasters(truth: TraceSource, oip_url: str | None) -> dict[str, CarbonSour
         "ours (mean 7d)": SeasonalMeanSource(truth, 7),
     }
     if oip_url:
-        from greenops.scheduler.sources.oip import OipSource
+        from greenops.intensity.oip import OipSource
 
         out["ours (model)"] = OipSource(oip_url, history=truth, fallback=SeasonalNaiveSource(truth, DAY), timeout=10)
     return out

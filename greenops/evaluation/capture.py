@@ -1,6 +1,6 @@
 """Forecast-driven capture on Let's Wait Awhile's Scenario I set-up: how much of the oracle's saving
 each forecaster keeps, with the point rule and with the ``interval`` and ``sure`` rules, which move
-a job only when the gain beats the forecast's uncertainty (greenops.scheduler.algorithm); and the
+a job only when the gain beats the forecast's uncertainty (greenops.search.algorithm); and the
 same rules on the held-out 2023 scenario.
 
 The set-up is ``lwa.py``'s: 365 jobs of 30 min, one a day at 01:00 UTC from 1 January 2020, free
@@ -35,7 +35,11 @@ from greenops.evaluation.lwa import FILES, JOBS, STEP, decide
 from greenops.evaluation.lwa_gap import Setup, nominals_for, trace_for
 from greenops.evaluation.scenarios import Arrival, actual_mean, geo_arrivals
 from greenops.forecasting.pyfunc import OipForecaster
-from greenops.scheduler.algorithm import (
+from greenops.intensity import CarbonSource, SourceUnavailable, TraceSource, UnknownZone
+from greenops.intensity.naive import SeasonalMeanSource, SeasonalNaiveSource
+from greenops.intensity.series import Series
+from greenops.intensity.traces import read_lwa_csv
+from greenops.search.algorithm import (
     RULES,
     TRACK_DAYS,
     CapacityLedger,
@@ -47,14 +51,10 @@ from greenops.scheduler.algorithm import (
     sure_enough,
     worth_moving,
 )
-from greenops.scheduler.algorithm import (
+from greenops.search.algorithm import (
     decide as place,
 )
-from greenops.scheduler.series import Series
-from greenops.scheduler.sources import CarbonSource, SourceUnavailable, TraceSource, UnknownZone
-from greenops.scheduler.sources.naive import SeasonalMeanSource, SeasonalNaiveSource
-from greenops.scheduler.sources.traces import read_lwa_csv
-from greenops.scheduler.sources.track import realised_gain, track_record
+from greenops.search.track import realised_gain, track_record
 
 H = 3600.0
 DAY = 86400.0
@@ -195,7 +195,7 @@ def with_model(oip_url: str | None, models: dict[str, OipForecaster] | None = No
     def build(truth: TraceSource) -> dict[str, CarbonSource]:
         out = seasonal_forecasters(truth)
         if oip_url:
-            from greenops.scheduler.sources.oip import OipSource
+            from greenops.intensity.oip import OipSource
 
             # no fallback: a forecast the model does not answer is counted as unforecast, not hidden
             out["model (OIP)"] = OipSource(oip_url, history=truth, timeout=10)

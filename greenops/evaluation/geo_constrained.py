@@ -44,10 +44,10 @@ from greenops.catalog import Catalog, Region
 from greenops.common.errors import GreenOpsError
 from greenops.evaluation.eligible import Candidate, eligible_candidates, eligible_zones
 from greenops.evaluation.scenarios import Arrival, actual_mean
+from greenops.intensity import CarbonSource, TraceSource
 from greenops.models.workload import NO_LATENCY_CONSTRAINT_MS, Workload
 from greenops.policies.config import PolicySettings
-from greenops.scheduler.algorithm import Job, best_placement
-from greenops.scheduler.sources import CarbonSource, TraceSource
+from greenops.search.algorithm import Job, best_placement
 
 H = 3600.0
 SEED = 2024

@@ -15,10 +15,10 @@ import numpy as np
 
 from greenops.forecasting.pyfunc import OipForecaster
 from greenops.forecasting.training import train
+from greenops.intensity import CarbonSource, TraceSource
+from greenops.intensity.oip import OipSource
 from greenops.models.forecast_features import INPUT_NAME
 from greenops.models.forecast_names import model_name
-from greenops.scheduler.sources import CarbonSource, TraceSource
-from greenops.scheduler.sources.oip import OipSource
 
 
 class InProcessModels(OipSource):

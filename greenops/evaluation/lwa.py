@@ -47,9 +47,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from greenops.scheduler.algorithm import Job, best_placement
-from greenops.scheduler.series import Series
-from greenops.scheduler.sources.traces import read_lwa_csv
+from greenops.intensity.series import Series
+from greenops.intensity.traces import read_lwa_csv
+from greenops.search.algorithm import Job, best_placement
 
 STEP = 1800.0  # LWA's MEASUREMENT_INTERVAL: 30 min, the job length and the window step
 DAY = 86400.0

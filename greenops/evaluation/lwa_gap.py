@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from greenops.evaluation.lwa import DAY, SEEDS, STEP, cut, mean_intensity, with_noise
-from greenops.scheduler.series import Series
+from greenops.intensity.series import Series
 
 LOCAL_TIME = {"DE": "Europe/Berlin", "GB": "Europe/London", "FR": "Europe/Paris"}
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from greenops.evaluation.lwa import FILES, PUBLISHED_FIGURE, QUOTED, SEEDS, WINDOW_STEPS, reproduce
 from greenops.evaluation.lwa_gap import factor_table
-from greenops.scheduler.sources.traces import read_lwa_csv
+from greenops.intensity.traces import read_lwa_csv
 
 NOISE = 0.05
 GAP_STEPS = (4, 16)  # the nightly scenario's windows, ±2 h and ±8 h

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from greenops.scheduler.algorithm import CapacityLedger, Job, best_placement
-from greenops.scheduler.series import Series
-from greenops.scheduler.sources import CarbonSource, TraceSource
+from greenops.intensity import CarbonSource, TraceSource
+from greenops.intensity.series import Series
+from greenops.search.algorithm import CapacityLedger, Job, best_placement
 
 H = 3600.0
 

@@ -50,7 +50,7 @@ def _names(value: str | None) -> list[str] | None:
 def cmd_train(args: argparse.Namespace) -> int:
     from mlflow.exceptions import MlflowException
 
-    from greenops.scheduler.sources import TraceSource
+    from greenops.intensity import TraceSource
 
     from . import report, tracking, training
 

@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from greenops.intensity import TraceSource
+from greenops.intensity.series import Series
 from greenops.models.forecast_features import HOUR, windows
 from greenops.models.forecast_names import GENERIC_ZONE as GENERIC
 from greenops.models.forecast_names import model_name
-from greenops.scheduler.series import Series
-from greenops.scheduler.sources import TraceSource
 
 from .baselines import BASELINES
 from .estimator import CarbonForecastRegressor

@@ -23,14 +23,11 @@ import pandas as pd
 from greenops.common.clock import stamp
 from greenops.common.errors import GreenOpsError
 from greenops.common.toolpaths import REPO
-from greenops.scheduler.series import Series, from_epoch
-from greenops.scheduler.settings import SchedulerSettings
-from greenops.scheduler.sources import CarbonSource, SourceUnavailable, TraceSource, UnknownZone
-from greenops.scheduler.sources.electricitymaps import DEFAULT_BASE, ElectricityMapsSource
+from greenops.intensity import CarbonSource, SourceUnavailable, TraceSource, UnknownZone
+from greenops.intensity.electricitymaps import DEFAULT_BASE, TOKEN_VARIABLE, ElectricityMapsSource
+from greenops.intensity.series import Series, from_epoch
 
 DEFAULT_TRACES = REPO.parent / "shared" / "data" / "greendcc_ci_2023"
-# The scheduler's own variable for the token: one name for both, read from its settings.
-TOKEN_VARIABLE = str(SchedulerSettings.model_fields["electricitymaps_token"].validation_alias)
 # Electricity Maps answers past-range queries of hourly data for at most 10 days at a time.
 PAST_RANGE_SPAN = timedelta(days=10)
 HOUR = 3600.0

@@ -31,9 +31,9 @@ import numpy as np
 
 from greenops.common.clock import parse_time, stamp
 from greenops.common.errors import GreenOpsError
-from greenops.scheduler.algorithm import Job, NoFeasibleWindow, best_placement
-from greenops.scheduler.series import Series, from_epoch, to_epoch
-from greenops.scheduler.sources import CarbonSource
+from greenops.intensity import CarbonSource
+from greenops.intensity.series import Series, from_epoch, to_epoch
+from greenops.search.algorithm import Job, NoFeasibleWindow, best_placement
 
 PLACED_ZONE_ONLY = (
     "oracle over the placed zone only: the stack's record holds no policy-allowed zone set "

@@ -58,7 +58,7 @@ def figure(rows: list[dict[str, Any]], now: datetime | None = None) -> Figure:
     from matplotlib.patches import Patch
 
     from greenops.catalog import load_catalog
-    from greenops.scheduler.sources import ProfileSource
+    from greenops.intensity import ProfileSource
 
     now = now or system_clock()
     placed = [r for r in rows if r.get("start")]

@@ -38,12 +38,13 @@ from greenops.common.clock import system_clock
 from greenops.common.errors import GreenOpsError
 from greenops.identity.kubernetes import TokenReviewer
 from greenops.identity.principals import Declared, load_principals
+from greenops.intensity import CarbonSource, ProfileSource, TraceSource
 from greenops.observability.tracing import setup_tracing
 from greenops.policies.config import load_policy_settings
 from greenops.reservations import ReservationStore
 from greenops.scheduler.api import InsecureConfiguration, create_app
+from greenops.scheduler.dashboard import mount_dashboard
 from greenops.scheduler.settings import FLAGS, SchedulerSettings, SettingsError, load_settings
-from greenops.scheduler.sources import CarbonSource, ProfileSource, TraceSource
 
 
 def build_source(spec: str, history: str | None = None, electricitymaps_token: str | None = None) -> CarbonSource:
@@ -53,11 +54,11 @@ def build_source(spec: str, history: str | None = None, electricitymaps_token: s
     if kind == "traces":
         return TraceSource.from_directory(Path(arg))
     if kind == "oip":
-        from greenops.scheduler.sources.oip import OipSource
+        from greenops.intensity.oip import OipSource
 
         return OipSource(arg, history=build_source(history) if history else None, fallback=ProfileSource())
     if kind == "electricitymaps":
-        from greenops.scheduler.sources.electricitymaps import ElectricityMapsSource
+        from greenops.intensity.electricitymaps import ElectricityMapsSource
 
         if not electricitymaps_token:
             raise SystemExit("scheduler: --source electricitymaps needs ELECTRICITYMAPS_TOKEN in the environment")
@@ -194,6 +195,7 @@ def main(argv: list[str] | None = None) -> None:
             reviewer=reviewer,
             policy=policy,
         )
+        mount_dashboard(app)  # the service's own page over its record (greenops.scheduler.dashboard)
     except (GreenOpsError, InsecureConfiguration) as exc:
         raise SystemExit(f"scheduler: {exc}") from None
     except ConfigException as exc:

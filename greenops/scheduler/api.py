@@ -22,11 +22,13 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from greenops.identity import Forbidden, Principal
+from greenops.common.clock import Clock
+from greenops.identity import Forbidden
 from greenops.identity.kubernetes import TokenReviewer
 from greenops.identity.principals import Declared
 from greenops.identity.tokens import TokenStore, digest
-from greenops.insight.dashboard import RecordData, dashboard_router
+from greenops.intensity.base import CarbonSource
+from greenops.intensity.cached import CachedSource
 from greenops.observability import tracing
 from greenops.policies.config import PolicySettings, load_policy_settings
 from greenops.reservations import ReservationStore
@@ -42,12 +44,10 @@ from greenops.scheduler.auth import ADMIN, Authenticator, requires
 from greenops.scheduler.limits import BodyLimit
 from greenops.scheduler.metrics import SchedulerMetrics
 from greenops.scheduler.metrics_api import RequestTimer
-from greenops.scheduler.offload import SearchPool
 from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.scheduler.scheduling_api import MAX_WORK
-from greenops.scheduler.sources.base import CarbonSource
-from greenops.scheduler.sources.cached import CachedSource
-from greenops.scheduler.state import Clock, SchedulerState
+from greenops.scheduler.state import SchedulerState
+from greenops.search.offload import SearchPool
 
 # MAX_WORK stays importable from here, where it always was
 __all__ = ["MAX_WORK", "InsecureConfiguration", "create_app"]
@@ -127,14 +127,6 @@ def create_app(
     app.include_router(forecast_api.router, dependencies=[Depends(requires("read"))])
     app.include_router(metrics_api.router)  # a read credential for every tenant (metrics_api)
 
-    # The dashboard builds its router per app: it is shared with `greenops dashboard`'s loopback
-    # app, which reads a scheduler over HTTP rather than this state. Here each request sees the
-    # reservations of the tenants its principal may read.
-    def visible(principal: Principal) -> RecordData:
-        return RecordData(state.store, state.source, state.clock, tenants=principal.readable(None))
-
-    dashboard = dashboard_router(visible, state.clock, reader=requires("read"))
-    app.include_router(dashboard)
     # spans for requests and the record's statements, when this process exports traces
     tracing.instrument_app(app)
     tracing.instrument_engine(record.engine)

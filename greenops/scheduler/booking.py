@@ -21,7 +21,7 @@ from greenops.common.clock import parse_time
 from greenops.observability import spans, tracing
 from greenops.reservations import ACTIVE, Booking, Conflict, ReservationStore, milli
 from greenops.reservations.slots import SLOT
-from greenops.scheduler.algorithm import CapacityLedger, DecisionTimeout, Placement
+from greenops.search.algorithm import CapacityLedger, DecisionTimeout, Placement
 
 MAX_ATTEMPTS = 25
 # What does not change the placement a request asks for: a retry may send other values. The

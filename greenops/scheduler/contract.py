@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from greenops.models.workload import DEFAULT_TENANT
-from greenops.scheduler.algorithm import Rule
 from greenops.scheduler.recorded import MAX_EXPLANATION_BYTES, MAX_WORKLOAD_BYTES, RecordedWorkload, bounded
+from greenops.search.algorithm import Rule
 
 # A Kubernetes label value, as tenants are on both paths
 Name = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")]

@@ -9,8 +9,8 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import AwareDatetime, BaseModel, Field
 
-from greenops.scheduler.series import ceil_second, to_epoch
-from greenops.scheduler.sources.base import SourceUnavailable, UnknownZone
+from greenops.intensity.base import SourceUnavailable, UnknownZone
+from greenops.intensity.series import ceil_second, to_epoch
 from greenops.scheduler.state import ClockDep, SourceDep
 
 MAX_SPAN = timedelta(days=31)  # a month of hourly values is what a page can draw

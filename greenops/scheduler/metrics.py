@@ -2,7 +2,7 @@
 from the reservation record when scraped.
 
 Counted: request latency (greenops.scheduler.metrics_api's middleware), bookings and their carbon
-(scheduling_api), forecast calls (sources.measured), transactions retried (booking). Read at
+(scheduling_api), forecast calls (greenops.intensity.measured), transactions retried (booking). Read at
 scrape time, from the record at the scheduler's clock: reservations by phase, each zone's busiest
 coming hour, the reservations still Scheduled past their start (lateness, whichever reconciler runs
 or none), and the record's database errors. Every name, help and label set is greenops.observability.names'.
@@ -22,12 +22,12 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from greenops.catalog.energy import account, power_model
 from greenops.identity import ALL_PATHS, Principal
+from greenops.intensity.base import CarbonSource
+from greenops.intensity.measured import MeasuredSource
 from greenops.observability import names
 from greenops.observability.instruments import counter, counter_family, gauge_family, histogram, registry
 from greenops.reservations import ACTIVE, TERMINAL, ReservationStore
 from greenops.reservations.census import census
-from greenops.scheduler.sources.base import CarbonSource
-from greenops.scheduler.sources.measured import MeasuredSource
 
 log = structlog.get_logger("greenops.scheduler")
 

@@ -23,12 +23,12 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from greenops.identity import Forbidden
+from greenops.intensity.series import ceil_second
 from greenops.placement.lifecycle import Lifecycle
 from greenops.reservations import ListingFilter, UnknownReservation
 from greenops.reservations.tables import stored_utc
 from greenops.scheduler.auth import Reader, Reporter
 from greenops.scheduler.recorded import explanation_of, workload_of
-from greenops.scheduler.series import ceil_second
 from greenops.scheduler.state import ClockDep, StoreDep
 
 

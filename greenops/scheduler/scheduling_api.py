@@ -20,12 +20,20 @@ import structlog
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
-from greenops.common.clock import stamp
+from greenops.common.clock import Clock, stamp
 from greenops.identity import Forbidden, Principal
+from greenops.intensity.base import Bands, CarbonSource, SourceUnavailable, UnknownZone
+from greenops.intensity.series import ceil_second, to_epoch
 from greenops.models.workload import DEFAULT_TENANT
 from greenops.policies.config import PolicySettings
 from greenops.reservations import QuotaExceeded, ReservationStore
-from greenops.scheduler.algorithm import (
+from greenops.scheduler.auth import Writer
+from greenops.scheduler.booking import Ask, Outcome, book, replay
+from greenops.scheduler.contract import Considered, PlacementOut, SchedulingRequest, SchedulingResponse
+from greenops.scheduler.metrics import SchedulerMetrics, Tally, result_of
+from greenops.scheduler.ratelimit import PrincipalRateLimit
+from greenops.scheduler.state import ClockDep, SourceDep, StateDep, StoreDep
+from greenops.search.algorithm import (
     TRACK_DAYS,
     CapacityLedger,
     DecisionTimeout,
@@ -35,17 +43,9 @@ from greenops.scheduler.algorithm import (
     Rule,
     run_now_mean,
 )
-from greenops.scheduler.algorithm import search as search_by_rule
-from greenops.scheduler.auth import Writer
-from greenops.scheduler.booking import Ask, Outcome, book, replay
-from greenops.scheduler.contract import Considered, PlacementOut, SchedulingRequest, SchedulingResponse
-from greenops.scheduler.metrics import SchedulerMetrics, Tally, result_of
-from greenops.scheduler.offload import SMALL_WORK, SearchPool
-from greenops.scheduler.ratelimit import PrincipalRateLimit
-from greenops.scheduler.series import ceil_second, to_epoch
-from greenops.scheduler.sources.base import Bands, CarbonSource, SourceUnavailable, UnknownZone
-from greenops.scheduler.sources.track import track_record
-from greenops.scheduler.state import Clock, ClockDep, SourceDep, StateDep, StoreDep
+from greenops.search.algorithm import search as search_by_rule
+from greenops.search.offload import SMALL_WORK, SearchPool
+from greenops.search.track import track_record
 
 log = structlog.get_logger("greenops.scheduler")
 

@@ -15,6 +15,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from greenops.common.errors import field_errors
+from greenops.intensity.electricitymaps import TOKEN_VARIABLE
 
 # Which flag overrides which setting. The admin token has only --admin-token-file: a token on the
 # command line would show in ps.
@@ -85,7 +86,7 @@ class SchedulerSettings(BaseSettings):
     )
     electricitymaps_token: SecretStr | None = Field(
         default=None,
-        validation_alias="ELECTRICITYMAPS_TOKEN",
+        validation_alias=TOKEN_VARIABLE,
         description="the Electricity Maps API's token, for --source electricitymaps",
     )
 

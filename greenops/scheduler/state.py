@@ -10,23 +10,19 @@ hop through the thread pool.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
 
+from greenops.common.clock import Clock
+from greenops.intensity.base import CarbonSource
 from greenops.policies.config import PolicySettings
 from greenops.reservations import ReservationStore
 from greenops.scheduler.auth import Authenticator
 from greenops.scheduler.metrics import SchedulerMetrics
-from greenops.scheduler.offload import SearchPool
 from greenops.scheduler.ratelimit import PrincipalRateLimit
-from greenops.scheduler.sources.base import CarbonSource
-
-# The platform's clocks are plain callables: greenops.common.clock.system_clock, or a test's fixed instant.
-Clock = Callable[[], datetime]
+from greenops.search.offload import SearchPool
 
 
 @dataclass(frozen=True)

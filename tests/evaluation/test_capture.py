@@ -11,10 +11,10 @@ import pytest
 from greenops.evaluation import capture
 from greenops.evaluation.lwa import FILES, STEP
 from greenops.evaluation.lwa_gap import saving
-from greenops.scheduler.algorithm import CapacityLedger, Job, decide
-from greenops.scheduler.sources import SeasonalNaiveSource, TraceSource
-from greenops.scheduler.sources.traces import read_lwa_csv
-from greenops.scheduler.sources.track import track_record
+from greenops.intensity import SeasonalNaiveSource, TraceSource
+from greenops.intensity.traces import read_lwa_csv
+from greenops.search.algorithm import CapacityLedger, Job, decide
+from greenops.search.track import track_record
 
 pytestmark = pytest.mark.shared_data
 H = 3600.0

@@ -15,11 +15,11 @@ from greenops.catalog import load_catalog
 from greenops.common.errors import GreenOpsError
 from greenops.evaluation.eligible import eligible_candidates, eligible_zones
 from greenops.evaluation.geo_constrained import constrained_jobs, evaluate, summarise
+from greenops.intensity import TraceSource
+from greenops.intensity.naive import SeasonalMeanSource
 from greenops.models.workload import Workload
 from greenops.policies.bundle import stage
 from greenops.policies.config import load_policy_settings
-from greenops.scheduler.sources import TraceSource
-from greenops.scheduler.sources.naive import SeasonalMeanSource
 from tests.conftest import REPO, require_tool
 
 pytestmark = pytest.mark.shared_data

@@ -21,8 +21,8 @@ from greenops.evaluation.lwa import (
 )
 from greenops.evaluation.lwa_gap import DIFFERENCES, LWA, Setup, saving, trace_for
 from greenops.evaluation.scenarios import nightly_arrivals, nightly_with_baseline_at_nominal, summarise
-from greenops.scheduler.sources import TraceSource
-from greenops.scheduler.sources.traces import read_lwa_csv
+from greenops.intensity import TraceSource
+from greenops.intensity.traces import read_lwa_csv
 
 pytestmark = pytest.mark.shared_data
 

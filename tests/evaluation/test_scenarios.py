@@ -7,7 +7,7 @@ import json
 import pytest
 
 from greenops.evaluation.scenarios import burst_arrivals, geo_arrivals, nightly_arrivals, run, summarise
-from greenops.scheduler.sources import SeasonalNaiveSource, TraceSource
+from greenops.intensity import SeasonalNaiveSource, TraceSource
 
 pytestmark = pytest.mark.shared_data
 DAY = 86400.0

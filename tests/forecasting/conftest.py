@@ -6,8 +6,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from greenops.scheduler.sources import TraceSource
-from greenops.scheduler.sources.traces import EM_TIME
+from greenops.intensity import TraceSource
+from greenops.intensity.traces import EM_TIME
 
 
 @pytest.fixture(scope="session")

@@ -19,14 +19,14 @@ from mlflow import MlflowClient
 from greenops.common.clock import stamp
 from greenops.common.toolpaths import REPO
 from greenops.forecasting import tracking
+from greenops.intensity import ProfileSource, TraceSource
+from greenops.intensity.oip import OipSource
+from greenops.intensity.series import to_epoch
 from greenops.local.controlplane import free_port
 from greenops.local.mlops import MlflowServer, MlserverServer, write_repository
 from greenops.local.scheduler import SchedulerServer
 from greenops.models.forecast_features import HISTORY_HOURS, HOUR, feature_row
-from greenops.scheduler.algorithm import CapacityLedger, Job, place_batch
-from greenops.scheduler.series import to_epoch
-from greenops.scheduler.sources import ProfileSource, TraceSource
-from greenops.scheduler.sources.oip import OipSource
+from greenops.search.algorithm import CapacityLedger, Job, place_batch
 from tests.processes import CommandLines
 
 from .conftest import require_mlserver, train_germany

@@ -93,9 +93,9 @@ def test_off_by_default(monkeypatch):
     assert tracing.setup_tracing("greenops-test") is False and not tracing.enabled()
     assert not isinstance(trace.get_tracer_provider(), TracerProvider)
 
+    from greenops.intensity import ProfileSource
     from greenops.reservations import ReservationStore
     from greenops.scheduler.api import create_app
-    from greenops.scheduler.sources import ProfileSource
 
     store = ReservationStore("sqlite://")
     app = create_app(ProfileSource(), admin_tokens=["admin"], store=store)

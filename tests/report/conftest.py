@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from greenops.intensity import TraceSource
+from greenops.intensity.traces import EM_TIME, EM_VALUES
 from greenops.models import Decision, Workload
 from greenops.placement.lifecycle import Lifecycle, Phase
-from greenops.scheduler.sources import TraceSource
-from greenops.scheduler.sources.traces import EM_TIME, EM_VALUES
 from greenops.stack.program import placement_row
 
 # A March evening in Frankfurt: decided at 17:00 for the night, 3 h before the next noon.

@@ -10,8 +10,8 @@ import pytest
 
 from greenops.common.clock import parse_time
 from greenops.insight import hindsight, report
+from greenops.intensity import TraceSource
 from greenops.placement.lifecycle import Phase
-from greenops.scheduler.sources import TraceSource
 
 from .conftest import DEADLINE, DECIDED, HOURS, RAN_FROM, START, mean_over, row
 
@@ -154,7 +154,7 @@ def test_no_history_at_all_is_a_reason_on_each_completed_row():
 
 def test_a_trace_of_one_zone_is_enough(by_minute):
     """The recorded trace alone (one zone, two days) gives the same figures as the whole folder."""
-    from greenops.scheduler.series import Series
+    from greenops.intensity.series import Series
 
     day = by_minute["DE"][(by_minute["DE"].index >= DECIDED) & (by_minute["DE"].index < DEADLINE + RUN)]
     source = TraceSource({"DE": Series.from_pandas(day.resample("1h").first())})

@@ -9,7 +9,7 @@ from greenops.cli import build_parser
 from greenops.common.errors import GreenOpsError
 from greenops.insight import carbon_history
 from greenops.insight.carbon_history import ElectricityMapsHistory, NoHistory, history_source
-from greenops.scheduler.sources import TraceSource
+from greenops.intensity import TraceSource
 
 
 def test_the_scheduler_token_variable_selects_electricity_maps(monkeypatch, tmp_path):

@@ -13,9 +13,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from greenops.common.clock import stamp
+from greenops.intensity import ProfileSource
 from greenops.local.scheduler import SchedulerServer
 from greenops.scheduler.api import MAX_WORK, InsecureConfiguration, create_app
-from greenops.scheduler.sources import ProfileSource
 
 NOW = datetime(2027, 1, 10, 3, 0, tzinfo=UTC)
 TOKEN = "s3cr3t-scheduler-token"  # the bootstrap admin's

@@ -14,10 +14,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from greenops.common.clock import stamp
+from greenops.intensity import CarbonSource, ProfileSource, TraceSource, UnknownZone
+from greenops.intensity.cached import CachedSource
+from greenops.intensity.series import Series
 from greenops.scheduler.api import create_app
-from greenops.scheduler.series import Series
-from greenops.scheduler.sources import CarbonSource, ProfileSource, TraceSource, UnknownZone
-from greenops.scheduler.sources.cached import CachedSource
 
 H = 3600.0
 NOW = datetime(2027, 1, 10, 3, 0, tzinfo=UTC)

@@ -15,11 +15,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from greenops.common.clock import parse_time, stamp
+from greenops.intensity import ProfileSource
 from greenops.reservations import ReservationStore
 from greenops.scheduler.__main__ import parse_args, settings_from
 from greenops.scheduler.api import create_app
+from greenops.scheduler.dashboard import mount_dashboard
 from greenops.scheduler.settings import load_settings
-from greenops.scheduler.sources import ProfileSource
 from greenops.scheduler.state import get_clock, get_source
 
 # Years away from any machine's clock: a service that read the wall clock would refuse these
@@ -174,7 +175,7 @@ def test_a_put_replayed_gets_the_same_answer_and_books_once(client, store):
 
 
 def test_without_the_token_it_is_401_and_the_probes_stay_open(clock, store):
-    with TestClient(create_app(ProfileSource(), clock=clock, admin_tokens=[TOKEN], store=store)) as c:
+    with TestClient(mount_dashboard(create_app(ProfileSource(), clock=clock, admin_tokens=[TOKEN], store=store))) as c:
         refused = c.post("/scheduling", json=body())
         assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
         assert refused.json() == {

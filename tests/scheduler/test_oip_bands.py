@@ -10,8 +10,8 @@ import httpx
 import numpy as np
 import pytest
 
-from greenops.scheduler.sources import ProfileSource, SourceUnavailable
-from greenops.scheduler.sources.oip import OipSource
+from greenops.intensity import ProfileSource, SourceUnavailable
+from greenops.intensity.oip import OipSource
 
 H = 3600.0
 NOW = datetime(2026, 11, 21, 12, 30, tzinfo=UTC).timestamp()

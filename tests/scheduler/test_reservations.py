@@ -10,10 +10,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from greenops.common.clock import stamp
+from greenops.intensity import ProfileSource
 from greenops.policies.config import PolicySettings
 from greenops.reservations import ListingFilter, ReservationStore
 from greenops.scheduler.api import create_app
-from greenops.scheduler.sources import ProfileSource
 
 NOW = datetime(2027, 1, 10, 3, 0, tzinfo=UTC)
 ADMIN = "reservations-admin-token"  # the bootstrap admin: every tenant and path

@@ -10,10 +10,14 @@ import pytest
 from fastapi.testclient import TestClient
 
 from greenops.common.clock import stamp
+from greenops.intensity import Bands, SeasonalNaiveSource, TraceSource
+from greenops.intensity.naive import SeasonalMeanSource
+from greenops.intensity.series import Series
 from greenops.models.forecast_conformal import conformal_offsets
 from greenops.reservations import ReservationStore
 from greenops.scheduler import scheduling_api
-from greenops.scheduler.algorithm import (
+from greenops.scheduler.api import create_app
+from greenops.search.algorithm import (
     MIN_TRACK,
     TRACK_DAYS,
     CapacityLedger,
@@ -24,11 +28,7 @@ from greenops.scheduler.algorithm import (
     sure_enough,
     worth_moving,
 )
-from greenops.scheduler.api import create_app
-from greenops.scheduler.series import Series
-from greenops.scheduler.sources import Bands, SeasonalNaiveSource, TraceSource
-from greenops.scheduler.sources.naive import SeasonalMeanSource
-from greenops.scheduler.sources.track import track_record
+from greenops.search.track import track_record
 
 H = 3600.0
 DAY = 86400.0
@@ -228,7 +228,7 @@ def test_explain_says_when_a_rule_kept_the_default_run():
 def test_the_replays_count_against_the_requests_timeout():
     import time
 
-    from greenops.scheduler.algorithm import DecisionTimeout
+    from greenops.search.algorithm import DecisionTimeout
 
     source = SeasonalNaiveSource(nightly(40, "always"))
     with pytest.raises(DecisionTimeout, match="replaying the decision on earlier days"):

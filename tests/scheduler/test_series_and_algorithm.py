@@ -3,7 +3,8 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from greenops.scheduler.algorithm import (
+from greenops.intensity.series import Series
+from greenops.search.algorithm import (
     SLOT,
     CapacityLedger,
     Job,
@@ -13,7 +14,6 @@ from greenops.scheduler.algorithm import (
     candidates,
     place_batch,
 )
-from greenops.scheduler.series import Series
 
 H = 3600.0
 T0 = datetime(2026, 1, 1, tzinfo=UTC).timestamp()

@@ -10,11 +10,11 @@ import httpx
 import numpy as np
 import pytest
 
+from greenops.intensity import ProfileSource, SeasonalNaiveSource, SourceUnavailable, TraceSource, UnknownZone
+from greenops.intensity.electricitymaps import ElectricityMapsSource
+from greenops.intensity.oip import OipSource
+from greenops.intensity.series import Series
 from greenops.models.forecast_features import feature_row
-from greenops.scheduler.series import Series
-from greenops.scheduler.sources import ProfileSource, SeasonalNaiveSource, SourceUnavailable, TraceSource, UnknownZone
-from greenops.scheduler.sources.electricitymaps import ElectricityMapsSource
-from greenops.scheduler.sources.oip import OipSource
 
 H = 3600.0
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -14,9 +14,9 @@ from fastapi.testclient import TestClient
 from greenops.identity import Principal
 from greenops.identity.tokens import TokenRequest, TokenStore
 from greenops.identity.verified import SECONDS, VerifiedTokens
+from greenops.intensity import ProfileSource
 from greenops.reservations import ReservationStore
 from greenops.scheduler.api import create_app
-from greenops.scheduler.sources import ProfileSource
 
 NOW = datetime(2027, 1, 10, 3, 0, tzinfo=UTC)
 ADMIN = {"Authorization": "Bearer verified-tokens-admin"}

@@ -8,10 +8,10 @@ import calendar
 from datetime import UTC, datetime, timedelta
 
 from greenops.catalog import load_catalog
+from greenops.intensity import ProfileSource
 from greenops.local.demo import APART, cluster_templates
 from greenops.models.duration import parse_duration
-from greenops.scheduler.algorithm import Job, best_placement
-from greenops.scheduler.sources import ProfileSource
+from greenops.search.algorithm import Job, best_placement
 
 
 def test_one_of_the_far_apart_templates_waits_at_any_instant_of_the_year():

@@ -6,7 +6,7 @@ page is rendered on the server (Jinja2); its charts are Plotly figures built in 
 plotly.js, served from the pinned ``plotly`` package, so the page needs nothing from the internet.
 """
 
-from greenops.insight.dashboard.data import DashboardData, RecordData, SchedulerData
+from greenops.insight.dashboard.data import DashboardData, Forecast, SchedulerData
 from greenops.insight.dashboard.routes import dashboard_router
 
-__all__ = ["DashboardData", "RecordData", "SchedulerData", "dashboard_router"]
+__all__ = ["DashboardData", "Forecast", "SchedulerData", "dashboard_router"]

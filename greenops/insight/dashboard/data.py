@@ -1,22 +1,17 @@
-"""Where the dashboard reads from: the scheduler's own record and carbon source (in the service),
-or a scheduler over HTTP (``greenops dashboard``). Both give the same shapes."""
+"""Where the dashboard reads from: what it needs (``DashboardData``), and a scheduler over HTTP
+(``greenops dashboard``). The scheduler service gives the same shapes from its own record and
+carbon source (greenops.scheduler.dashboard)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from greenops.common.clock import parse_time
 from greenops.common.errors import GreenOpsError
 from greenops.common.httpclient import RetryingClient, detail
-from greenops.reservations import ListingFilter, ReservationStore
-
-if TYPE_CHECKING:
-    from greenops.scheduler.sources.base import CarbonSource
-    from greenops.scheduler.state import Clock
 
 
 @dataclass(frozen=True)
@@ -38,34 +33,6 @@ class DashboardData(Protocol):
 
     def forecast(self, zone: str, start: datetime, end: datetime) -> Forecast:
         """The carbon source's series for ``zone`` over [start, end)."""
-
-
-class RecordData:
-    """Inside the scheduler: its reservation store and carbon source."""
-
-    def __init__(
-        self, store: ReservationStore, source: CarbonSource, clock: Clock, tenants: Collection[str] | None = None
-    ):
-        """``tenants``: the only tenants shown (the caller's); None shows every tenant."""
-        self._store, self._source, self._clock, self._tenants = store, source, clock, tenants
-
-    def reservations(self, filters: dict[str, str], ended_after: datetime) -> list[dict[str, Any]]:
-        from greenops.scheduler.reservations_api import out
-
-        rows = self._store.list(ListingFilter(**filters, all=True, ended_after=ended_after), tenants=self._tenants)
-        return [out(r, detail=True).model_dump(mode="json") for r in rows]
-
-    def reservation(self, key: str) -> dict[str, Any] | None:
-        from greenops.scheduler.reservations_api import out
-
-        row = self._store.get(key)
-        if row is None or (self._tenants is not None and row["tenant"] not in self._tenants):
-            return None
-        return out(row, detail=True).model_dump(mode="json")
-
-    def forecast(self, zone: str, start: datetime, end: datetime) -> Forecast:
-        s = self._source.series(zone, start.timestamp(), end.timestamp(), self._clock().timestamp())
-        return Forecast(zone, self._source.describe(), float(s.start), float(s.step), [float(v) for v in s.values])
 
 
 class SchedulerData:

@@ -20,7 +20,7 @@ from greenops.insight.dashboard.data import DashboardData
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-    from greenops.scheduler.state import Clock
+    from greenops.common.clock import Clock
 
 TEMPLATES = Path(__file__).parent / "templates"
 

@@ -25,9 +25,9 @@ import httpx
 import numpy as np
 import structlog
 
+from greenops.intensity.series import Series
 from greenops.models.forecast_features import HISTORY_HOURS, HOUR, INPUT_NAME, OUTPUT_NAMES, feature_row
 from greenops.models.forecast_names import GENERIC_MODEL, model_name
-from greenops.scheduler.series import Series
 
 from .base import Bands, CarbonSource, SourceUnavailable, UnknownZone, extend_with
 

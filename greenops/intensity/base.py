@@ -7,7 +7,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from greenops.common.errors import GreenOpsError
-from greenops.scheduler.series import Series
+from greenops.intensity.series import Series
 
 
 class SourceUnavailable(GreenOpsError):

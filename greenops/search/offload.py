@@ -13,8 +13,8 @@ import multiprocessing
 import threading
 from concurrent.futures import ProcessPoolExecutor
 
-from greenops.scheduler.algorithm import CapacityLedger, Job, Placement, search
-from greenops.scheduler.series import Series
+from greenops.intensity.series import Series
+from greenops.search.algorithm import CapacityLedger, Job, Placement, search
 
 SMALL_WORK = 20_000  # jobs x zones x horizon hours; a one-job week over 16 zones is 2 688
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from greenops.scheduler.series import Series
+from greenops.intensity.series import Series
 
 from .base import FIXED, CarbonSource, UnknownZone
 

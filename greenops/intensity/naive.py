@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from greenops.intensity.series import Series
 from greenops.models.forecast_conformal import conformal_offsets
-from greenops.scheduler.series import Series
 
 from .base import Bands, CarbonSource, UnknownZone
 from .traces import TraceSource

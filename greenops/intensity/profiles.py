@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from greenops.catalog import Catalog, load_catalog
-from greenops.scheduler.series import Series
+from greenops.intensity.series import Series
 
 from .base import FIXED, CarbonSource, UnknownZone
 

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
-from greenops.scheduler.series import Series
+from greenops.intensity.series import Series
 
 from .base import Bands, CarbonSource
 

@@ -9,7 +9,7 @@ import time
 
 from prometheus_client import Counter, Histogram
 
-from greenops.scheduler.series import Series
+from greenops.intensity.series import Series
 
 from .base import Bands, CarbonSource, SourceUnavailable
 

@@ -1,4 +1,4 @@
-"""A forecast's record on one decision, for the ``sure`` rule (greenops.scheduler.algorithm).
+"""A forecast's record on one decision, for the ``sure`` rule (greenops.search.algorithm).
 
 The same request is replayed as if it had come ``j`` whole days earlier, for ``TRACK_DAYS`` values
 of ``j``: on the forecasts the source issued then, by the point rule, against the same default run.
@@ -14,7 +14,9 @@ import time
 
 import numpy as np
 
-from greenops.scheduler.algorithm import (
+from greenops.intensity.base import CarbonSource, SourceUnavailable, UnknownZone
+from greenops.intensity.series import Series
+from greenops.search.algorithm import (
     TRACK_DAYS,
     CapacityLedger,
     DecisionTimeout,
@@ -24,9 +26,6 @@ from greenops.scheduler.algorithm import (
     best_placement,
     default_placement,
 )
-from greenops.scheduler.series import Series
-
-from .base import CarbonSource, SourceUnavailable, UnknownZone
 
 DAY = 86400.0
 

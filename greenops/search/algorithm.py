@@ -43,9 +43,9 @@ from typing import Literal
 import numpy as np
 
 from greenops.common.errors import GreenOpsError
+from greenops.intensity.base import Bands
+from greenops.intensity.series import Series
 from greenops.reservations.slots import SLOT, slots_of
-from greenops.scheduler.series import Series
-from greenops.scheduler.sources.base import Bands
 
 Rule = Literal["point", "interval", "sure"]
 RULES: tuple[Rule, ...] = ("point", "interval", "sure")

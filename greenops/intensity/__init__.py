@@ -1,4 +1,5 @@
-"""Carbon-intensity sources behind one interface (see base.CarbonSource)."""
+"""Carbon-intensity series (series.Series) and the sources that give them, behind one interface
+(base.CarbonSource): traces, seasonal-naive and model forecasts, Electricity Maps, profiles."""
 
 from .base import Bands, CarbonSource, SourceUnavailable, UnknownZone
 from .naive import SeasonalNaiveSource

@@ -15,11 +15,12 @@ import numpy as np
 import pandas as pd
 import structlog
 
-from greenops.scheduler.series import Series
+from greenops.intensity.series import Series
 
 from .base import CarbonSource, SourceUnavailable, UnknownZone, extend_with
 
 DEFAULT_BASE = "https://api.electricitymap.org/v3"
+TOKEN_VARIABLE = "ELECTRICITYMAPS_TOKEN"  # where the scheduler and `greenops report --history` read the token
 log = structlog.get_logger("greenops.scheduler.electricitymaps")
 
 
