@@ -15,8 +15,8 @@ from greenops.identity import Principal
 from greenops.insight.dashboard import Forecast, dashboard_router
 from greenops.intensity.base import CarbonSource
 from greenops.reservations import ListingFilter, ReservationStore
+from greenops.scheduler.api.reservations import out
 from greenops.scheduler.auth import requires
-from greenops.scheduler.reservations_api import out
 from greenops.scheduler.state import SchedulerState
 
 

@@ -1,8 +1,8 @@
 """The scheduler's Prometheus metrics: instruments counted as requests are served, and gauges read
 from the reservation record when scraped.
 
-Counted: request latency (greenops.scheduler.metrics_api's middleware), bookings and their carbon
-(scheduling_api), forecast calls (greenops.intensity.measured), transactions retried (booking). Read at
+Counted: request latency (greenops.scheduler.api.prometheus's middleware), bookings and their carbon
+(decider), forecast calls (greenops.intensity.measured), transactions retried (booking). Read at
 scrape time, from the record at the scheduler's clock: reservations by phase, each zone's busiest
 coming hour, the reservations still Scheduled past their start (lateness, whichever reconciler runs
 or none), and the record's database errors. Every name, help and label set is greenops.observability.names'.

@@ -15,7 +15,7 @@ from greenops.intensity.naive import SeasonalMeanSource
 from greenops.intensity.series import Series
 from greenops.models.forecast_conformal import conformal_offsets
 from greenops.reservations import ReservationStore
-from greenops.scheduler import scheduling_api
+from greenops.scheduler import decider
 from greenops.scheduler.api import create_app
 from greenops.search.algorithm import (
     MIN_TRACK,
@@ -185,7 +185,7 @@ def test_scheduling_takes_the_rule_and_stays_when_the_record_says_so(tmp_path, m
             assert bad.status_code == 422 and "rule" in bad.text
             # the record multiplies the search by 28: past the work limit, sure alone is refused by name
             far = {**body, "deadline": stamp(now + timedelta(days=9))}  # 216 h x 1 zone
-            monkeypatch.setattr(scheduling_api, "MAX_WORK", 1000)
+            monkeypatch.setattr(decider, "MAX_WORK", 1000)
             assert client.post("/scheduling", json=far).status_code == 200
             refused = client.post("/scheduling", json={**far, "rule": "sure"})
             assert refused.status_code == 422 and refused.json()["detail"].startswith("rule: sure replays")

@@ -32,25 +32,16 @@ from greenops.intensity.cached import CachedSource
 from greenops.observability import tracing
 from greenops.policies.config import PolicySettings, load_policy_settings
 from greenops.reservations import ReservationStore
-from greenops.scheduler import (
-    credentials_api,
-    forecast_api,
-    health_api,
-    metrics_api,
-    reservations_api,
-    scheduling_api,
-)
+from greenops.scheduler.api import credentials, forecast, health, prometheus, reservations, scheduling
+from greenops.scheduler.api.prometheus import RequestTimer
 from greenops.scheduler.auth import ADMIN, Authenticator, requires
 from greenops.scheduler.limits import BodyLimit
 from greenops.scheduler.metrics import SchedulerMetrics
-from greenops.scheduler.metrics_api import RequestTimer
 from greenops.scheduler.ratelimit import PrincipalRateLimit
-from greenops.scheduler.scheduling_api import MAX_WORK
 from greenops.scheduler.state import SchedulerState
 from greenops.search.offload import SearchPool
 
-# MAX_WORK stays importable from here, where it always was
-__all__ = ["MAX_WORK", "InsecureConfiguration", "create_app"]
+__all__ = ["InsecureConfiguration", "create_app"]
 
 
 class InsecureConfiguration(ValueError):
@@ -119,13 +110,13 @@ def create_app(
     app.add_middleware(RequestTimer, histogram=metrics.requests)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(Forbidden, _forbidden)
-    app.include_router(health_api.router)
+    app.include_router(health.router)
     # Each route asks for the role it needs (greenops.scheduler.auth); reads need only read.
-    app.include_router(scheduling_api.router)
-    app.include_router(reservations_api.router)
-    app.include_router(credentials_api.router)
-    app.include_router(forecast_api.router, dependencies=[Depends(requires("read"))])
-    app.include_router(metrics_api.router)  # a read credential for every tenant (metrics_api)
+    app.include_router(scheduling.router)
+    app.include_router(reservations.router)
+    app.include_router(credentials.router)
+    app.include_router(forecast.router, dependencies=[Depends(requires("read"))])
+    app.include_router(prometheus.router)  # a read credential for every tenant (api/prometheus.py)
 
     # spans for requests and the record's statements, when this process exports traces
     tracing.instrument_app(app)

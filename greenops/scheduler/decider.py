@@ -1,0 +1,340 @@
+"""One decision of the scheduler service, in the order it is made: who asks and whether it is a
+retry; whether the request can be answered (its window, its size, its zones); the forecasts it is
+weighed on; the search and the booking; the answer. Each step that refuses returns the error the
+caller gets, naming the field (422, 409), or raises what becomes a 503.
+
+The decision's collaborators (carbon source, reservation record, clock, capacity, rate limit,
+search pool) come from the app's state through FastAPI dependencies (greenops.scheduler.state),
+so a test can replace any one of them, the clock above all, with ``app.dependency_overrides``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import structlog
+from fastapi.responses import JSONResponse
+
+from greenops.common.clock import Clock
+from greenops.identity import Forbidden, Principal
+from greenops.intensity.base import Bands, CarbonSource, SourceUnavailable, UnknownZone
+from greenops.intensity.series import Series, to_epoch
+from greenops.models.workload import DEFAULT_TENANT
+from greenops.policies.config import PolicySettings
+from greenops.reservations import QuotaExceeded, ReservationStore
+from greenops.scheduler.answer import answered, field_error, response, rfc3339
+from greenops.scheduler.booking import Ask, Outcome, book, replay
+from greenops.scheduler.contract import SchedulingRequest
+from greenops.scheduler.metrics import SchedulerMetrics, Tally, result_of
+from greenops.scheduler.ratelimit import PrincipalRateLimit
+from greenops.search.algorithm import (
+    TRACK_DAYS,
+    CapacityLedger,
+    DecisionTimeout,
+    Job,
+    NoFeasibleWindow,
+    Placement,
+    run_now_mean,
+)
+from greenops.search.algorithm import search as search_by_rule
+from greenops.search.offload import SMALL_WORK, SearchPool
+from greenops.search.track import track_record
+
+log = structlog.get_logger("greenops.scheduler")
+
+MAX_HORIZON = timedelta(days=366)
+# One request's search is jobs x zones x hours of horizon; past this it would hold the calendar's
+# lock long enough to stall every other caller (10 000 jobs x 10 zones x 1 year took 84 s).
+MAX_WORK = 2_000_000
+
+
+@dataclass(frozen=True)
+class Window:
+    """When a request's search runs, in epoch seconds: forecasts are issued ``now``; the search
+    begins at the later of now and the caller's earliest start, and ends at the deadline."""
+
+    now_dt: datetime
+    now: float
+    begin_dt: datetime
+    begin: float
+    deadline: float
+    duration: float  # one job's run, seconds
+    work: int  # jobs x zones x hours of horizon: what the search costs
+
+
+@dataclass
+class Forecasts:
+    """What the search weighs: each eligible zone's series, the baseline it is compared with, and
+    what the request's rule adds (the bands of ``interval``, the track record of ``sure``)."""
+
+    series: dict[str, Series]
+    begin: float
+    duration: float
+    baseline: float = 0.0
+    baseline_is: str = ""
+    bands: dict[str, Bands | None] | None = None
+    track: np.ndarray | None = None
+    _run_now: dict[str, float] = field(default_factory=dict)
+
+    def run_now_in(self, zone: str) -> float:
+        """The zone's mean over a run started at once: the baseline's part, and each window weighed."""
+        if zone not in self._run_now:
+            self._run_now[zone] = run_now_mean(self.series[zone], self.begin, self.duration)
+        return self._run_now[zone]
+
+
+@dataclass(frozen=True)
+class Decider:
+    """What one decision uses, gathered per request from the injected dependencies."""
+
+    source: CarbonSource
+    store: ReservationStore
+    clock: Clock
+    capacity_vcpu: float
+    rate_limit: PrincipalRateLimit | None
+    searches: SearchPool
+    policy: PolicySettings
+    metrics: SchedulerMetrics
+
+    def schedule(self, req: SchedulingRequest, key: str, principal: Principal) -> JSONResponse:
+        """Decide and book, counting the request's result by path and tenant."""
+        tally = Tally.of(principal)
+        try:
+            response = self._schedule(req, key, principal, tally)
+        except Forbidden:
+            tally.result = "refused"
+            self.metrics.booked(tally)
+            raise
+        replayed = "idempotent-replayed" in response.headers
+        tally.result = tally.result or result_of(response.status_code, replayed, req.dry_run)
+        self.metrics.booked(tally)
+        return response
+
+    def _schedule(self, req: SchedulingRequest, key: str, principal: Principal, tally: Tally) -> JSONResponse:
+        started = time.monotonic()
+        give_up_at = started + req.req_timeout
+        if self.rate_limit and (refused := self.rate_limit.refuse(principal.bucket, principal.name)):
+            return refused
+        # Whose booking it is comes from the principal, never from the body: the body may only pick
+        # among the tenants and paths the principal already has (Forbidden, 403, otherwise).
+        tally.tenant = tenant = principal.tenant_for(req.tenant, DEFAULT_TENANT)
+        tally.path = path = principal.path_for(req.path)
+        quota = self._quota(tenant, req.tenant_quota_vcpu)
+        # the default rule stays out of the request as stored, so bookings made before the field
+        # existed still replay (their spec hash has no rule in it)
+        request = req.model_dump(mode="json", exclude={"key"} | ({"rule"} if req.rule == "point" else set()))
+        request.update(tenant=tenant, path=path)
+        row = self.store.get(key)
+        if row is not None:
+            principal.may_change(row)
+        if not req.dry_run and (done := replay(row, request)):
+            return answered(done)
+        window = self._window(req)
+        if isinstance(window, JSONResponse):
+            return window
+        ask = Ask(
+            key=key,
+            request=request,
+            tenant=tenant,
+            path=path,
+            cpu=req.cpu,
+            duration=window.duration,
+            zones=req.eligible_regions,
+            begin=window.begin,
+            deadline=window.deadline,
+            quota_vcpu=quota,
+            regions=req.regions,
+            dry_run=req.dry_run,
+        )
+        try:
+            forecasts = self._forecast(req, window, give_up_at)
+            done = self._search_and_book(req, ask, row, principal, window, forecasts, give_up_at)
+        except (UnknownZone, NoFeasibleWindow, QuotaExceeded, SourceUnavailable, DecisionTimeout) as exc:
+            return self._refusal(exc, req, tally)
+        log.info(
+            "scheduling.placed",
+            key=key,
+            tenant=tenant,
+            principal=principal.name,
+            jobs=req.number_of_jobs,
+            zones=len(forecasts.series),
+            zone=done.answer["scheduling_location"],
+            start=done.answer["scheduling_time"],
+            expected=done.answer["expected_intensity"],
+            baseline=done.answer["baseline_intensity"],
+            dry_run=req.dry_run,
+            elapsed_ms=round((time.monotonic() - started) * 1000, 2),
+        )
+        if not done.replayed and not req.dry_run:
+            self.metrics.placed(path, req.cpu, req.memory, req.duration, done.answer, req.regions)
+        return answered(done)
+
+    def _window(self, req: SchedulingRequest) -> Window | JSONResponse:
+        """The request's window, or the 422 naming the field that makes it unanswerable: a deadline
+        past or too far, a run that does not fit, a search too large, a zone the source lacks."""
+        now_dt = self.clock()
+        # Forecasts are issued now; the search starts at the caller's earliest start when later.
+        begin_dt = max(now_dt, req.earliest_start) if req.earliest_start else now_dt
+        begin = to_epoch(begin_dt)
+        deadline = to_epoch(req.deadline)
+        duration = req.duration * 3600
+        if req.deadline <= begin_dt:
+            return field_error("deadline", f"{req.deadline.isoformat()} is in the past")
+        if req.deadline - now_dt > MAX_HORIZON:
+            return field_error("deadline", f"more than {MAX_HORIZON.days} days ahead")
+        if begin + duration > deadline:
+            what = "now" if begin_dt == now_dt else f"the earliest start {rfc3339(begin)}"
+            return field_error("duration", f"{req.duration:g} h does not fit between {what} and the deadline")
+        horizon_hours = math.ceil((deadline - begin) / 3600)
+        work = req.number_of_jobs * len(req.eligible_regions) * horizon_hours
+        if work > MAX_WORK:
+            return field_error(
+                "number_of_jobs",
+                f"{req.number_of_jobs} jobs x {len(req.eligible_regions)} zones x "
+                f"{horizon_hours} h of horizon is {work} slot evaluations, above "
+                f"the limit of {MAX_WORK}: send fewer jobs or zones per request, or an earlier deadline",
+            )
+        replays = TRACK_DAYS * len(req.eligible_regions) * horizon_hours
+        if req.rule == "sure" and replays > MAX_WORK:
+            return field_error(
+                "rule",
+                f"sure replays the search on {TRACK_DAYS} earlier days: {replays} slot evaluations, above the "
+                f"limit of {MAX_WORK}; use point or interval, or send fewer zones or an earlier deadline",
+            )
+        known = self.source.zones()
+        unknown = [z for z in req.eligible_regions if z not in known]
+        if unknown:
+            return field_error("eligible_regions", f"unknown zone(s) {', '.join(unknown)}")
+        if req.origin_zone is not None and req.origin_zone not in known:
+            return field_error("origin_zone", f"unknown zone {req.origin_zone}")
+        return Window(now_dt, to_epoch(now_dt), begin_dt, begin, deadline, duration, work)
+
+    def _forecast(self, req: SchedulingRequest, window: Window, give_up_at: float) -> Forecasts:
+        """Each eligible zone's forecast, the baseline, and what the rule weighs besides; within
+        ``req_timeout`` (DecisionTimeout otherwise)."""
+        begin, deadline, now, duration = window.begin, window.deadline, window.now, window.duration
+        forecasts = Forecasts(
+            {z: self.source.series(z, begin, deadline, now) for z in req.eligible_regions}, begin, duration
+        )
+        if time.monotonic() > give_up_at:
+            raise DecisionTimeout("fetching forecasts took longer than req_timeout")
+        if req.origin_zone:
+            base_series = self.source.series(req.origin_zone, begin, begin + duration, now)
+            forecasts.baseline = run_now_mean(base_series, begin, duration)
+            forecasts.baseline_is = f"run now in {req.origin_zone}"
+        else:
+            zones = forecasts.series
+            forecasts.baseline = sum(forecasts.run_now_in(z) for z in zones) / len(zones)
+            forecasts.baseline_is = "run now, mean over the eligible zones"
+        if req.rule == "interval":
+            forecasts.bands = {z: self.source.bands(z, begin, deadline, now) for z in req.eligible_regions}
+        elif req.rule == "sure":
+            job = Job(req.cpu, req.memory, duration)
+            forecasts.track = track_record(
+                self.source, req.eligible_regions, job, begin, deadline, now, req.origin_zone, give_up_at=give_up_at
+            )
+        if time.monotonic() > give_up_at:
+            raise DecisionTimeout("weighing the forecast's uncertainty took longer than req_timeout")
+        return forecasts
+
+    def _search_and_book(
+        self,
+        req: SchedulingRequest,
+        ask: Ask,
+        row: dict[str, Any] | None,
+        principal: Principal,
+        window: Window,
+        forecasts: Forecasts,
+        give_up_at: float,
+    ) -> Outcome:
+        """Search the calendar and book the result; the record runs the search again if another
+        booking took the slot first (greenops.scheduler.booking)."""
+        job = Job(req.cpu, req.memory, window.duration)
+        weighed: list[Placement] = []  # what the latest search's first job weighed, for its answer
+
+        def search(ledger: CapacityLedger) -> list[Placement]:
+            if req.rule == "point":
+                placements, weighed[:] = self.searches.place(
+                    window.work, forecasts.series, job, req.number_of_jobs, ask.begin, ask.deadline, ledger, give_up_at
+                )
+            else:
+                # the worker pool runs the point search only; a rule's search runs in this thread
+                placements, weighed[:] = search_by_rule(
+                    forecasts.series,
+                    job,
+                    req.number_of_jobs,
+                    ask.begin,
+                    ask.deadline,
+                    ledger,
+                    give_up_at,
+                    req.rule,
+                    forecasts.bands,
+                    req.origin_zone,
+                    forecasts.track,
+                )
+            return placements
+
+        def answer_of(placements: list[Placement]) -> dict[str, Any]:
+            considered = [(p, forecasts.run_now_in(p.zone)) for p in weighed]
+            return response(
+                placements,
+                forecasts.baseline,
+                forecasts.baseline_is,
+                None if req.dry_run else ask.key,
+                self.source.describe(),
+                ask.begin,
+                considered,
+                req.rule,
+            )
+
+        # The calendar's read, the commit and any retry share one pooled connection when the
+        # search between them is small (it runs here, in a millisecond or so); a large one runs
+        # for seconds, and would keep that connection out of the pool meanwhile.
+        with self.store.held() if window.work <= SMALL_WORK else contextlib.nullcontext():
+            return book(
+                self.store,
+                ask,
+                row,
+                self.capacity_vcpu,
+                window.now_dt,
+                give_up_at,
+                search,
+                answer_of,
+                authorize=principal.may_change,
+                retried=self.metrics.retries.labels("commit").inc,
+            )
+
+    def _refusal(self, exc: Exception, req: SchedulingRequest, tally: Tally) -> JSONResponse:
+        """What the caller gets when the decision cannot be made or booked."""
+        if isinstance(exc, UnknownZone):
+            return field_error("eligible_regions", str(exc))
+        if isinstance(exc, NoFeasibleWindow):
+            return field_error("eligible_regions", str(exc), code=409)
+        if isinstance(exc, QuotaExceeded):
+            tally.result = "refused"  # a 409 like a full calendar, but policy's refusal, not a conflict
+            return field_error("tenant", str(exc), code=409)
+        log.warning("scheduling.unavailable", reason=str(exc))  # the source is down, or time ran out
+        return JSONResponse(
+            status_code=503,
+            headers={"Retry-After": "5"},
+            content={"detail": f"no decision: {exc}", "req_timeout": req.req_timeout},
+        )
+
+    def _quota(self, tenant: str, asked: float | None) -> float | None:
+        """The tenant's quota is policy's (the settings the bundle ships), never the body's. A body
+        may repeat it, or ask for less; one that asks for more is refused by name."""
+        cap = self.policy.cap(tenant)
+        if asked is None:
+            return cap
+        if cap is not None and asked > cap:
+            raise Forbidden(
+                f"tenant_quota_vcpu: {asked:g} is above tenant {tenant}'s quota of {cap:g} vCPU; "
+                "the quota is policy's, the scheduler does not take it from the request"
+            )
+        return asked
