@@ -46,14 +46,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import floor  # noqa: E402
 from benchmarks.pulumi_up import KEY, SUBSCRIPTION, workloads  # noqa: E402
 from greenops.common.clock import parse_time, stamp  # noqa: E402
-from greenops.engine import automation, reconcile  # noqa: E402
+from greenops.engine import automation, reconcile_stack  # noqa: E402
 from greenops.engine.automation import checkpoint_env  # noqa: E402
-from greenops.engine.reconcile import WAKE_MARGIN  # noqa: E402
+from greenops.engine.reconcile_stack import WAKE_MARGIN  # noqa: E402
 from greenops.local.controlplane import LocalControlPlane  # noqa: E402
 from greenops.local.opa import OpaServer  # noqa: E402
 from greenops.local.scheduler import SchedulerServer  # noqa: E402
 from greenops.local.webhook import namespace_manifest  # noqa: E402
-from greenops.stack.config import parse_stack_config  # noqa: E402
+from greenops.stack.stack_config import parse_stack_config  # noqa: E402
 
 PROJECT = "greenops-platform"
 RECONCILE = "reconcile (10 % gates)"
@@ -282,7 +282,7 @@ def run(
             later = next_tenth(due, at)
             stack.workspace.env_vars["GREENOPS_NOW"] = stamp(later)
             t, mark = time.perf_counter(), memory.cpu_mark()
-            done = reconcile.reconcile_once(stack, due_only=True)
+            done = reconcile_stack.reconcile_once(stack, due_only=True)
             row[RECONCILE_DUE] = time.perf_counter() - t
             row[f"{RECONCILE_DUE}: CPU s"] = memory.cpu_since(mark)
             row["due pass"] = done.counts
@@ -371,7 +371,7 @@ def unattended(
     """Unattended reconcile over ``window`` of simulated time from ``start``: passes of the due
     workloads of every shard, each at the simulated instant the previous one ended (its real
     duration added) when something is due by then, else at the next recorded change (a gate
-    opening, a run ending: reconcile.upcoming over every shard's rows, read after each pass), as a
+    opening, a run ending: reconcile_stack.upcoming over every shard's rows, read after each pass), as a
     watch loop sleeps until it. A gate opens at the instant of the pass that sees it due, and its
     objects are applied when that pass ends: the lateness is that end minus the gate. The lead
     (interval + provisioning margin) keeps a run on time while the lateness stays within the
@@ -398,7 +398,7 @@ def unattended(
         if budget_seconds is not None and time.monotonic() - began > budget_seconds:
             end = min(end, now)  # out of real time: the window simulated ends with this pass
             break
-        following = reconcile.upcoming(rows())
+        following = reconcile_stack.upcoming(rows())
         if following is None:
             break  # nothing will ever change: a watch loop would only run its beats
         if following[0] + WAKE_MARGIN > now:
@@ -425,7 +425,7 @@ def unattended(
 
 def missed_in(row: dict, start: datetime, end: datetime) -> int:
     """Runs of ``row`` whose window was missed between ``start`` and ``end``: Scheduled followed by
-    Scheduled (placed again) or Failed, as greenops.engine.reconcile.transitions counts them."""
+    Scheduled (placed again) or Failed, as greenops.engine.reconcile_stack.transitions counts them."""
     events = row.get("events") or []
     return sum(
         1
@@ -681,7 +681,7 @@ def main() -> None:
         profiling_cli(args.cli_profile.resolve())
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs", flush=True)
     if args.workspace_memory:
-        from components.reconciler import go_memory_limit
+        from components.workload_reconciler import go_memory_limit
 
         os.environ["GOMEMLIMIT"] = go_memory_limit(args.workspace_memory)  # inherited by the CLI and its plugins
     if os.environ.get("GOMEMLIMIT"):

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.config import AwsConfig
 from components.helm import release
 from components.pins import ChartPin
+from components.platform_config import AwsConfig
 from greenops.renderers.base import MANAGED_BY, MANAGED_BY_TAG
 
 NAMESPACE = "ack-system"

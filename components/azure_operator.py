@@ -8,9 +8,9 @@ import pulumi
 import pulumi_azure_native as azure
 import pulumi_kubernetes as k8s
 
-from components.config import AzureConfig
 from components.helm import release
 from components.pins import ChartPin
+from components.platform_config import AzureConfig
 
 NAMESPACE = "azureserviceoperator-system"
 SERVICE_ACCOUNT = "azureserviceoperator-default"

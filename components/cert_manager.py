@@ -1,7 +1,7 @@
 """CertManager: cert-manager, which issues the serving certificates of ASO v2's and KServe's webhooks
 (their charts declare cert-manager Issuers and Certificates, their CRDs ``cert-manager.io/inject-ca-from``).
 The platform installs it before them; a cluster that already runs one says so with
-``certManager: {enabled: false, existing: true}`` (components/config.py)."""
+``certManager: {enabled: false, existing: true}`` (components/platform_config.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.config import CertManagerConfig
 from components.hardening import CONTAINER_SECURITY, POD_SECURITY, Resources
 from components.helm import release
 from components.pins import ChartPin
+from components.platform_config import CertManagerConfig
 
 # The controller, its webhook, the CA injector and the post-install check: each a key of the chart's
 # values ("" is the controller, at the top level), each with the same three settings.

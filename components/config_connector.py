@@ -8,9 +8,9 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from components.config import GcpConfig
 from components.operator_bundle import operator_manifest
 from components.pins import OperatorBundlePin
+from components.platform_config import GcpConfig
 
 KSA = "cnrm-system/cnrm-controller-manager"
 # Least privilege for the minimum set (greenops/renderers/providers/gcp.py: ComputeNetwork,

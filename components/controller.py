@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import ControllerConfig, PlatformConfig, ServiceAccountPrincipal
 from components.hardening import (
     Resources,
     container_security_context,
@@ -26,6 +25,7 @@ from components.hardening import (
     scanner_skips,
     scratch,
 )
+from components.platform_config import ControllerConfig, PlatformConfig, ServiceAccountPrincipal
 from greenops.identity.kubernetes import AUDIENCE
 from greenops.policies.webhook import VMTEMPLATE_GROUP, VMTEMPLATE_RESOURCE
 from greenops.renderers import rendered_resources

@@ -1,5 +1,5 @@
 """ExternalAccess: OPA and the scheduler behind one Ingress each, for a Pulumi path that runs outside
-the cluster (CI through the Automation API). See components.config.ExternalAccessConfig."""
+the cluster (CI through the Automation API). See components.platform_config.ExternalAccessConfig."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 
-from components.config import ExternalAccessConfig
+from components.platform_config import ExternalAccessConfig
 from greenops.policies import DECISION_API_PATHS
 
 TLS_SECRET = "greenops-external-tls"

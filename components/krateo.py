@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import KrateoConfig
 from components.hardening import CONTAINER_SECURITY, POD_SECURITY, Resources
 from components.helm import release
 from components.pins import ChartPin
+from components.platform_config import KrateoConfig
 
 # The chart's scaffold keys (podSecurityContext, securityContext, resources): empty by default. The
 # composition-dynamic-controllers core-provider generates from its own template take none of these.

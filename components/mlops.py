@@ -22,10 +22,10 @@ from urllib.parse import urlsplit
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import KserveConfig, MlflowConfig
 from components.hardening import POD_SECURITY, Resources, container_security, image_fields
 from components.helm import postgresql, release
 from components.pins import ChartPin
+from components.platform_config import KserveConfig, MlflowConfig
 from greenops.models.forecast_names import served_models, storage_uri
 
 # The variable names boto3 reads, MLflow's chart sets from its existingSecret, and KServe's storage

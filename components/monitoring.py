@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import MonitoringConfig
 from components.controller import LABELS as CONTROLLER_LABELS
+from components.platform_config import MonitoringConfig
 from components.policy_engine import LABELS as OPA_LABELS
 from components.policy_engine import METRICS_TOKEN_SECRET as OPA_METRICS_SECRET
 from components.scheduler import LABELS as SCHEDULER_LABELS

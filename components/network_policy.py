@@ -38,10 +38,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import aws_controllers, azure_operator, policy_engine, scheduler
-from components.config import NetworkPolicyConfig, PlatformConfig
 from components.controller import LABELS as CONTROLLER
 from components.controller import METRICS_PORT as CONTROLLER_METRICS_PORT
 from components.controller import scheduler_principals
+from components.platform_config import NetworkPolicyConfig, PlatformConfig
 
 DNS_PORT = 53
 KSERVE_HTTP_PORT = 8080  # MLServer's HTTP port in the ServingRuntime (components/mlops.py)

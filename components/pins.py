@@ -2,7 +2,7 @@
 
 The file is read and validated once per process (``pinned_versions``); a stack's overrides
 (``greenops:platform.versions.<entry>``) are laid over its entries and validated the same way, by
-``components.config.PlatformConfig``. Every entry has one of four shapes:
+``components.platform_config.PlatformConfig``. Every entry has one of four shapes:
 
 - ``ChartPin``: a Helm chart, ``{repo, chart, version, values?}`` (installed by components/helm.py);
 - ``OperatorBundlePin``: one manifest inside an upstream release archive, ``{operator_bundle, sha256,

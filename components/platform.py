@@ -10,7 +10,6 @@ import pulumi
 from components.aws_controllers import AwsControllers, AwsControllersArgs
 from components.azure_operator import AzureServiceOperator, AzureServiceOperatorArgs
 from components.cert_manager import CertManager, CertManagerArgs
-from components.config import PlatformConfig
 from components.config_connector import ConfigConnector, ConfigConnectorArgs
 from components.controller import Controller, ControllerArgs, scheduler_principals
 from components.external_access import Backend, ExternalAccess, ExternalAccessArgs, opa_backend
@@ -18,11 +17,12 @@ from components.krateo import KrateoArgs, KrateoPlatform
 from components.mlops import ModelServing, ModelServingArgs, ModelTracking, ModelTrackingArgs
 from components.monitoring import Monitoring, MonitoringArgs
 from components.network_policy import NetworkPolicies, NetworkPoliciesArgs
+from components.platform_config import PlatformConfig
 from components.policy_engine import SERVICE_PORT as OPA_SERVICE_PORT
 from components.policy_engine import PolicyEngine, PolicyEngineArgs
-from components.reconciler import WorkloadReconciler, WorkloadReconcilerArgs
 from components.scheduler import PORT as SCHEDULER_PORT
 from components.scheduler import GreenOpsScheduler, GreenOpsSchedulerArgs
+from components.workload_reconciler import WorkloadReconciler, WorkloadReconcilerArgs
 
 
 @dataclass

@@ -16,7 +16,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 
-from components.config import PolicyEngineConfig
 from components.hardening import (
     Resources,
     container_security_context,
@@ -25,6 +24,7 @@ from components.hardening import (
     pull_policy,
     scanner_skips,
 )
+from components.platform_config import PolicyEngineConfig
 from components.scheduler import TOKEN_VARIABLE
 from components.secret_env import secret_env
 from greenops.observability.tracing import opa_distributed_tracing

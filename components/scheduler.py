@@ -20,7 +20,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.config import SchedulerConfig, ServiceAccountPrincipal
 from components.hardening import (
     Resources,
     container_security_context,
@@ -32,6 +31,7 @@ from components.hardening import (
 )
 from components.helm import postgresql
 from components.pins import ChartPin
+from components.platform_config import SchedulerConfig, ServiceAccountPrincipal
 from components.secret_env import secret_env, secret_file
 from greenops.common import endpoints
 from greenops.observability import tracing

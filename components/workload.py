@@ -17,7 +17,7 @@ from greenops.common.clock import system_clock
 from greenops.common.pulumi_outputs import gather
 from greenops.direct.records import COMPONENT_TYPE, Verdict, verdict
 from greenops.models import Provisioning, Workload
-from greenops.placement.declared import MATERIALISED
+from greenops.placing.declared import MATERIALISED
 from greenops.provider.placement import Placement
 from greenops.renderers import RenderSettings
 
@@ -76,7 +76,7 @@ class GreenWorkloadArgs:
     render: RenderSettings = field(default_factory=RenderSettings)
     provisioning: Provisioning = Provisioning.OPERATOR
     direct: DirectArgs = field(default_factory=DirectArgs)
-    # Operator mode: whether this pass declares the VM's ConfigGroup (greenops.placement.declared);
+    # Operator mode: whether this pass declares the VM's ConfigGroup (greenops.placing.declared);
     # an Output when it is read from the stack's own outputs of the previous pass.
     objects_declared: bool | None | pulumi.Output[bool | None] = True
     # Operator mode: what the objects wait for without depending on it (RenderModeCrds.known)
@@ -134,7 +134,7 @@ class GreenWorkload(pulumi.ComponentResource):
             props["objectsDeclared"] = pulumi.Output.from_input(declared).apply(lambda d: d is not False)
         self.vm = Placement(f"{name}-placement", props, pulumi.ResourceOptions(parent=self))
         # Operator mode: the VM's objects, in a ConfigGroup declared only while the workload can have
-        # any (greenops.placement.declared); None in direct mode, and in a pass that declares none.
+        # any (greenops.placing.declared); None in direct mode, and in a pass that declares none.
         self.objects: pulumi.Output[k8s.yaml.v2.ConfigGroup | None] = pulumi.Output.from_input(None)
         if judged is None:
             if declared is None or isinstance(declared, bool):  # known before the pass: in order, now

@@ -31,8 +31,8 @@ from greenops.insight import report as report_fields
 from greenops.models import Decision
 from greenops.observability.tracing import setup_tracing
 from greenops.renderers import render_set
-from greenops.stack.config import parse_stack_config
 from greenops.stack.files import greenops_config, read_stack_file
+from greenops.stack.stack_config import parse_stack_config
 from greenops.validation import CrdSchemas, default_crd_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -192,7 +192,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     """The periodic job: open time gates, follow the operators, retire completed runs, place new
     workloads, re-place missed ones; print each recorded change with its reason. With --watch,
     repeat unattended until SIGTERM."""
-    from greenops.engine import automation, reconcile
+    from greenops.engine import automation, reconcile_stack
 
     if args.watch and args.now:
         raise GreenOpsError("--now and --watch exclude each other: a watch loop follows the clock")
@@ -210,14 +210,14 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         return cmd_sharded(args)
     st = automation.stack(args.stack, env=_clock_env(args))
     if not args.watch:
-        done = reconcile.reconcile_once(st, stream=args.verbose, due_only=args.due)
+        done = reconcile_stack.reconcile_once(st, stream=args.verbose, due_only=args.due)
         print(
             done.summary(args.stack) if args.output == "table" else output.dump(done.document(args.stack), args.output)
         )
         return 0
     from greenops.common.stopping import SignalStop
 
-    interval = reconcile.parse_interval(args.interval) if args.interval else _configured_interval(args.stack)
+    interval = reconcile_stack.parse_interval(args.interval) if args.interval else _configured_interval(args.stack)
     stop = SignalStop(
         said=lambda sig: print(f"reconcile {args.stack}: {sig.name} received, stopping after this pass", flush=True)
     )
@@ -225,7 +225,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     if args.metrics_port is not None:
         from prometheus_client import CollectorRegistry
 
-        from greenops.engine.reconcile_metrics import LoopMetrics
+        from greenops.engine.reconcile_stack_metrics import LoopMetrics
         from greenops.observability.instruments import MetricsEndpoint
 
         registry = CollectorRegistry()
@@ -233,15 +233,15 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         endpoint = MetricsEndpoint(registry, args.metrics_address, args.metrics_port)
         print(f"reconcile {args.stack}: metrics on http://{args.metrics_address}:{endpoint.port}/metrics", flush=True)
     try:
-        reconcile.watch(
-            lambda: reconcile.reconcile_once(st, stream=args.verbose),
+        reconcile_stack.watch(
+            lambda: reconcile_stack.reconcile_once(st, stream=args.verbose),
             args.stack,
             interval,
             stop,
             log=lambda line: print(line, flush=True),
             observe=observe,
             # between its beats, a wake-up for a next change costs the due workloads, not the stack
-            run_due=lambda: reconcile.reconcile_once(st, stream=args.verbose, due_only=True),
+            run_due=lambda: reconcile_stack.reconcile_once(st, stream=args.verbose, due_only=True),
         )
     finally:
         stop.close()

@@ -1,7 +1,7 @@
 """Generate the docs site's reference pages from the code that defines what they describe.
 
 - docs/reference/configuration.md: every ``greenops:*`` stack config key and workload field, from the
-  pydantic models that validate them (greenops.stack.config, greenops.models, components.config), and
+  pydantic models that validate them (greenops.stack.stack_config, greenops.models, components.platform_config), and
   the secret keys the program reads (greenops/stack/program.py).
 - docs/reference/cli.md: every console script of pyproject.toml, from its argparse parser
   (each script's module exposes ``build_parser()``).
@@ -354,8 +354,7 @@ def _program_secrets() -> list[dict[str, str]]:
     """Every secret key greenops/stack/program.py reads: ``cfg.get_secret("k")``,
     ``cfg.require_secret(k)`` over a module-level tuple of keys, and the map it reads with
     ``get_object`` that no section model covers (greenops:schedulerTokens)."""
-    from greenops.stack import config as stack_config
-    from greenops.stack import program
+    from greenops.stack import program, stack_config
 
     path = Path(inspect.getfile(program))
     tree = ast.parse(path.read_text())
@@ -422,9 +421,9 @@ def secrets_table() -> str:
 
 
 def configuration() -> str:
-    from components.config import PlatformConfig
+    from components.platform_config import PlatformConfig
     from greenops.models import Workload
-    from greenops.stack.config import KEYS, StackConfig
+    from greenops.stack.stack_config import KEYS, StackConfig
 
     out = [
         HEADER,
@@ -446,7 +445,7 @@ def configuration() -> str:
                 )
             )
         elif key == "workloadsFrom":
-            # the one key no model validates (greenops.stack.config._declared_workloads reads it): its
+            # the one key no model validates (greenops.stack.stack_config._declared_workloads reads it): its
             # form is written here as that function's error message states it
             row = [
                 _code("greenops:workloadsFrom"),

@@ -32,8 +32,8 @@ from .lease import LeaseElector
 from .metrics import ControllerMetrics
 from .objects import RenderedObjects
 from .progress import RENDER_ANNOTATION, Progress
-from .reconciler import Reconciler
 from .record import Record, RecordUnavailable, token_reader
+from .record_keeper import RecordKeeper
 from .watch import PLURAL, Changed, Listed, VmTemplateWatch, key_of
 
 log = logging.getLogger("greenops.controller")
@@ -88,7 +88,7 @@ class Controller:
         )
         observe = RenderedObjects(api).observe if args.readiness == "operator" else None
         progress = Progress(self.record, system_clock, self.annotate, observe, self.metrics)
-        self.reconciler = Reconciler(self.record, system_clock, self.elector.leading, progress, self.metrics)
+        self.reconciler = RecordKeeper(self.record, system_clock, self.elector.leading, progress, self.metrics)
         self.templates: dict[str, dict[str, Any]] = {}  # the leader's view of every VmTemplate, from the stream
         self.stop = threading.Event()
 

@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 from greenops.common.errors import GreenOpsError
 from greenops.observability import names
 from greenops.observability.instruments import instrument
-from greenops.placement.lifecycle import Event, Phase
+from greenops.placing.lifecycle import Event, Phase
 
 from .record import RecordUnavailable
 

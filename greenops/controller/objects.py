@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from greenops.catalog import load_catalog
-from greenops.placement.lifecycle import Observation
-from greenops.placement.observe import verdict
+from greenops.placing.lifecycle import Observation
+from greenops.placing.observe import verdict
 from greenops.renderers import provider_kinds, vm_kind
 
 if TYPE_CHECKING:

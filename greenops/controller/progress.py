@@ -1,5 +1,5 @@
 """The cluster path's lifecycle, recorded from the API server with the Pulumi path's own rules
-(``greenops.placement.lifecycle.advance``): the same phases, the same times, the same reasons for
+(``greenops.placing.lifecycle.advance``): the same phases, the same times, the same reasons for
 a failure; only the voice differs (Krateo renders, the controller asks it to).
 
 A pass at ``now`` for one confirmed reservation and its VmTemplate:
@@ -40,7 +40,7 @@ from greenops.charts import PROVISIONING_LEAD_SECONDS
 from greenops.common.clock import parse_time, stamp
 from greenops.common.errors import GreenOpsError
 from greenops.models.duration import format_duration
-from greenops.placement.lifecycle import Lifecycle, Observation, Phase, Voice, Window, advance
+from greenops.placing.lifecycle import Lifecycle, Observation, Phase, Voice, Window, advance
 
 from .metrics import ControllerMetrics
 

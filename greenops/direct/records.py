@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from greenops.common.clock import parse_time, stamp
 from greenops.models import Decision, Provisioning, Workload, spec_digest
-from greenops.placement.lifecycle import Lifecycle, Observation, Window, advance
+from greenops.placing.lifecycle import Lifecycle, Observation, Window, advance
 
 # The stack output the program reads back on its next pass (a reference to its own stack).
 RECORDS_OUTPUT = "placementRecords"

@@ -21,10 +21,10 @@ from greenops.engine.diagnostics import failure_text
 from greenops.engine.stack_lock import StackLocked, holding, lock_race, pulumi_holders
 from greenops.engine.stale_lock import clear_stale_locks
 from greenops.observability import spans, tracing
-from greenops.placement.due import Due
+from greenops.placing.due import Due
 
 if TYPE_CHECKING:
-    from greenops.stack.config import StackConfig
+    from greenops.stack.stack_config import StackConfig
 
 PROJECT = "greenops-platform"
 
@@ -117,7 +117,7 @@ def pass_program(
 def stack_config(st: auto.Stack) -> StackConfig:
     """The stack's ``greenops:*`` config as the program validates it (the same keys, the same
     project folder): the workloads it declares now, for one."""
-    from greenops.stack.config import KEYS, StackConfigError, parse_stack_config
+    from greenops.stack.stack_config import KEYS, StackConfigError, parse_stack_config
 
     raw: dict[str, Any] = {}
     try:

@@ -42,9 +42,9 @@ from greenops.intensity.traces import read_lwa_csv
 from greenops.search.algorithm import (
     RULES,
     TRACK_DAYS,
+    Assignment,
     CapacityLedger,
     Job,
-    Placement,
     Rule,
     best_placement,
     default_placement,
@@ -216,7 +216,7 @@ def holdout(truth: TraceSource, forecasters: Mapping[str, CarbonSource], jobs: i
     weights = np.array([a.cpu * a.duration for a in arrivals])
     origins = np.array([a.origin for a in arrivals])
 
-    def charged(placements: list[Placement]) -> np.ndarray:
+    def charged(placements: list[Assignment]) -> np.ndarray:
         return np.array(
             [actual_mean(truth.full(p.zone), p.start, a.duration) for p, a in zip(placements, arrivals, strict=True)]
         )
@@ -240,7 +240,7 @@ def holdout(truth: TraceSource, forecasters: Mapping[str, CarbonSource], jobs: i
     return {"jobs": jobs, "since": since.isoformat(), "policies": rows}
 
 
-def _place(source: CarbonSource, a: Arrival, rule: Rule) -> Placement:
+def _place(source: CarbonSource, a: Arrival, rule: Rule) -> Assignment:
     job = Job(a.cpu, 1, a.duration)
     zones = list(a.zones)
     forecasts = {z: source.series(z, a.earliest, a.deadline, a.arrival) for z in zones}

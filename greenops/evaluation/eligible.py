@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from greenops.catalog import Catalog, Region, fits, size_order
 from greenops.common.errors import GreenOpsError
 from greenops.models.workload import NO_LATENCY_CONSTRAINT_MS, DataResidency, Workload
-from greenops.policies.config import PolicySettings
+from greenops.policies.settings import PolicySettings
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from greenops.evaluation.eligible import Candidate, eligible_candidates, eligibl
 from greenops.evaluation.scenarios import Arrival, actual_mean
 from greenops.intensity import CarbonSource, TraceSource
 from greenops.models.workload import NO_LATENCY_CONSTRAINT_MS, Workload
-from greenops.policies.config import PolicySettings
+from greenops.policies.settings import PolicySettings
 from greenops.search.algorithm import Job, best_placement
 
 H = 3600.0

@@ -23,7 +23,7 @@ from greenops.catalog import Catalog, load_catalog
 from greenops.evaluation.geo_constrained import SEED, constrained_jobs, evaluate, summarise, summarise_group
 from greenops.intensity import TraceSource
 from greenops.intensity.naive import SeasonalMeanSource
-from greenops.policies.config import PolicySettings, load_policy_settings
+from greenops.policies.settings import PolicySettings, load_policy_settings
 
 GLOBAL_AVERAGE = 368.39  # gCO2eq/kWh over their 123 regions (§3.1.3): the denominator of their %
 

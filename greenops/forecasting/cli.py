@@ -146,7 +146,7 @@ def stack_serving(stack: str) -> tuple[str, list[str]]:
     """The storage prefix and the models a stack's InferenceServices read (greenops:platform.kserve)."""
     from pydantic import ValidationError
 
-    from components.config import PlatformConfig
+    from components.platform_config import PlatformConfig
     from greenops.common.errors import GreenOpsError, field_errors
     from greenops.models.forecast_names import served_models
     from greenops.stack.files import greenops_config, read_stack_file

@@ -106,6 +106,6 @@ class ControllerProcess(ProcessService):
 
 def action_of(line: str) -> str | None:
     """The action a controller's log line records, or None when it records none."""
-    if " greenops.controller.reconciler " in line and " INFO " in line and "not leading" not in line:
-        return line.split(" greenops.controller.reconciler ", 1)[1]
+    if " greenops.controller.record_keeper " in line and " INFO " in line and "not leading" not in line:
+        return line.split(" greenops.controller.record_keeper ", 1)[1]
     return None

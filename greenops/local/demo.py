@@ -30,7 +30,7 @@ from greenops.common.httpclient import RetryingClient
 from greenops.common.stopping import SignalStop
 from greenops.common.toolpaths import REPO
 from greenops.engine import automation
-from greenops.engine.reconcile import WAKE_MARGIN, Pass, reconcile_once
+from greenops.engine.reconcile_stack import WAKE_MARGIN, Pass, reconcile_once
 from greenops.insight import explain, placements, report
 from greenops.insight.record_rows import listed
 from greenops.local.cluster_day import ClusterDay

@@ -26,7 +26,7 @@ from greenops.common.errors import GreenOpsError
 from greenops.common.toolpaths import REPO, tool_path
 from greenops.models import contract, strings
 
-from .config import PolicySettings, load_policy_settings
+from .settings import PolicySettings, load_policy_settings
 
 REGO_DIR = Path(__file__).resolve().parent / "rego"
 ROOTS = ["greenops", "system"]

@@ -12,7 +12,7 @@ diff:    replace when the workload spec changes; update when the recorded lifecy
          duration, a missed window), when the objects would change (an object held back until the
          cluster reported what it needs, such as ACK's Instance waiting for its security group's id)
          or when settings change; otherwise nothing, and no scheduler call.
-update:  advances the recorded lifecycle (greenops.placement.lifecycle); a missed window with room
+update:  advances the recorded lifecycle (greenops.placing.lifecycle); a missed window with room
          before the deadline is placed again (policy and scheduler, from now).
 delete:  releases the scheduler's reservation.
 
@@ -66,8 +66,8 @@ from greenops.common.errors import GreenOpsError, field_errors
 from greenops.direct.records import observation, pass_instant
 from greenops.models import Decision, Provisioning, Workload, spec_digest
 from greenops.observability import spans
-from greenops.placement import SchedulerClient, place
-from greenops.placement.lifecycle import (
+from greenops.placing import SchedulerClient, place
+from greenops.placing.lifecycle import (
     Lifecycle,
     Observation,
     Phase,
@@ -363,7 +363,7 @@ class PlacementProvider(ResourceProvider):
             )
         step, known = _operator_step(props, workload, decision, lifecycle, window, now, manifests, resolved)
         if not declared and step.replace is None and step.lifecycle.phase.materialised:
-            # The gate is due, but this pass declared no objects for it (greenops.placement.declared):
+            # The gate is due, but this pass declared no objects for it (greenops.placing.declared):
             # it opens on the next pass, which is due at once (the next change is the gate).
             return Step(lifecycle), dict(resolved or {})
         return step, known
@@ -421,7 +421,7 @@ def _operator_step(
     seen: list[Observation] = []
 
     def observe() -> Observation:  # called only while the objects exist
-        from greenops.placement.observe import ClusterObserver
+        from greenops.placing.observe import ClusterObserver
 
         observer = ClusterObserver(props.get("kubeconfig"), props.get("kubeContext"))
         try:

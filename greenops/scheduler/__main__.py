@@ -40,7 +40,7 @@ from greenops.identity.kubernetes import TokenReviewer
 from greenops.identity.principals import Declared, load_principals
 from greenops.intensity import CarbonSource, ProfileSource, TraceSource
 from greenops.observability.tracing import setup_tracing
-from greenops.policies.config import load_policy_settings
+from greenops.policies.settings import load_policy_settings
 from greenops.reservations import ReservationStore
 from greenops.scheduler.api import InsecureConfiguration, create_app
 from greenops.scheduler.dashboard import mount_dashboard

@@ -12,7 +12,7 @@ from greenops.common.clock import stamp
 from greenops.intensity.series import ceil_second
 from greenops.scheduler.booking import Outcome
 from greenops.scheduler.contract import Considered, PlacementOut, SchedulingResponse
-from greenops.search.algorithm import Placement, Rule
+from greenops.search.algorithm import Assignment, Rule
 
 
 @functools.lru_cache(maxsize=4096)
@@ -30,13 +30,13 @@ def field_error(field: str, message: str, code: int = 422) -> JSONResponse:
 
 
 def response(
-    placements: list[Placement],
+    placements: list[Assignment],
     baseline: float,
     what: str,
     key: str | None,
     source: str,
     begin: float,
-    considered: list[tuple[Placement, float]],
+    considered: list[tuple[Assignment, float]],
     rule: Rule = "point",
 ) -> dict[str, Any]:
     first = placements[0]
@@ -56,7 +56,7 @@ def response(
     ).model_dump(mode="json")
 
 
-def placed(p: Placement) -> dict[str, Any]:
+def placed(p: Assignment) -> dict[str, Any]:
     """A placement as every answer writes one (PlacementOut's fields)."""
     return {
         "scheduling_location": p.zone,

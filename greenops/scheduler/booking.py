@@ -21,7 +21,7 @@ from greenops.common.clock import parse_time
 from greenops.observability import spans, tracing
 from greenops.reservations import ACTIVE, Booking, Conflict, ReservationStore, milli
 from greenops.reservations.slots import SLOT
-from greenops.search.algorithm import CapacityLedger, DecisionTimeout, Placement
+from greenops.search.algorithm import Assignment, CapacityLedger, DecisionTimeout
 
 MAX_ATTEMPTS = 25
 # What does not change the placement a request asks for: a retry may send other values. The
@@ -85,8 +85,8 @@ def book(
     capacity_vcpu: float,
     now: datetime,
     give_up_at: float,
-    search: Callable[[CapacityLedger], list[Placement]],
-    answer_of: Callable[[list[Placement]], dict[str, Any]],
+    search: Callable[[CapacityLedger], list[Assignment]],
+    answer_of: Callable[[list[Assignment]], dict[str, Any]],
     authorize: Callable[[dict[str, Any]], None] = lambda row: None,
     retried: Callable[[], None] = lambda: None,
 ) -> Outcome:

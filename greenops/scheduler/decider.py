@@ -26,7 +26,7 @@ from greenops.identity import Forbidden, Principal
 from greenops.intensity.base import Bands, CarbonSource, SourceUnavailable, UnknownZone
 from greenops.intensity.series import Series, to_epoch
 from greenops.models.workload import DEFAULT_TENANT
-from greenops.policies.config import PolicySettings
+from greenops.policies.settings import PolicySettings
 from greenops.reservations import QuotaExceeded, ReservationStore
 from greenops.scheduler.answer import answered, field_error, response, rfc3339
 from greenops.scheduler.booking import Ask, Outcome, book, replay
@@ -35,11 +35,11 @@ from greenops.scheduler.metrics import SchedulerMetrics, Tally, result_of
 from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.search.algorithm import (
     TRACK_DAYS,
+    Assignment,
     CapacityLedger,
     DecisionTimeout,
     Job,
     NoFeasibleWindow,
-    Placement,
     run_now_mean,
 )
 from greenops.search.algorithm import search as search_by_rule
@@ -256,9 +256,9 @@ class Decider:
         """Search the calendar and book the result; the record runs the search again if another
         booking took the slot first (greenops.scheduler.booking)."""
         job = Job(req.cpu, req.memory, window.duration)
-        weighed: list[Placement] = []  # what the latest search's first job weighed, for its answer
+        weighed: list[Assignment] = []  # what the latest search's first job weighed, for its answer
 
-        def search(ledger: CapacityLedger) -> list[Placement]:
+        def search(ledger: CapacityLedger) -> list[Assignment]:
             if req.rule == "point":
                 placements, weighed[:] = self.searches.place(
                     window.work, forecasts.series, job, req.number_of_jobs, ask.begin, ask.deadline, ledger, give_up_at
@@ -280,7 +280,7 @@ class Decider:
                 )
             return placements
 
-        def answer_of(placements: list[Placement]) -> dict[str, Any]:
+        def answer_of(placements: list[Assignment]) -> dict[str, Any]:
             considered = [(p, forecasts.run_now_in(p.zone)) for p in weighed]
             return response(
                 placements,

@@ -17,7 +17,7 @@ from fastapi import Depends, Request
 
 from greenops.common.clock import Clock
 from greenops.intensity.base import CarbonSource
-from greenops.policies.config import PolicySettings
+from greenops.policies.settings import PolicySettings
 from greenops.reservations import ReservationStore
 from greenops.scheduler.auth import Authenticator
 from greenops.scheduler.metrics import SchedulerMetrics

@@ -70,7 +70,10 @@ class Job:
 
 
 @dataclass(frozen=True)
-class Placement:
+class Assignment:
+    """One job's zone and start, as the search chose them, and the mean intensity expected there.
+    (Not the Pulumi resource ``Placement`` of greenops.provider, which books one.)"""
+
     zone: str
     start: float  # epoch seconds
     mean_intensity: float
@@ -158,8 +161,8 @@ def best_placement(
     deadline: float,
     ledger: CapacityLedger | None = None,
     give_up_at: float | None = None,
-    weighed: list[Placement] | None = None,
-) -> Placement:
+    weighed: list[Assignment] | None = None,
+) -> Assignment:
     """The (zone, start) with the lowest mean intensity over the run; ties go to the earliest
     start, then to the zone that sorts first, so equal inputs give equal answers. ``weighed``, when
     given, receives each zone's best window with room: the alternatives the answer beat."""
@@ -184,15 +187,15 @@ def best_placement(
         i = int(np.argmin(means))  # argmin returns the first (earliest) minimum
         candidate = (float(means[i]), float(starts[i]), zone)
         if weighed is not None and np.isfinite(candidate[0]):
-            weighed.append(Placement(zone, candidate[1], candidate[0]))
+            weighed.append(Assignment(zone, candidate[1], candidate[0]))
         if best is None or candidate < best:
             best = candidate
     if best is None:
         raise NoFeasibleWindow("every eligible zone is at capacity for every start before the deadline")
-    return Placement(best[2], best[1], best[0])
+    return Assignment(best[2], best[1], best[0])
 
 
-def window_bounds(bands: Bands | None, p: Placement, duration: float) -> tuple[float, float]:
+def window_bounds(bands: Bands | None, p: Assignment, duration: float) -> tuple[float, float]:
     """The interval of ``p``'s window mean: the mean of the lower and of the upper band over the run
     (errors of neighbouring hours move together, so their bounds are averaged, not shrunk). Without
     bands, the point forecast itself."""
@@ -202,7 +205,7 @@ def window_bounds(bands: Bands | None, p: Placement, duration: float) -> tuple[f
     return float(bands.lower.window_means(at, duration)[0]), float(bands.upper.window_means(at, duration)[0])
 
 
-def worth_moving(best: Placement, default: Placement, bands: dict[str, Bands | None], duration: float) -> bool:
+def worth_moving(best: Assignment, default: Assignment, bands: dict[str, Bands | None], duration: float) -> bool:
     """Whether the forecast is sure enough that ``best`` beats ``default``: the expected gain
     (``default`` minus ``best``, point forecasts) exceeds the uncertainty against it (how much
     higher ``best`` may turn out, plus how much lower ``default`` may), i.e. the upper bound of
@@ -232,13 +235,13 @@ def sure_enough(gains: np.ndarray, z: float = SURE_Z, min_track: int = MIN_TRACK
 
 def default_placement(
     forecasts: dict[str, Series], job: Job, start: float, ledger: CapacityLedger, zone: str | None = None
-) -> Placement | None:
+) -> Assignment | None:
     """The run the ``sure`` rule falls back on: at ``start`` in ``zone`` (the origin), or without one
     in the zone with the lowest forecast for a run from ``start``; None when it has no room."""
     zones = [zone] if zone is not None else sorted(forecasts)
     at = np.array([start])
     options = [
-        Placement(z, start, float(np.round(forecasts[z].window_means(at, job.duration)[0], 9)))
+        Assignment(z, start, float(np.round(forecasts[z].window_means(at, job.duration)[0], 9)))
         for z in zones
         if z in forecasts
         and forecasts[z].covers(start, start + job.duration)
@@ -258,9 +261,9 @@ def decide(
     default_zone: str | None = None,
     default_start: float | None = None,
     give_up_at: float | None = None,
-    weighed: list[Placement] | None = None,
+    weighed: list[Assignment] | None = None,
     track: np.ndarray | None = None,
-) -> Placement:
+) -> Assignment:
     """One job by ``rule``: ``point`` is best_placement; ``interval`` and ``sure`` keep the default
     run (from ``default_start``, the earliest start unless given, in ``default_zone``) unless the best
     window is ``worth_moving`` to by the ``bands``, or the forecast's ``track`` record is
@@ -293,12 +296,12 @@ def place_batch(
     deadline: float,
     ledger: CapacityLedger,
     give_up_at: float | None = None,
-    weighed: list[Placement] | None = None,
+    weighed: list[Assignment] | None = None,
     rule: Rule = "point",
     bands: dict[str, Bands | None] | None = None,
     default_zone: str | None = None,
     track: np.ndarray | None = None,
-) -> list[Placement]:
+) -> list[Assignment]:
     """``n`` identical jobs, greedily: each takes the best window left by the ones before it (by
     ``rule``, see decide). ``weighed`` receives what the first job weighed (see best_placement)."""
     out = []
@@ -334,10 +337,10 @@ def search(
     bands: dict[str, Bands | None] | None = None,
     default_zone: str | None = None,
     track: np.ndarray | None = None,
-) -> tuple[list[Placement], list[Placement]]:
+) -> tuple[list[Assignment], list[Assignment]]:
     """``place_batch``, and what its first job weighed: each zone's best window with room, best
     first (recorded with the answer, so a decision can be explained without recomputing it)."""
-    weighed: list[Placement] = []
+    weighed: list[Assignment] = []
     placements = place_batch(
         forecasts, job, n, now, deadline, ledger, give_up_at, weighed, rule, bands, default_zone, track
     )

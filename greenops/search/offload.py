@@ -14,7 +14,7 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 
 from greenops.intensity.series import Series
-from greenops.search.algorithm import CapacityLedger, Job, Placement, search
+from greenops.search.algorithm import Assignment, CapacityLedger, Job, search
 
 SMALL_WORK = 20_000  # jobs x zones x horizon hours; a one-job week over 16 zones is 2 688
 
@@ -35,7 +35,7 @@ class SearchPool:
         deadline: float,
         ledger: CapacityLedger,
         give_up_at: float,
-    ) -> tuple[list[Placement], list[Placement]]:
+    ) -> tuple[list[Assignment], list[Assignment]]:
         """The placements, and what the first job weighed (algorithm.search)."""
         if work <= SMALL_WORK:
             return search(forecasts, job, n, begin, deadline, ledger, give_up_at)

@@ -18,11 +18,11 @@ from greenops.intensity.base import CarbonSource, SourceUnavailable, UnknownZone
 from greenops.intensity.series import Series
 from greenops.search.algorithm import (
     TRACK_DAYS,
+    Assignment,
     CapacityLedger,
     DecisionTimeout,
     Job,
     NoFeasibleWindow,
-    Placement,
     best_placement,
     default_placement,
 )
@@ -30,14 +30,14 @@ from greenops.search.algorithm import (
 DAY = 86400.0
 
 
-def realised_gain(best: Placement, default: Placement | None, observed: dict[str, Series], duration: float) -> float:
+def realised_gain(best: Assignment, default: Assignment | None, observed: dict[str, Series], duration: float) -> float:
     """What moving from ``default`` to ``best`` really saved (g/kWh); 0 when it did not move."""
     if default is None or (best.zone, best.start) == (default.zone, default.start):
         return 0.0
     if best.mean_intensity >= default.mean_intensity:
         return 0.0
 
-    def actual(p: Placement) -> float:
+    def actual(p: Assignment) -> float:
         return float(observed[p.zone].window_means(np.array([p.start]), duration)[0])
 
     return actual(default) - actual(best)

@@ -20,14 +20,14 @@ from greenops.common.file_backend import writes_sidecars
 from greenops.common.pulumi_outputs import gather, sdk_waits_cheaply
 from greenops.direct.records import RECORDS_OUTPUT, record_of
 from greenops.models import Provisioning, Workload
-from greenops.placement.declared import objects_declared
-from greenops.placement.due import declaration_digest
-from greenops.stack.config import KEYS, StackConfig, StackConfigError, joined_errors, parse_stack_config
+from greenops.placing.declared import objects_declared
+from greenops.placing.due import declaration_digest
 from greenops.stack.inline_config import too_large_for_environment
+from greenops.stack.stack_config import KEYS, StackConfig, StackConfigError, joined_errors, parse_stack_config
 
 if TYPE_CHECKING:  # the platform's modules load only for a stack that installs it
-    from components.config import PlatformConfig
     from components.platform import PlatformSecrets
+    from components.platform_config import PlatformConfig
 
 PLATFORM_SECRETS = ("mlflowDbPassword", "s3AccessKey", "s3SecretKey")
 
@@ -80,7 +80,7 @@ def placement_row(
     d, lc, vm = decision or {}, lifecycle or {}, machine or {}
     return {
         "workload": w.name,
-        # for a pass of the due workloads (greenops/placement/due.py): the declaration's digest, which
+        # for a pass of the due workloads (greenops/placing/due.py): the declaration's digest, which
         # an edit changes, and whether the VM's objects (operator mode) are declared after this pass
         "spec": spec,
         "objects": objects,
@@ -153,9 +153,9 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
     """The control plane (greenops:platform), when the stack declares one."""
     from pydantic import ValidationError
 
-    from components.config import PlatformConfig
     from components.external_access import ExternalAccess
     from components.platform import GreenOpsPlatform, GreenOpsPlatformArgs, PlatformSecrets
+    from components.platform_config import PlatformConfig
     from components.policy_engine import PolicyEngine
     from greenops.common.errors import field_errors
 
@@ -284,7 +284,7 @@ def run(
     reads the placements' records as the state has them, when a workload is direct (see
     recorded_placements); ``placement_rows`` reads the previous pass's rows (previous_rows); ``now``
     is the pass's instant (default: the platform's clock). ``only``: a pass of the due workloads
-    (greenops/placement/due.py), run with their resources as its targets; it registers only these,
+    (greenops/placing/due.py), run with their resources as its targets; it registers only these,
     and the other workloads' rows and records are exported as the previous pass left them."""
     sdk_waits_cheaply()
     # An inline Automation API program is handed its config without an environment, but the CLI and

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from pulumi.runtime.mocks import MockMonitor
 
-from components.config import VERSIONS_FILE
+from components.platform_config import VERSIONS_FILE
 from tests.components.test_platform_mocks import PROD, collect, of, run_platform, unwrap
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -259,7 +259,7 @@ def test_off_it_declares_nothing_and_the_scheduler_does_not_accept_it(off):
 
 
 def test_without_the_scheduler_it_is_off_even_when_asked_for():
-    from components.config import PlatformConfig
+    from components.platform_config import PlatformConfig
 
     c = PlatformConfig.model_validate({"scheduler": {"enabled": False}, "controller": {"enabled": True}})
     assert c.controller.enabled is False
@@ -279,7 +279,7 @@ def test_its_account_declared_again_by_the_stack_is_refused():
 def test_a_reporter_for_every_tenant_is_the_cluster_paths_only():
     from pydantic import ValidationError
 
-    from components.config import ServiceAccountPrincipal
+    from components.platform_config import ServiceAccountPrincipal
 
     ok = ServiceAccountPrincipal(service_account="ci/watcher", role="report", paths=["cluster"])
     assert ok.tenants is None

@@ -11,7 +11,6 @@ import json
 import pytest
 import yaml
 
-from components.config import VERSIONS_FILE
 from components.mlops import (
     MODELS_S3_SECRET,
     MODELS_SERVICE_ACCOUNT,
@@ -19,6 +18,7 @@ from components.mlops import (
     SEAWEEDFS_CONFIG_KEY,
     SEAWEEDFS_CONFIG_SECRET,
 )
+from components.platform_config import VERSIONS_FILE
 from greenops.models.forecast_names import DEFAULT_STORAGE_PREFIX, served_models, storage_uri
 
 from .test_platform_mocks import PROD, SECRET_SIG, collect, of, run_platform, unwrap

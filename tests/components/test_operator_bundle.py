@@ -10,7 +10,6 @@ import pytest
 import yaml
 
 from components import operator_bundle
-from components.config import VERSIONS_FILE
 from components.operator_bundle import (
     BundleChecksumError,
     BundleDownloadError,
@@ -18,6 +17,7 @@ from components.operator_bundle import (
     extract_manifest,
     operator_manifest,
 )
+from components.platform_config import VERSIONS_FILE
 from tests.components.bundles import OPERATOR_YAML, UPSTREAM_LAYOUT, build_bundle, sha256
 from tests.components.test_platform_mocks import PROD, collect, of, run_platform
 

@@ -12,7 +12,6 @@ import yaml
 from pydantic import ValidationError
 
 from components import pins
-from components.config import VERSIONS_FILE, PlatformConfig
 from components.pins import (
     ChartPin,
     OperatorBundlePin,
@@ -22,6 +21,7 @@ from components.pins import (
     pinned_versions,
     read_versions,
 )
+from components.platform_config import VERSIONS_FILE, PlatformConfig
 from greenops.common.errors import field_errors
 from tests.components.test_platform_mocks import PROD, run_platform
 

@@ -10,7 +10,7 @@ import pulumi
 import pytest
 import yaml
 
-from components.config import VERSIONS_FILE
+from components.platform_config import VERSIONS_FILE
 from greenops.policies import metrics_token
 from greenops.policies.webhook import CONFIGURATION_NAME
 
@@ -522,7 +522,7 @@ def test_a_platform_without_its_credentials_is_refused_at_preview_by_key():
     run_platform({**lean, "scheduler": {"enabled": False}}, without="greenops:schedulerAdminToken")
     pulumi.runtime.test(program.run)()
     # the components refuse on their own too, for a program that declares them directly
-    from components.config import PolicyEngineConfig
+    from components.platform_config import PolicyEngineConfig
 
     for query, admin in ((None, None), ("q", None), (None, "a")):
         run_platform(lean)

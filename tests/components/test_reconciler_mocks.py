@@ -14,7 +14,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from components.config import VERSIONS_FILE, PlatformConfig
+from components.platform_config import VERSIONS_FILE, PlatformConfig
 from tests.components.test_platform_mocks import ALL_OFF as OFF
 from tests.components.test_platform_mocks import SECRET_SIG, Mocks, collect, of, run_platform, stack_platform
 
@@ -143,7 +143,7 @@ def test_the_go_heap_is_held_to_a_share_of_the_workspace_memory(memory, heap):
 def test_the_pinned_cli_starts_with_the_derived_heap_limit():
     """Go refuses a malformed GOMEMLIMIT at start (the Kubernetes form, 2Gi, is one): every Go process
     in the workspace would die. The real pinned CLI starts with what the component derives."""
-    from components.reconciler import go_memory_limit
+    from components.workload_reconciler import go_memory_limit
     from greenops.common.toolpaths import tool_path
 
     def version(limit: str) -> subprocess.CompletedProcess:

@@ -13,7 +13,7 @@ from greenops import direct
 from greenops.common.clock import stamp
 from greenops.direct.records import RECORDS_OUTPUT, record_of
 from greenops.models import Workload
-from greenops.placement.lifecycle import Lifecycle, Phase
+from greenops.placing.lifecycle import Lifecycle, Phase
 from tests.conftest import AZURE_SUBSCRIPTION
 
 from .conftest import KEY, REGIONS

@@ -9,8 +9,8 @@ import pytest
 from greenops.common.clock import stamp
 from greenops.direct.records import COMPONENT_TYPE, PLACEMENT_TYPE, record_of, records_in_state, verdict
 from greenops.models import Workload
-from greenops.placement.lifecycle import Lifecycle, Phase
-from greenops.stack.config import StackConfigError, parse_stack_config
+from greenops.placing.lifecycle import Lifecycle, Phase
+from greenops.stack.stack_config import StackConfigError, parse_stack_config
 
 NOW = datetime(2030, 1, 1, 12, tzinfo=UTC)
 SPEC = {

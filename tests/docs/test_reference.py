@@ -51,8 +51,8 @@ def _models(model: type[BaseModel], seen: set[type[BaseModel]]) -> None:
 
 
 def test_every_alias_of_the_stack_config_is_documented(pages):
-    from components.config import PlatformConfig
-    from greenops.stack.config import KEYS, StackConfig
+    from components.platform_config import PlatformConfig
+    from greenops.stack.stack_config import KEYS, StackConfig
 
     text = html.unescape(pages[docs_reference.CONFIGURATION])  # cells write [ ] _ * | as entities
     for key in KEYS:

@@ -12,7 +12,7 @@ from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import install_admission, loopback_tls
 from greenops.policies.bundle import build, default_revision
-from greenops.policies.config import load_policy_settings
+from greenops.policies.settings import load_policy_settings
 from tests.conftest import require_tool
 from tests.engine import iso
 from tests.loopback import set_secrets, stack_secrets, tenants_of

@@ -48,7 +48,7 @@ def test_the_automation_api_previews_1000_workloads_from_files(project):
     preview = st.preview(color="never")
     print(f"\nAutomation API preview of {N} workloads: {time.perf_counter() - t:.1f} s, {preview.change_summary}")
     # each workload: its component and its placement; its ConfigGroup comes with a decision that
-    # starts at once, which a preview of new workloads cannot know (greenops.placement.declared)
+    # starts at once, which a preview of new workloads cannot know (greenops.placing.declared)
     assert preview.change_summary.get("create", 0) >= 2 * N, preview.change_summary
 
 

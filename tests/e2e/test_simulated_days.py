@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from greenops.engine import automation
-from greenops.engine.reconcile import WAKE_MARGIN, reconcile_once
+from greenops.engine.reconcile_stack import WAKE_MARGIN, reconcile_once
 from greenops.insight import report
 from greenops.local.demo import next_evening
 from greenops.models.duration import parse_duration

@@ -251,8 +251,8 @@ def test_quota_counts_both_paths(cluster):
     import ssl
 
     from greenops.models import Workload
-    from greenops.placement.planner import place
-    from greenops.placement.scheduler_client import SchedulerClient
+    from greenops.placing.planner import place
+    from greenops.placing.scheduler_client import SchedulerClient
     from greenops.policies.client import OpaClient
 
     deadline = (datetime.now(UTC) + timedelta(days=3)).replace(microsecond=0)

@@ -19,7 +19,7 @@ from greenops.intensity import TraceSource
 from greenops.intensity.naive import SeasonalMeanSource
 from greenops.models.workload import Workload
 from greenops.policies.bundle import stage
-from greenops.policies.config import load_policy_settings
+from greenops.policies.settings import load_policy_settings
 from tests.conftest import REPO, require_tool
 
 pytestmark = pytest.mark.shared_data

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
-from greenops.engine.reconcile import reconcile_once
+from greenops.engine.reconcile_stack import reconcile_once
 from greenops.observability import spans
 from tests import loopback
 from tests.engine import engine_stack, iso, render_mode_config, small_job

@@ -20,7 +20,7 @@ import pytest
 from greenops.common.clock import parse_time, set_clock_file
 from greenops.common.toolpaths import REPO
 from greenops.engine import automation
-from greenops.engine.reconcile import KINDS
+from greenops.engine.reconcile_stack import KINDS
 from greenops.local.controlplane import free_port
 from greenops.observability import names
 from tests import loopback

@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from greenops.local.scheduler import SchedulerServer
 from greenops.observability import spans, tracing
-from greenops.placement.scheduler_client import Reservation, SchedulerClient
+from greenops.placing.scheduler_client import Reservation, SchedulerClient
 from tests.otlp import OtlpReceiver, Span
 from tests.policies.test_opa_integration import WORKLOAD
 

@@ -25,7 +25,7 @@ import pytest
 
 from greenops.catalog import load_catalog
 from greenops.policies.bundle import stage
-from greenops.policies.config import load_policy_settings
+from greenops.policies.settings import load_policy_settings
 from tests.conftest import require_tool
 
 pytestmark = pytest.mark.tools

@@ -221,8 +221,8 @@ def test_a_denial_after_booking_releases_the_booking(opa, scheduler):
 
 def test_the_pulumi_path_releases_a_booking_it_cannot_map(opa, scheduler):
     from greenops.models import Workload
-    from greenops.placement import SchedulerClient, place
-    from greenops.placement.planner import PlacementError
+    from greenops.placing import SchedulerClient, place
+    from greenops.placing.planner import PlacementError
 
     scheduler.mode = "zone:US-CAL-CISO"  # not among the EU workload's zones
     scheduler.released.clear()

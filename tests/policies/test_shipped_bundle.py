@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from components.config import PolicyEngineConfig
+from components.platform_config import PolicyEngineConfig
 from components.policy_engine import BUNDLE_NAME, opa_config
 from greenops.local.controlplane import free_port
 from greenops.local.opa import OpaServer

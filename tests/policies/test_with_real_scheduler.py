@@ -177,7 +177,7 @@ def test_a_forged_delete_releases_no_reservation_of_another_path_or_namespace(op
     """The real scheduler holds Pulumi-path bookings (one of a stack named like the namespace, one
     with a two-segment key) and a VmTemplate's of namespace team-b. DELETE reviews for namespace ml
     that name them in oldObject's annotation are allowed, warn, and release none; ml's own is."""
-    from greenops.placement.scheduler_client import Reservation, SchedulerClient
+    from greenops.placing.scheduler_client import Reservation, SchedulerClient
 
     port = free_port()
     deadline = datetime.now(UTC) + timedelta(days=2)

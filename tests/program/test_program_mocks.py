@@ -89,7 +89,7 @@ def test_each_workload_is_a_component_with_its_vm_and_objects(mocks):
         }
         groups = {r.name: r for r in by_type(mocks, "kubernetes:yaml/v2:ConfigGroup")}
         # The time gate: only the due workload has objects, in a ConfigGroup (as one YAML stream); a
-        # waiting one has none (greenops.placement.declared: a first pass follows the recorded phase)
+        # waiting one has none (greenops.placing.declared: a first pass follows the recorded phase)
         assert set(groups) == {"due-now-vm"}
         objs = [d for d in yaml.safe_load_all(groups["due-now-vm"].inputs["yaml"]) if d]
         assert [o["kind"] for o in objs] == ["ComputeNetwork", "ComputeSubnetwork", "ComputeInstance"]

@@ -1,4 +1,4 @@
-"""A waiting workload carries no ConfigGroup (greenops.placement.declared), through the real engine,
+"""A waiting workload carries no ConfigGroup (greenops.placing.declared), through the real engine,
 OPA and scheduler: it comes into being before the gate, holds the VM's objects while the run lasts,
 and is gone once the run has completed; a stack made when every workload had one upgrades by
 deleting the empty ones, and nothing is replaced."""
@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from greenops.placement import declared
+from greenops.placing import declared
 from tests import loopback
 from tests.engine import at, engine_stack, iso, patient_job, render_mode_config, rendered_workloads, small_job
 

@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from greenops.common.errors import GreenOpsError
-from greenops.engine.reconcile import reconcile_once
-from greenops.placement.due import DUE_AHEAD
+from greenops.engine.reconcile_stack import reconcile_once
+from greenops.placing.due import DUE_AHEAD
 from tests import loopback
 from tests.engine import (
     at,

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from greenops.engine import automation
-from greenops.engine.reconcile import lifecycle_changes
+from greenops.engine.reconcile_stack import lifecycle_changes
 from greenops.insight import report
 from tests import loopback
 from tests.engine import (

@@ -307,7 +307,7 @@ def test_the_opa_token_comes_from_the_stacks_secret_else_the_environment(servers
 
 
 def test_a_gate_the_program_declared_no_objects_for_is_held_one_pass_and_live_objects_are_never_dropped(servers):
-    """greenops.placement.declared: told that this pass declares no objects, the Placement does not
+    """greenops.placing.declared: told that this pass declares no objects, the Placement does not
     open a due gate (its next change stays the gate, due at once) and renders nothing; told so while
     its own record says its objects exist, it refuses the pass and changes nothing."""
     clock = Clock()

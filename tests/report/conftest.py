@@ -12,7 +12,7 @@ import pytest
 from greenops.intensity import TraceSource
 from greenops.intensity.traces import EM_TIME, EM_VALUES
 from greenops.models import Decision, Workload
-from greenops.placement.lifecycle import Lifecycle, Phase
+from greenops.placing.lifecycle import Lifecycle, Phase
 from greenops.stack.program import placement_row
 
 # A March evening in Frankfurt: decided at 17:00 for the night, 3 h before the next noon.

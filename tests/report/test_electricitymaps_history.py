@@ -18,7 +18,7 @@ import pytest
 from greenops.common.clock import parse_time
 from greenops.insight import hindsight
 from greenops.insight.carbon_history import ElectricityMapsHistory
-from greenops.placement.lifecycle import Phase
+from greenops.placing.lifecycle import Phase
 
 from .conftest import DECIDED, row
 

@@ -11,7 +11,7 @@ import pytest
 from greenops.common.clock import parse_time
 from greenops.insight import hindsight, report
 from greenops.intensity import TraceSource
-from greenops.placement.lifecycle import Phase
+from greenops.placing.lifecycle import Phase
 
 from .conftest import DEADLINE, DECIDED, HOURS, RAN_FROM, START, mean_over, row
 

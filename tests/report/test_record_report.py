@@ -22,7 +22,7 @@ from greenops.common.clock import parse_time, stamp
 from greenops.common.httpclient import RetryingClient
 from greenops.insight import explain, hindsight, record_rows, report
 from greenops.local.scheduler import SchedulerServer
-from greenops.placement.lifecycle import Lifecycle, Phase
+from greenops.placing.lifecycle import Lifecycle, Phase
 
 from .conftest import DEADLINE, DECIDED, HOURS, mean_over
 

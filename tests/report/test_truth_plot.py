@@ -10,7 +10,7 @@ import pytest
 
 from greenops.common.clock import parse_time
 from greenops.insight import hindsight, report, timeline
-from greenops.placement.lifecycle import Phase
+from greenops.placing.lifecycle import Phase
 
 from .conftest import HOURS, RAN_FROM, START, row
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from greenops.local.scheduler import SchedulerServer
-from greenops.placement.scheduler_client import Reservation, SchedulerClient, SchedulerRefused
+from greenops.placing.scheduler_client import Reservation, SchedulerClient, SchedulerRefused
 from greenops.reservations import ReservationStore
 
 pytestmark = pytest.mark.integration

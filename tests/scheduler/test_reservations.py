@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from greenops.common.clock import stamp
 from greenops.intensity import ProfileSource
-from greenops.policies.config import PolicySettings
+from greenops.policies.settings import PolicySettings
 from greenops.reservations import ListingFilter, ReservationStore
 from greenops.scheduler.api import create_app
 

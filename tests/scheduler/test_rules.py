@@ -20,9 +20,9 @@ from greenops.scheduler.api import create_app
 from greenops.search.algorithm import (
     MIN_TRACK,
     TRACK_DAYS,
+    Assignment,
     CapacityLedger,
     Job,
-    Placement,
     best_placement,
     decide,
     sure_enough,
@@ -76,9 +76,9 @@ def test_interval_rule_moves_only_when_the_intervals_do_not_overlap():
     assert decide(*args, bands=narrow, default_zone="ZZ").start == T0 + 4 * H  # 50 + 20 < 100 - 20
     assert decide(*args, bands=wide, default_zone="ZZ").start == T0  # 50 + 30 > 100 - 30: stay
     assert decide(*args, bands={"ZZ": None}, default_zone="ZZ").start == T0  # no interval: not sure, stay
-    best, default = Placement("YY", T0 + 4 * H, 50.0), Placement("ZZ", T0, 100.0)
+    best, default = Assignment("YY", T0 + 4 * H, 50.0), Assignment("ZZ", T0, 100.0)
     assert not worth_moving(best, default, {"YY": None, "ZZ": flat_bands(forecast, 1)}, H)  # one side unknown
-    best, default = Placement("ZZ", T0 + 4 * H, 50.0), Placement("ZZ", T0, 100.0)
+    best, default = Assignment("ZZ", T0 + 4 * H, 50.0), Assignment("ZZ", T0, 100.0)
     assert worth_moving(best, default, narrow, H) and not worth_moving(best, default, wide, H)
     assert not worth_moving(default, default, narrow, H)  # staying is no move
 

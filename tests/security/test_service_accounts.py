@@ -95,8 +95,8 @@ def test_the_platforms_controller_is_a_reporter_for_every_tenant(cluster, tmp_pa
     """The principals file as the scheduler component writes it for the prod platform (OPA left out):
     the controller's token, from the API server with the scheduler's audience, reads every tenant's
     reservations and books none."""
-    from components.config import SchedulerConfig
     from components.controller import SERVICE_ACCOUNT, principal
+    from components.platform_config import SchedulerConfig
     from components.scheduler import principals_document
 
     cp, _ = cluster

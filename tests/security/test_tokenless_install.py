@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.config import PlatformConfig
 from components.platform import PlatformSecrets
+from components.platform_config import PlatformConfig
 from greenops.stack.program import missing_credentials
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ import yaml
 
 from greenops import cli
 from greenops.common import output
-from greenops.engine.reconcile import Pass
+from greenops.engine.reconcile_stack import Pass
 from greenops.insight import explain, placements, report
 
 SUBCOMMANDS = [

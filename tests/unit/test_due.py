@@ -1,4 +1,4 @@
-"""Which workloads a pass of the due workloads registers (greenops.placement.due), and how the
+"""Which workloads a pass of the due workloads registers (greenops.placing.due), and how the
 watch loop alternates full passes on its beat with due passes between them."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 from greenops.common.clock import stamp
 from greenops.engine.automation import overlapping_names
-from greenops.engine.reconcile import Pass, watch
+from greenops.engine.reconcile_stack import Pass, watch
 from greenops.models import Provisioning, Workload
-from greenops.placement.due import DUE_AHEAD, Due, declaration_digest, due_workloads
+from greenops.placing.due import DUE_AHEAD, Due, declaration_digest, due_workloads
 
 NOW = datetime(2027, 1, 10, 18, 0, tzinfo=UTC)
 OPERATOR, DIRECT = Provisioning.OPERATOR, Provisioning.DIRECT

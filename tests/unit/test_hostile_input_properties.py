@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from greenops.common.errors import MAX_MESSAGE_CHARS, GreenOpsError
 from greenops.common.user_yaml import load_yaml_text
-from greenops.stack.config import KEYS, MAX_REPORTED_ERRORS, StackConfig, parse_stack_config
+from greenops.stack.stack_config import KEYS, MAX_REPORTED_ERRORS, StackConfig, parse_stack_config
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
 # every reported error is a place, a field path and a message; the place and path are cut as values are

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from greenops.common.errors import MAX_MESSAGE_CHARS
-from greenops.stack.config import MAX_REPORTED_ERRORS, StackConfigError, parse_stack_config
+from greenops.stack.stack_config import MAX_REPORTED_ERRORS, StackConfigError, parse_stack_config
 from greenops.stack.workload_files import MAX_WORKLOADS
 from tests.stack_workloads import NOW, workload
 

@@ -102,7 +102,7 @@ def test_the_loader_errors_are_the_platform_s_errors():
 
 
 def test_policy_settings_are_read_with_the_same_loader(tmp_path):
-    from greenops.policies.config import load_policy_settings
+    from greenops.policies.settings import load_policy_settings
 
     path = tmp_path / "policy.yaml"
     path.write_text("default_providers: &p [azure]\ntenant_vcpu_quota: {}\nextra: *p\n")
@@ -115,7 +115,7 @@ def test_policy_settings_are_read_with_the_same_loader(tmp_path):
 
 
 def test_a_kubeconfig_is_read_with_the_same_loader_and_never_quoted():
-    from greenops.placement.observe import ClusterObserver, ClusterUnavailable
+    from greenops.placing.observe import ClusterObserver, ClusterUnavailable
 
     kubeconfig = "users:\n- name: u\n  user: &u {token: hunter2-token}\nother: *u\n"
     with pytest.raises(ClusterUnavailable) as info:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from greenops.placement.lifecycle import Lifecycle, Observation, Phase, Window, advance, from_outputs
+from greenops.placing.lifecycle import Lifecycle, Observation, Phase, Window, advance, from_outputs
 
 T0 = datetime(2027, 1, 10, 3, 0, tzinfo=UTC)
 W = Window(start=T0, duration=timedelta(hours=2), lead=timedelta(minutes=5), deadline=T0 + timedelta(hours=10))

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from greenops.common.clock import stamp
-from greenops.placement.declared import DECLARED_AHEAD, objects_declared
+from greenops.placing.declared import DECLARED_AHEAD, objects_declared
 
 NOW = datetime(2030, 1, 1, 12, tzinfo=UTC)
 

@@ -10,8 +10,16 @@ import pytest
 
 from greenops.common.errors import GreenOpsError
 from greenops.engine import automation
-from greenops.engine.reconcile import Pass, oldest_overdue_gate, parse_interval, sleep_for, transitions, upcoming, watch
-from greenops.stack.config import StackConfigError, parse_stack_config
+from greenops.engine.reconcile_stack import (
+    Pass,
+    oldest_overdue_gate,
+    parse_interval,
+    sleep_for,
+    transitions,
+    upcoming,
+    watch,
+)
+from greenops.stack.stack_config import StackConfigError, parse_stack_config
 
 NOW = datetime(2027, 1, 10, 3, 0, tzinfo=UTC)
 

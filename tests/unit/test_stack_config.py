@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from greenops.stack.config import StackConfigError, parse_stack_config
+from greenops.stack.stack_config import StackConfigError, parse_stack_config
 from tests.conftest import NOW
 
 STACKS = Path(__file__).resolve().parents[2] / "stacks"

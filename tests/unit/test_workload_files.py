@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from greenops.stack.config import StackConfigError, parse_stack_config
+from greenops.stack.stack_config import StackConfigError, parse_stack_config
 from tests.stack_workloads import NOW, workload
 
 

@@ -30,7 +30,7 @@ from greenops.identity.tokens import TokenStore, digest
 from greenops.intensity.base import CarbonSource
 from greenops.intensity.cached import CachedSource
 from greenops.observability import tracing
-from greenops.policies.config import PolicySettings, load_policy_settings
+from greenops.policies.settings import PolicySettings, load_policy_settings
 from greenops.reservations import ReservationStore
 from greenops.scheduler.api import credentials, forecast, health, prometheus, reservations, scheduling
 from greenops.scheduler.api.prometheus import RequestTimer

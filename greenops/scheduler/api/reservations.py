@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from greenops.identity import Forbidden
 from greenops.intensity.series import ceil_second
-from greenops.placement.lifecycle import Lifecycle
+from greenops.placing.lifecycle import Lifecycle
 from greenops.reservations import ListingFilter, UnknownReservation
 from greenops.reservations.tables import stored_utc
 from greenops.scheduler.auth import Reader, Reporter

@@ -16,10 +16,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 from kubernetes.utils.quantity import parse_quantity
 
-from components.config import WORKSPACE_ENV, GitAuthConfig, ReconcilerConfig, SecretKeyRef
 from components.hardening import image_fields
 from components.helm import release
 from components.pins import ChartPin, WorkspacePin
+from components.platform_config import WORKSPACE_ENV, GitAuthConfig, ReconcilerConfig, SecretKeyRef
 from greenops.common.shard_names import shard_stack
 from greenops.renderers import rendered_resources
 

@@ -198,7 +198,7 @@ class CertManagerConfig(_Section):
 
 
 MIN_WORKSPACE_MEMORY = 2**30  # bytes: pip and a small stack's CLI side by side
-# the variables the workspace template sets itself (components/reconciler.py), not secretEnv's to set again
+# the variables the workspace template sets itself (components/workload_reconciler.py), not secretEnv's to set again
 WORKSPACE_ENV = ("PYENV_VERSION", "GOMEMLIMIT")
 DNS_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$"
 

@@ -24,7 +24,7 @@ from greenops.common.clock import parse_time, stamp, system_clock
 from greenops.common.errors import GreenOpsError
 from greenops.engine import automation
 from greenops.observability import spans, tracing
-from greenops.placement.due import Due, due_workloads
+from greenops.placing.due import Due, due_workloads
 
 if TYPE_CHECKING:
     from pulumi import automation as auto
@@ -80,7 +80,7 @@ def _transitions(name: str, old: dict[str, Any] | None, row: dict[str, Any]) -> 
     if old is None:
         fresh = fresh[1:]  # the first event is the placement itself
     # Scheduled moves on to Scheduled (placed again) or to Failed only when its window was missed
-    # (greenops.placement.lifecycle: a start passed unprovisioned)
+    # (greenops.placing.lifecycle: a start passed unprovisioned)
     return [
         Transition(
             name,
@@ -134,7 +134,7 @@ def upcoming(rows: list[dict[str, Any]]) -> tuple[datetime, str] | None:
 
 def oldest_overdue_gate(rows: list[dict[str, Any]], now: datetime) -> timedelta:
     """How long ago the earliest gate still closed at ``now`` was due (zero: none). A Scheduled
-    row's next change is its gate (greenops.placement.lifecycle.next_change)."""
+    row's next change is its gate (greenops.placing.lifecycle.next_change)."""
     gates = [parse_time(r["nextChangeAt"]) for r in rows if r.get("phase") == "Scheduled" and r.get("nextChangeAt")]
     return max((now - gate for gate in gates if gate <= now), default=timedelta(0))
 
@@ -172,7 +172,7 @@ class Pass:
 @tracing.spanned(spans.PASS)
 def reconcile_once(st: auto.Stack, stream: bool = False, due_only: bool = False) -> Pass:
     """One ``up``; raises StackLocked when another run holds the stack's lock. ``due_only``: an
-    ``up`` of the due workloads alone (greenops/placement/due.py), and none when nothing is due."""
+    ``up`` of the due workloads alone (greenops/placing/due.py), and none when nothing is due."""
     trace.get_current_span().set_attribute(spans.STACK, st.name)
     # The pass's reads and its `up` are held as one: no other run's `up` may land between the
     # placements it reads and the update it makes from them (a targeted `up` writes every other
@@ -250,7 +250,7 @@ def sleep_for(p: Pass | None, interval: timedelta, now: datetime) -> tuple[float
 PassObserver = Callable[[str, float, "Pass | None", datetime, str], None]
 """Told of every pass as it ends: its result (ok, failed, skipped), how long it took in seconds,
 the pass (None unless ok), the platform's clock then and the kind of pass (full, due)
-(greenops.engine.reconcile_metrics)."""
+(greenops.engine.reconcile_stack_metrics)."""
 
 
 def watch(

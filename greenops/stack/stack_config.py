@@ -18,7 +18,7 @@ from greenops.renderers import RenderSettings
 from greenops.stack.workload_files import MAX_WORKLOADS, Declared, WorkloadFileError, read_workloads
 
 # The greenops:* keys a stack's program reads (greenops:platform is the platform's, validated by
-# components.config.PlatformConfig); the program asks Pulumi for exactly these.
+# components.platform_config.PlatformConfig); the program asks Pulumi for exactly these.
 KEYS = (
     "workloads",
     "workloadsFrom",
@@ -291,7 +291,7 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
     shard = None if raw.get("shard") is None else section("shard", ShardConfig)
     direct = section("direct", DirectConfig)
     provisioning = _provisioning(raw.get("provisioning"), errors)
-    # greenops:platform is validated by components.config.PlatformConfig (the program does both)
+    # greenops:platform is validated by components.platform_config.PlatformConfig (the program does both)
     unknown = sorted(shown(f"greenops:{k}") for k in set(raw) - {*KEYS, "platform"})
     if unknown:
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""

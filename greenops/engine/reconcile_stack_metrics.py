@@ -15,7 +15,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from greenops.engine.reconcile import KINDS, Pass, oldest_overdue_gate
+from greenops.engine.reconcile_stack import KINDS, Pass, oldest_overdue_gate
 from greenops.observability import names
 from greenops.observability.instruments import instrument
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from greenops.common.clock import parse_time
 from greenops.models import Provisioning, Workload, spec_digest
-from greenops.placement.declared import objects_declared
+from greenops.placing.declared import objects_declared
 
 # Each Placement judges the clock when it runs, a little after the pass's instant: a change due
 # within this margin is taken in this pass. (Objects declared ahead of a gate, as a full pass

@@ -122,7 +122,7 @@ class Window:
 
 @dataclass(frozen=True)
 class Observation:
-    """What the operator reports about a workload's objects (see greenops.placement.observe)."""
+    """What the operator reports about a workload's objects (see greenops.placing.observe)."""
 
     ready: bool
     ready_since: datetime | None = None

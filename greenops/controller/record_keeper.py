@@ -47,7 +47,7 @@ def reservation_key(obj: dict[str, Any]) -> str | None:
     return key
 
 
-class Reconciler:
+class RecordKeeper:
     def __init__(
         self,
         record: Record,
