@@ -7,6 +7,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,6 +103,21 @@ class ControllerProcess(ProcessService):
         "<phase> <key>: <reason>"."""
         lines = self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
         return [a for a in map(action_of, lines) if a is not None]
+
+
+def actions_when(processes: Sequence[ControllerProcess], *wanted: str, timeout: float = 10.0) -> list[str]:
+    """The actions of ``processes`` together, once each of ``wanted`` is among them. A controller
+    logs what it did after the scheduler has answered it, so a test that has just seen the record
+    change must wait for the line before it counts."""
+    deadline = time.monotonic() + timeout
+    while True:
+        actions = [a for p in processes for a in p.actions()]
+        missing = [w for w in wanted if w not in actions]
+        if not missing:
+            return actions
+        if time.monotonic() > deadline:
+            raise GreenOpsError(f"controllers {[p.identity for p in processes]} never logged {missing}: {actions}")
+        time.sleep(0.05)
 
 
 def action_of(line: str) -> str | None:

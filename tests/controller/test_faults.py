@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from greenops.local.controller import ControllerProcess
+from greenops.local.controller import ControllerProcess, actions_when
 from greenops.local.webhook import GROUP
 from tests.controller.conftest import HOLD_SECONDS, controller_process, template
 
@@ -56,7 +56,7 @@ def test_an_api_server_restart_mid_watch_loses_nothing(cluster, tmp_path):
         with cluster.cp.client() as k:
             assert k.delete(cluster.path("team-a", "before-restart")).status_code == 200
         cluster.wait(before, lambda row: row["phase"] == "Released", timeout=60)
-        actions = c.actions()
+        actions = actions_when([c], f"confirmed {before}", f"confirmed {after}")
         assert actions.count(f"confirmed {before}") == 1
         assert actions.count(f"confirmed {after}") == 1
         assert actions.count(f"released {before}") <= 1  # the DELETE hook may have released it first
