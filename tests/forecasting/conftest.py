@@ -55,7 +55,7 @@ def require_mlserver() -> str:
 def train_germany(tracking_uri: str, traces: Path, report: Path) -> int:
     """``greenops-forecast train`` for DE on ``traces``, held out from 20 March 2023, against the
     registry at ``tracking_uri``: the champion the integration tests serve or publish."""
-    from greenops.forecasting import cli
+    from greenops.cli import forecast as cli
 
     args = ["--tracking-uri", tracking_uri, "train", "--traces", str(traces), "--zones", "DE"]
     return cli.main([*args, "--holdout-from", "2023-03-20", "--out", str(report), "--plot-zones", "DE"])

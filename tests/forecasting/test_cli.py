@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from greenops.forecasting import cli
+from greenops.cli import forecast as cli
 from greenops.local.controlplane import free_port
 
 

@@ -20,7 +20,8 @@ import pytest
 from botocore.config import Config
 
 from components.mlops import S3_KEY_NAMES, seaweedfs_s3_config
-from greenops.forecasting import cli, tracking
+from greenops.cli import forecast as cli
+from greenops.forecasting import tracking
 from greenops.local.mlops import MlflowServer, SeaweedFsServer
 from greenops.models.forecast_features import FEATURES, INPUT_NAME
 from greenops.models.forecast_names import DEFAULT_STORAGE_PREFIX, served_models, split_s3_uri, storage_uri

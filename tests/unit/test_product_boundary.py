@@ -13,9 +13,9 @@ from greenops.common.toolpaths import REPO
 # The entry points of the embedded local default: the CLI commands that start the loopback
 # servers. Their imports are inside the command functions, so nothing else loads the stand-ins.
 LOCAL_COMMANDS = {
-    ("greenops/cli.py", "cmd_demo"),
-    ("greenops/cli.py", "cmd_serve"),
-    ("greenops/forecasting/cli.py", "cmd_serve"),
+    ("greenops/cli/__init__.py", "cmd_demo"),
+    ("greenops/cli/__init__.py", "cmd_serve"),
+    ("greenops/cli/forecast.py", "cmd_serve"),
 }
 
 
@@ -117,7 +117,7 @@ def test_every_package_keeps_to_its_lines():
 
 def test_the_root_holds_only_the_entry_points_and_packages():
     loose = sorted(f.name for f in (REPO / "greenops").glob("*.py"))
-    assert loose == ["__init__.py", "__main__.py", "cli.py"]
+    assert loose == ["__init__.py", "__main__.py"]
     assert {"common", "stack", "engine", "insight", "scheduler", "policies"} <= set(PACKAGES)
 
 

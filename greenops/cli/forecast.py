@@ -22,15 +22,15 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from greenops.common.toolpaths import REPO
 from greenops.models.forecast_names import DEFAULT_STORAGE_PREFIX
 
-REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "build"
 LOCAL_STORE = BUILD / "mlflow"  # the default tracking store: a sqlite database with its artifacts beside it
 
 
 def _connect(tracking_uri: str) -> None:
-    from . import tracking
+    from greenops.forecasting import tracking
 
     tracking.use_tracking(tracking_uri, LOCAL_STORE / "artifacts")
 
@@ -50,9 +50,8 @@ def _names(value: str | None) -> list[str] | None:
 def cmd_train(args: argparse.Namespace) -> int:
     from mlflow.exceptions import MlflowException
 
+    from greenops.forecasting import report, tracking, training
     from greenops.intensity import TraceSource
-
-    from . import report, tracking, training
 
     if not args.traces.is_dir():
         print(f"greenops-forecast: no trace directory {args.traces}", file=sys.stderr)
@@ -103,7 +102,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from mlflow.exceptions import MlflowException
 
-    from . import tracking
+    from greenops.forecasting import tracking
 
     try:
         _connect(args.tracking_uri)
@@ -121,9 +120,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from greenops.common.errors import GreenOpsError
     from greenops.common.stopping import SignalStop
+    from greenops.forecasting import tracking
     from greenops.local.mlops import MlserverServer, write_repository
-
-    from . import tracking
 
     try:
         _connect(args.tracking_uri)
@@ -171,9 +169,8 @@ def stack_serving(stack: str) -> tuple[str, list[str]]:
 def cmd_publish(args: argparse.Namespace) -> int:
     from mlflow.exceptions import MlflowException
 
+    from greenops.forecasting import publish, tracking
     from greenops.models.forecast_names import split_s3_uri
-
-    from . import publish, tracking
 
     names: list[str] | None
     try:

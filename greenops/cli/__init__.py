@@ -25,6 +25,7 @@ from greenops.common import endpoints, output, progress
 from greenops.common.clock import stamp
 from greenops.common.errors import GreenOpsError
 from greenops.common.httpclient import RetryingClient
+from greenops.common.toolpaths import REPO
 from greenops.engine.stack_lock import StackLocked
 from greenops.insight import placements as placement_fields
 from greenops.insight import report as report_fields
@@ -34,8 +35,6 @@ from greenops.renderers import render_set
 from greenops.stack.files import greenops_config, read_stack_file
 from greenops.stack.stack_config import parse_stack_config
 from greenops.validation import CrdSchemas, default_crd_dir
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _stack_raw(stack: str, project: Path = REPO) -> dict[str, Any]:
