@@ -17,7 +17,6 @@ import argparse
 import json
 import random
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,11 +27,8 @@ from latency import percentiles
 from greenops.catalog import load_catalog
 from greenops.common.toolpaths import tool_path
 from greenops.local.opa import OpaServer
+from greenops.local.scheduler_standin import SchedulerStandIn  # answers at once: only OPA is measured
 from greenops.policies.bundle import build, default_revision
-
-# the stand-in answers instantly, so only OPA is measured; it is a test helper, under tests/
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.scheduler_standin import SchedulerStandIn  # noqa: E402
 
 
 def workloads(n: int, seed: int = 7):

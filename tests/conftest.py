@@ -1,6 +1,7 @@
+"""Fixtures only: what the suites share besides fixtures lives in tests/support."""
+
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -8,12 +9,7 @@ import pytest
 
 from greenops.catalog import load_catalog, select_size
 from greenops.models import Decision, Workload
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
-# greenops:render.azureSubscriptionId of every test stack that renders Azure (the owners' ARM id needs it)
-AZURE_SUBSCRIPTION = "11111111-2222-3333-4444-555555555555"
+from tests.support.common import NOW, SHARED
 
 
 @pytest.fixture(scope="session")
@@ -24,16 +20,6 @@ def catalog():
 @pytest.fixture
 def now():
     return NOW
-
-
-# where a hand-built Decision places a run, for tests about the run rather than the placement
-IN_PARIS = {
-    "provider": "gcp",
-    "region": "europe-west9",
-    "zone": "FR",
-    "vm_size": "e2-standard-4",
-    "image": "projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts",
-}
 
 
 @pytest.fixture
@@ -90,18 +76,6 @@ def crd_schemas():
     if not folder.is_dir():
         pytest.skip(f"upstream CRD folder {folder} is absent: set GREENOPS_CRD_DIR to validate manifests")
     return CrdSchemas(folder)
-
-
-def require_tool(name: str) -> str:
-    """Path of a pinned tool; skips locally when it is not built, fails in CI (which builds them)."""
-    from greenops.common.toolpaths import ToolMissing, tool_path
-
-    try:
-        return tool_path(name)
-    except ToolMissing as exc:
-        if os.environ.get("CI"):
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,5 @@
 """The manifest scanner (checkov, pinned in tools/checkov/requirements.txt) over every Kubernetes
-object the prod stack declares (tests/declared.py: the program under mocks with its own stack file)
+object the prod stack declares (tests/support/declared.py: the program under mocks with its own stack file)
 and over what the vm-template chart renders for each provider (the real helm): any finding fails,
 and so does a suppression without a reason.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.declared import evaluate_stack
+from tests.support.declared import evaluate_stack
 
 pytestmark = pytest.mark.tools
 

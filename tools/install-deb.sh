@@ -4,8 +4,8 @@
 #                 rather than the pgserver wheel: the security-maintained build for this OS, the
 #                 major version the platform deploys.
 #   nginx-light - the data plane of an NGINX ingress controller, configured from the Ingresses the
-#                 platform declares (tests/ingress.py): the external route to OPA and the scheduler.
-#   chromium    - a real headless browser for the dashboard's test (tests/browser.py).
+#                 platform declares (tests/support/ingress.py): the external route to OPA and the scheduler.
+#   chromium    - a real headless browser for the dashboard's test (tests/support/browser.py).
 #   chromium-driver - the WebDriver built from the same source as chromium, so their versions
 #                 always match (Selenium is given its path and never downloads a driver).
 # Usage: install-deb.sh <package> <a path its binary has, glob allowed>. Downloads are cached

@@ -19,11 +19,11 @@ from greenops.charts import stage_chart
 from greenops.common import clock
 from greenops.models import Decision, parse_duration
 from greenops.renderers import RenderSettings, render, render_set
-from tests.conftest import AZURE_SUBSCRIPTION, require_tool
-from tests.references import owner_problems
+from tests.support.common import AZURE_SUBSCRIPTION, require_tool
+from tests.support.common import SSH_KEY as KEY
+from tests.support.references import owner_problems
 
 pytestmark = pytest.mark.tools
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
 # helm template's release and namespace: Krateo's are the VmTemplate's name and namespace.
 RELEASE, NAMESPACE = "t", "greenops"
 

@@ -14,7 +14,7 @@ from greenops.identity.kubernetes import AUDIENCE
 from greenops.identity.principals import load_principals
 from greenops.renderers import rendered_kinds
 from tests.components.test_platform_mocks import PROD, Mocks, collect, of, run_platform, unwrap
-from tests.pss import violations
+from tests.support.pss import violations
 
 ACCOUNT = "greenops/greenops-controller"
 CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"

@@ -19,8 +19,8 @@ from components.aws_controllers import COMPANIONS, ec2_policy
 from greenops.policies import QUERY_PACKAGES
 from greenops.renderers.base import MANAGED_BY, MANAGED_BY_TAG
 from tests.components.test_platform_mocks import PROD, of, run_platform
-from tests.declared import evaluate_stack
-from tests.pss import containers, pod_specs, violations
+from tests.support.declared import evaluate_stack
+from tests.support.pss import containers, pod_specs, violations
 
 REPO = Path(__file__).resolve().parents[2]
 STACKS = ["prod", "staging"]

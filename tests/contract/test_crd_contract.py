@@ -10,7 +10,7 @@ import pytest
 from greenops.local.webhook import GROUP, VERSION
 from tests.contract.corpus import BEYOND_THE_SCHEMA, CASES, spec_of
 from tests.contract.test_differential import pulumi_path
-from tests.crd_api import api_server_with_crd
+from tests.support.crd_api import api_server_with_crd
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tools]
 PATH = f"/apis/{GROUP}/{VERSION}/namespaces/contract/vmtemplates"

@@ -19,9 +19,9 @@ from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import namespace_manifest, put_namespaces
 from greenops.models import Workload
 from greenops.policies.client import OpaClient
-from tests.admission import admission_review
-from tests.conftest import require_tool
 from tests.contract.corpus import CASES, NAMESPACE, TENANT, as_pulumi, generated, spec_of
+from tests.support.admission import admission_review
+from tests.support.common import require_tool
 
 pytestmark = [pytest.mark.integration, pytest.mark.tools]
 

@@ -33,10 +33,10 @@ from greenops.validation.crd import default_crd_dir
 from tests.components.bundles import offline_fetch
 from tests.components.test_controller_mocks import controller_deployment, controller_objects, flag
 from tests.components.test_platform_mocks import PROD, collect
-from tests.controller.conftest import template
 from tests.controller.test_lifecycle import LEAD, act_as_aso, act_as_krateo, cluster_object, phase_is, render_note
-from tests.declared import manifest, reveal
-from tests.upstream_crds import local_crd
+from tests.support.cluster_path import template
+from tests.support.declared import manifest, reveal
+from tests.support.upstream_crds import local_crd
 
 pytestmark = [pytest.mark.integration, pytest.mark.tools, pytest.mark.crds]
 

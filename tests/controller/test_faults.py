@@ -8,7 +8,7 @@ import pytest
 
 from greenops.local.controller import ControllerProcess, actions_when
 from greenops.local.webhook import GROUP
-from tests.controller.conftest import HOLD_SECONDS, controller_process, template
+from tests.support.cluster_path import HOLD_SECONDS, controller_process, template
 
 pytestmark = [pytest.mark.integration, pytest.mark.tools]
 

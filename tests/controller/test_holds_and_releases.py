@@ -9,7 +9,7 @@ import time
 import pytest
 
 from greenops.local.controller import ControllerProcess, action_of, actions_when
-from tests.controller.conftest import HOLD_SECONDS, controller_process, template
+from tests.support.cluster_path import HOLD_SECONDS, controller_process, template
 
 pytestmark = [pytest.mark.integration, pytest.mark.tools]
 

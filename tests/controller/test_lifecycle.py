@@ -20,8 +20,8 @@ from greenops.common.clock import parse_time, set_clock_file, stamp
 from greenops.insight import record_rows
 from greenops.local.controller import ControllerProcess
 from greenops.validation.crd import default_crd_dir
-from tests.controller.conftest import controller_process, template
-from tests.upstream_crds import local_crd
+from tests.support.cluster_path import controller_process, template
+from tests.support.upstream_crds import local_crd
 
 pytestmark = [pytest.mark.integration, pytest.mark.tools, pytest.mark.crds]
 
@@ -32,7 +32,7 @@ RESYNC = 0.3  # the chart's default provisioningLeadSeconds
 
 @pytest.fixture(scope="module")
 def vm_kind(cluster):
-    """ASO's real VirtualMachine CRD, served without its operator (see tests.upstream_crds)."""
+    """ASO's real VirtualMachine CRD, served without its operator (see tests.support.upstream_crds)."""
     path = default_crd_dir() / "compute.azure.com_virtualmachines.yaml"
     if not path.is_file():
         pytest.skip(f"upstream CRD {path} is absent")

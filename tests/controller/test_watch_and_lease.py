@@ -14,7 +14,7 @@ from greenops.controller.lease import LeaseElector
 from greenops.controller.watch import Changed, Listed, VmTemplateWatch
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.webhook import GROUP, VERSION, vmtemplate_crd
-from tests.conftest import require_tool
+from tests.support.common import require_tool
 
 pytestmark = [pytest.mark.integration, pytest.mark.tools]
 NS = "ctl"

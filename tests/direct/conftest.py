@@ -4,13 +4,9 @@ import pulumi
 import pytest
 
 from greenops.renderers import RenderSettings
-from tests.conftest import AZURE_SUBSCRIPTION
+from tests.support.common import AZURE_SUBSCRIPTION, REGION_PER_CLOUD, SSH_KEY
 
 from .mocks import PARENT_TYPE, DirectMocks
-
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
-# A region per cloud where the catalog knows the zones (and, for AWS, the AMI).
-REGIONS = {"azure": "swedencentral", "gcp": "europe-west9", "aws": "eu-north-1"}
 
 
 @pytest.fixture
@@ -23,7 +19,7 @@ def mocks() -> DirectMocks:
 
 @pytest.fixture
 def settings() -> RenderSettings:
-    return RenderSettings(ssh_public_key=KEY, azure_subscription_id=AZURE_SUBSCRIPTION, gcp_project="greenops-test")
+    return RenderSettings(ssh_public_key=SSH_KEY, azure_subscription_id=AZURE_SUBSCRIPTION, gcp_project="greenops-test")
 
 
 @pytest.fixture
@@ -36,7 +32,7 @@ def placed(workload, decide):
     """The decision placing the sample workload on ``cloud``."""
 
     def make(cloud: str):
-        return decide(workload, cloud, REGIONS[cloud])
+        return decide(workload, cloud, REGION_PER_CLOUD[cloud])
 
     return make
 

@@ -1,6 +1,6 @@
 """Direct mode through the real Pulumi engine, OPA and scheduler on loopback.
 
-No cloud plugin or credentials are needed: the engine talks to tests/cloud_standin.py in the cloud
+No cloud plugin or credentials are needed: the engine talks to tests/support/cloud_standin.py in the cloud
 plugins' place: the real plugin protocol,
 each input checked against the providers' published schema subsets, and a journal standing for
 the cloud's inventory. Everything on our side (program, SDKs, preview, up, the Placement's steps,
@@ -16,14 +16,14 @@ from pulumi import automation as auto
 
 from greenops.common.toolpaths import REPO, pulumi_env
 from greenops.engine import automation
-from tests import loopback
-from tests.cloud_standin import JOURNAL_ENV, REFUSE_ENV, inventory, plugin_scripts
-from tests.conftest import AZURE_SUBSCRIPTION
-from tests.engine import KEY, engine_stack, iso, render_mode_config, small_job
+from tests.support import loopback
+from tests.support.cloud_standin import JOURNAL_ENV, REFUSE_ENV, inventory, plugin_scripts
+from tests.support.common import AZURE_SUBSCRIPTION
+from tests.support.common import REGION_PER_CLOUD as REGIONS
+from tests.support.engine import KEY, engine_stack, iso, render_mode_config, small_job
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 
-REGIONS = {"aws": "eu-north-1", "gcp": "europe-west9", "azure": "swedencentral"}
 # How the engine's progress names each cloud's VM (module and type, without the file part)
 SHOWN = {"aws": "aws:ec2:Instance", "gcp": "gcp:compute:Instance", "azure": "azure-native:compute:VirtualMachine"}
 VM_TYPES = {

@@ -13,11 +13,11 @@ from greenops.common.errors import GreenOpsError
 from greenops.direct.records import verdict
 from greenops.models import Workload
 from greenops.provider.placement import PlacementProvider
-from tests import loopback
-from tests.conftest import AZURE_SUBSCRIPTION, require_tool
+from tests.support import loopback
+from tests.support.common import AZURE_SUBSCRIPTION, require_tool
+from tests.support.common import SSH_KEY as KEY
 
 pytestmark = pytest.mark.integration
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
 LEAD = timedelta(seconds=300)
 
 

@@ -14,9 +14,10 @@ from greenops.common.clock import stamp
 from greenops.direct.records import RECORDS_OUTPUT, record_of
 from greenops.models import Workload
 from greenops.placing.lifecycle import Lifecycle, Phase
-from tests.conftest import AZURE_SUBSCRIPTION
+from tests.support.common import AZURE_SUBSCRIPTION
+from tests.support.common import REGION_PER_CLOUD as REGIONS
+from tests.support.common import SSH_KEY as KEY
 
-from .conftest import KEY, REGIONS
 from .mocks import SDK_DEPRECATIONS, DirectMocks
 from .test_direct_sets import EXPECTED, REGION_INPUT
 

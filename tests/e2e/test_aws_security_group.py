@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from greenops.engine import automation
-from tests.e2e.conftest import cluster_stack
-from tests.engine import iso, unchanged
-from tests.references import GROUP_ID
+from tests.support.cluster_stacks import cluster_stack
+from tests.support.engine import iso, unchanged
+from tests.support.references import GROUP_ID
 
 pytestmark = pytest.mark.e2e
 API = "/apis/ec2.services.k8s.aws/v1alpha1/namespaces/greenops"

@@ -7,20 +7,18 @@ retiring pass would hang. GreenWorkload marks its objects for background deletio
 
 from __future__ import annotations
 
-import shutil
 from datetime import UTC, datetime, timedelta
 
 import pytest
-import yaml
 
-from greenops.common.toolpaths import REPO
 from greenops.engine import automation
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.webhook import namespace_manifest
-from tests import loopback
-from tests.conftest import require_tool
 from tests.e2e.test_aws_security_group import ack_objects
-from tests.engine import iso
+from tests.support import loopback
+from tests.support.cluster_stacks import cluster_stack
+from tests.support.common import require_tool
+from tests.support.engine import iso
 
 pytestmark = pytest.mark.e2e
 
@@ -51,37 +49,12 @@ def test_a_finished_run_is_retired_without_a_garbage_collector(bare_cluster, tmp
         "eligibleProviders": ["aws"],
         "region": "ca-central-1",
     }
-    project = tmp_path / "project"
-    (project / "stacks").mkdir(parents=True)
-    shutil.copy2(REPO / "Pulumi.yaml", project / "Pulumi.yaml")
-    (project / "stacks" / "Pulumi.bare.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "config": {
-                    "greenops:workloads": [workload],
-                    "greenops:endpoints": {
-                        "opaUrl": bare_cluster["opa"].url,
-                        "schedulerUrl": bare_cluster["scheduler"].url,
-                    },
-                    # no operator runs: a run counts from when its objects are applied
-                    "greenops:kubernetes": {"mode": "cluster", "installCrdStubs": True, "readiness": "applied"},
-                    "greenops:render": {"skipAwait": True, "namespace": "greenops"},
-                }
-            }
-        )
-    )
-    (tmp_path / "state").mkdir()
-    st = automation.stack(
-        "bare", work_dir=project, env={"PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}", "GREENOPS_NOW": iso(now)}
-    )
-    st.set_config("greenops:kubeconfig", automation.auto.ConfigValue(cp.kubeconfig_path.read_text(), secret=True))
-    loopback.set_secrets(
-        st, loopback.stack_secrets(bare_cluster["scheduler"], bare_cluster["opa"], loopback.tenants_of([workload]))
-    )
+    # no operator runs: a run counts from when its objects are applied
+    render = {"skipAwait": True, "namespace": "greenops"}
+    st, reconcile = cluster_stack(bare_cluster, tmp_path, "bare", [workload], render, now, readiness="applied")
 
     def row_at(at: datetime) -> dict:
-        st.workspace.env_vars["GREENOPS_NOW"] = iso(at)
-        automation.run(st, "up", stream=False)
+        reconcile(at)
         return {r["workload"]: r for r in automation.placements(st)}["short"]
 
     # No destroy at the end: the CRD stubs the program installed would be deleted in the foreground,

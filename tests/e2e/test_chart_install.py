@@ -36,13 +36,13 @@ from greenops.models import Decision, Workload
 from greenops.renderers import RenderSettings, render
 from greenops.validation.crd import default_crd_dir
 from tests.charts.test_vm_template_chart import stem_of
-from tests.conftest import require_tool
-from tests.references import GROUP_ID, group_reported
-from tests.upstream_crds import local_crd
+from tests.support.common import SSH_KEY as KEY
+from tests.support.common import require_tool
+from tests.support.references import GROUP_ID, group_reported
+from tests.support.upstream_crds import local_crd
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tools, pytest.mark.crds]
 
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
 RUN = timedelta(hours=2)
 # The API groups of the provider objects the chart can emit: every upstream CRD of these groups
 # in ../shared/crds is installed, and every one of their kinds is listed in the checks.

@@ -24,9 +24,9 @@ from greenops.insight.dashboard import SchedulerData
 from greenops.insight.dashboard.routes import local_app
 from greenops.local.controlplane import free_port
 from greenops.local.demo import next_evening
-from tests import loopback
-from tests.browser import headless_page, require_browser
-from tests.engine import engine_stack, iso, render_mode_config
+from tests.support import loopback
+from tests.support.browser import headless_page, require_browser
+from tests.support.engine import engine_stack, iso, render_mode_config
 
 pytestmark = [pytest.mark.tools, pytest.mark.e2e]
 NAME = "batch<b>vm</b>"

@@ -16,8 +16,8 @@ import pytest
 from greenops.common.clock import stamp
 from greenops.common.toolpaths import REPO
 from greenops.local.demo import next_evening
-from tests.conftest import require_tool
-from tests.engine import at, require_engine
+from tests.support.common import require_tool
+from tests.support.engine import at, require_engine
 
 pytestmark = [pytest.mark.tools, pytest.mark.e2e]
 PASS = re.compile(r"^   \[(\S+Z)\]$")

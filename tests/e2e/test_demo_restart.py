@@ -16,9 +16,9 @@ import pytest
 from greenops.common.clock import stamp
 from greenops.common.toolpaths import REPO
 from greenops.local.demo import cluster_templates, next_evening
-from tests.conftest import require_tool
-from tests.engine import require_engine
-from tests.signals import signal_another_thread
+from tests.support.common import require_tool
+from tests.support.engine import require_engine
+from tests.support.signals import signal_another_thread
 
 pytestmark = [pytest.mark.tools, pytest.mark.e2e]
 ADMITTED = len(cluster_templates()) - 1  # every VmTemplate of the demo but "impossible"

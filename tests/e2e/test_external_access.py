@@ -4,7 +4,7 @@ TLS it verifies against the CA the stack exports (opaCaCertificate), with both t
 
 What is real: the prod stack's own declarations (evaluated under mocks, with the tls provider's
 certificates made for real from their inputs), nginx as the ingress data plane configured from the
-declared Ingresses and TLS Secrets (tests/ingress.py), OPA with the policy bundle and token
+declared Ingresses and TLS Secrets (tests/support/ingress.py), OPA with the policy bundle and token
 authorization, the scheduler with the prod stack's admin token and its principals file as the
 scheduler component declares it (OPA by its token's digest, the cluster path's controller by its
 ServiceAccount, reviewed with a local kube-apiserver), a tenant's token issued by that admin, and
@@ -28,15 +28,15 @@ from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import loopback_tls
 from greenops.provider.placement import PlacementProvider
-from tests.conftest import AZURE_SUBSCRIPTION, require_tool
-from tests.declared import STACK_SECRETS, evaluate_stack
-from tests.ingress import NginxIngress, nginx_binary
+from tests.support.common import AZURE_SUBSCRIPTION, require_tool
+from tests.support.common import SSH_KEY as KEY
+from tests.support.declared import STACK_SECRETS, evaluate_stack
+from tests.support.ingress import NginxIngress, nginx_binary
 
 pytestmark = pytest.mark.e2e
 QUERY_TOKEN, ADMIN_TOKEN = STACK_SECRETS["greenops:opaToken"], STACK_SECRETS["greenops:opaAdminToken"]
 SCHEDULER_ADMIN_TOKEN = STACK_SECRETS["greenops:schedulerAdminToken"]
 OPA_AT_SCHEDULER = STACK_SECRETS["greenops:opaSchedulerToken"]
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from greenops.common.errors import GreenOpsError
 from greenops.common.toolpaths import TOOLS_BIN, pulumi_env
 from greenops.engine import automation
 from greenops.stack.inline_config import ENVIRONMENT_STRING_LIMIT
-from tests.conftest import require_tool
-from tests.engine import project_beside_the_repo, render_mode_config, require_engine, small_job
+from tests.support.common import require_tool
+from tests.support.engine import project_beside_the_repo, render_mode_config, require_engine, small_job
 
 pytestmark = pytest.mark.e2e
 N = 1000

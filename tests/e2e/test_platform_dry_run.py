@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_tool
-from tests.declared import Declared, _type_of, config_group_objects, evaluate_stack
+from tests.support.common import require_tool
+from tests.support.declared import Declared, _type_of, config_group_objects, evaluate_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.crds]
 

@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from greenops.engine import automation
-from tests.conftest import AZURE_SUBSCRIPTION
-from tests.e2e.conftest import cluster_stack
-from tests.engine import iso, unchanged
+from tests.support.cluster_stacks import cluster_stack
+from tests.support.common import AZURE_SUBSCRIPTION
+from tests.support.common import SSH_KEY as KEY
+from tests.support.engine import iso, unchanged
 
 pytestmark = pytest.mark.e2e
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
 KINDS = [
     ("compute.azure.com/v1api20220301", "virtualmachines"),
     ("network.azure.com/v1api20240301", "virtualnetworks"),

@@ -13,8 +13,15 @@ import pytest
 import yaml
 
 from greenops.common.toolpaths import REPO
-from tests import loopback
-from tests.engine import iso, project_with_stack, render_mode_config, require_engine, set_project_secrets, small_job
+from tests.support import loopback
+from tests.support.engine import (
+    iso,
+    project_with_stack,
+    render_mode_config,
+    require_engine,
+    set_project_secrets,
+    small_job,
+)
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 WORKFLOW = REPO / ".github" / "workflows" / "reconcile.yml"

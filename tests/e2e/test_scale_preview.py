@@ -16,7 +16,7 @@ import pytest
 from benchmarks.scale import write_workloads
 from greenops.common.toolpaths import TOOLS_BIN, pulumi_env
 from greenops.engine import automation
-from tests.engine import project_beside_the_repo, render_mode_config, require_engine
+from tests.support.engine import project_beside_the_repo, render_mode_config, require_engine
 
 pytestmark = pytest.mark.e2e
 N = 1000

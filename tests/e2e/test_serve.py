@@ -11,8 +11,8 @@ import pytest
 
 from greenops.common.toolpaths import REPO
 from greenops.local.controlplane import free_port
-from tests.conftest import require_tool
-from tests.processes import CommandLines
+from tests.support.common import require_tool
+from tests.support.processes import CommandLines
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 

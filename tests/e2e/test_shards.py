@@ -14,8 +14,8 @@ import yaml
 
 from greenops.common.shard_names import shard_of
 from greenops.common.toolpaths import REPO
-from tests import loopback
-from tests.engine import iso, project_with_stack, render_mode_config, require_engine
+from tests.support import loopback
+from tests.support.engine import iso, project_with_stack, render_mode_config, require_engine
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 SHARDS = 3

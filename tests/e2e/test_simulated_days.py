@@ -15,8 +15,8 @@ from greenops.engine.reconcile_stack import WAKE_MARGIN, reconcile_once
 from greenops.insight import report
 from greenops.local.demo import next_evening
 from greenops.models.duration import parse_duration
-from tests import loopback
-from tests.engine import at, at_once, engine_stack, iso, render_mode_config, rendered_workloads
+from tests.support import loopback
+from tests.support.engine import at, at_once, engine_stack, iso, render_mode_config, rendered_workloads
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 INTERVAL, MARGIN = 300, 60  # greenops:reconcile: the lead defaults to their sum

@@ -9,8 +9,8 @@ import pytest
 
 from greenops.local.webhook import GROUP, VERSION
 from greenops.models.strings import RULES
-from tests.crd_api import api_server_with_crd
 from tests.policies.test_tenant_strings import CORPUS
+from tests.support.crd_api import api_server_with_crd
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tools]
 PATH = f"/apis/{GROUP}/{VERSION}/namespaces/crd-test/vmtemplates"

@@ -16,10 +16,18 @@ from greenops.common.httpclient import RetryingClient
 from greenops.common.toolpaths import REPO
 from greenops.engine import automation
 from greenops.insight import placements
-from tests import loopback
-from tests.engine import cli_env, iso, project_with_stack, render_mode_config, require_engine, small_job, unchanged
-from tests.processes import CommandLines
-from tests.signals import signal_another_thread
+from tests.support import loopback
+from tests.support.engine import (
+    cli_env,
+    iso,
+    project_with_stack,
+    render_mode_config,
+    require_engine,
+    small_job,
+    unchanged,
+)
+from tests.support.processes import CommandLines
+from tests.support.signals import signal_another_thread
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 

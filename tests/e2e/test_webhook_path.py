@@ -14,7 +14,7 @@ from greenops.catalog import select_size
 from greenops.common.clock import stamp
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import GROUP, VERSION
-from tests.e2e.conftest import THRIFTY_QUOTA_VCPU
+from tests.support.cluster_stacks import THRIFTY_QUOTA_VCPU
 
 pytestmark = pytest.mark.e2e
 PATH = f"/apis/{GROUP}/{VERSION}/namespaces/e2e/vmtemplates"
@@ -113,7 +113,7 @@ def test_scheduler_down_fails_closed_then_recovers(tmp_path):
     from greenops.local.controlplane import LocalControlPlane, free_port
     from greenops.local.opa import OpaServer
     from greenops.local.webhook import install_admission, loopback_tls
-    from tests.principals import declare_opa
+    from tests.support.principals import declare_opa
 
     port = free_port()
     tls = loopback_tls(tmp_path)

@@ -20,7 +20,7 @@ from greenops.intensity.naive import SeasonalMeanSource
 from greenops.models.workload import Workload
 from greenops.policies.bundle import stage
 from greenops.policies.settings import load_policy_settings
-from tests.conftest import REPO, require_tool
+from tests.support.common import REPO, require_tool
 
 pytestmark = pytest.mark.shared_data
 JOBS = 400

@@ -27,9 +27,9 @@ from greenops.local.mlops import MlflowServer, MlserverServer, write_repository
 from greenops.local.scheduler import SchedulerServer
 from greenops.models.forecast_features import HISTORY_HOURS, HOUR, feature_row
 from greenops.search.algorithm import CapacityLedger, Job, place_batch
-from tests.processes import CommandLines
-
-from .conftest import require_mlserver, train_germany
+from tests.support.common import require_mlserver
+from tests.support.forecasters import train_germany
+from tests.support.processes import CommandLines
 
 pytestmark = [pytest.mark.integration, pytest.mark.mlops, pytest.mark.shared_data]
 NOW = datetime(2023, 4, 10, 6, 0, tzinfo=UTC)

@@ -25,7 +25,7 @@ from greenops.forecasting import tracking
 from greenops.local.mlops import MlflowServer, SeaweedFsServer
 from greenops.models.forecast_features import FEATURES, INPUT_NAME
 from greenops.models.forecast_names import DEFAULT_STORAGE_PREFIX, served_models, split_s3_uri, storage_uri
-from tests.forecasting.conftest import train_germany
+from tests.support.forecasters import train_germany
 
 pytestmark = [pytest.mark.integration, pytest.mark.shared_data]
 ACCESS, SECRET = "GREENOPSTESTACCESS01", "greenops-test-secret-key-0123456789abcdef"

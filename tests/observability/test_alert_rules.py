@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from greenops.observability import alerts, names
-from tests.conftest import require_tool
+from tests.support.common import require_tool
 
 pytestmark = [pytest.mark.tools]
 

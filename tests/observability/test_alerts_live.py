@@ -19,8 +19,8 @@ import yaml
 
 from greenops.common.clock import set_clock_file
 from greenops.observability import alerts
-from tests.observability.conftest import booking_due_now
-from tests.prometheus import PrometheusServer, Target
+from tests.support.bookings import booking_due_now
+from tests.support.prometheus import PrometheusServer, Target
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 

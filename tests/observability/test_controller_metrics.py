@@ -15,8 +15,8 @@ from greenops.controller.metrics import CAUSES, DEPENDENCIES
 from greenops.local.controller import ControllerProcess
 from greenops.local.controlplane import free_port
 from greenops.observability import names
-from tests.controller.conftest import HOLD_SECONDS, cluster, template  # noqa: F401 - cluster: the fixture
 from tests.observability.metrics_text import Samples, scrape, value, wait_for
+from tests.support.cluster_path import HOLD_SECONDS, cluster_path, template
 
 pytestmark = [pytest.mark.integration, pytest.mark.tools]
 
@@ -24,7 +24,13 @@ LEAD = timedelta(seconds=300)  # the chart's default provisioningLeadSeconds
 PHASES = ("Provisioning", "Running", "Completed", "Failed")
 
 
-def controller(cluster, tmp_path, identity: str, clock=None, **kw) -> ControllerProcess:  # noqa: F811
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with cluster_path(tmp_path_factory.mktemp("tls")) as servers:
+        yield servers
+
+
+def controller(cluster, tmp_path, identity: str, clock=None, **kw) -> ControllerProcess:
     return ControllerProcess(
         scheduler_url=cluster.sched.url,
         token=kw.pop("token", cluster.controller_token),
@@ -47,7 +53,7 @@ def transitions(s: Samples) -> dict[str, float | None]:
     return {phase: value(s, names.CONTROLLER_TRANSITIONS, phase=phase) for phase in PHASES}
 
 
-def test_transitions_releases_and_the_leader_on_metrics(cluster, tmp_path):  # noqa: F811
+def test_transitions_releases_and_the_leader_on_metrics(cluster, tmp_path):
     clock = tmp_path / "now"
     # two hours behind the scheduler's clock, which may place a run at once: every gate is ahead
     set_clock_file(clock, datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2))
@@ -100,7 +106,7 @@ def test_transitions_releases_and_the_leader_on_metrics(cluster, tmp_path):  # n
             assert value(scrape(metrics_url(b)), names.CONTROLLER_LEADER) == 1.0
 
 
-def test_a_refused_scheduler_credential_counts_as_the_schedulers_errors(cluster, tmp_path):  # noqa: F811
+def test_a_refused_scheduler_credential_counts_as_the_schedulers_errors(cluster, tmp_path):
     """A controller of its own Lease whose token the scheduler refuses: every sweep fails on the record."""
     with controller(cluster, tmp_path, "refused", token="not-a-token", extra_args=["--lease-name", "refused"]) as c:
         c.wait_leading()

@@ -13,7 +13,8 @@ import httpx
 import pytest
 
 from greenops.local.scheduler import SchedulerServer
-from tests.observability.conftest import NOW, booking, scrape
+from tests.support.bookings import NOW, booking
+from tests.support.scrape import scrape
 
 pytestmark = pytest.mark.integration
 

@@ -12,10 +12,10 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 from greenops.engine.reconcile_stack import reconcile_once
 from greenops.observability import spans
-from tests import loopback
-from tests.engine import engine_stack, iso, render_mode_config, small_job
 from tests.observability.test_traces import QUICK_EXPORT, caller, no_secret
-from tests.otlp import OtlpReceiver, Span
+from tests.support import loopback
+from tests.support.engine import engine_stack, iso, render_mode_config, small_job
+from tests.support.otlp import OtlpReceiver, Span
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 

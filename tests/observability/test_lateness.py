@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from greenops.common.clock import set_clock_file
-from tests.observability.conftest import booking_due_now, scrape
+from tests.support.bookings import booking_due_now
+from tests.support.scrape import scrape
 
 pytestmark = pytest.mark.integration
 

@@ -23,10 +23,18 @@ from greenops.engine import automation
 from greenops.engine.reconcile_stack import KINDS
 from greenops.local.controlplane import free_port
 from greenops.observability import names
-from tests import loopback
-from tests.engine import cli_env, iso, project_with_stack, render_mode_config, require_engine, small_job, unchanged
 from tests.observability.metrics_text import Samples, scrape, value, wait_for
-from tests.prometheus import PrometheusServer, Target, by_label
+from tests.support import loopback
+from tests.support.engine import (
+    cli_env,
+    iso,
+    project_with_stack,
+    render_mode_config,
+    require_engine,
+    small_job,
+    unchanged,
+)
+from tests.support.prometheus import PrometheusServer, Target, by_label
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 

@@ -17,8 +17,9 @@ from greenops.insight.record_rows import placement_row
 from greenops.insight.report import account
 from greenops.local.scheduler import SchedulerServer
 from greenops.reservations.slots import slots_of
-from tests.observability.conftest import NOW, Scrape, booking, scrape
-from tests.prometheus import PrometheusServer, Target, by_label
+from tests.support.bookings import NOW, booking
+from tests.support.prometheus import PrometheusServer, Target, by_label
+from tests.support.scrape import Scrape, scrape
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,8 @@ import pytest
 
 from greenops.local.controlplane import free_port
 from greenops.local.scheduler import SchedulerServer
-from tests.observability.conftest import NOW, booking, scrape
+from tests.support.bookings import NOW, booking
+from tests.support.scrape import scrape
 
 pytestmark = pytest.mark.integration
 

@@ -1,5 +1,5 @@
 """Traces on loopback: the real scheduler (and the real OPA) export OTLP/HTTP to a real receiver
-(tests.otlp), and a booking made through the project's own client joins the caller's trace."""
+(tests.support.otlp), and a booking made through the project's own client joins the caller's trace."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from greenops.local.scheduler import SchedulerServer
 from greenops.observability import spans, tracing
 from greenops.placing.scheduler_client import Reservation, SchedulerClient
-from tests.otlp import OtlpReceiver, Span
 from tests.policies.test_opa_integration import WORKLOAD
+from tests.support.otlp import OtlpReceiver, Span
 
 pytestmark = pytest.mark.integration
 QUICK_EXPORT = {"OTEL_BSP_SCHEDULE_DELAY": "50"}  # milliseconds between the batches a process exports
@@ -136,7 +136,7 @@ def test_opas_decision_joins_the_trace_of_the_request():
     from greenops.local.opa import OpaServer
     from greenops.models import Workload
     from greenops.policies.client import OpaClient
-    from tests.conftest import require_tool
+    from tests.support.common import require_tool
 
     require_tool("opa")
     workload = Workload.model_validate(WORKLOAD)  # the OPA integration suite's workload

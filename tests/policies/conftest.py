@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import require_tool
-from tests.scheduler_standin import SchedulerStandIn
+from greenops.local.scheduler_standin import SchedulerStandIn
+from tests.support.common import require_tool
 
 
 @pytest.fixture(scope="session")

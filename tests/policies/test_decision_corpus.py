@@ -26,7 +26,7 @@ import pytest
 from greenops.catalog import load_catalog
 from greenops.policies.bundle import stage
 from greenops.policies.settings import load_policy_settings
-from tests.conftest import require_tool
+from tests.support.common import require_tool
 
 pytestmark = pytest.mark.tools
 RECORD = Path(__file__).resolve().parent / "decision_digests.txt"

@@ -11,9 +11,9 @@ import pytest
 from greenops.local.opa import OpaServer
 from greenops.local.webhook import namespace_manifest, put_namespaces
 from greenops.policies.client import OpaClient, PolicyUnauthorized
-from tests.admission import admission_review
 from tests.policies.test_opa_integration import WORKLOAD as ETL
 from tests.policies.test_opa_integration import vmtemplate
+from tests.support.admission import admission_review
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 

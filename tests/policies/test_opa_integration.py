@@ -14,7 +14,7 @@ import pytest
 from greenops.catalog import select_size
 from greenops.policies.bundle import ROOTS, build, stage
 from greenops.policies.client import OpaClient, PolicyDenied, PolicyUnavailable
-from tests.admission import admission_review
+from tests.support.admission import admission_review
 
 pytestmark = pytest.mark.integration
 # The review's uid: the API server's are UUIDs, and admission books and releases only keys ending in one.

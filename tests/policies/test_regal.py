@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_tool
+from tests.support.common import require_tool
 
 pytestmark = pytest.mark.tools
 

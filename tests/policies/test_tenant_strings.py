@@ -14,12 +14,12 @@ import pytest
 from greenops.charts import stage_chart
 from greenops.models.strings import RULES
 from greenops.policies.bundle import stage
-from tests.conftest import require_tool
 from tests.policies.test_opa_integration import admit, review, vmtemplate
+from tests.support.common import SSH_KEY as KEY
+from tests.support.common import require_tool
 
 pytestmark = pytest.mark.tools
 
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
 # Per field: values the rule takes and values it refuses (the engines must agree on every one).
 CORPUS: dict[str, list[str]] = {
     "vmName": ["vm-1", "a", "v" * 40, "v" * 41, "Vm", "1vm", "vm-", "vm_1", "vm.1"],

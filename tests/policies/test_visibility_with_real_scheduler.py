@@ -12,7 +12,7 @@ import pytest
 from greenops.common.clock import stamp
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
-from tests.principals import declare_opa
+from tests.support.principals import declare_opa
 
 pytestmark = pytest.mark.integration
 

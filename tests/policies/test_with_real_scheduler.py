@@ -17,8 +17,8 @@ from greenops.local.controlplane import free_port
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import namespace_manifest, put_namespaces
-from tests.admission import admission_review
-from tests.principals import declare_opa
+from tests.support.admission import admission_review
+from tests.support.principals import declare_opa
 
 pytestmark = pytest.mark.integration
 

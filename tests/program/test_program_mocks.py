@@ -10,12 +10,12 @@ import yaml
 
 from greenops.models import Decision, Workload
 from greenops.renderers import RenderSettings, render
-from tests.conftest import AZURE_SUBSCRIPTION, IN_PARIS
+from tests.support.common import AZURE_SUBSCRIPTION, IN_PARIS
+from tests.support.common import SSH_KEY as KEY
 
 NOW_SPEC = {"cpu": 2, "memory": 4, "duration": "1h", "deadline": "2030-01-01T00:00:00Z", "originRegion": "westeurope"}
 WORKLOADS = [dict(NOW_SPEC, name="due-now", tenant="finance"), dict(NOW_SPEC, name="later", tenant="ml")]
 SECRET_SIG, SECRET_VALUE = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
 # each tenant's Pulumi-path token at the scheduler (greenops:schedulerTokens)
 TENANT_TOKENS = {"finance": "gos_finance-t0ken", "ml": "gos_ml-t0ken"}
 

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from greenops.placing import declared
-from tests import loopback
-from tests.engine import at, engine_stack, iso, patient_job, render_mode_config, rendered_workloads, small_job
+from tests.support import loopback
+from tests.support.engine import at, engine_stack, iso, patient_job, render_mode_config, rendered_workloads, small_job
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 GROUP = "kubernetes:yaml/v2:ConfigGroup"

@@ -13,8 +13,8 @@ import pytest
 from greenops.common.errors import GreenOpsError
 from greenops.engine.reconcile_stack import reconcile_once
 from greenops.placing.due import DUE_AHEAD
-from tests import loopback
-from tests.engine import (
+from tests.support import loopback
+from tests.support.engine import (
     at,
     engine_stack,
     iso,

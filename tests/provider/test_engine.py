@@ -12,8 +12,8 @@ import pytest
 from greenops.engine import automation
 from greenops.engine.reconcile_stack import lifecycle_changes
 from greenops.insight import report
-from tests import loopback
-from tests.engine import (
+from tests.support import loopback
+from tests.support.engine import (
     at,
     at_once,
     engine_stack,

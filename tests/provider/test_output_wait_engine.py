@@ -12,7 +12,7 @@ from pulumi import automation as auto
 
 from greenops.common.pulumi_outputs import gather, sdk_waits_cheaply
 from greenops.engine import automation
-from tests.engine import require_engine
+from tests.support.engine import require_engine
 
 PARTS = 200  # each with a few Outputs: far more pending than the cheap wait's few
 

@@ -15,12 +15,12 @@ from greenops.local.controlplane import free_port
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.provider.placement import PlacementProvider
-from tests import loopback
-from tests.conftest import AZURE_SUBSCRIPTION
-from tests.engine import iso
+from tests.support import loopback
+from tests.support.common import AZURE_SUBSCRIPTION
+from tests.support.common import SSH_KEY as KEY
+from tests.support.engine import iso
 
 pytestmark = pytest.mark.integration
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
 
 
 TENANTS = ("data", "web")  # the tenants these tests' workloads name
@@ -30,7 +30,7 @@ TENANTS = ("data", "web")  # the tenants these tests' workloads name
 def placement_servers(
     scheduler: dict | None = None, opa: dict | None = None
 ) -> Iterator[tuple[OpaServer, SchedulerServer]]:
-    """The real scheduler and OPA (tests.loopback), and the stack's credential (``stack_token``: the
+    """The real scheduler and OPA (tests.support.loopback), and the stack's credential (``stack_token``: the
     Pulumi path, for the tenants its workloads name, as greenops:schedulerToken hands it to Placement)."""
     with loopback.servers(scheduler, opa) as (sched, policy):
         sched.stack_token = sched.issue("dev-stack", TENANTS, paths=["pulumi"])

@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from greenops.provider.placement import PlacementProvider
-from tests import loopback
-from tests.engine import engine_stack, iso, render_mode_config, small_job, unchanged
+from tests.support import loopback
+from tests.support.engine import engine_stack, iso, render_mode_config, small_job, unchanged
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 

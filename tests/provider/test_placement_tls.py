@@ -9,8 +9,8 @@ import pytest
 from greenops.common.errors import GreenOpsError
 from greenops.local.webhook import loopback_tls
 from greenops.provider.placement import PlacementProvider
-from tests.conftest import require_tool
 from tests.provider.test_placement_provider import Clock, placement_servers, props
+from tests.support.common import require_tool
 
 pytestmark = pytest.mark.integration
 

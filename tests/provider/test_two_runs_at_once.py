@@ -27,8 +27,8 @@ import pytest
 from greenops.common.toolpaths import pulumi_env
 from greenops.engine import automation
 from greenops.engine.stack_lock import holding, lock_file
-from tests.conftest import require_tool
-from tests.engine import at_once, cli_env, contend, iso, project_with_stack, small_job
+from tests.support.common import require_tool
+from tests.support.engine import at_once, cli_env, contend, iso, project_with_stack, small_job
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 

@@ -1,9 +1,8 @@
 import pytest
 
 from greenops.renderers import RenderSettings
-from tests.conftest import AZURE_SUBSCRIPTION
-
-TEST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
+from tests.support.common import AZURE_SUBSCRIPTION
+from tests.support.common import SSH_KEY as TEST_KEY
 
 
 @pytest.fixture

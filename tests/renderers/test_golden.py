@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from greenops.renderers import render
-from tests.references import group_reported
+from tests.support.references import group_reported
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 

@@ -4,8 +4,8 @@ import pytest
 
 from greenops.common.errors import RenderError
 from greenops.renderers import RenderSettings, providers, render, render_set
-from tests.conftest import AZURE_SUBSCRIPTION
-from tests.references import group_reported, owner_problems, security_group_problems
+from tests.support.common import AZURE_SUBSCRIPTION
+from tests.support.references import group_reported, owner_problems, security_group_problems
 
 REGIONS = {
     "azure": ["italynorth", "swedencentral", "francecentral", "eastus", "japaneast"],

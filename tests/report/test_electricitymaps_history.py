@@ -19,8 +19,7 @@ from greenops.common.clock import parse_time
 from greenops.insight import hindsight
 from greenops.insight.carbon_history import ElectricityMapsHistory
 from greenops.placing.lifecycle import Phase
-
-from .conftest import DECIDED, row
+from tests.support.report_rows import DECIDED, row
 
 pytestmark = pytest.mark.shared_data
 TOKEN = "test-token"

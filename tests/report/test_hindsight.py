@@ -12,8 +12,7 @@ from greenops.common.clock import parse_time
 from greenops.insight import hindsight, report
 from greenops.intensity import TraceSource
 from greenops.placing.lifecycle import Phase
-
-from .conftest import DEADLINE, DECIDED, HOURS, RAN_FROM, START, mean_over, row
+from tests.support.report_rows import DEADLINE, DECIDED, HOURS, RAN_FROM, START, mean_over, row
 
 pytestmark = pytest.mark.shared_data
 RUN = timedelta(hours=HOURS)

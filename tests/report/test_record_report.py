@@ -23,8 +23,7 @@ from greenops.common.httpclient import RetryingClient
 from greenops.insight import explain, hindsight, record_rows, report
 from greenops.local.scheduler import SchedulerServer
 from greenops.placing.lifecycle import Lifecycle, Phase
-
-from .conftest import DEADLINE, DECIDED, HOURS, mean_over
+from tests.support.report_rows import DEADLINE, DECIDED, HOURS, mean_over
 
 pytestmark = [pytest.mark.integration, pytest.mark.shared_data]
 RUN = timedelta(hours=HOURS)

@@ -11,8 +11,7 @@ import pytest
 from greenops.common.clock import parse_time
 from greenops.insight import hindsight, report, timeline
 from greenops.placing.lifecycle import Phase
-
-from .conftest import HOURS, RAN_FROM, START, row
+from tests.support.report_rows import HOURS, RAN_FROM, START, row
 
 pytestmark = pytest.mark.shared_data
 NOW = datetime(2023, 3, 15, 9, 45, tzinfo=UTC)

@@ -16,22 +16,14 @@ from greenops.common.clock import stamp
 from greenops.intensity import ProfileSource
 from greenops.local.scheduler import SchedulerServer
 from greenops.scheduler.api import MAX_WORK, InsecureConfiguration, create_app
+from tests.support.bookings import booking
 
 NOW = datetime(2027, 1, 10, 3, 0, tzinfo=UTC)
 TOKEN = "s3cr3t-scheduler-token"  # the bootstrap admin's
 
 
 def body(**over) -> dict:
-    b = {
-        "number_of_jobs": 1,
-        "eligible_regions": ["FR", "DE"],
-        "deadline": "2027-01-11T03:00:00Z",
-        "duration": 2,
-        "cpu": 4,
-        "memory": 8,
-    }
-    b.update(over)
-    return b
+    return booking(number_of_jobs=1, **over)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ from greenops.reservations import ReservationStore
 from greenops.reservations.tables import reservations
 from greenops.scheduler.limits import MAX_BODY_BYTES
 from greenops.scheduler.recorded import MAX_WORKLOAD_BYTES
-from tests.security.conftest import Tenancy, booking
+from tests.support.bookings import booking
+from tests.support.tenancy import Tenancy
 
 pytestmark = pytest.mark.integration
 

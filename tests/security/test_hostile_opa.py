@@ -11,8 +11,9 @@ import pytest
 
 from greenops.local.opa import OpaServer
 from greenops.local.webhook import namespace_manifest, put_namespaces
-from tests.admission import admission_review
-from tests.security.conftest import Tenancy, booking
+from tests.support.admission import admission_review
+from tests.support.bookings import booking
+from tests.support.tenancy import Tenancy
 
 pytestmark = pytest.mark.integration
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security.conftest import Tenancy, booking
+from tests.support.bookings import booking
+from tests.support.tenancy import Tenancy
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ import pytest
 
 from greenops.local.scheduler import SchedulerServer
 from greenops.reservations import ListingFilter, ReservationStore
-from tests.security.conftest import NOW
+from tests.support.bookings import NOW
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from greenops.local.scheduler import SchedulerServer
-from tests.security.conftest import NOW, booking
+from tests.support.bookings import NOW, booking
 
 pytestmark = pytest.mark.integration
 

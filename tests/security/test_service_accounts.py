@@ -13,8 +13,8 @@ import yaml
 from greenops.identity.kubernetes import AUDIENCE
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.scheduler import SchedulerServer
-from tests.conftest import require_tool
-from tests.security.conftest import NOW, booking
+from tests.support.bookings import NOW, booking
+from tests.support.common import require_tool
 
 pytestmark = [pytest.mark.integration, pytest.mark.tools]
 

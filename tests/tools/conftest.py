@@ -1,6 +1,6 @@
 import pytest
 
-from tests.conftest import require_tool
+from tests.support.common import require_tool
 
 
 class _Tools:
@@ -10,5 +10,5 @@ class _Tools:
 
 @pytest.fixture(scope="session")
 def tools():
-    """``tools["opa"]`` is the path of a pinned tool (see tests.conftest.require_tool)."""
+    """``tools["opa"]`` is the path of a pinned tool (see tests.support.common.require_tool)."""
     return _Tools()

@@ -15,7 +15,7 @@ import pulumi
 
 from greenops.common.toolpaths import pulumi_env
 from greenops.engine import automation
-from tests.conftest import require_tool
+from tests.support.common import require_tool
 
 COMPONENTS = 200
 

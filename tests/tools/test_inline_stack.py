@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from greenops.engine import automation
-from tests.conftest import require_tool
+from tests.support.common import require_tool
 
 PROJECT_FILE = "name: someone-elses\nruntime:\n  name: python\n  options:\n    virtualenv: venv\n"
 

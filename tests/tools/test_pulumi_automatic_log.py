@@ -19,7 +19,7 @@ from greenops.common.toolpaths import (
     with_automatic_log,
     without_automatic_log,
 )
-from tests.conftest import require_tool
+from tests.support.common import require_tool
 
 pytestmark = pytest.mark.tools
 

@@ -5,7 +5,7 @@ import copy
 import pytest
 
 from greenops.renderers import render
-from tests.references import group_reported
+from tests.support.references import group_reported
 
 pytestmark = pytest.mark.crds
 

@@ -13,7 +13,7 @@ import yaml
 from greenops.common.errors import MAX_MESSAGE_CHARS
 from greenops.stack.stack_config import MAX_REPORTED_ERRORS, StackConfigError, parse_stack_config
 from greenops.stack.workload_files import MAX_WORKLOADS
-from tests.stack_workloads import NOW, workload
+from tests.support.stack_workloads import NOW, workload
 
 
 def refused(raw: dict, root=None) -> str:

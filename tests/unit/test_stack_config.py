@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from greenops.stack.stack_config import StackConfigError, parse_stack_config
-from tests.conftest import NOW
+from tests.support.common import NOW
 
 STACKS = Path(__file__).resolve().parents[2] / "stacks"
 

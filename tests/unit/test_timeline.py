@@ -10,7 +10,7 @@ import matplotlib.dates as mdates
 import pytest
 
 from greenops.insight import timeline
-from tests.engine import iso
+from tests.support.engine import iso
 
 T0 = datetime(2026, 11, 22, 17, tzinfo=UTC)
 ZONES = ["DE", "GB", "FR", "CA-QC", "SE-SE3", "US-CAL-CISO"]

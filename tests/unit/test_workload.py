@@ -5,7 +5,7 @@ import pytest
 from pydantic import ValidationError
 
 from greenops.models import DataResidency, Decision, Workload
-from tests.conftest import IN_PARIS, NOW
+from tests.support.common import IN_PARIS, NOW
 
 
 def errors_of(exc: ValidationError) -> dict[str, str]:

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from greenops.stack.stack_config import StackConfigError, parse_stack_config
-from tests.stack_workloads import NOW, workload
+from tests.support.stack_workloads import NOW, workload
 
 
 def write(path, doc) -> None:

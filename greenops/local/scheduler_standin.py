@@ -1,6 +1,7 @@
 """A scheduler stand-in on loopback that answers the thesis contract instantly.
 
-For policy tests and the policy benchmark, where the scheduler's own algorithm is not under test.
+For the policy tests and the policy benchmark (benchmarks/policy_latency.py), where the scheduler's
+own algorithm is not under test: both use it, so it lives with the other loopback stand-ins.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.webhook import vmtemplate_crd
-from tests.conftest import require_tool
+from tests.support.common import require_tool
 
 
 @contextlib.contextmanager

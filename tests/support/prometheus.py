@@ -19,7 +19,7 @@ import httpx
 
 from greenops.local.controlplane import free_port
 from greenops.local.service import ProcessService
-from tests.conftest import require_tool
+from tests.support.common import require_tool
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
-from tests.conftest import require_tool
+from tests.support.common import require_tool
 
 
 @contextlib.contextmanager

@@ -17,9 +17,9 @@ import yaml
 from greenops.common.clock import stamp, system_clock
 from greenops.common.toolpaths import REPO
 from greenops.engine import automation
-from tests.conftest import AZURE_SUBSCRIPTION, require_tool
+from tests.support.common import AZURE_SUBSCRIPTION, require_tool
+from tests.support.common import SSH_KEY as KEY
 
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyForRenderingOnly greenops-test"
 ENGINE_TOOLS = ("pulumi", "opa", "pulumi-resource-kubernetes", "pulumi-resource-pulumi-python")
 
 
@@ -84,7 +84,7 @@ def patient_job(now: datetime) -> dict:
 
 def engine_stack(tmp_path: Path, name: str, now: datetime, config: dict, secrets: dict[str, str] | None = None):
     """An inline-program stack on a file backend in ``tmp_path``, its clock at ``now``; ``secrets``:
-    secret ``greenops:*`` config (tests.loopback.stack_secrets: the credentials Placement presents)."""
+    secret ``greenops:*`` config (tests.support.loopback.stack_secrets: the credentials Placement presents)."""
     require_engine()
     from pulumi import automation as auto
 
@@ -102,7 +102,7 @@ def engine_stack(tmp_path: Path, name: str, now: datetime, config: dict, secrets
     made.append(stack)
     stack.set_all_config({f"greenops:{k}": auto.ConfigValue(json.dumps(v)) for k, v in config.items()})
     if secrets:
-        from tests.loopback import set_secrets
+        from tests.support.loopback import set_secrets
 
         set_secrets(stack, secrets)
     return stack
@@ -148,10 +148,10 @@ def project_beside_the_repo(folder: Path, name: str, config: dict) -> Path:
 
 
 def set_project_secrets(project: Path, name: str, env: dict[str, str], secrets: dict[str, str]) -> None:
-    """``pulumi config set --secret greenops:<key>`` for each of ``secrets`` (tests.loopback.stack_secrets)
+    """``pulumi config set --secret greenops:<key>`` for each of ``secrets`` (tests.support.loopback.stack_secrets)
     on stack ``name`` of ``project``, encrypted with the passphrase ``env`` gives (PULUMI_CONFIG_PASSPHRASE)
     on the backend it names, as an operator sets them once; the stack is created when new."""
-    from tests.loopback import set_secrets
+    from tests.support.loopback import set_secrets
 
     keep = ("PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE")
     set_secrets(automation.stack(name, work_dir=project, env={k: env[k] for k in keep if k in env}), secrets)

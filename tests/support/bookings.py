@@ -1,5 +1,5 @@
-"""What the observability tests share: a booking body, and a scrape of a real scheduler's /metrics
-parsed with prometheus-client's own parser."""
+"""A booking as the scheduler suites send one, the instant their schedulers decide at, and a real
+scheduler holding one booking whose gate is now (for the lateness and alert tests)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ from datetime import datetime
 from pathlib import Path
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
 from greenops.common.clock import parse_time, set_clock_file
 from greenops.local.scheduler import SchedulerServer
 
-NOW = "2027-01-10T03:00:00Z"
+NOW = "2027-01-10T03:00:00Z"  # GREENOPS_NOW of the schedulers these bookings go to
 
 
 def booking(**over: object) -> dict:
@@ -28,39 +27,6 @@ def booking(**over: object) -> dict:
     }
     body.update(over)
     return body
-
-
-@dataclass(frozen=True)
-class Scrape:
-    samples: dict[tuple[str, frozenset[tuple[str, str]]], float]
-    families: set[str]
-
-    def value(self, name: str, **labels: str) -> float | None:
-        """The sample ``name`` with exactly these labels; None when it is not exposed."""
-        return self.samples.get((name, frozenset(labels.items())))
-
-    def by(self, name: str, label: str, **where: str) -> dict[str, float]:
-        """Every ``name`` sample whose labels include ``where``, as {its ``label``: value}."""
-        out = {}
-        for (sample, labels), v in self.samples.items():
-            d = dict(labels)
-            if sample == name and all(d.get(k) == w for k, w in where.items()):
-                out[d[label]] = v
-        return out
-
-    def series(self, prefix: str = "greenops_") -> int:
-        return sum(1 for name, _ in self.samples if name.startswith(prefix))
-
-
-def scrape(url: str, token: str) -> Scrape:
-    r = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=15)
-    assert r.status_code == 200, r.text
-    samples, families = {}, set()
-    for family in text_string_to_metric_families(r.text):
-        families.add(family.name)
-        for s in family.samples:
-            samples[(s.name, frozenset(s.labels.items()))] = s.value
-    return Scrape(samples, families)
 
 
 @dataclass(frozen=True)

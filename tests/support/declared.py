@@ -13,20 +13,19 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import UTC
-from pathlib import Path
 
 import pulumi
 import pytest
 import yaml
 
 from tests.components.test_platform_mocks import CREDENTIALS, SECRET_SIG, Mocks
+from tests.support.common import REPO
 
 try:  # captured before tests/conftest.py's autouse fixture swaps in its stand-in archive
     from components.operator_bundle import fetch as REAL_FETCH
 except ImportError:
     REAL_FETCH = None
 
-REPO = Path(__file__).resolve().parents[1]
 
 # Pulumi's marker for a value not known until apply; under mocks there should be none.
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"

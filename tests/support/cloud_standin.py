@@ -8,7 +8,7 @@ published schema subsets (data/provider-schemas), Create and Delete write each c
 (``GREENOPS_CLOUD_JOURNAL``, JSON lines) that stands for the cloud's inventory, and the outputs the
 program reads back (ids, names, private addresses) are made up in each provider's shape.
 
-    pulumi-resource-aws  ->  python -c "from tests.cloud_standin import main; main('aws')"
+    pulumi-resource-aws  ->  python -c "from tests.support.cloud_standin import main; main('aws')"
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def plugin_scripts(folder: Path, repo: Path) -> Path:
         script = folder / f"pulumi-resource-{name}"
         script.write_text(
             f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(repo)!r})\n"
-            f"from tests.cloud_standin import main\nmain({name!r})\n"
+            f"from tests.support.cloud_standin import main\nmain({name!r})\n"
         )
         script.chmod(0o755)
     return folder
