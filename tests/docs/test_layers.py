@@ -98,3 +98,14 @@ def test_the_package_graph_has_no_circle_and_the_contract_no_exception():
 
 def test_a_circle_is_found():
     assert circles({("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")}) == [{"a", "b", "c"}]
+
+
+def test_the_page_names_every_test_suite():
+    text = ARCHITECTURE.read_text()
+    named = re.findall(r"`([a-z0-9_]+)`", text.split("<!-- suites -->", 1)[1].split("<!-- /suites -->", 1)[0])
+    suites = sorted(
+        p.name
+        for p in (REPO / "tests").iterdir()
+        if p.is_dir() and p.name not in ("support", "golden") and any(p.glob("test_*.py"))
+    )
+    assert named == suites
