@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: lint test-fast scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo docs docs-reference
+.PHONY: cloud-init lint test-fast scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo docs docs-reference
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver, prometheus, promtool) -> .tools/bin
@@ -54,12 +54,16 @@ postgres:
 ingress:
 	bash tools/install-deb.sh nginx-light /usr/sbin/nginx
 
+# Debian's cloud-init: its own schema checks the user-data every renderer and the chart write
+cloud-init:
+	bash tools/install-deb.sh cloud-init /usr/bin/cloud-init
+
 # Debian's chromium and its chromium-driver: the real headless browser of the dashboard's test
 browser:
 	bash tools/install-deb.sh chromium /usr/bin/chromium
 	bash tools/install-deb.sh chromium-driver /usr/bin/chromedriver
 
-test: setup tools mlserver scanner postgres ingress browser
+test: setup tools mlserver scanner postgres ingress browser cloud-init
 	$(PY) -m pytest
 
 # Ruff (lint and format), mypy's strict check of greenops and import-linter's layers: what

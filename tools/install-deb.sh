@@ -5,6 +5,8 @@
 #                 major version the platform deploys.
 #   nginx-light - the data plane of an NGINX ingress controller, configured from the Ingresses the
 #                 platform declares (tests/support/ingress.py): the external route to OPA and the scheduler.
+#   cloud-init  - its own schema check of the user-data the renderers and the chart write (the
+#                 command only: nothing of it runs on this machine).
 #   chromium    - a real headless browser for the dashboard's test (tests/support/browser.py).
 #   chromium-driver - the WebDriver built from the same source as chromium, so their versions
 #                 always match (Selenium is given its path and never downloads a driver).

@@ -38,6 +38,10 @@ _PROPERTIES: dict[str, dict[str, Any]] = {
     "eligibleProviders": {"description": "Providers the workload may use (distinct; none: the platform's default)"},
     "dataResidency": {"description": "EU-only placement"},
     "tenant": {"description": "Tenant, set on every object's labels; admission refuses one not the namespace's"},
+    "run": {
+        "description": "What the VM runs: {script: a shell script}, started once at first boot; the VM powers itself "
+        "off when it ends (none: the VM runs nothing)",
+    },
     "provider": {"description": "Set by the admission policy"},
     "schedulingLocation": {"description": "Cloud region, set by the admission policy"},
     "schedulingTime": {"description": "Start time (RFC 3339 UTC), set by the admission policy"},

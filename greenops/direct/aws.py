@@ -12,6 +12,7 @@ from pulumi_aws import ec2
 
 from greenops.renderers import RenderContext
 from greenops.renderers.providers.aws import SUBNET_CIDR, VPC_CIDR, workload_tags
+from greenops.renderers.user_data import user_data_base64
 
 from .base import DirectSet, Placed, child_options
 
@@ -67,6 +68,7 @@ def build(ctx: RenderContext, placed: Placed) -> DirectSet:
             subnet_id=subnet.id,
             vpc_security_group_ids=[group.id],
             metadata_options=ec2.InstanceMetadataOptionsArgs(http_tokens="required"),
+            user_data_base64=user_data_base64(workload),  # what the VM runs (None: nothing), as ACK takes it
             tags=_tag_map(ctx, instance_name),
         ),
         opts=opts,

@@ -14,6 +14,7 @@ from pulumi_azure_native import compute, network, resources
 
 from greenops.renderers import RenderContext
 from greenops.renderers.providers.azure import SUBNET_CIDR, VNET_CIDR, image_reference
+from greenops.renderers.user_data import user_data_base64
 
 from .base import DirectSet, Placed, child_options
 
@@ -115,9 +116,11 @@ def build(ctx: RenderContext, placed: Placed, *, existing_group: bool = False) -
 
 
 def _os_profile(ctx: RenderContext, computer_name: str) -> compute.OSProfileArgs:
-    """SSH key only, as the renderer has it: password sign-in is switched off, so no password exists."""
+    """SSH key only, as the renderer has it: password sign-in is switched off, so no password exists;
+    the run's cloud-config as customData when the workload has one."""
     admin = ctx.settings.admin_username
     return compute.OSProfileArgs(
+        custom_data=user_data_base64(ctx.workload),  # what the VM runs (None: nothing), as ASO takes it
         computer_name=computer_name,
         admin_username=admin,
         linux_configuration=compute.LinuxConfigurationArgs(

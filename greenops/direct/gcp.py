@@ -10,6 +10,7 @@ from pulumi_gcp import compute
 from greenops.common.errors import RenderError
 from greenops.renderers import RenderContext
 from greenops.renderers.providers.gcp import BOOT_DISK_GB, BOOT_DISK_TYPE, SUBNET_CIDR, workload_labels
+from greenops.renderers.user_data import user_data
 
 from .base import DirectSet, Placed, child_options
 
@@ -54,7 +55,8 @@ def build(ctx: RenderContext, placed: Placed) -> DirectSet:
                 ),
             ),
             network_interfaces=[compute.InstanceNetworkInterfaceArgs(subnetwork=subnet.id)],
-            metadata={"enable-oslogin": "TRUE"},
+            # what the VM runs, as Config Connector's user-data item (greenops.renderers.user_data)
+            metadata={"enable-oslogin": "TRUE", **({"user-data": data} if (data := user_data(workload)) else {})},
             labels=workload_labels(ctx),
         ),
         opts=opts,

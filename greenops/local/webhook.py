@@ -79,9 +79,11 @@ def loopback_tls(folder: Path) -> TlsIdentity:
 
 # The schema keywords carried into the CRD as they are: the string rules (pattern, maxLength, the
 # reserved names under "not") must reach the API server, which checks every VmTemplate with them.
-# So must the workload contract's bounds and forms (minimum, maximum, minLength, distinct items).
+# So must the workload contract's bounds and forms (minimum, maximum, minLength, distinct items), and an
+# object field's own fields (run.script), which a structural schema would otherwise prune.
 _CRD_KEYWORDS = (
     "description", "enum", "minimum", "maximum", "pattern", "items", "minLength", "maxLength", "maxItems", "not",
+    "properties", "required",
 )  # fmt: skip
 
 

@@ -46,6 +46,13 @@ DURATION_EXPECTED = (
     'without spaces: "6", "1.5", "6h", "90m", "1h30m"'
 )
 
+# What the VM runs (``run.script``): a shell script, started once at first boot and powered off after.
+# Counted in characters, as JSON Schema's maxLength, Rego's count and Python's len all count. The
+# bound keeps the user-data every cloud takes: EC2 takes 16 KB, and the script travels base64 inside a
+# cloud-config of some 600 bytes, so 10 000 ASCII characters come to about 14 KB.
+MAX_SCRIPT_CHARS = 10_000
+RUN_EXPECTED = f"an object with one field, script: a shell script of 1 to {MAX_SCRIPT_CHARS} characters"
+
 DEADLINE_EXPECTED = strings.RULES["deadline"].expected
 PROVIDERS_EXPECTED = "a list of distinct provider names, each one of {known} (lowercase), e.g. [azure, gcp]"
 
@@ -118,6 +125,7 @@ def bundle_document(providers: list[str]) -> dict[str, Any]:
         },
         "deadline": {"pattern": strings.RFC3339, "expected": DEADLINE_EXPECTED},
         "eligibleProviders": {"expected": PROVIDERS_EXPECTED.format(known=", ".join(providers))},
+        "run": {"script_max_length": MAX_SCRIPT_CHARS, "expected": RUN_EXPECTED},
     }
 
 
@@ -145,4 +153,10 @@ def json_schema_properties(providers: list[str]) -> dict[str, dict[str, Any]]:
         },
         "dataResidency": {"type": "string", "enum": ["eu", "none"]},
         "provider": {"type": "string", "enum": list(providers)},
+        "run": {
+            "type": "object",
+            "properties": {"script": {"type": "string", "minLength": 1, "maxLength": MAX_SCRIPT_CHARS}},
+            "required": ["script"],
+            "additionalProperties": False,
+        },
     }

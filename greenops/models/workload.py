@@ -86,6 +86,18 @@ def _now(info: ValidationInfo) -> datetime:
     return now.astimezone(UTC)
 
 
+class Run(_Model):
+    """What the placed VM runs: a shell script, started once at its first boot; the VM powers itself
+    off when the script ends (greenops.renderers.user_data)."""
+
+    # kept exactly as written: a script's whitespace is its own
+    model_config = ConfigDict(**{**_Model.model_config, "str_strip_whitespace": False})
+
+    script: str = Field(
+        min_length=1, max_length=contract.MAX_SCRIPT_CHARS, description="a shell script, run as root at first boot"
+    )
+
+
 class Workload(_Model):
     """A delay-tolerant VM workload, provider-agnostic.
 
@@ -121,6 +133,7 @@ class Workload(_Model):
     provisioning: Provisioning | None = Field(
         default=None, description="operator or direct; none: the stack's greenops:provisioning"
     )
+    run: Run | None = Field(default=None, description="what the VM runs (" + contract.RUN_EXPECTED + "); none: nothing")
 
     @field_validator("name")
     @classmethod
@@ -257,8 +270,10 @@ class Workload(_Model):
     def spec(self) -> dict[str, Any]:
         """The workload as a JSON document with camelCase keys (stack config, OPA input). How it is
         provisioned is not part of what it is: switching the mode neither re-places it nor changes
-        its reservation key."""
-        return self.model_dump(mode="json", by_alias=True, exclude={"provisioning"})
+        its reservation key. A workload without ``run`` is written without the key, so its spec and
+        key stay what they were before the field existed."""
+        leave_out = {"provisioning"} | ({"run"} if self.run is None else set())
+        return self.model_dump(mode="json", by_alias=True, exclude=leave_out)
 
 
 def spec_digest(spec: dict[str, Any]) -> str:

@@ -64,7 +64,8 @@ def _place(
             path="pulumi",
             quota_vcpu=decision.get("tenantQuotaVcpu"),
             regions=decision.get("zoneRegions") or {},
-            workload=spec,
+            # as policy saw it, but without the script: the record keeps what placed it, not what it runs
+            workload={k: v for k, v in spec.items() if k != "run"},
             explanation=_with_images(decision, catalog),
         )
     )

@@ -4,6 +4,7 @@ relative to it."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -19,7 +20,7 @@ from greenops.charts import stage_chart
 from greenops.common import clock
 from greenops.models import Decision, parse_duration
 from greenops.renderers import RenderSettings, render, render_set
-from tests.support.common import AZURE_SUBSCRIPTION, require_tool
+from tests.support.common import AZURE_SUBSCRIPTION, require_cloud_init, require_tool
 from tests.support.common import SSH_KEY as KEY
 from tests.support.references import owner_problems
 
@@ -98,11 +99,16 @@ def canonical(objs: list[dict]) -> list[str]:
     return sorted(json.dumps(o, sort_keys=True) for o in objs)
 
 
+# A script with what a careless template would break on: quotes, $, backslashes, a template-like
+# brace, non-ASCII text, a line with trailing blanks, no final newline.
+RUN = {"script": '#!/bin/sh\nset -eu\necho "it\'s $HOME \\n {{ .Values }}" > /var/tmp/résultat  \nexit 0'}
+
+
 def python_render(
-    catalog, make_workload, provider: str, region: str, start: str, skip_await: bool = False
+    catalog, make_workload, provider: str, region: str, start: str, skip_await: bool = False, run: dict | None = None
 ) -> list[dict]:
     """The Python renderers' objects for the decision the chart values below describe."""
-    w = make_workload(name="parity", tenant="team-a", cpu=4, memory=8)
+    w = make_workload(name="parity", tenant="team-a", cpu=4, memory=8, **({"run": run} if run else {}))
     d = Decision(
         provider=provider,
         region=region,
@@ -131,9 +137,10 @@ def python_render(
     ],
 )
 @pytest.mark.parametrize("skip_await", [False, True])
-def test_chart_matches_the_python_renderers(chart, catalog, make_workload, provider, region, skip_await):
+@pytest.mark.parametrize("run", [None, RUN], ids=["no-run", "run"])
+def test_chart_matches_the_python_renderers(chart, catalog, make_workload, provider, region, skip_await, run):
     start = started()
-    python = python_render(catalog, make_workload, provider, region, start, skip_await)
+    python = python_render(catalog, make_workload, provider, region, start, skip_await, run)
     helm = helm_template(
         chart,
         values(
@@ -142,9 +149,71 @@ def test_chart_matches_the_python_renderers(chart, catalog, make_workload, provi
             schedulingTime=start,
             vmSize=select_size(catalog, provider, region, 4, 8).name,
             skipAwait=skip_await,
+            run=run,
         ),
     )
     assert canonical(helm) == canonical(python)
+
+
+def user_data_of(objects: list[dict]) -> str | None:
+    """The user-data the VM's object carries, as text (ASO and ACK take it base64)."""
+    for o in objects:
+        spec = o["spec"]
+        if o["kind"] == "VirtualMachine" and "customData" in spec["osProfile"]:
+            return base64.b64decode(spec["osProfile"]["customData"]).decode()
+        if o["kind"] == "ComputeInstance":
+            return {m["key"]: m["value"] for m in spec["metadata"]}.get("user-data")
+        if o["kind"] == "Instance" and "userData" in spec:
+            return base64.b64decode(spec["userData"]).decode()
+    return None
+
+
+def cloud_init_schema(text: str, folder: Path) -> subprocess.CompletedProcess:
+    """cloud-init's own check of a user-data document (Debian's cloud-init: make cloud-init)."""
+    path = folder / "user-data"
+    path.write_text(text)
+    return subprocess.run([require_cloud_init(), "schema", "--config-file", str(path)], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize(
+    "provider,region", [("azure", "swedencentral"), ("gcp", "europe-west9"), ("aws", "eu-north-1")]
+)
+def test_the_run_reaches_the_vm_as_cloud_init_reads_it(chart, catalog, make_workload, provider, region, tmp_path):
+    start = started()
+    group = {f"SecurityGroup/{STEM}-sg": {"id": "sg-0a1b2c3d"}}  # ACK's Instance waits for its group's id
+    w = make_workload(name="parity", tenant="team-a", cpu=4, memory=8, run=RUN)
+    d = Decision(
+        provider=provider,
+        region=region,
+        zone=catalog.region(provider, region).zone,
+        scheduling_time=start,
+        vm_size=select_size(catalog, provider, region, 4, 8).name,
+        image=catalog.image(provider, region),
+    )
+    settings = RenderSettings(ssh_public_key=KEY, azure_subscription_id=AZURE_SUBSCRIPTION)
+    python = user_data_of(render(w, d, settings, observed=group, stem=STEM))
+    assert python is not None
+    if provider != "aws":  # helm template cannot look the group up: tests/e2e/test_chart_install.py installs it
+        chart_values = values(provider=provider, schedulingLocation=region, schedulingTime=start, vmSize="x", run=RUN)
+        assert user_data_of(helm_template(chart, chart_values)) == python
+    checked = cloud_init_schema(python, tmp_path)
+    assert checked.returncode == 0 and "Valid cloud-config" in checked.stdout, checked.stdout + checked.stderr
+    document = yaml.safe_load(python)
+    [script] = document["write_files"]
+    assert base64.b64decode(script["content"]).decode() == RUN["script"]  # every byte as written
+    assert script["path"] in document["runcmd"][0][2] and document["power_state"]["mode"] == "poweroff"
+    # and the check can fail: cloud-init refuses a document that is not in its schema
+    assert cloud_init_schema(python.replace("mode: poweroff", "mode: nap"), tmp_path).returncode != 0
+
+
+def test_without_a_run_no_vm_gets_user_data(chart, catalog, make_workload):
+    start = started()
+    for provider, region in (("azure", "swedencentral"), ("gcp", "europe-west9")):
+        python = python_render(catalog, make_workload, provider, region, start)
+        helm = helm_template(
+            chart, values(provider=provider, schedulingLocation=region, schedulingTime=start, vmSize="x")
+        )
+        assert user_data_of(python) is None and user_data_of(helm) is None
 
 
 @pytest.mark.crds

@@ -105,6 +105,15 @@ CASES: dict[str, dict[str, Any]] = {
     "origin-upper": {"originRegion": "WestEurope"},
     "residency-upper": {"dataResidency": "EU"},
     "residency-unknown": {"dataResidency": "mars"},
+    # what the VM runs
+    "run-script": {"run": {"script": "#!/bin/sh\necho done > /var/tmp/result\n"}},
+    "run-longest-script": {"run": {"script": "x" * 10_000}},
+    "run-script-too-long": {"run": {"script": "x" * 10_001}},
+    "run-script-empty": {"run": {"script": ""}},
+    "run-script-number": {"run": {"script": 5}},
+    "run-without-script": {"run": {}},
+    "run-string": {"run": "echo done"},
+    "run-unknown-field": {"run": {"script": "echo", "env": {"A": "1"}}},
 }
 
 # Cases the CRD's schema cannot judge: it knows forms and bounds, not the catalog, the clock or the
@@ -158,6 +167,10 @@ generated = st.fixed_dictionaries(
     optional={
         "maxLatency": st.one_of(st.integers(-1, 3000), _number),
         "dataResidency": st.sampled_from(["eu", "none", "EU", ""]),
+        "run": st.one_of(
+            st.fixed_dictionaries({"script": st.text(max_size=40)}),
+            st.sampled_from([{}, "echo", {"script": None}, {"script": "echo", "x": 1}]),
+        ),
         "eligibleProviders": _providers,
         "tenant": st.sampled_from([TENANT, "m l", ""]),
     },

@@ -11,6 +11,7 @@ import pytest
 
 from greenops import direct
 from greenops.common.errors import RenderError
+from greenops.renderers.user_data import user_data, user_data_base64
 
 from .helpers import settle
 from .mocks import ASSIGNED_IP, PARENT_TYPE, SDK_DEPRECATIONS, is_secret, plaintext_secrets, secret
@@ -138,3 +139,30 @@ def test_an_unknown_cloud_is_refused(workload, placed, settings, mocks, parent):
     decision = placed("aws").model_copy(update={"provider": "oracle"})
     with pytest.raises(RenderError, match="no direct set for provider 'oracle'"):
         direct.build(workload, decision, settings, parent)
+
+
+# Where each cloud's VM takes the run's cloud-config, and whether base64 (as its operator takes it)
+RUN_INPUT = {
+    "azure": (("osProfile", "customData"), True),
+    "gcp": (("metadata", "user-data"), False),
+    "aws": (("userDataBase64",), True),
+}
+
+
+@pytest.mark.parametrize("cloud", direct.CLOUDS)
+@pytest.mark.parametrize("runs", [True, False], ids=["run", "no-run"])
+@pulumi.runtime.test
+def test_the_run_reaches_the_vm_as_on_the_operator_path(cloud, runs, mocks, make_workload, placed, settings, parent):
+    run = {"run": {"script": "#!/bin/sh\necho done > /var/tmp/result\n"}} if runs else {}
+    workload = make_workload(name="train-1", tenant="ML-team", **run)
+    built = direct.build(workload, placed(cloud), settings, parent)
+    path, encoded = RUN_INPUT[cloud]
+
+    def check(_):
+        value = mocks.one(VM_TYPES[cloud]).inputs
+        for key in path[:-1]:
+            value = value[key]
+        expected = (user_data_base64 if encoded else user_data)(workload)
+        assert value.get(path[-1]) == expected and (expected is not None) == runs
+
+    return settle(built).apply(check)

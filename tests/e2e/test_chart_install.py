@@ -177,6 +177,7 @@ def python_instance(catalog, decided: dict, start: str, stem: str) -> dict:
             "deadline": decided["deadline"],
             "originRegion": decided["originRegion"],
             "tenant": decided["tenant"],
+            "run": decided["run"],
         }
     )
     region = decided["schedulingLocation"]
@@ -224,6 +225,8 @@ def test_helm_installs_the_packaged_chart_through_the_vm_lifecycle(api, chart_pa
         "originRegion": "westeurope",
         "tenant": "team-a",
         "sshPublicKey": KEY,
+        # what the VM runs: the real CRDs must take the user-data each operator is given
+        "run": {"script": "#!/bin/sh\necho done > /var/tmp/result\n"},
         "namespace": namespace,
         "gcpProject": "greenops-e2e",
         "azureResourceGroup": "greenops-workloads",

@@ -51,3 +51,16 @@ def require_mlserver() -> str:
         if os.environ.get("CI"):
             pytest.fail(str(exc))
         pytest.skip(str(exc))
+
+
+def require_cloud_init() -> str:
+    """Debian's cloud-init command (make cloud-init); skipped locally without it, a failure in CI."""
+    import shutil
+
+    found = shutil.which("cloud-init")
+    if found:
+        return found
+    message = "cloud-init is not installed: make cloud-init"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)

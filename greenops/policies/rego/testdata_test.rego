@@ -149,6 +149,10 @@ workload_contract := {
 		"a list of distinct provider names, each one of azure, gcp, aws (lowercase), ",
 		"e.g. [azure, gcp]",
 	])},
+	"run": {
+		"script_max_length": 10000,
+		"expected": "an object with one field, script: a shell script of 1 to 10000 characters",
+	},
 }
 
 # What workload.rego's functions take as their `rules` argument (workload.bundle_rules in the bundle).

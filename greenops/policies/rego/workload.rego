@@ -67,7 +67,7 @@ field_problems(spec, _, _) := ["workload spec must be an object"] if not is_obje
 field_problems(spec, catalog, rules) := sort([msg |
 	some field in [
 		"name", "cpu", "memory", "duration", "deadline", "maxLatency", "originRegion",
-		"eligibleProviders", "dataResidency", "tenant", "provider", "region",
+		"eligibleProviders", "dataResidency", "tenant", "provider", "region", "run",
 	]
 	msg := problem(spec, field, catalog, rules)
 ]) if {
@@ -86,6 +86,7 @@ _well_formed(spec, catalog, rules) if {
 	not spec_fields.problem(spec.name, rules.strings.vmName)
 	_in_contract(spec, rules.contract)
 	_known_and_kept(spec, catalog, rules)
+	not _run_problem(spec, rules.contract)
 }
 
 # cpu, memory, duration, deadline and maxLatency (when given) in the contract's forms and bounds.
@@ -259,6 +260,29 @@ problem(spec, "region", catalog, _) := sprintf("region: unknown region %v", [_sh
 	r := requested_region(spec)
 	r != null
 	not catalog.region_provider[r]
+}
+
+# run (when given): what the VM runs, {"script": a shell script}, and nothing else; the contract's
+# run.expected names the form. The script is not part of the normal form: it decides nothing.
+problem(spec, "run", _, rules) := _run_problem(spec, rules.contract)
+
+_run_problem(spec, contract) := sprintf("run: %v: %v", [why, contract.run.expected]) if {
+	"run" in object.keys(spec)
+	why := _run_fault(spec.run, contract)
+}
+
+# Why a run is not in its form (never its script: a message stays short); undefined when it is.
+_run_fault(run, contract) := "not an object" if {
+	not is_object(run)
+} else := sprintf("unknown field(s) %v", [concat(", ", sort(extra))]) if {
+	extra := [k | some k, _ in run; k != "script"]
+	count(extra) > 0
+} else := "script is missing or not a string" if {
+	not is_string(object.get(run, "script", null))
+} else := "script is empty" if {
+	count(run.script) == 0
+} else := sprintf("script has %v characters", [count(run.script)]) if {
+	count(run.script) > contract.run.script_max_length
 }
 
 # room_problem(spec, now_ns, rules): the deadline leaves no room for the run from now_ns; undefined

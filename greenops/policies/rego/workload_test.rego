@@ -89,6 +89,11 @@ _values := {
 	"provider": ["ibm", null, "azure", 5],
 	"region": ["atlantis", "westus", null, 5],
 	"schedulingLocation": ["francecentral", "atlantis", 5],
+	"run": [
+		{"script": "#!/bin/sh\necho done\n"}, {"script": ""}, {"script": 5}, {}, "echo", null,
+		{"script": "x", "env": {}}, {"script": concat("", [_long | some _ in numbers.range(1, 250)])},
+		{"script": concat("", [_long | some _ in numbers.range(1, 251)])},
+	],
 }
 
 _long := "abcdefghijklmnopqrstuvwxyz0123456789abcd" # 40 characters
@@ -108,6 +113,23 @@ test_each_bad_field_is_named if {
 		startswith(p, sprintf("%v:", [field]))
 	}
 }
+
+test_a_run_is_checked_and_kept_out_of_the_normal_form if {
+	ok := object.union(testdata.workload, {"run": {"script": "#!/bin/sh\necho done\n"}})
+	workload.problems(ok, testdata.catalog, testdata.rules) == []
+	not "run" in object.keys(workload.normalize(ok, testdata.catalog, testdata.config, testdata.rules))
+	long := concat("", [_long | some _ in numbers.range(1, 251)]) # 10 040 characters
+	runs := [{"script": long}, {"script": ""}, {"script": 5}, {}, "echo", {"script": "x", "env": {}}]
+	found := [p | some run in runs; some p in workload.problems(_with_run(run), testdata.catalog, testdata.rules)]
+	count(found) == count(runs)
+	every p in found {
+		startswith(p, "run: ")
+		endswith(p, "a shell script of 1 to 10000 characters")
+		count(p) < 200 # never the script itself
+	}
+}
+
+_with_run(run) := object.union(testdata.workload, {"run": run})
 
 test_missing_fields_are_named if {
 	problems := workload.problems({"name": "x"}, testdata.catalog, testdata.rules)

@@ -21,6 +21,7 @@ from greenops.renderers.base import (
     readiness,
 )
 from greenops.renderers.registry import renderer
+from greenops.renderers.user_data import user_data_base64
 
 NETWORK_API = "network.azure.com/v1api20240301"
 COMPUTE_API = "compute.azure.com/v1api20220301"  # the version the thesis templates use
@@ -130,6 +131,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
                 "hardwareProfile": {"vmSize": d.vm_size},  # [2] VM size
                 "storageProfile": {"imageReference": image_reference(d.image, ctx.workload.name)},  # [3] OS
                 "osProfile": {
+                    **({"customData": custom} if (custom := user_data_base64(ctx.workload)) else {}),
                     "computerName": vm,
                     "adminUsername": s.admin_username,
                     "linuxConfiguration": {

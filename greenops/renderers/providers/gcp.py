@@ -7,6 +7,7 @@ from typing import Any
 from greenops.common.errors import RenderError
 from greenops.renderers.base import ObjectState, RenderContext, condition, readiness
 from greenops.renderers.registry import renderer
+from greenops.renderers.user_data import user_data
 
 API = "compute.cnrm.cloud.google.com/v1beta1"
 SUBNET_CIDR = "10.10.0.0/24"
@@ -78,7 +79,10 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
                     },
                 },
                 "networkInterface": [{"subnetworkRef": {"name": subnet}}],
-                "metadata": [{"key": "enable-oslogin", "value": "TRUE"}],
+                "metadata": [
+                    {"key": "enable-oslogin", "value": "TRUE"},
+                    *([{"key": "user-data", "value": data}] if (data := user_data(ctx.workload)) else []),
+                ],
             },
         },
     ]

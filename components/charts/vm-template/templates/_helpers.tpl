@@ -129,3 +129,23 @@ managed-by: "greenops"
 - key: managed-by
   value: "greenops"
 {{- end -}}
+
+{{/*
+The cloud-config of the workload's run (.Values.run.script), byte for byte what
+greenops/renderers/user_data.py writes on the Pulumi path: the script base64 in write_files, run
+once from runcmd, then the VM powers itself off.
+*/}}
+{{- define "vmtemplate.userData" -}}
+#cloud-config
+write_files:
+  - path: /var/lib/greenops/run.sh
+    permissions: "0700"
+    encoding: b64
+    content: {{ .Values.run.script | b64enc }}
+runcmd:
+  - [sh, -c, "/var/lib/greenops/run.sh > /var/log/greenops-run.log 2>&1; echo $? > /var/lib/greenops/exit-status"]
+power_state:
+  mode: poweroff
+  message: "greenops: the run has ended"
+  condition: true
+{{ end -}}
