@@ -77,7 +77,8 @@ def window_of(template: dict[str, Any], row: dict[str, Any]) -> Window:
     start, end = parse_time(row["start"]), parse_time(row["end"])
     hours = row.get("duration_hours")
     duration = timedelta(hours=hours) if hours else end - start
-    return Window(start=start, duration=duration, lead=timedelta(seconds=lead), deadline=deadline)
+    runs = isinstance(spec.get("run"), dict)  # its VM powers itself off when the run ends
+    return Window(start=start, duration=duration, lead=timedelta(seconds=lead), deadline=deadline, ends_itself=runs)
 
 
 def recorded_lifecycle(row: dict[str, Any]) -> Lifecycle:
@@ -141,7 +142,7 @@ class Progress:
         if now >= chart_end:
             why = f"{missed}; the chart's window ended at {stamp(chart_end)}; {NOT_REPLACED}"
             return before.to(Phase.FAILED, now, why, failed_at=now)
-        late = Window(start=now, duration=w.duration, lead=timedelta(0), deadline=w.deadline)
+        late = Window(start=now, duration=w.duration, lead=timedelta(0), deadline=w.deadline, ends_itself=w.ends_itself)
         opened = advance(before, late, now, observe, KRATEO).lifecycle  # the gate, now
         return opened.model_copy(update={"reason": f"gate opened late ({missed}): {opened.reason}"})
 

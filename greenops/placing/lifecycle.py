@@ -105,6 +105,8 @@ class Window:
     duration: timedelta
     lead: timedelta
     deadline: datetime
+    # the VM powers itself off when its run ends (the workload has a ``run``): its stop is the end
+    ends_itself: bool = False
 
     @property
     def gate(self) -> datetime:
@@ -117,7 +119,7 @@ class Window:
     @classmethod
     def of(cls, workload: Workload, decision: Decision, lead: timedelta) -> Window:
         """The window a placement is judged against: its decided start and the workload's bounds."""
-        return cls(decision.scheduling_time, workload.duration, lead, workload.deadline)
+        return cls(decision.scheduling_time, workload.duration, lead, workload.deadline, workload.run is not None)
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,7 @@ class Observation:
     detail: str = ""  # the VM object's current condition, for the reason while waiting; empty: nothing reported
     # every object read back, "Kind/name" -> its status: what a held object of the set waits for
     reported: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    stopped: bool = False  # the VM is powered off: a workload with a run has ended it
 
 
 @dataclass(frozen=True)
@@ -230,6 +233,7 @@ def _provisioning(lc: Lifecycle, w: Window, now: datetime, obs: Observation | No
             ),
             w,
             now,
+            obs,
         )
     if now > w.latest_start:
         return Step(
@@ -247,9 +251,9 @@ def _provisioning(lc: Lifecycle, w: Window, now: datetime, obs: Observation | No
     return Step(lc if lc.reason == waiting else lc.model_copy(update={"reason": waiting}))
 
 
-def _then_running(lc: Lifecycle, w: Window, now: datetime) -> Step:
-    """A run that became ready long ago may already be over by this pass."""
-    return _running(lc, w, now, None)
+def _then_running(lc: Lifecycle, w: Window, now: datetime, obs: Observation | None = None) -> Step:
+    """A run that became ready long ago may already be over by this pass, or its VM off."""
+    return _running(lc, w, now, obs)
 
 
 def _running(lc: Lifecycle, w: Window, now: datetime, obs: Observation | None) -> Step:
@@ -266,6 +270,18 @@ def _running(lc: Lifecycle, w: Window, now: datetime, obs: Observation | None) -
         )
     if obs and obs.failure:
         return Step(lc.to(Phase.FAILED, now, f"the operator reports a terminal error: {obs.failure}", failed_at=now))
+    if obs and obs.stopped and w.ends_itself:
+        # The stop is seen by this pass; when exactly the VM went off, no operator says.
+        return Step(
+            lc.to(
+                Phase.COMPLETED,
+                now,
+                f"completed: its run ended and the VM powered itself off (seen at {stamp(now)}, "
+                f"{(now - lc.running_since).total_seconds() / 60:.0f} min after it started at "
+                f"{stamp(lc.running_since)})",
+                completed_at=now,
+            )
+        )
     if obs and obs.missing:
         return Step(
             lc.to(

@@ -352,7 +352,7 @@ class PlacementProvider(ResourceProvider):
         window = _window(props, workload, decision)
         if just_placed and window.start < now:
             # The scheduler's clock may run a little behind ours: a start it just chose is never "missed".
-            window = Window(now, window.duration, window.lead, window.deadline)
+            window = replace(window, start=now)
         if _direct(props):
             return _direct_step(props, workload, lifecycle, window, now, just_placed), {}
         declared = props.get("objectsDeclared") is not False  # (absent: a program from before it was told)

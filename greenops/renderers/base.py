@@ -129,6 +129,9 @@ class ObjectState:
     since: str | None = None  # the ready condition's lastTransitionTime
     failure: str | None = None  # terminal: the operator has given up until a person acts
     detail: str = ""  # the condition as text; empty while the operator has said nothing
+    # the VM is powered off, as its operator reports it: how a workload's run says it has ended
+    # (greenops.renderers.user_data powers the VM off after the script)
+    stopped: bool = False
 
 
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:

@@ -53,9 +53,9 @@ def controller(cluster, clock, tmp_path, name: str) -> ControllerProcess:
     return controller_process(cluster, tmp_path, name, resync_seconds=RESYNC, clock_file=clock)
 
 
-def admitted(cluster, ns: str, name: str) -> tuple[str, dict]:
+def admitted(cluster, ns: str, name: str, **spec) -> tuple[str, dict]:
     with cluster.cp.client() as k:
-        r = k.post(cluster.path(ns), json=template(name, ns, eligibleProviders=["azure"]))
+        r = k.post(cluster.path(ns), json=template(name, ns, eligibleProviders=["azure"], **spec))
         assert r.status_code == 201, r.text
         return r.json()["metadata"]["annotations"]["greenops.io/reservation"], r.json()
 
@@ -161,6 +161,43 @@ def test_scheduled_provisioning_running_completed_with_every_time_recorded(clust
             stamp(ready_at),
             stamp(opened),
         )
+
+
+def act_as_aso_powered_off(cluster, ns: str, name: str) -> None:
+    """What ASO reports once the VM has shut itself down: its instance view's power state."""
+    statuses = [{"code": "ProvisioningState/succeeded"}, {"code": "PowerState/stopped", "displayStatus": "VM stopped"}]
+    with cluster.cp.client() as k:
+        r = k.patch(
+            f"/apis/{VM[0]}/{VM[1]}/namespaces/{ns}/{VM[2]}/{name}/status",
+            json={"status": {"instanceView": {"statuses": statuses}}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+        assert r.status_code == 200, r.text
+
+
+def test_a_run_that_powers_its_vm_off_completes_before_its_duration(cluster, vm_kind, clock, tmp_path):
+    with controller(cluster, clock, tmp_path, "ends") as c:
+        c.wait_leading()
+        key, _ = admitted(cluster, "team-a", "short-job", run={"script": "#!/bin/sh\necho done > /var/tmp/result\n"})
+        row = cluster.wait(key, lambda r: r["held_until"] is None and r.get("lifecycle"))
+        opened = parse_time(row["start"]) - LEAD + timedelta(seconds=1)
+        set_clock_file(clock, opened)
+        cluster.wait(key, phase_is("Provisioning"))
+        vm = act_as_krateo(cluster, cluster_object(cluster, "team-a", "short-job"))
+        act_as_aso(
+            cluster, "team-a", vm, {"status": "True", "reason": "Succeeded", "lastTransitionTime": stamp(opened)}
+        )
+        row = cluster.wait(key, phase_is("Running"))
+
+        seen = opened + timedelta(minutes=12)  # a fifth of its hour
+        set_clock_file(clock, seen)
+        c.wait_passes(2)
+        assert cluster.reservation(key)["phase"] == "Running"  # still on: the duration is only the bound
+        act_as_aso_powered_off(cluster, "team-a", vm)
+        row = cluster.wait(key, phase_is("Completed"))
+        lc = row["lifecycle"]
+        assert lc["completedAt"] == stamp(seen) and lc["runningSince"] == stamp(opened)
+        assert "powered itself off" in lc["reason"]
 
 
 def test_an_operators_terminal_error_gives_failed(cluster, vm_kind, clock, tmp_path):

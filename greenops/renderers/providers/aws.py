@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from greenops.renderers.base import ObjectState, RenderContext, condition, describe, readiness
@@ -28,7 +29,8 @@ def state(obj: dict[str, Any]) -> ObjectState:
     terminal = condition(obj, "ACK.Terminal")
     if terminal is not None and terminal.get("status") == "True":
         return ObjectState(False, failure=describe(terminal), detail=describe(terminal))
-    return readiness(condition(obj, "ACK.ResourceSynced"))
+    state_name = ((obj.get("status") or {}).get("state") or {}).get("name")
+    return replace(readiness(condition(obj, "ACK.ResourceSynced")), stopped=state_name == "stopped")
 
 
 @renderer(

@@ -8,6 +8,7 @@ subnet's owner is our own VirtualNetwork, so it stays a reference by name.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from greenops.common.errors import RenderError
@@ -56,7 +57,17 @@ def state(obj: dict[str, Any]) -> ObjectState:
     ready = condition(obj, "Ready")
     if ready is not None and ready.get("status") == "False" and ready.get("severity") == "Error":
         return ObjectState(False, failure=describe(ready), detail=describe(ready))
-    return readiness(ready)
+    return replace(readiness(ready), stopped=_powered_off(obj))
+
+
+def _powered_off(obj: dict[str, Any]) -> bool:
+    """A VM's instance view says ``PowerState/stopped`` (or deallocated) once it has shut down."""
+    statuses = (((obj.get("status") or {}).get("instanceView") or {}).get("statuses")) or []
+    return any(isinstance(s, dict) and s.get("code") in POWERED_OFF for s in statuses)
+
+
+# Azure's power states of a VM that has shut down (deallocated: stopped and its compute released)
+POWERED_OFF = {"PowerState/stopped", "PowerState/deallocated"}
 
 
 @renderer(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from greenops.common.errors import RenderError
@@ -35,7 +36,8 @@ def state(obj: dict[str, Any]) -> ObjectState:
     """Config Connector reports ``Ready``; it retries every failure (``UpdateFailed``,
     ``DependencyNotReady``...) and has no terminal state, so a stuck VM ends only by the
     lifecycle's deadline check, with this condition as the reason."""
-    return readiness(condition(obj, "Ready"))
+    stopped = (obj.get("status") or {}).get("currentStatus") == "TERMINATED"  # GCE's word for powered off
+    return replace(readiness(condition(obj, "Ready")), stopped=stopped)
 
 
 @renderer(
