@@ -16,7 +16,10 @@ from typing import Any
 from greenops.catalog import load_catalog
 from greenops.charts import CHART_SOURCE
 from greenops.models import contract
-from greenops.models.strings import RULES
+from greenops.models.strings import RFC3339, RULES
+
+# `gate <instant>` | `end <instant>`, the instant as the platform writes one (greenops.common.clock.stamp)
+RENDER_PATTERN = "^(gate|end) " + RFC3339.removeprefix("^")
 
 # The workload's fields as the contract (greenops.models.contract) writes them: types, bounds, forms.
 CONTRACT = contract.json_schema_properties(list(load_catalog().providers))
@@ -46,6 +49,15 @@ _PROPERTIES: dict[str, dict[str, Any]] = {
     "schedulingLocation": {"description": "Cloud region, set by the admission policy"},
     "schedulingTime": {"description": "Start time (RFC 3339 UTC), set by the admission policy"},
     "vmSize": {"description": "Provider VM size, set by the admission policy"},
+    # A spec field, not an annotation: Krateo renders a composition again when its generation changes
+    # (a spec change), and an annotation leaves the generation as it is (greenops.controller.progress).
+    "render": {
+        "type": "string",
+        "maxLength": 64,
+        "pattern": RENDER_PATTERN,
+        "description": "Set by the greenops controller: `gate <instant>` or `end <instant>`, when it asked Krateo "
+        "to render the VM's objects (at the gate) or to remove them (at the end); the chart renders by the clock",
+    },
     "provisioningLeadSeconds": {
         "type": "integer",
         "minimum": 0,

@@ -31,7 +31,7 @@ from .kube import api_client
 from .lease import LeaseElector
 from .metrics import ControllerMetrics
 from .objects import RenderedObjects
-from .progress import RENDER_ANNOTATION, Progress
+from .progress import RENDER_FIELD, Progress
 from .record import Record, RecordUnavailable, token_reader
 from .record_keeper import RecordKeeper
 from .watch import PLURAL, Changed, Listed, VmTemplateWatch, key_of
@@ -87,7 +87,7 @@ class Controller:
             args.scheduler_url, token_reader(args.token_file, os.environ.get("GREENOPS_CONTROLLER_TOKEN"))
         )
         observe = RenderedObjects(api).observe if args.readiness == "operator" else None
-        progress = Progress(self.record, system_clock, self.annotate, observe, self.metrics)
+        progress = Progress(self.record, system_clock, self.request_render, observe, self.metrics)
         self.reconciler = RecordKeeper(self.record, system_clock, self.elector.leading, progress, self.metrics)
         self.templates: dict[str, dict[str, Any]] = {}  # the leader's view of every VmTemplate, from the stream
         self.stop = threading.Event()
@@ -150,8 +150,8 @@ class Controller:
             self.templates[key_of(item.object)] = item.object
             self.reconciler.stored(item.object)
 
-    def annotate(self, template: dict[str, Any], value: str) -> None:
-        """Make Krateo render the composition again: an annotation change is an update event."""
+    def request_render(self, template: dict[str, Any], value: str) -> None:
+        """Make Krateo render the composition again: a spec change, so a new generation."""
         from kubernetes import client
 
         meta = template["metadata"]
@@ -161,7 +161,7 @@ class Controller:
             meta["namespace"],
             PLURAL,
             meta["name"],
-            {"metadata": {"annotations": {RENDER_ANNOTATION: value}}},
+            {"spec": {RENDER_FIELD: value}},
         )
 
     def guarded(self, step: Any) -> None:

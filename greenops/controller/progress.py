@@ -4,9 +4,10 @@ a failure; only the voice differs (Krateo renders, the controller asks it to).
 
 A pass at ``now`` for one confirmed reservation and its VmTemplate:
 - at the gate (``schedulingTime - provisioningLeadSeconds``) it asks Krateo to render the
-  composition again, by writing the annotation ``greenops.io/render`` (an update event, which
-  Krateo's composition controller reconciles; the chart renders the VM only inside its window), and
-  records Provisioning with the instant it did so: a late gate shows as late;
+  composition again, by writing ``spec.render`` (a spec change, so a new generation, which Krateo's
+  composition controller renders at once; it would not for an annotation, which leaves the
+  generation as it is, until its resync interval), and records Provisioning; the gate opens at the
+  pass that sees the rendered VM object, so lateness counts from the real render;
 - Running from the operator's Ready condition and its ``lastTransitionTime`` (or at once, when no
   operator is watched: ``--readiness applied``);
 - Completed at ``runningSince + duration``; Failed on a terminal condition, on a VM object deleted
@@ -44,7 +45,10 @@ from greenops.placing.lifecycle import Lifecycle, Observation, Phase, Voice, Win
 
 from .metrics import ControllerMetrics
 
-RENDER_ANNOTATION = "greenops.io/render"  # "gate <instant>" | "end <instant>": why and when Krateo was asked
+# spec.render = "gate <instant>" | "end <instant>": why and when Krateo was asked to render. A spec
+# field, so that writing it changes the VmTemplate's generation: Krateo's composition controller
+# renders again on a generation change (and at its resync interval), never on metadata alone.
+RENDER_FIELD = "render"
 
 KRATEO = Voice(
     gate_opened="gate opened: Krateo asked to render the VM's objects, waiting for the operator to report the VM ready",
@@ -95,13 +99,13 @@ class Progress:
         self,
         record: Any,
         clock: Callable[[], datetime],
-        annotate: Callable[[dict[str, Any], str], None],
+        request_render: Callable[[dict[str, Any], str], None],
         observe: Callable[[dict[str, Any], bool], Observation] | None,
         metrics: ControllerMetrics | None = None,
     ):
         self.record = record
         self.clock = clock
-        self.annotate = annotate
+        self.request_render = request_render
         self.observe = observe
         self.metrics = metrics or ControllerMetrics()
 
@@ -109,22 +113,26 @@ class Progress:
         """One pass for one reservation; the lifecycle written, or None when nothing changed."""
         if row["phase"] not in ("Scheduled", "Provisioning", "Running") or row.get("held_until"):
             return None  # ended, or a hold the sweep confirms first
-        before = recorded_lifecycle(row)
+        recorded = recorded_lifecycle(row)
         window = window_of(template, row)
         now = self.clock()
         observe = None
         if self.observe is not None:
             watch = self.observe
-            observe = lambda: watch(template, before.phase is Phase.RUNNING)  # noqa: E731
+            observe = _once(lambda: watch(template, recorded.phase is Phase.RUNNING))
+        before = _rendered(recorded, now, observe)
         after = self._retired_by_chart(template, before, window, now)
         if after is None:
             step = advance(before, window, now, observe, KRATEO)
             after = step.lifecycle if not step.replace else self._late(before, window, now, step.replace, observe)
         opened = before.phase is Phase.SCHEDULED and after.gate_opened_at is not None
         if after.phase.terminal and (before.phase.materialised or opened):
-            self.annotate(template, f"end {stamp(now)}")  # the run is over: rendering again removes the VM
+            self.request_render(template, f"end {stamp(now)}")  # the run is over: rendering again removes the VM
         elif opened:
-            self.annotate(template, f"gate {stamp(now)}")
+            self.request_render(template, f"gate {stamp(now)}")
+            if observe is not None and after.phase is Phase.PROVISIONING:
+                after = _asked(after, now)  # the gate is when the objects are seen, not when asked for
+        before = recorded
         if row.get("lifecycle") and after == before:
             return None
         body: dict[str, Any] = {"lifecycle": after.document()}
@@ -163,3 +171,36 @@ class Progress:
             f"duration), having run {ran} from {stamp(before.running_since)}",
             completed_at=now,
         )
+
+
+ASKED = "gate due: Krateo asked at {at} to render the VM's objects; the gate opens when they are seen"
+RENDERED = "gate opened: the VM's objects were seen rendered at {at}, waiting for the operator to report the VM ready"
+
+
+def _asked(lc: Lifecycle, now: datetime) -> Lifecycle:
+    """Provisioning, its gate not yet open: Krateo was asked to render, nothing is seen yet (a late
+    gate keeps saying why it is late)."""
+    reason = lc.reason.replace(KRATEO.gate_opened, ASKED.format(at=stamp(now)))
+    return lc.model_copy(update={"gate_opened_at": None, "reason": reason})
+
+
+def _rendered(lc: Lifecycle, now: datetime, observe: Callable[[], Observation] | None) -> Lifecycle:
+    """The gate opens at the pass that first sees the rendered VM object: lateness is counted from
+    when Krateo really rendered, not from when it was asked."""
+    if lc.phase is not Phase.PROVISIONING or lc.gate_opened_at is not None or observe is None:
+        return lc
+    if not observe().rendered:
+        return lc
+    return lc.model_copy(update={"gate_opened_at": now, "reason": RENDERED.format(at=stamp(now))})
+
+
+def _once(read: Callable[[], Observation]) -> Callable[[], Observation]:
+    """``read`` called at most once per pass: the gate and the lifecycle look at the same verdict."""
+    seen: list[Observation] = []
+
+    def observe() -> Observation:
+        if not seen:
+            seen.append(read())
+        return seen[0]
+
+    return observe

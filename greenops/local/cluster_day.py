@@ -3,7 +3,7 @@ demo plays forward) follows each admitted VmTemplate, and the demo prints what t
 each next change: the gate, the start and the retirement.
 
 No Krateo and no cloud operator run on this machine, so no VM object appears: the controller asks
-for the render at the gate (annotation ``greenops.io/render``) as it would in a cluster, and with
+for the render at the gate (``spec.render``, a new generation) as it would in a cluster, and with
 readiness ``applied`` a run counts from its gate, as the Pulumi path's does here.
 """
 

@@ -134,6 +134,7 @@ class Observation:
     # every object read back, "Kind/name" -> its status: what a held object of the set waits for
     reported: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     stopped: bool = False  # the VM is powered off: a workload with a run has ended it
+    rendered: bool = False  # the VM's object exists: what was asked for at the gate has been rendered
 
 
 @dataclass(frozen=True)

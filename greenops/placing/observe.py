@@ -102,6 +102,7 @@ def verdict(provider: str, found: list[dict[str, Any]], missing: tuple[str, ...]
         return Observation(ready=False, failure=failure, missing=missing, reported=reported)
     state = object_state(provider, vm)
     return Observation(
+        rendered=True,
         stopped=state.stopped,
         ready=state.ready,
         ready_since=_time(state.since),

@@ -19,15 +19,18 @@ import yaml
 from greenops.common.clock import parse_time, set_clock_file, stamp
 from greenops.insight import record_rows
 from greenops.local.controller import ControllerProcess
+from greenops.local.webhook import GROUP, VERSION
 from greenops.validation.crd import default_crd_dir
 from tests.support.cluster_path import controller_process, template
+from tests.support.krateo import KrateoStandIn
 from tests.support.upstream_crds import local_crd
 
 pytestmark = [pytest.mark.integration, pytest.mark.tools, pytest.mark.crds]
 
 VM = ("compute.azure.com", "v1api20220301", "virtualmachines")
 LEAD = timedelta(seconds=300)
-RESYNC = 0.3  # the chart's default provisioningLeadSeconds
+RESYNC = 0.3  # the controller's --resync-seconds here (LEAD above is the chart's default provisioningLeadSeconds)
+KRATEO_RESYNC = 120.0  # far longer than any test here: only a new generation renders in time
 
 
 @pytest.fixture(scope="module")
@@ -61,14 +64,15 @@ def admitted(cluster, ns: str, name: str, **spec) -> tuple[str, dict]:
 
 
 def render_note(cluster, ns: str, name: str) -> str | None:
+    """What the controller last asked Krateo for: ``spec.render`` (a spec field, so a new generation)."""
     with cluster.cp.client() as k:
-        return (k.get(cluster.path(ns, name)).json()["metadata"].get("annotations") or {}).get("greenops.io/render")
+        return k.get(cluster.path(ns, name)).json()["spec"].get("render")
 
 
-def act_as_krateo(cluster, obj: dict) -> str:
-    """Store the VirtualMachine the chart renders, marked as Helm marks its release's objects."""
+def vm_of(obj: dict) -> dict:
+    """The VirtualMachine the chart renders for VmTemplate ``obj``, marked as Helm marks its release's objects."""
     ns, release = obj["metadata"]["namespace"], obj["metadata"]["name"]
-    vm = {
+    return {
         "apiVersion": f"{VM[0]}/{VM[1]}",
         "kind": "VirtualMachine",
         "metadata": {
@@ -77,6 +81,11 @@ def act_as_krateo(cluster, obj: dict) -> str:
         },
         "spec": {"location": obj["spec"]["schedulingLocation"], "owner": {"name": "greenops-workloads"}},
     }
+
+
+def act_as_krateo(cluster, obj: dict) -> str:
+    """Store the VirtualMachine the chart renders, when the test says Krateo has rendered."""
+    ns, vm = obj["metadata"]["namespace"], vm_of(obj)
     with cluster.cp.client() as k:
         r = k.post(f"/apis/{VM[0]}/{VM[1]}/namespaces/{ns}/{VM[2]}", json=vm)
         assert r.status_code == 201, r.text
@@ -115,10 +124,12 @@ def test_scheduled_provisioning_running_completed_with_every_time_recorded(clust
         opened = gate + timedelta(seconds=7)
         set_clock_file(clock, opened)
         row = cluster.wait(key, phase_is("Provisioning"))
-        assert row["lifecycle"]["gateOpenedAt"] == stamp(opened)
         assert render_note(cluster, "team-a", "whole-life") == f"gate {stamp(opened)}"  # Krateo asked to render
+        # asked, not yet seen: the gate opens when the rendered objects are
+        assert row["lifecycle"]["gateOpenedAt"] is None and row["lifecycle"]["reason"].startswith("gate due")
 
         vm = act_as_krateo(cluster, cluster_object(cluster, "team-a", "whole-life"))
+        row = cluster.wait(key, lambda r: (r["lifecycle"] or {}).get("gateOpenedAt") == stamp(opened))
         act_as_aso(
             cluster,
             "team-a",
@@ -239,21 +250,61 @@ def test_a_missed_gate_with_no_room_left_fails_and_says_so(cluster, vm_kind, clo
         assert render_note(cluster, "team-a", "missed") is None  # nothing was rendered, nothing to retire
 
 
+def krateo(cluster, clock, resync: float = KRATEO_RESYNC) -> KrateoStandIn:
+    """Krateo with its real rules: a render on a new generation and at each resync, never on metadata."""
+    return KrateoStandIn(
+        cluster.cp.client, f"/apis/{GROUP}/{VERSION}/vmtemplates", f"/apis/{VM[0]}/{VM[1]}/namespaces/{{ns}}/{VM[2]}",
+        vm_of, clock, resync,
+    )  # fmt: skip
+
+
+def test_the_krateo_stand_in_renders_on_a_new_generation_never_on_metadata(cluster, vm_kind, clock):
+    """Its rules, shown once: an annotation (the earlier design's ask) leaves the generation as it is
+    and renders nothing before the resync; a spec change renders at once."""
+    set_clock_file(clock, datetime.now(UTC) + timedelta(days=1))  # past any gate: a render stores the VM
+    with krateo(cluster, clock) as stand_in:
+        key, obj = admitted(cluster, "team-a", "rules")
+        name = f"team-a/{obj['metadata']['name']}"
+        deadline = time.monotonic() + 10
+        while not any(r[0] == name for r in stand_in.renders):
+            assert time.monotonic() < deadline, "never rendered at first sight"
+            time.sleep(0.1)
+        seen = len(stand_in.renders)
+        with cluster.cp.client() as k:
+            patch = {"Content-Type": "application/merge-patch+json"}
+            k.patch(cluster.path("team-a", "rules"), json={"metadata": {"annotations": {"a": "b"}}}, headers=patch)
+            time.sleep(2)
+            assert [r for r in stand_in.renders[seen:] if r[0] == name] == []  # an annotation: no render
+            k.patch(
+                cluster.path("team-a", "rules"), json={"spec": {"render": "gate 2030-01-01T00:00:00Z"}}, headers=patch
+            )
+            deadline = time.monotonic() + 5
+            while not [r for r in stand_in.renders[seen:] if r[0] == name]:
+                assert time.monotonic() < deadline, "a new generation was not rendered"
+                time.sleep(0.1)
+        assert stand_in.renders[-1][2].startswith("generation ")
+
+
 def test_the_gate_opens_within_one_resync_of_its_time(cluster, vm_kind, clock, tmp_path):
     """The test ticks the controller's clock one second per second through the gate, as a real
-    clock would: the gate must be recorded open at most one resync after it is due."""
-    with controller(cluster, clock, tmp_path, "tick") as c:
+    clock would, with Krateo's real render rules and a resync far longer than the test: the gate must
+    be recorded open, at the render, at most one controller resync after it is due."""
+    with controller(cluster, clock, tmp_path, "tick") as c, krateo(cluster, clock) as stand_in:
         c.wait_leading()
-        key, _ = admitted(cluster, "team-b", "on-time")
+        key, obj = admitted(cluster, "team-b", "on-time")
         row = cluster.wait(key, lambda r: r["held_until"] is None and r.get("lifecycle"))
         gate = parse_time(row["start"]) - LEAD
         ticking = Ticker(clock, gate - timedelta(seconds=3))
         with ticking:
-            row = cluster.wait(key, phase_is("Provisioning"))
+            row = cluster.wait(key, lambda r: (r.get("lifecycle") or {}).get("gateOpenedAt"))
         opened = parse_time(row["lifecycle"]["gateOpenedAt"])
-        # whole seconds are recorded: one resync, rounded up, plus the second being cut
-        assert gate <= opened <= gate + timedelta(seconds=math.ceil(RESYNC) + 1), (gate, opened, ticking.last)
-        assert render_note(cluster, "team-b", "on-time") == f"gate {stamp(opened)}"
+        # whole seconds are recorded: the ask's pass, the render, the pass that sees it, rounded up
+        assert gate <= opened <= gate + timedelta(seconds=math.ceil(2 * RESYNC) + 2), (gate, opened, ticking.last)
+        asked = render_note(cluster, "team-b", "on-time")
+        assert asked is not None and gate <= parse_time(asked.removeprefix("gate ")) <= opened
+        assert any(
+            r[0] == f"team-b/{obj['metadata']['name']}" and r[2].startswith("generation ") for r in stand_in.renders
+        )
 
 
 def test_a_vm_that_came_up_late_is_retired_by_the_chart_and_recorded_so(cluster, vm_kind, clock, tmp_path):
@@ -267,9 +318,9 @@ def test_a_vm_that_came_up_late_is_retired_by_the_chart_and_recorded_so(cluster,
         opened = start + timedelta(seconds=20)
         set_clock_file(clock, opened)
         row = cluster.wait(key, phase_is("Provisioning"))
-        assert row["lifecycle"]["gateOpenedAt"] == stamp(opened)
         assert row["reason"].startswith("gate opened late (missed its window")
         vm = act_as_krateo(cluster, cluster_object(cluster, "team-a", "came-up-late"))
+        cluster.wait(key, lambda r: (r["lifecycle"] or {}).get("gateOpenedAt") == stamp(opened))  # seen rendered
         ready = start + timedelta(minutes=10)
         set_clock_file(clock, ready + timedelta(seconds=5))
         c.wait_passes(2)

@@ -1,0 +1,93 @@
+"""A stand-in for Krateo's composition-dynamic-controller, with its real rules for when it renders.
+
+Its public sources say it renders a composition again when the object's generation changes (a spec
+change) and at its resync interval (COMPOSITION_CONTROLLER_RESYNC_INTERVAL, 3 minutes by default);
+an update of metadata alone, such as an annotation, is dropped as status-only. This stand-in keeps
+those rules and nothing more: a design that asks for a render any other way waits for the resync
+here as it would in a cluster.
+
+Rendering is the chart's window, read on the controller's clock file (the chart's ``now``): inside
+``[schedulingTime - provisioningLeadSeconds, schedulingTime + duration)`` the release's VM object
+exists (stored as Helm marks a release's objects), outside it does not.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from greenops.charts import PROVISIONING_LEAD_SECONDS
+from greenops.common.clock import clock_file_time, parse_time
+from greenops.models.duration import parse_duration
+
+
+class KrateoStandIn:
+    def __init__(
+        self,
+        client: Callable[[], Any],
+        templates_path: str,
+        vm_path: str,
+        vm_object: Callable[[dict[str, Any]], dict[str, Any]],
+        clock: Path,
+        resync: float,
+        poll: float = 0.1,
+    ):
+        """``client()``: an httpx client of the API server; ``templates_path``: the VmTemplates'
+        collection (all namespaces); ``vm_path``: the VM kind's collection, ``{ns}`` in it;
+        ``vm_object(template)``: the VM object the chart renders for it."""
+        self.client, self.templates_path, self.vm_path, self.vm_object = client, templates_path, vm_path, vm_object
+        self.clock, self.resync, self.poll = clock, resync, poll
+        self.renders: list[tuple[str, int, str]] = []  # (namespace/name, generation, why), in order
+        self._last: dict[str, tuple[int, float]] = {}  # namespace/name -> generation and monotonic time rendered
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> KrateoStandIn:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll):
+            with self.client() as k:
+                for obj in k.get(self.templates_path).json().get("items", []):
+                    self._maybe_render(k, obj)
+
+    def _maybe_render(self, k: Any, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        key, generation = f"{meta['namespace']}/{meta['name']}", meta.get("generation", 1)
+        last = self._last.get(key)
+        if last is None:
+            why = "first seen"
+        elif generation != last[0]:
+            why = f"generation {last[0]} -> {generation}"
+        elif time.monotonic() - last[1] >= self.resync:
+            why = "resync"
+        else:
+            return  # metadata alone changed, or nothing: no render
+        self._last[key] = (generation, time.monotonic())
+        self.renders.append((key, generation, why))
+        self._render(k, obj)
+
+    def _render(self, k: Any, obj: dict[str, Any]) -> None:
+        spec, ns = obj["spec"], obj["metadata"]["namespace"]
+        if "schedulingTime" not in spec:
+            return
+        start = parse_time(spec["schedulingTime"])
+        lead = timedelta(seconds=spec.get("provisioningLeadSeconds", PROVISIONING_LEAD_SECONDS))
+        now: datetime = clock_file_time(str(self.clock))
+        inside = start - lead <= now < start + parse_duration(spec["duration"])
+        vm = self.vm_object(obj)
+        path = self.vm_path.format(ns=ns)
+        exists = k.get(f"{path}/{vm['metadata']['name']}").status_code == 200
+        if inside and not exists:
+            k.post(path, json=vm).raise_for_status()
+        elif not inside and exists:
+            k.delete(f"{path}/{vm['metadata']['name']}")
