@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import shutil
 import sys
 from collections.abc import Iterable, Sequence
@@ -62,11 +63,13 @@ def table(
     Text, never markup: a reason written by an operator ("<b>", "[red]") prints as written.
 
     The ``whole`` columns (by default the first) name the row: the others give way before them, so
-    two rows never look alike because their names were cut."""
+    two rows never look alike because their names were cut. A column of instants is whole too: a
+    time cut to ``2026-11-29T04:3…`` says nothing."""
     cells = [["-" if v is None else str(v) for v in row] for row in rows]
     keep = [i for i in range(len(columns)) if not cells or any(row[i] not in EMPTY for row in cells)]
     limit = max_width or width()
     named = set(columns[:1] if whole is None else whole)
+    named |= {columns[i] for i in keep if any(INSTANT.fullmatch(row[i]) for row in cells)}
     widths = _fitted(
         [max([len(columns[i])] + [len(row[i]) for row in cells]) for i in keep],
         limit,
@@ -84,6 +87,7 @@ def table(
     return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
 
 
+INSTANT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})")
 NARROWEST = 7  # a cut column still shows six characters and its "…": "Runni…" reads, "R…" does not
 
 

@@ -190,3 +190,18 @@ def test_a_refused_command_exits_2(capsys):
     # the watch loop chooses its own passes: asking for both is refused, not guessed at
     assert cli.main(["reconcile", "--stack", "dev", "--watch", "--due"]) == 2
     assert "the watch loop runs due passes between full ones" in capsys.readouterr().err
+
+
+def test_a_time_is_never_cut_while_other_columns_can_give_way():
+    row = [
+        "grid-settlement",
+        "Scheduled",
+        "azure",
+        "germanywestcentral-and-more",
+        "DE",
+        "Standard_D4as_v4",
+        "2026-11-30T02:00:00Z",
+    ]
+    text = output.table(["workload", "phase", "provider", "region", "zone", "size", "start"], [row], max_width=80)
+    line = text.splitlines()[1]
+    assert line.endswith("2026-11-30T02:00:00Z") and "…" in line and len(line) <= 80  # the region gave way
