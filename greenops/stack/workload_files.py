@@ -8,6 +8,10 @@ to the project's root. A file holds one workload (a mapping with ``name``), a li
 ``{tenant: <t>, workloads: [...]}``, where the tenant is the default for the file's workloads (a
 file per tenant).
 
+A workload's ``run`` may name its script as a file, ``run: {scriptFile: scripts/etl.sh}``, relative
+to the workload file's folder; it is read here, bounded, and the workload carries it as
+``run.script`` from then on (the one form the contract knows).
+
 The stack config is written by a tenant, and the program runs with the platform's rights: only
 files inside the project are read (after symbolic links are followed), each through the shared
 YAML loader (greenops/common/user_yaml.py), and a stack holds at most MAX_WORKLOADS workloads.
@@ -21,12 +25,16 @@ from typing import Any
 
 from greenops.common.errors import GreenOpsError, quote, shown
 from greenops.common.user_yaml import UserYamlError, load_yaml_file
+from greenops.models.contract import MAX_SCRIPT_CHARS
 
 SETTING = "greenops:workloadsFrom"
 # The scheduler books at most this many jobs in one request, and `greenops --shards` splits a stack
 # into at most this many: past it a stack is split, not grown. Counting stops at the first one too
 # many, so a stack of a million costs what 10 000 cost.
 MAX_WORKLOADS = 10_000
+# A script file is read up to this: the contract's characters, at most 4 bytes each in UTF-8. The
+# model then counts its characters.
+MAX_SCRIPT_BYTES = 4 * MAX_SCRIPT_CHARS
 
 
 class WorkloadFileError(GreenOpsError):
@@ -99,7 +107,7 @@ def read_workloads(entries: list[str], root: Path, already: int = 0) -> list[Dec
             doc = load_yaml_file(path, label)
         except UserYamlError as exc:
             raise WorkloadFileError(str(exc)) from None
-        out += _items(doc, label)
+        out += [_with_script(d, path.parent, root.resolve()) for d in _items(doc, label)]
         if already + len(out) > MAX_WORKLOADS:
             raise WorkloadFileError(
                 f"{SETTING}: more than {MAX_WORKLOADS} workloads ({out[MAX_WORKLOADS - already].where} is one "
@@ -131,6 +139,36 @@ def _items(doc: Any, label: str) -> list[Declared]:
     raise WorkloadFileError(
         f"{label}: expected a workload, a list of workloads or {{tenant, workloads}}, got {type(doc).__name__}"
     )
+
+
+def _with_script(declared: Declared, folder: Path, base: Path) -> Declared:
+    """The workload with its ``run.scriptFile`` read into ``run.script``; as it is without one."""
+    spec = declared.spec
+    run = spec.get("run") if isinstance(spec, dict) else None
+    if not isinstance(run, dict) or "scriptFile" not in run:
+        return declared
+    where = f"{declared.where}: run.scriptFile"
+    named = run["scriptFile"]
+    if not isinstance(named, str) or not named or "script" in run:
+        raise WorkloadFileError(f"{where}: a path to one script file, instead of run.script (not beside it)")
+    path = (folder / named).resolve()
+    if not path.is_relative_to(base):
+        raise WorkloadFileError(f"{where}: {shown(named)} leaves the project folder; only files inside it are read")
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_SCRIPT_BYTES + 1)
+    except OSError as exc:
+        raise WorkloadFileError(f"{where}: {shown(named)}: {exc.strerror or exc}") from None
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise WorkloadFileError(
+            f"{where}: {shown(named)} is longer than a script may be ({MAX_SCRIPT_CHARS} characters)"
+        )
+    try:
+        script = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise WorkloadFileError(f"{where}: {shown(named)} is not UTF-8 text") from None
+    rest = {k: v for k, v in run.items() if k != "scriptFile"}
+    return Declared(declared.where, {**spec, "run": {**rest, "script": script}})
 
 
 def _label(path: Path, base: Path) -> str:

@@ -74,3 +74,34 @@ def test_unreadable_sources_are_refused_by_name(tmp_path, setup, source, message
         write(tmp_path / "extra.yaml", {"owner": "me", "workloads": []})
     with pytest.raises(StackConfigError, match=message):
         parse_stack_config({"workloadsFrom": source}, now=NOW, root=tmp_path)
+
+
+def test_a_script_file_beside_the_workload_file_becomes_its_run(tmp_path):
+    (tmp_path / "w" / "scripts").mkdir(parents=True)
+    (tmp_path / "w" / "scripts" / "etl.sh").write_text("#!/bin/sh\necho 'été'\n", encoding="utf-8")
+    write(tmp_path / "w" / "etl.yaml", workload("etl", run={"scriptFile": "scripts/etl.sh"}))
+    [etl] = parse_stack_config({"workloadsFrom": ["w"]}, now=NOW, root=tmp_path).workloads
+    assert etl.run is not None and etl.run.script == "#!/bin/sh\necho 'été'\n"
+
+
+@pytest.mark.parametrize(
+    "named,content,message",
+    [
+        ("../../outside.sh", None, "leaves the project folder"),
+        ("missing.sh", None, "No such file or directory"),
+        ("big.sh", "x" * 40_001, "is longer than a script may be (10000 characters)"),
+        ("latin1.sh", b"\xe9t\xe9", "is not UTF-8 text"),
+    ],
+)
+def test_a_bad_script_file_is_refused_naming_the_workload_and_the_field(tmp_path, named, content, message):
+    (tmp_path / "outside.sh").write_text("echo", encoding="utf-8")
+    project = tmp_path / "project"
+    (project / "w").mkdir(parents=True)
+    if isinstance(content, str):
+        (project / "w" / named).write_text(content, encoding="utf-8")
+    elif content is not None:
+        (project / "w" / named).write_bytes(content)
+    write(project / "w" / "etl.yaml", workload("etl", run={"scriptFile": named}))
+    with pytest.raises(StackConfigError) as info:
+        parse_stack_config({"workloadsFrom": ["w"]}, now=NOW, root=project)
+    assert str(info.value).startswith("w/etl.yaml: run.scriptFile: ") and message in str(info.value)
