@@ -23,7 +23,7 @@ TOKEN = "s3cr3t-scheduler-token"  # the bootstrap admin's
 
 
 def body(**over) -> dict:
-    return booking(number_of_jobs=1, **over)
+    return booking(**{"number_of_jobs": 1, **over})
 
 
 @pytest.fixture(scope="module")
