@@ -761,6 +761,3 @@ def main(argv: list[str] | None = None) -> int:
         print("greenops: interrupted", file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":
-    sys.exit(main())
