@@ -68,8 +68,9 @@ def scheduler_principals(c: PlatformConfig) -> list[ServiceAccountPrincipal]:
 
 
 def cluster_rules() -> list[k8s.rbac.v1.PolicyRuleArgs]:
-    """Least privilege, cluster-wide (VmTemplates live in every tenant's namespace): follow and
-    annotate VmTemplates; read the objects their chart renders, exactly the renderers' kinds."""
+    """Least privilege, cluster-wide (VmTemplates live in every tenant's namespace): follow
+    VmTemplates and write their ``spec.render``; read the objects their chart renders, exactly the
+    renderers' kinds; tell each VmTemplate's phase changes as Events (create only)."""
     return [
         k8s.rbac.v1.PolicyRuleArgs(
             api_groups=[VMTEMPLATE_GROUP], resources=[VMTEMPLATE_RESOURCE], verbs=["get", "list", "watch", "patch"]
@@ -78,6 +79,7 @@ def cluster_rules() -> list[k8s.rbac.v1.PolicyRuleArgs]:
             k8s.rbac.v1.PolicyRuleArgs(api_groups=[group], resources=resources, verbs=["get", "list"])
             for group, resources in rendered_resources().items()
         ),
+        k8s.rbac.v1.PolicyRuleArgs(api_groups=[""], resources=["events"], verbs=["create"]),
     ]
 
 

@@ -760,4 +760,3 @@ def main(argv: list[str] | None = None) -> int:
         # would only say where the Ctrl-C landed.
         print("greenops: interrupted", file=sys.stderr)
         return 130
-

@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Any
 
-from greenops.common.clock import system_clock
+from greenops.common.clock import stamp, system_clock
 from greenops.common.errors import GreenOpsError, one_line
 from greenops.observability.instruments import MetricsEndpoint
 from greenops.policies.webhook import VMTEMPLATE_GROUP as GROUP
@@ -87,7 +87,7 @@ class Controller:
             args.scheduler_url, token_reader(args.token_file, os.environ.get("GREENOPS_CONTROLLER_TOKEN"))
         )
         observe = RenderedObjects(api).observe if args.readiness == "operator" else None
-        progress = Progress(self.record, system_clock, self.request_render, observe, self.metrics)
+        progress = Progress(self.record, system_clock, self.request_render, observe, self.metrics, self.tell)
         self.reconciler = RecordKeeper(self.record, system_clock, self.elector.leading, progress, self.metrics)
         self.templates: dict[str, dict[str, Any]] = {}  # the leader's view of every VmTemplate, from the stream
         self.stop = threading.Event()
@@ -163,6 +163,38 @@ class Controller:
             meta["name"],
             {"spec": {RENDER_FIELD: value}},
         )
+
+    def tell(self, template: dict[str, Any], reason: str, message: str) -> None:
+        """An Event on the VmTemplate (``kubectl describe`` lists them): the phase it entered and
+        why. Telling is best effort: a refused Event is logged, the lifecycle is recorded anyway."""
+        from kubernetes import client
+
+        meta = template["metadata"]
+        now = stamp(system_clock())
+        event = {
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "VmTemplate",
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta.get("uid"),
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": "Warning" if reason == "Failed" else "Normal",
+            "source": {"component": "greenops-controller"},
+            "reportingComponent": "greenops-controller",
+            "reportingInstance": self.args.identity,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            client.CoreV1Api(self.api).create_namespaced_event(meta["namespace"], event)
+        except Exception as exc:  # the API server's refusal: logged, never fatal
+            self.metrics.apiserver_failed()
+            log.warning("event %s for VmTemplate %s/%s not written: %s", reason, meta["namespace"], meta["name"], exc)
 
     def guarded(self, step: Any) -> None:
         """A failed step (the scheduler down) is logged and retried by the next sweep, never fatal."""

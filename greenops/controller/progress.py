@@ -102,12 +102,15 @@ class Progress:
         request_render: Callable[[dict[str, Any], str], None],
         observe: Callable[[dict[str, Any], bool], Observation] | None,
         metrics: ControllerMetrics | None = None,
+        tell: Callable[[dict[str, Any], str, str], None] = lambda *_: None,
     ):
+        """``tell(template, reason, message)``: an Event on the VmTemplate for each phase it enters."""
         self.record = record
         self.clock = clock
         self.request_render = request_render
         self.observe = observe
         self.metrics = metrics or ControllerMetrics()
+        self.tell = tell
 
     def step(self, template: dict[str, Any], row: dict[str, Any]) -> Lifecycle | None:
         """One pass for one reservation; the lifecycle written, or None when nothing changed."""
@@ -141,6 +144,10 @@ class Progress:
             body["reason"] = after.reason[:1024]
         self.record.patch(row["key"], body)
         self.metrics.moved(before.events, after.events)
+        for event in after.events[len(before.events) :]:
+            self.tell(template, event.phase.value, event.reason)
+        if before.gate_opened_at is None and after.gate_opened_at is not None and after.phase is Phase.PROVISIONING:
+            self.tell(template, "Rendered", after.reason)  # the gate opened at the render, within Provisioning
         return after
 
     def _late(

@@ -128,7 +128,9 @@ def test_bad_controller_config_names_the_key():
 def test_its_rbac_is_exactly_what_it_uses(prod):
     [cluster_role] = [r for r in of(prod, CLUSTER_ROLE) if r.name == "controller-follow"]
     assert cluster_role.inputs["metadata"]["name"] == "greenops-controller-greenops"
-    vmtemplates, *rendered = cluster_role.inputs["rules"]
+    vmtemplates, *rendered, events = cluster_role.inputs["rules"]
+    # Events on the VmTemplates (kubectl describe): created, never read back or changed
+    assert events == {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}
     assert vmtemplates == {
         "apiGroups": ["composition.krateo.io"],
         "resources": ["vmtemplates"],

@@ -33,7 +33,15 @@ from greenops.validation.crd import default_crd_dir
 from tests.components.bundles import offline_fetch
 from tests.components.test_controller_mocks import controller_deployment, controller_objects, flag
 from tests.components.test_platform_mocks import PROD, collect
-from tests.controller.test_lifecycle import LEAD, act_as_aso, act_as_krateo, cluster_object, phase_is, render_note
+from tests.controller.test_lifecycle import (
+    LEAD,
+    act_as_aso,
+    act_as_krateo,
+    cluster_object,
+    events_of,
+    phase_is,
+    render_note,
+)
 from tests.support.cluster_path import template
 from tests.support.declared import manifest, reveal
 from tests.support.upstream_crds import local_crd
@@ -292,6 +300,10 @@ def test_with_the_declared_rights_it_leads_confirms_opens_the_gate_and_records_t
         assert render_note(cluster, "team-a", "least-privilege") == f"end {stamp(end)}"
         c.wait_passes(3)
         assert f"confirmed {key}" in c.actions()
+        # its Events too, with the declared rights (create on events, nothing more)
+        told = [e["reason"] for e in events_of(cluster, "team-a", "least-privilege")]
+        assert told == ["Provisioning", "Rendered", "Running", "Completed"], told
+        assert "not written" not in c.log.read_text()
     # stopped: it gave the Lease up (get and update by name) on the way out
     with cluster.cp.client() as k:
         assert (
@@ -342,7 +354,9 @@ def test_access_reviews_refuse_what_it_was_not_given(cluster, granted, token):
                 {(g, r) for g, r, *_ in flat(granted.cluster_role["rules"]) if r != "vmtemplates"}
             )
             for verb in ("watch", "create", "update", "patch", "delete")
+            if (group, resource, verb) not in {(g, r, v) for g, r, v, _ in flat(granted.cluster_role["rules"])}
         ),
+        *((verb, "", "events", "team-a", "", "") for verb in ("get", "list", "update", "patch", "delete")),
         *((verb, coordination, "leases", lease_ns, "", "") for verb in ("list", "watch", "deletecollection")),
         *((verb, coordination, "leases", lease_ns, lease, "") for verb in ("patch", "delete")),
         *((verb, coordination, "leases", lease_ns, "kube-scheduler", "") for verb in ("get", "update")),

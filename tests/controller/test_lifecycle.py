@@ -102,6 +102,18 @@ def act_as_aso(cluster, ns: str, name: str, condition: dict) -> None:
         assert r.status_code == 200, r.text
 
 
+def events_of(cluster, ns: str, name: str) -> list[dict]:
+    """The Events about VmTemplate ``ns/name``, oldest first, as ``kubectl describe`` finds them."""
+    with cluster.cp.client() as k:
+        found = k.get(f"/api/v1/namespaces/{ns}/events", params={"fieldSelector": f"involvedObject.name={name}"})
+        assert found.status_code == 200, found.text
+    events = [e for e in found.json()["items"] if e["involvedObject"]["kind"] == "VmTemplate"]
+    return sorted(
+        events,
+        key=lambda e: (e["lastTimestamp"], e["metadata"]["creationTimestamp"], int(e["metadata"]["resourceVersion"])),
+    )
+
+
 def phase_is(phase: str):
     return lambda row: row["phase"] == phase and (row.get("lifecycle") or {}).get("phase") == phase
 
@@ -165,6 +177,13 @@ def test_scheduled_provisioning_running_completed_with_every_time_recorded(clust
         c.wait_passes(3)
         assert cluster.reservation(key)["revision"] == revision
         assert c.actions().count(f"Completed {key}: {lc['reason']}") == 1
+        # each phase it entered is an Event on the VmTemplate, as kubectl describe lists them
+        assert [e["reason"] for e in events_of(cluster, "team-a", "whole-life")] == [
+            "Provisioning",
+            "Rendered",
+            "Running",
+            "Completed",
+        ]
         # the report's and the dashboard's row of it: the actual start, ready for hindsight
         reported = record_rows.placement_row(cluster.reservation(key))
         assert (reported["phase"], reported["runningSince"], reported["gateOpenedAt"]) == (
