@@ -105,7 +105,14 @@ RUN = {"script": '#!/bin/sh\nset -eu\necho "it\'s $HOME \\n {{ .Values }}" > /va
 
 
 def python_render(
-    catalog, make_workload, provider: str, region: str, start: str, skip_await: bool = False, run: dict | None = None
+    catalog,
+    make_workload,
+    provider: str,
+    region: str,
+    start: str,
+    skip_await: bool = False,
+    run: dict | None = None,
+    observed: dict | None = None,
 ) -> list[dict]:
     """The Python renderers' objects for the decision the chart values below describe."""
     w = make_workload(name="parity", tenant="team-a", cpu=4, memory=8, **({"run": run} if run else {}))
@@ -121,6 +128,7 @@ def python_render(
         w,
         d,
         RenderSettings(ssh_public_key=KEY, skip_await=skip_await, azure_subscription_id=AZURE_SUBSCRIPTION),
+        observed=observed,
         stem=STEM,
     )
 
@@ -181,17 +189,7 @@ def cloud_init_schema(text: str, folder: Path) -> subprocess.CompletedProcess:
 def test_the_run_reaches_the_vm_as_cloud_init_reads_it(chart, catalog, make_workload, provider, region, tmp_path):
     start = started()
     group = {f"SecurityGroup/{STEM}-sg": {"id": "sg-0a1b2c3d"}}  # ACK's Instance waits for its group's id
-    w = make_workload(name="parity", tenant="team-a", cpu=4, memory=8, run=RUN)
-    d = Decision(
-        provider=provider,
-        region=region,
-        zone=catalog.region(provider, region).zone,
-        scheduling_time=start,
-        vm_size=select_size(catalog, provider, region, 4, 8).name,
-        image=catalog.image(provider, region),
-    )
-    settings = RenderSettings(ssh_public_key=KEY, azure_subscription_id=AZURE_SUBSCRIPTION)
-    python = user_data_of(render(w, d, settings, observed=group, stem=STEM))
+    python = user_data_of(python_render(catalog, make_workload, provider, region, start, run=RUN, observed=group))
     assert python is not None
     if provider != "aws":  # helm template cannot look the group up: tests/e2e/test_chart_install.py installs it
         chart_values = values(provider=provider, schedulingLocation=region, schedulingTime=start, vmSize="x", run=RUN)

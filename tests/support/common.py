@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -29,6 +30,13 @@ IN_PARIS = {
 }
 
 
+def missing(reason: str) -> NoReturn:
+    """A part the test needs is not installed: a skip locally, a failure in CI (which installs all)."""
+    if os.environ.get("CI"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
 def require_tool(name: str) -> str:
     """Path of a pinned tool; skips locally when it is not built, fails in CI (which builds them)."""
     from greenops.common.toolpaths import ToolMissing, tool_path
@@ -36,9 +44,7 @@ def require_tool(name: str) -> str:
     try:
         return tool_path(name)
     except ToolMissing as exc:
-        if os.environ.get("CI"):
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
+        missing(str(exc))
 
 
 def require_mlserver() -> str:
@@ -48,9 +54,7 @@ def require_mlserver() -> str:
     try:
         return mlserver_path()
     except ToolMissing as exc:
-        if os.environ.get("CI"):
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
+        missing(str(exc))
 
 
 def require_cloud_init() -> str:
@@ -60,7 +64,4 @@ def require_cloud_init() -> str:
     found = shutil.which("cloud-init")
     if found:
         return found
-    message = "cloud-init is not installed: make cloud-init"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+    missing("cloud-init is not installed: make cloud-init")
