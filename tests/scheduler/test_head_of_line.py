@@ -3,15 +3,19 @@ committed in one short transaction), one-job requests to the same real scheduler
 SQLite record, keep being answered, and none waits for the batch.
 
 What is asserted is relative to the batch's own time, so that it holds on a loaded machine: no
-one-job request takes a quarter of the batch's time. The absolute figures (p99 62 ms on a quiet
-machine) are printed, not asserted, since a loaded machine stretches them: a clean-clone CI run
-beside other work measured p99 136 ms and max 147 ms while the batch took 1.15 s, and failed the
-former `p99 < 100 ms`. Checked against the fault it guards: with the batch's commit holding the
-record's write lock 0.6 s longer, a one-job request waited 637 ms of a 1.69 s batch, and this
-test fails."""
+writer waits a quarter of the batch's time for the record's write lock, which a probe beside the
+scheduler takes and lets go in a loop (on a SQLite record a write is BEGIN IMMEDIATE, so the probe
+waits exactly as long as a one-job booking would); and nine in ten one-job requests take less than
+that. The slowest one-job request is printed, not asserted: on a CI machine running three times
+more work than it has cores, one request of hundreds once took 1.86 s of a 1.95 s batch while the
+median took 3.7 ms, a stall of the whole process rather than a wait for the batch (the former
+`max < batch / 4` failed on it). The absolute figures (p99 62 ms on a quiet machine) are printed
+too. Checked against the fault it guards: with the batch's commit holding the record's write lock
+0.6 s longer, the probe waited 631 ms of a 1.70 s batch, and this test fails."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 
@@ -60,10 +64,13 @@ def test_one_job_requests_stay_fast_while_a_large_batch_is_placed(tmp_path):
             batch.update(seconds=time.monotonic() - started, status=r.status_code, detail=r.text[:200])
 
         runner = threading.Thread(target=place_batch)
+        waits: list[float] = []
+        probe = threading.Thread(target=_probe_the_write_lock, args=(s.database, runner, waits))
         latencies = []
         with httpx.Client(base_url=s.url, timeout=10, headers=small_auth) as client:
             client.get("/healthz")
             runner.start()
+            probe.start()
             while runner.is_alive():
                 started = time.monotonic()
                 r = client.post(
@@ -81,13 +88,33 @@ def test_one_job_requests_stay_fast_while_a_large_batch_is_placed(tmp_path):
                 latencies.append((time.monotonic() - started) * 1000)
                 assert r.status_code == 200, r.text
         runner.join()
+        probe.join()
         latencies.sort()
-        p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
+        p90, p99 = (latencies[max(0, int(len(latencies) * q) - 1)] for q in (0.9, 0.99))
+        quarter = batch["seconds"] * 1000 / 4
         print(
             f"\nbatch of 1000 jobs: {batch}; {len(latencies)} one-job requests meanwhile: "
-            f"p50 {latencies[len(latencies) // 2]:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1]:.1f} ms"
+            f"p50 {latencies[len(latencies) // 2]:.1f} ms, p90 {p90:.1f} ms, p99 {p99:.1f} ms, "
+            f"max {latencies[-1]:.1f} ms; the write lock, taken {len(waits)} times: longest wait "
+            f"{max(waits):.1f} ms"
         )
         assert batch["status"] == 200
         assert len(latencies) >= 20, "the batch finished too soon to measure anything"
-        # none waited for the batch: each answered in under a quarter of the batch's time
-        assert latencies[-1] < batch["seconds"] * 1000 / 4, (latencies[-1], batch["seconds"])
+        # none waited for the batch: no writer waited a quarter of its time for the record
+        assert max(waits) < quarter, (max(waits), batch["seconds"])
+        assert p90 < quarter, (p90, batch["seconds"])
+
+
+def _probe_the_write_lock(url: str, runner: threading.Thread, waits: list[float]) -> None:
+    """Take the record's write lock as a booking does and let it go, while the batch runs, timing
+    each wait in ms. A pause between takes leaves the scheduler's own writers their turns."""
+    record = sqlite3.connect(url.removeprefix("sqlite:///"), timeout=30, isolation_level=None)
+    try:
+        while runner.is_alive():
+            started = time.monotonic()
+            record.execute("BEGIN IMMEDIATE")
+            waits.append((time.monotonic() - started) * 1000)
+            record.execute("ROLLBACK")
+            time.sleep(0.002)
+    finally:
+        record.close()
