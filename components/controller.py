@@ -2,11 +2,12 @@
 beside the scheduler, in its namespace.
 
 Every replica runs for one Lease; the leader follows the VmTemplates of every namespace, reads the
-VM objects their chart renders, annotates a VmTemplate to make Krateo render it again at its gate,
-and confirms, reports and releases the reservations admission booked. Its identity is its
-ServiceAccount twice over: the pod's token for the API server, and a second projected token bound
-to the scheduler's audience, which the scheduler reviews (TokenReview) and maps to a principal with
-the ``report`` role on the cluster path, for every tenant (components/scheduler.py).
+VM objects their chart renders, writes a VmTemplate's ``spec.render`` to make Krateo render it again
+at its gate, shows its phase and place on a VmPlacement of the same name, and confirms, reports and
+releases the reservations admission booked. Its identity is its ServiceAccount twice over: the
+pod's token for the API server, and a second projected token bound to the scheduler's audience,
+which the scheduler reviews (TokenReview) and maps to a principal with the ``report`` role on the
+cluster path, for every tenant (components/scheduler.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from components.hardening import (
     scratch,
 )
 from components.platform_config import ControllerConfig, PlatformConfig, ServiceAccountPrincipal
+from greenops.charts.vmplacement import GROUP as PLACEMENT_GROUP
+from greenops.charts.vmplacement import PLURAL as PLACEMENT_PLURAL
+from greenops.charts.vmplacement import placement_crd
 from greenops.identity.kubernetes import AUDIENCE
 from greenops.policies.webhook import VMTEMPLATE_GROUP, VMTEMPLATE_RESOURCE
 from greenops.renderers import rendered_resources
@@ -70,7 +74,9 @@ def scheduler_principals(c: PlatformConfig) -> list[ServiceAccountPrincipal]:
 def cluster_rules() -> list[k8s.rbac.v1.PolicyRuleArgs]:
     """Least privilege, cluster-wide (VmTemplates live in every tenant's namespace): follow
     VmTemplates and write their ``spec.render``; read the objects their chart renders, exactly the
-    renderers' kinds; tell each VmTemplate's phase changes as Events (create only)."""
+    renderers' kinds; tell each VmTemplate's phase changes as Events (create only); show its phase and
+    place on a VmPlacement (create it, replace one a former VmTemplate of that name left, write its
+    status subresource; greenops.controller.placement_status)."""
     return [
         k8s.rbac.v1.PolicyRuleArgs(
             api_groups=[VMTEMPLATE_GROUP], resources=[VMTEMPLATE_RESOURCE], verbs=["get", "list", "watch", "patch"]
@@ -80,6 +86,12 @@ def cluster_rules() -> list[k8s.rbac.v1.PolicyRuleArgs]:
             for group, resources in rendered_resources().items()
         ),
         k8s.rbac.v1.PolicyRuleArgs(api_groups=[""], resources=["events"], verbs=["create"]),
+        k8s.rbac.v1.PolicyRuleArgs(
+            api_groups=[PLACEMENT_GROUP], resources=[PLACEMENT_PLURAL], verbs=["get", "create", "delete"]
+        ),
+        k8s.rbac.v1.PolicyRuleArgs(
+            api_groups=[PLACEMENT_GROUP], resources=[f"{PLACEMENT_PLURAL}/status"], verbs=["patch"]
+        ),
     ]
 
 
@@ -153,6 +165,16 @@ class Controller(pulumi.ComponentResource):
             f"{name}-sa",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=SERVICE_ACCOUNT, namespace=ns, labels=LABELS),
             opts=after,
+        )
+        # One CRD per cluster, whichever platform came first: server-side apply makes a second
+        # platform's create an update, and it is kept when a platform is destroyed (deleting a CRD
+        # deletes every object of it, the other platform's too)
+        crd = placement_crd()
+        self.placement_crd = k8s.apiextensions.v1.CustomResourceDefinition(
+            f"{name}-placements",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=crd["metadata"]["name"], labels=LABELS),
+            spec=crd["spec"],
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
         )
         # cluster-scoped names carry the namespace, as the scheduler's binding does: two platforms in
         # one cluster (staging beside prod) do not overwrite each other's
@@ -234,7 +256,13 @@ class Controller(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                depends_on=[*args.after, self.service_account, self.cluster_role_binding, self.role_binding],
+                depends_on=[
+                    *args.after,
+                    self.service_account,
+                    self.cluster_role_binding,
+                    self.role_binding,
+                    self.placement_crd,
+                ],
             ),
         )
         self.register_outputs({"serviceAccount": f"{ns}/{SERVICE_ACCOUNT}", "replicas": args.config.replicas})

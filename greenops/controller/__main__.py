@@ -24,6 +24,7 @@ from typing import Any
 from greenops.common.clock import stamp, system_clock
 from greenops.common.errors import GreenOpsError, one_line
 from greenops.observability.instruments import MetricsEndpoint
+from greenops.placing.lifecycle import Lifecycle
 from greenops.policies.webhook import VMTEMPLATE_GROUP as GROUP
 from greenops.policies.webhook import VMTEMPLATE_VERSION as VERSION
 
@@ -31,6 +32,7 @@ from .kube import api_client
 from .lease import LeaseElector
 from .metrics import ControllerMetrics
 from .objects import RenderedObjects
+from .placement_status import PlacementStatus, status_of
 from .progress import RENDER_FIELD, Progress
 from .record import Record, RecordUnavailable, token_reader
 from .record_keeper import RecordKeeper
@@ -87,7 +89,8 @@ class Controller:
             args.scheduler_url, token_reader(args.token_file, os.environ.get("GREENOPS_CONTROLLER_TOKEN"))
         )
         observe = RenderedObjects(api).observe if args.readiness == "operator" else None
-        progress = Progress(self.record, system_clock, self.request_render, observe, self.metrics, self.tell)
+        self.placements = PlacementStatus(api, on_error=lambda: self.metrics.apiserver_failed())
+        progress = Progress(self.record, system_clock, self.request_render, observe, self.metrics, self.tell, self.show)
         self.reconciler = RecordKeeper(self.record, system_clock, self.elector.leading, progress, self.metrics)
         self.templates: dict[str, dict[str, Any]] = {}  # the leader's view of every VmTemplate, from the stream
         self.stop = threading.Event()
@@ -145,6 +148,7 @@ class Controller:
                 self.reconciler.stored(obj)
         elif item.type == "DELETED":
             self.templates.pop(key_of(item.object), None)
+            self.placements.forget(item.object)
             self.reconciler.deleted(item.object)
         else:
             self.templates[key_of(item.object)] = item.object
@@ -163,6 +167,10 @@ class Controller:
             meta["name"],
             {"spec": {RENDER_FIELD: value}},
         )
+
+    def show(self, template: dict[str, Any], row: dict[str, Any], lifecycle: Lifecycle) -> None:
+        """The VmTemplate's VmPlacement, with what the pass recorded (best effort, as Events)."""
+        self.placements.show(template, status_of(row, lifecycle))
 
     def tell(self, template: dict[str, Any], reason: str, message: str) -> None:
         """An Event on the VmTemplate (``kubectl describe`` lists them): the phase it entered and

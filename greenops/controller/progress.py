@@ -103,14 +103,18 @@ class Progress:
         observe: Callable[[dict[str, Any], bool], Observation] | None,
         metrics: ControllerMetrics | None = None,
         tell: Callable[[dict[str, Any], str, str], None] = lambda *_: None,
+        show: Callable[[dict[str, Any], dict[str, Any], Lifecycle], None] = lambda *_: None,
     ):
-        """``tell(template, reason, message)``: an Event on the VmTemplate for each phase it enters."""
+        """``tell(template, reason, message)``: an Event on the VmTemplate for each phase it enters;
+        ``show(template, row, lifecycle)``: its status on the object, after every pass
+        (greenops.controller.placement_status)."""
         self.record = record
         self.clock = clock
         self.request_render = request_render
         self.observe = observe
         self.metrics = metrics or ControllerMetrics()
         self.tell = tell
+        self.show = show
 
     def step(self, template: dict[str, Any], row: dict[str, Any]) -> Lifecycle | None:
         """One pass for one reservation; the lifecycle written, or None when nothing changed."""
@@ -137,12 +141,14 @@ class Progress:
                 after = _asked(after, now)  # the gate is when the objects are seen, not when asked for
         before = recorded
         if row.get("lifecycle") and after == before:
+            self.show(template, row, before)
             return None
         body: dict[str, Any] = {"lifecycle": after.document()}
         if after.phase is not Phase.SCHEDULED:
             body["phase"] = after.phase.value
             body["reason"] = after.reason[:1024]
         self.record.patch(row["key"], body)
+        self.show(template, row, after)
         self.metrics.moved(before.events, after.events)
         for event in after.events[len(before.events) :]:
             self.tell(template, event.phase.value, event.reason)

@@ -40,6 +40,7 @@ from tests.controller.test_lifecycle import (
     cluster_object,
     events_of,
     phase_is,
+    placement_shows,
     render_note,
 )
 from tests.support.cluster_path import template
@@ -303,6 +304,8 @@ def test_with_the_declared_rights_it_leads_confirms_opens_the_gate_and_records_t
         # its Events too, with the declared rights (create on events, nothing more)
         told = [e["reason"] for e in events_of(cluster, "team-a", "least-privilege")]
         assert told == ["Provisioning", "Rendered", "Running", "Completed"], told
+        # and its VmPlacement (create, status patch), as kubectl get vmplacements shows it
+        placement_shows(cluster, "team-a", "least-privilege", "Completed")
         assert "not written" not in c.log.read_text()
     # stopped: it gave the Lease up (get and update by name) on the way out
     with cluster.cp.client() as k:

@@ -16,7 +16,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import yaml
 
+from greenops.charts.vmplacement import GROUP as PLACEMENT_GROUP
+from greenops.charts.vmplacement import PLURAL as PLACEMENT_PLURAL
+from greenops.charts.vmplacement import VERSION as PLACEMENT_VERSION
 from greenops.common.clock import parse_time, set_clock_file, stamp
+from greenops.controller.kube import api_client
+from greenops.controller.placement_status import PlacementStatus
 from greenops.insight import record_rows
 from greenops.local.controller import ControllerProcess
 from greenops.local.webhook import GROUP, VERSION
@@ -114,6 +119,37 @@ def events_of(cluster, ns: str, name: str) -> list[dict]:
     )
 
 
+def placements_table(cluster, ns: str) -> dict[str, dict[str, object]]:
+    """``kubectl get vmplacements -n ns`` as the API server prints it (its Table form): each row's
+    cells by column name, by object name; without ``-o wide``, so only the columns of priority 0."""
+    with cluster.cp.client() as k:
+        r = k.get(
+            f"/apis/{PLACEMENT_GROUP}/{PLACEMENT_VERSION}/namespaces/{ns}/{PLACEMENT_PLURAL}",
+            headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
+        )
+        assert r.status_code == 200, r.text
+    table = r.json()
+    columns = table["columnDefinitions"]
+    return {
+        row["cells"][0]: {c["name"]: cell for c, cell in zip(columns, row["cells"], strict=True) if not c["priority"]}
+        for row in table["rows"]
+    }
+
+
+def placement_path(ns: str, name: str) -> str:
+    return f"/apis/{PLACEMENT_GROUP}/{PLACEMENT_VERSION}/namespaces/{ns}/{PLACEMENT_PLURAL}/{name}"
+
+
+def placement_shows(cluster, ns: str, name: str, phase: str, timeout: float = 30) -> dict[str, object]:
+    deadline = time.monotonic() + timeout
+    while True:
+        row = placements_table(cluster, ns).get(name)
+        if row and row["Phase"] == phase:
+            return row
+        assert time.monotonic() < deadline, f"VmPlacement {ns}/{name} never showed {phase}: {row}"
+        time.sleep(0.1)
+
+
 def phase_is(phase: str):
     return lambda row: row["phase"] == phase and (row.get("lifecycle") or {}).get("phase") == phase
 
@@ -127,6 +163,20 @@ def test_scheduled_provisioning_running_completed_with_every_time_recorded(clust
         start = parse_time(row["start"])
         assert stamp(start) == obj["spec"]["schedulingTime"]
         gate = start - LEAD
+        # kubectl get vmplacements: the phase and the place, from the record, on an object of its own
+        shown = placement_shows(cluster, "team-a", "whole-life", "Scheduled")
+        assert list(shown) == ["Name", "Phase", "Provider", "Region", "Start", "Expected", "Age"]
+        assert (shown["Provider"], shown["Region"], shown["Start"]) == (
+            "azure",
+            obj["spec"]["schedulingLocation"],
+            obj["spec"]["schedulingTime"],
+        )
+        assert shown["Expected"] == row["answer"]["expected_intensity"] > 0
+        with cluster.cp.client() as k:
+            placed = k.get(placement_path("team-a", "whole-life")).json()
+        [owner] = placed["metadata"]["ownerReferences"]  # deleted with its VmTemplate
+        assert (owner["kind"], owner["uid"]) == ("VmTemplate", obj["metadata"]["uid"])
+        assert placed["status"]["reason"].startswith("placed at admission")
 
         set_clock_file(clock, gate - timedelta(minutes=1))  # before the gate: nothing moves
         c.wait_passes(3)
@@ -161,6 +211,7 @@ def test_scheduled_provisioning_running_completed_with_every_time_recorded(clust
         )
         row = cluster.wait(key, phase_is("Running"))
         assert row["lifecycle"]["runningSince"] == stamp(ready_at)  # the operator's time, not the pass's
+        placement_shows(cluster, "team-a", "whole-life", "Running")
 
         end = ready_at + timedelta(hours=1)
         set_clock_file(clock, end - timedelta(seconds=1))
@@ -172,6 +223,15 @@ def test_scheduled_provisioning_running_completed_with_every_time_recorded(clust
         assert lc["completedAt"] == stamp(end + timedelta(seconds=2))
         assert [e["phase"] for e in lc["events"]] == ["Scheduled", "Provisioning", "Running", "Completed"]
         assert render_note(cluster, "team-a", "whole-life") == f"end {stamp(end + timedelta(seconds=2))}"
+        placement_shows(cluster, "team-a", "whole-life", "Completed")
+        with cluster.cp.client() as k:
+            status = k.get(placement_path("team-a", "whole-life")).json()["status"]
+        assert (status["gateOpenedAt"], status["runningSince"], status["endedAt"]) == (
+            stamp(opened),
+            stamp(ready_at),
+            lc["completedAt"],
+        )
+        assert status["reason"] == lc["reason"] and status["reservation"] == key
         # the zone-hours are given back, and a replayed pass writes nothing more
         revision = row["revision"]
         c.wait_passes(3)
@@ -255,6 +315,62 @@ def test_an_operators_terminal_error_gives_failed(cluster, vm_kind, clock, tmp_p
         assert "terminal error" in row["reason"] and "cores quota reached" in row["reason"]
         assert row["lifecycle"]["failedAt"] == stamp(opened)
         assert render_note(cluster, "team-b", "quota-hit") == f"end {stamp(opened)}"
+        # kubectl get vmplacements -o wide: the failure and why, on the object
+        shown = placement_shows(cluster, "team-b", "quota-hit", "Failed")
+        assert shown["Provider"] == "azure"
+        with cluster.cp.client() as k:
+            status = k.get(placement_path("team-b", "quota-hit")).json()["status"]
+        assert status["endedAt"] == stamp(opened) and "cores quota reached" in status["reason"]
+
+
+def test_a_placement_someone_else_owns_is_replaced_not_written_over(cluster):
+    """A VmPlacement of the name owned by another object (a former VmTemplate the garbage collector
+    has not reached yet): the new VmTemplate's status never lands on it."""
+    with cluster.cp.client() as k:
+        other = k.post(
+            "/api/v1/namespaces/team-a/configmaps", json={"metadata": {"name": "an-owner"}, "data": {}}
+        ).json()
+        leftover = {
+            "apiVersion": f"{PLACEMENT_GROUP}/{PLACEMENT_VERSION}",
+            "kind": "VmPlacement",
+            "metadata": {
+                "name": "taken",
+                "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "an-owner", "uid": other["metadata"]["uid"]}
+                ],
+            },
+        }
+        r = k.post(placement_path("team-a", "").rstrip("/"), json=leftover)
+        assert r.status_code == 201, r.text
+    template_meta = {"name": "taken", "namespace": "team-a", "uid": "0f7e2b9c-0000-4000-8000-000000000001"}
+    PlacementStatus(api_client(str(cluster.cp.kubeconfig_path))).show(
+        {"metadata": template_meta}, {"phase": "Scheduled"}
+    )
+    with cluster.cp.client() as k:
+        placed = k.get(placement_path("team-a", "taken")).json()
+    assert [o["uid"] for o in placed["metadata"]["ownerReferences"]] == [template_meta["uid"]]
+    assert placed["status"] == {"phase": "Scheduled"}
+
+
+def test_a_placement_goes_with_its_vmtemplate_and_a_new_one_of_the_name_gets_its_own(cluster, vm_kind, clock, tmp_path):
+    with controller(cluster, clock, tmp_path, "again") as c:
+        c.wait_leading()
+        _, first = admitted(cluster, "team-a", "same-name")
+        placement_shows(cluster, "team-a", "same-name", "Scheduled")
+        with cluster.cp.client() as k:
+            assert k.delete(cluster.path("team-a", "same-name")).status_code == 200
+            # the garbage collector (the real kube-controller-manager) deletes what the VmTemplate owned
+            deadline = time.monotonic() + 30
+            while k.get(placement_path("team-a", "same-name")).status_code != 404:
+                assert time.monotonic() < deadline, "the VmPlacement outlived its VmTemplate"
+                time.sleep(0.1)
+        _, second = admitted(cluster, "team-a", "same-name")
+        placement_shows(cluster, "team-a", "same-name", "Scheduled")
+        with cluster.cp.client() as k:
+            placed = k.get(placement_path("team-a", "same-name")).json()
+        assert [o["uid"] for o in placed["metadata"]["ownerReferences"]] == [second["metadata"]["uid"]]
+        assert first["metadata"]["uid"] != second["metadata"]["uid"]
+        assert "not written" not in c.log.read_text()
 
 
 def test_a_missed_gate_with_no_room_left_fails_and_says_so(cluster, vm_kind, clock, tmp_path):

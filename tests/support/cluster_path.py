@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from greenops.charts.vmplacement import placement_crd
 from greenops.common.clock import stamp
 from greenops.local.controller import ControllerProcess
 from greenops.local.controlplane import LocalControlPlane
@@ -98,6 +99,7 @@ def cluster_path(workdir: Path) -> Iterator[Cluster]:
             scheduler_url=sched.url, scheduler_token=opa_token, tls_cert=tls.cert_file, tls_key=tls.key_file
         ) as opa:
             install_admission(cp, opa.url, tls.ca_pem, NAMESPACES, token=opa.admin_token)
+            cp.create_crd(placement_crd())  # the controller's own, as components/controller.py installs it
             yield Cluster(cp, sched, opa, opa_token, controller_token, tls.ca_pem)
 
 
