@@ -150,6 +150,9 @@ class Progress:
         self.record.patch(row["key"], body)
         self.show(template, row, after)
         self.metrics.moved(before.events, after.events)
+        if not row.get("lifecycle") and after.phase is Phase.SCHEDULED:  # kubectl describe: why it waits
+            gate = stamp(window.start - window.lead)
+            self.tell(template, "Scheduled", f"{after.reason}; waits for its gate at {gate} ({GATE_RULE})")
         for event in after.events[len(before.events) :]:
             self.tell(template, event.phase.value, event.reason)
         if before.gate_opened_at is None and after.gate_opened_at is not None and after.phase is Phase.PROVISIONING:
@@ -186,6 +189,7 @@ class Progress:
         )
 
 
+GATE_RULE = "schedulingTime - provisioningLeadSeconds"
 ASKED = "gate due: Krateo asked at {at} to render the VM's objects; the gate opens when they are seen"
 RENDERED = "gate opened: the VM's objects were seen rendered at {at}, waiting for the operator to report the VM ready"
 

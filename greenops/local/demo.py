@@ -13,6 +13,7 @@ mutating webhook for VmTemplate. Then both paths of the design:
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import shutil
 import tempfile
@@ -25,14 +26,20 @@ from typing import Any
 import yaml
 from pulumi import automation as auto
 
+from greenops.charts.vmplacement import GROUP as PLACEMENT_GROUP
+from greenops.charts.vmplacement import PLURAL as PLACEMENT_PLURAL
+from greenops.charts.vmplacement import VERSION as PLACEMENT_VERSION
+from greenops.charts.vmplacement import placement_crd
 from greenops.common.clock import parse_time, set_clock_file, stamp
 from greenops.common.httpclient import RetryingClient
 from greenops.common.stopping import SignalStop
 from greenops.common.toolpaths import REPO
 from greenops.engine import automation
 from greenops.engine.reconcile_stack import WAKE_MARGIN, Pass, reconcile_once
-from greenops.insight import explain, placements, report
+from greenops.insight import explain, hindsight, placements, report
 from greenops.insight.record_rows import listed
+from greenops.intensity.profiles import ProfileSource
+from greenops.local import delivery
 from greenops.local.cluster_day import ClusterDay
 from greenops.local.controller import ControllerProcess
 from greenops.local.controlplane import LocalControlPlane
@@ -144,6 +151,14 @@ def cluster_templates() -> list[dict[str, Any]]:
     ]
 
 
+# What the simulated days' grid emitted, for the report's hindsight: tomorrow has no history, so the
+# profiles the scheduler forecast with stand for it (actual then equals expected for a run that
+# started on time; oracle is still the best window the run's constraints allowed).
+@functools.cache
+def simulated_grid() -> ProfileSource:
+    return ProfileSource()
+
+
 RECORD = REPO / "build" / "demo" / "reservations.db"  # outlives the demo: a restart shows the same reservations
 
 
@@ -184,6 +199,37 @@ def vm_objects(cp: LocalControlPlane) -> set[str]:
         }
 
 
+def kubectl_get(cp: LocalControlPlane, path: str) -> str:
+    """What ``kubectl get`` prints for ``path``: the API server's Table form, its columns of priority
+    0, in kubectl's layout."""
+    with cp.client() as k:
+        table = k.get(path, headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}).json()
+    shown = [i for i, c in enumerate(table["columnDefinitions"]) if not c["priority"]]
+    lines = [[table["columnDefinitions"][i]["name"].upper() for i in shown]]
+    lines += [["" if row["cells"][i] is None else str(row["cells"][i]) for i in shown] for row in table["rows"]]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(shown))]
+    return "\n".join(
+        "   " + "   ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
+
+
+def show_delivery(cp: LocalControlPlane, shown: str) -> None:
+    """When VM object ``shown`` (``Kind/name``) carries a run, what its VM would run, run here."""
+    kind, name = shown.split("/", 1)
+    api = dict((k, a) for a, k in shown_kinds())[kind]
+    with cp.client() as k:
+        obj = k.get(f"/apis/{api}/namespaces/greenops/{kind.lower()}s/{name}").json()
+    given = delivery.delivered(obj)
+    if given is None:
+        return
+    say(f"        its run, as cloud-init user-data in {given.field}: {delivery.schema_check(given.user_data)}")
+    with tempfile.TemporaryDirectory(prefix="greenops-run-") as scratch:
+        status, output = delivery.run_here(given.script(), Path(scratch))
+    say(f"        run here in a scratch directory (no VM boots on this machine), it exited {status} and printed:")
+    for line in output.splitlines()[:5] or ["(nothing)"]:
+        say(f"          {line}")
+
+
 def play_forward(st: auto.Stack, cp: LocalControlPlane, first: Pass, until: datetime) -> list[Pass]:
     """Reconcile passes at each next-change instant up to ``until``, as the watch loop would wake,
     printing what each changed and which VM objects appeared in or left the API server."""
@@ -200,6 +246,7 @@ def play_forward(st: auto.Stack, cp: LocalControlPlane, first: Pass, until: date
             say(f"      {change}")
         for name in sorted(objects - seen):
             say(f"      + {name} created in the API server")
+            show_delivery(cp, name)
         for name in sorted(seen - objects):
             say(f"      - {name} deleted from the API server")
         seen = objects
@@ -255,6 +302,7 @@ def _demo(running: Running, work: Path, record: Path, t0: datetime, hours: float
         "(the same workloads are booked under the same keys, never twice)"
     )
     install_admission(cp, opa.url, running.ca_pem, ("greenops", "demo"), token=opa.admin_token)
+    cp.create_crd(placement_crd())  # the controller shows each VmTemplate's phase and place on one
     say(
         "  installed: the VmTemplate CRD and the mutating webhook (VmTemplate CREATE/UPDATE -> OPA places and "
         "books; DELETE -> OPA releases)"
@@ -299,10 +347,17 @@ def _demo(running: Running, work: Path, record: Path, t0: datetime, hours: float
         started = time.monotonic()
         passes = play_forward(st, cp, first, until)
         say(f"   {len(passes) - 1} passes over {hours:g} simulated hours in {time.monotonic() - started:.1f} s")
-        rows, now = report.account(passes[-1].rows), until
+        with RetryingClient(sched.url, token=creds.reader) as client:  # policy's zones, as booked: the oracle's
+            allowed = hindsight.with_allowed_zones(
+                passes[-1].rows, lambda name: explain.account(explain.find(client, name, "demo"))["eligibleZones"]
+            )
+        rows, now = report.account(hindsight.with_truth(allowed, simulated_grid())), until
     else:
         rows, now = report.account(first.rows), t0
     say(report.table(rows))
+    say(
+        f"   (in hindsight: the demo's days are simulated, so its grid is the {simulated_grid().name} it forecast with)"
+    )
     plot = report.plot(rows, REPO / "build" / "demo" / "placements.png", now=now)
     say(f"   timeline of the placements: {plot}")
 
@@ -357,7 +412,9 @@ def _demo(running: Running, work: Path, record: Path, t0: datetime, hours: float
         last = max(parse_time(vm["spec"]["deadline"]) for vm in cases)
         steps = ClusterDay(controller, clock_file, client, say).play(cluster_t0, last)
         say(f"   {steps} steps of the controller's clock")
-        say(report.table(report.account(listed(client, path="cluster"))))
+        say(report.table(report.account(hindsight.with_truth(listed(client, path="cluster"), simulated_grid()))))
+    say("\n   kubectl get vmplacements -n demo (each VmTemplate's phase and place, written by the controller):")
+    say(kubectl_get(cp, f"/apis/{PLACEMENT_GROUP}/{PLACEMENT_VERSION}/namespaces/demo/{PLACEMENT_PLURAL}"))
     if not once:
         # The handler goes in before the prompt: a Ctrl-C (or SIGTERM) sent as soon as the line
         # shows must take the orderly path below, not interrupt it half-way. SignalStop, since the
@@ -373,7 +430,7 @@ def _demo(running: Running, work: Path, record: Path, t0: datetime, hours: float
         )
         say(
             "Everything stays up; Ctrl-C stops it (the Pulumi path's reservations stay in the record). "
-            f"Try: KUBECONFIG={cp.kubeconfig_path} kubectl get vmtemplates -A"
+            f"Try: KUBECONFIG={cp.kubeconfig_path} kubectl get vmtemplates,vmplacements -A"
         )
         stop.wait()  # and its handlers stay for the teardown below: a second Ctrl-C must not cut it short
     # The VmTemplates go with this control plane: deleting them releases their reservations.

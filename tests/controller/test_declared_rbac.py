@@ -303,7 +303,7 @@ def test_with_the_declared_rights_it_leads_confirms_opens_the_gate_and_records_t
         assert f"confirmed {key}" in c.actions()
         # its Events too, with the declared rights (create on events, nothing more)
         told = [e["reason"] for e in events_of(cluster, "team-a", "least-privilege")]
-        assert told == ["Provisioning", "Rendered", "Running", "Completed"], told
+        assert told == ["Scheduled", "Provisioning", "Rendered", "Running", "Completed"], told
         # and its VmPlacement (create, status patch), as kubectl get vmplacements shows it
         placement_shows(cluster, "team-a", "least-privilege", "Completed")
         assert "not written" not in c.log.read_text()

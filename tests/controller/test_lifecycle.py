@@ -237,8 +237,14 @@ def test_scheduled_provisioning_running_completed_with_every_time_recorded(clust
         c.wait_passes(3)
         assert cluster.reservation(key)["revision"] == revision
         assert c.actions().count(f"Completed {key}: {lc['reason']}") == 1
-        # each phase it entered is an Event on the VmTemplate, as kubectl describe lists them
-        assert [e["reason"] for e in events_of(cluster, "team-a", "whole-life")] == [
+        # each phase it entered is an Event on the VmTemplate, as kubectl describe lists them, the
+        # first saying what it waits for
+        told = events_of(cluster, "team-a", "whole-life")
+        assert told[0]["message"].endswith(
+            f"; waits for its gate at {stamp(gate)} (schedulingTime - provisioningLeadSeconds)"
+        )
+        assert [e["reason"] for e in told] == [
+            "Scheduled",
             "Provisioning",
             "Rendered",
             "Running",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -141,3 +142,35 @@ def test_the_demo_plays_a_simulated_day(tmp_path):
             f"{answer['expected_intensity']:g}",
         ], block
         assert f"why: {answer['scheduling_location']}" in block and "mapping: zone" in block, block
+
+    # delivery: grid-settlement's run reached its VM object as cloud-init user-data, valid by
+    # cloud-init's schema, and its script, run from that object, printed its result
+    delivered = out.split("+ VirtualMachine/grid-settlement created in the API server", 1)[1].splitlines()[1:4]
+    assert delivered[0].strip() == (
+        "its run, as cloud-init user-data in spec.osProfile.customData: "
+        + (
+            "valid (cloud-init schema)"
+            if shutil.which("cloud-init")
+            else "not checked: cloud-init is not installed (make cloud-init)"
+        )
+    ), delivered
+    assert "it exited 0 and printed:" in delivered[1], delivered
+    assert delivered[2].strip().startswith("grid-settlement: settled the day-ahead positions on "), delivered
+
+    # in hindsight, against the simulated grid: every completed run has its actual and oracle
+    hindsight = out.split("Playing the clock forward", 1)[1].split("in hindsight (gCO2/kWh):", 1)[1]
+    header, *lines = hindsight.split("\ncarbon (", 1)[0].strip().splitlines()
+    assert header.split() == ["workload", "runningSince", "actual", "oracle", "oracleZone", "oracleStart"], header
+    assert len(lines) == len(rows) and all(len(line.split()) == 6 for line in lines), lines
+    assert "completed, oracle:" in out and "(history: profiles)" in out, out
+
+    # kubectl get vmplacements: every VmTemplate of the cluster path, with its phase and place (the
+    # start as the record's API shows it: rounded up to the second)
+    table = out.split("kubectl get vmplacements -n demo", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    assert table[0].split() == ["NAME", "PHASE", "PROVIDER", "REGION", "START", "EXPECTED", "AGE"], table
+    shown = {line.split()[0]: line.split()[1:6] for line in table[1:]}
+    assert set(shown) == set(lives), (shown, lives)
+    for name, (phase, _, start) in lives.items():
+        begins = datetime.fromisoformat(start).replace(tzinfo=UTC)
+        whole = begins.replace(microsecond=0) + (timedelta(seconds=1) if begins.microsecond else timedelta(0))
+        assert (shown[name][0], shown[name][3]) == (phase, stamp(whole)), (name, shown)
