@@ -118,9 +118,31 @@ class Catalog:
     def aws_ami_lookup(self) -> AwsAmiLookup:
         return self._images.aws.lookup
 
-    def image(self, provider: str, region: str) -> str:
-        """The Ubuntu 22.04 image for a region, as the string its provider's API takes."""
+    @cached_property
+    def image_names(self) -> list[str]:
+        """The images a workload may name (``image``), the default first."""
+        return [self._images.default, *sorted(self._images.choices)]
+
+    @property
+    def default_image(self) -> str:
+        return self._images.default
+
+    def image(self, provider: str, region: str, name: str | None = None) -> str:
+        """The image ``name`` (default: the catalog's, Ubuntu 22.04) for a region, as the string its
+        provider's API takes: an Azure URN, a GCP image path, an AWS AMI id or, for a choice other
+        than the default, ``resolve:ssm:<the public parameter of its current AMI>``."""
         self.region(provider, region)
+        if name is not None and name != self._images.default:
+            choice = self._images.choices.get(name)
+            if choice is None:
+                raise CatalogError(f"unknown image {name!r}: one of {', '.join(self.image_names)}")
+            if provider == "azure":
+                return choice.azure.urn
+            if provider == "gcp":
+                return choice.gcp
+            if provider == "aws":
+                return f"resolve:ssm:{choice.awsSsmParameter}"
+            raise CatalogError(f"no image facts for provider {provider!r}")
         if provider == "azure":
             return self.azure_image.urn
         if provider == "gcp":

@@ -103,8 +103,19 @@ class AwsImages(_Fact):
     lookup: AwsAmiLookup = Field(description="how a region without one finds its AMI")
 
 
+class ImageChoice(_Fact):
+    """A named image other than the default, on every cloud."""
+
+    os: str
+    azure: AzureImage
+    gcp: str = Field(description="the image (family) path Compute Engine takes")
+    awsSsmParameter: str = Field(description="the public SSM parameter holding the region's current AMI")
+
+
 class ImagesFile(_File):
     os: str
+    default: str = Field(description="the name of the default image (os)")
+    choices: dict[str, ImageChoice] = Field(description="the other named images a workload may choose")
     azure: dict[str, AzureImage]
     gcp: dict[str, str]
     aws: AwsImages

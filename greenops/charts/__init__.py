@@ -45,15 +45,24 @@ def chart_catalog(catalog: Catalog) -> dict[str, Any]:
         }
     for r in catalog.regions("azure"):
         regions["azure"][r.name] = {"location": r.name}
-    image = catalog.azure_image
     return {
         "regions": regions,
-        "images": {
-            "azure": {"publisher": image.publisher, "offer": image.offer, "sku": image.sku, "version": image.version},
-            "gcp": {"sourceImage": catalog.image("gcp", catalog.regions("gcp")[0].name)},
-            "aws": {},
-        },
+        "defaultImage": catalog.default_image,
+        "images": {name: _chart_image(catalog, name) for name in catalog.image_names},
         "constants": {"azure": azure.CHART_CONSTANTS, "gcp": gcp.CHART_CONSTANTS, "aws": aws.CHART_CONSTANTS},
+    }
+
+
+def _chart_image(catalog: Catalog, name: str) -> dict[str, Any]:
+    """Image ``name`` per provider as the chart's templates take it: Azure's imageReference, GCP's
+    sourceImage, and on AWS an imageID for a named choice (the default's AMI is per region)."""
+    gcp_region, aws_region = catalog.regions("gcp")[0].name, catalog.regions("aws")[0].name
+    publisher, offer, sku, version = catalog.image("azure", catalog.regions("azure")[0].name, name).split(":")
+    aws_image = catalog.image("aws", aws_region, name) if name != catalog.default_image else None
+    return {
+        "azure": {"publisher": publisher, "offer": offer, "sku": sku, "version": version},
+        "gcp": {"sourceImage": catalog.image("gcp", gcp_region, name)},
+        "aws": {"imageID": aws_image} if aws_image else {},
     }
 
 

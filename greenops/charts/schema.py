@@ -22,7 +22,7 @@ from greenops.models.strings import RFC3339, RULES
 RENDER_PATTERN = "^(gate|end) " + RFC3339.removeprefix("^")
 
 # The workload's fields as the contract (greenops.models.contract) writes them: types, bounds, forms.
-CONTRACT = contract.json_schema_properties(list(load_catalog().providers))
+CONTRACT = contract.json_schema_properties(list(load_catalog().providers), load_catalog().image_names)
 
 # Every value's description and the chart's own values; the workload's fields get their schema from
 # the contract and the strings' from RULES. Each string value of the chart is bounded and has a
@@ -44,6 +44,10 @@ _PROPERTIES: dict[str, dict[str, Any]] = {
     "run": {
         "description": "What the VM runs: {script: a shell script}, started once at first boot; the VM powers itself "
         "off when it ends (none: the VM runs nothing)",
+    },
+    "image": {
+        "description": "The OS image by name, mapped per provider and region by the chart's catalog (none: "
+        "Ubuntu 22.04 LTS)",
     },
     "provider": {"description": "Set by the admission policy"},
     "schedulingLocation": {"description": "Cloud region, set by the admission policy"},

@@ -53,6 +53,10 @@ DURATION_EXPECTED = (
 MAX_SCRIPT_CHARS = 10_000
 RUN_EXPECTED = f"an object with one field, script: a shell script of 1 to {MAX_SCRIPT_CHARS} characters"
 
+# The OS image (``image``): one of the catalog's named images (data/images.json), each mapped per
+# provider and region there; none is the catalog's default (Ubuntu 22.04 LTS, thesis §3.4.1).
+IMAGE_EXPECTED = "one of the catalog's images: {known}"
+
 DEADLINE_EXPECTED = strings.RULES["deadline"].expected
 PROVIDERS_EXPECTED = "a list of distinct provider names, each one of {known} (lowercase), e.g. [azure, gcp]"
 
@@ -111,7 +115,7 @@ def room_problem(deadline: str, earliest_end: str) -> str:
 REQUIRED = ["vmName", "cpu", "memory", "duration", "deadline", "originRegion"]
 
 
-def bundle_document(providers: list[str]) -> dict[str, Any]:
+def bundle_document(providers: list[str], images: list[str]) -> dict[str, Any]:
     """The contract as the policy bundle's data.greenops.workload_contract (see workload.rego)."""
     return {
         "cpu": {"minimum": 1, "maximum": MAX_CPU},
@@ -126,10 +130,11 @@ def bundle_document(providers: list[str]) -> dict[str, Any]:
         "deadline": {"pattern": strings.RFC3339, "expected": DEADLINE_EXPECTED},
         "eligibleProviders": {"expected": PROVIDERS_EXPECTED.format(known=", ".join(providers))},
         "run": {"script_max_length": MAX_SCRIPT_CHARS, "expected": RUN_EXPECTED},
+        "image": {"names": list(images), "expected": IMAGE_EXPECTED.format(known=", ".join(images))},
     }
 
 
-def json_schema_properties(providers: list[str]) -> dict[str, dict[str, Any]]:
+def json_schema_properties(providers: list[str], images: list[str]) -> dict[str, dict[str, Any]]:
     """The workload fields' JSON Schema (types, bounds, forms) for the chart and the CRD; the string
     rules' patterns are added from .strings by greenops.charts.schema."""
     return {
@@ -153,6 +158,7 @@ def json_schema_properties(providers: list[str]) -> dict[str, dict[str, Any]]:
         },
         "dataResidency": {"type": "string", "enum": ["eu", "none"]},
         "provider": {"type": "string", "enum": list(providers)},
+        "image": {"type": "string", "enum": list(images)},
         "run": {
             "type": "object",
             "properties": {"script": {"type": "string", "minLength": 1, "maxLength": MAX_SCRIPT_CHARS}},

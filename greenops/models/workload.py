@@ -134,6 +134,17 @@ class Workload(_Model):
         default=None, description="operator or direct; none: the stack's greenops:provisioning"
     )
     run: Run | None = Field(default=None, description="what the VM runs (" + contract.RUN_EXPECTED + "); none: nothing")
+    image: str | None = Field(
+        default=None, description="the OS image by name, one of the catalog's (data/images.json); none: its default"
+    )
+
+    @field_validator("image")
+    @classmethod
+    def _known_image(cls, v: str | None, info: ValidationInfo) -> str | None:
+        names = _catalog(info).image_names
+        if v is not None and v not in names:
+            raise ValueError(f"{contract.shown(v)} is not {contract.IMAGE_EXPECTED.format(known=', '.join(names))}")
+        return v
 
     @field_validator("name")
     @classmethod
@@ -270,9 +281,9 @@ class Workload(_Model):
     def spec(self) -> dict[str, Any]:
         """The workload as a JSON document with camelCase keys (stack config, OPA input). How it is
         provisioned is not part of what it is: switching the mode neither re-places it nor changes
-        its reservation key. A workload without ``run`` is written without the key, so its spec and
-        key stay what they were before the field existed."""
-        leave_out = {"provisioning"} | ({"run"} if self.run is None else set())
+        its reservation key. A workload without ``run`` or ``image`` is written without that key, so its
+        spec and key stay what they were before the field existed."""
+        leave_out = {"provisioning"} | {k for k in ("run", "image") if getattr(self, k) is None}
         return self.model_dump(mode="json", by_alias=True, exclude=leave_out)
 
 

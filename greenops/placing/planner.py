@@ -66,7 +66,7 @@ def _place(
             regions=decision.get("zoneRegions") or {},
             # as policy saw it, but without the script: the record keeps what placed it, not what it runs
             workload={k: v for k, v in spec.items() if k != "run"},
-            explanation=_with_images(decision, catalog),
+            explanation=_with_images(decision, catalog, workload.image),
         )
     )
     answer = scheduler.schedule(
@@ -94,7 +94,7 @@ def _place(
         zone=zone,
         scheduling_time=start,
         vm_size=selection["vmSize"],
-        image=catalog.image(selection["provider"], selection["region"]),
+        image=catalog.image(selection["provider"], selection["region"], workload.image),
         expected_intensity=answer.get("expected_intensity"),
         baseline_intensity=answer.get("baseline_intensity"),
         decided_at=_searched_from(answer, earliest_start),
@@ -109,14 +109,14 @@ def _searched_from(answer: dict[str, Any], earliest_start: datetime | None) -> d
     return earliest_start or system_clock()
 
 
-def _with_images(decision: dict[str, Any], catalog: Catalog) -> dict[str, Any] | None:
+def _with_images(decision: dict[str, Any], catalog: Catalog, image: str | None) -> dict[str, Any] | None:
     """Policy's explanation with the image each zone's region would boot, so the record holds the
     whole mapping as decided (the image comes from the catalog, not from policy)."""
     explanation = decision.get("explanation")
     if not explanation:
         return explanation
     zones = {
-        z: {**m, "image": catalog.image(m["provider"], m["region"])}
+        z: {**m, "image": catalog.image(m["provider"], m["region"], image)}
         for z, m in (explanation.get("zones") or {}).items()
     }
     return {**explanation, "zones": zones}

@@ -139,7 +139,7 @@ def bundle_data(catalog: Catalog, config: PolicySettings) -> dict[str, Any]:
             "catalog": catalog_document(catalog),
             "config": config.document(),
             "string_rules": strings.bundle_document(),
-            "workload_contract": contract.bundle_document(list(catalog.providers)),
+            "workload_contract": contract.bundle_document(list(catalog.providers), catalog.image_names),
         }
     }
 

@@ -1,5 +1,6 @@
-"""``data/images.json``: the Ubuntu 22.04 LTS image each cloud boots (thesis §3.4.1), with the
-public AWS AMI of each region where one is known and the lookup for the others."""
+"""``data/images.json``: the Ubuntu 22.04 LTS image each cloud boots by default (thesis §3.4.1),
+with the public AWS AMI of each region where one is known and the lookup for the others; and the
+other named images a workload may choose (``image``), each as its publisher names it on every cloud."""
 
 from __future__ import annotations
 
@@ -23,6 +24,24 @@ AWS_AMI_LOOKUP = {
     "nameFilter": "ubuntu/images/hvm-ssd/ubuntu-jammy-22.04-amd64-server-*",
     "ssmParameter": "/aws/service/canonical/ubuntu/server/22.04/stable/current/amd64/hvm/ebs-gp2/ami-id",
 }
+DEFAULT_IMAGE = "ubuntu-22.04"
+# The other choices, by the names their publishers give them: Azure Marketplace URNs, GCP image
+# families, and the public SSM parameters AWS resolves to the region's current AMI at launch
+# (EC2's RunInstances takes "resolve:ssm:<parameter>" as its ImageId).
+CHOICES = {
+    "ubuntu-24.04": {
+        "os": "Ubuntu 24.04 LTS",
+        "azure": {"publisher": "Canonical", "offer": "ubuntu-24_04-lts", "sku": "server", "version": "latest"},
+        "gcp": "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64",
+        "awsSsmParameter": "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id",
+    },
+    "debian-12": {
+        "os": "Debian 12 (bookworm)",
+        "azure": {"publisher": "Debian", "offer": "debian-12", "sku": "12", "version": "latest"},
+        "gcp": "projects/debian-cloud/global/images/family/debian-12",
+        "awsSsmParameter": "/aws/service/debian/release/12/latest/amd64",
+    },
+}
 # SkyPilot's list also holds arm64 images; this tag is its x86_64 one (the sizes are all x86_64).
 AWS_AMI_TAG = "skypilot:custom-cpu-ubuntu"
 
@@ -37,6 +56,8 @@ def derive(src: Path, regions: list[dict]) -> dict:
     return {
         "schemaVersion": SCHEMA_VERSION,
         "os": "Ubuntu 22.04 LTS",
+        "default": DEFAULT_IMAGE,
+        "choices": CHOICES,
         "azure": {"imageReference": AZURE_IMAGE},
         "gcp": {
             "sourceImage": f"projects/{GCP_IMAGE['project']}/global/images/family/{GCP_IMAGE['family']}",

@@ -105,6 +105,12 @@ CASES: dict[str, dict[str, Any]] = {
     "origin-upper": {"originRegion": "WestEurope"},
     "residency-upper": {"dataResidency": "EU"},
     "residency-unknown": {"dataResidency": "mars"},
+    # the OS image, by the catalog's name
+    "image-named": {"image": "debian-12"},
+    "image-default-named": {"image": "ubuntu-22.04"},
+    "image-unknown": {"image": "windows-2022"},
+    "image-upper": {"image": "Ubuntu-24.04"},
+    "image-number": {"image": 24},
     # what the VM runs
     "run-script": {"run": {"script": "#!/bin/sh\necho done > /var/tmp/result\n"}},
     "run-longest-script": {"run": {"script": "x" * 10_000}},

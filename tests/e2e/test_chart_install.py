@@ -178,6 +178,7 @@ def python_instance(catalog, decided: dict, start: str, stem: str) -> dict:
             "originRegion": decided["originRegion"],
             "tenant": decided["tenant"],
             "run": decided["run"],
+            "image": decided["image"],
         }
     )
     region = decided["schedulingLocation"]
@@ -187,7 +188,7 @@ def python_instance(catalog, decided: dict, start: str, stem: str) -> dict:
         zone=catalog.region("aws", region).zone,
         scheduling_time=start,
         vm_size=decided["vmSize"],
-        image=catalog.image("aws", region),
+        image=catalog.image("aws", region, w.image),
     )
     objects = render(
         w,
@@ -227,6 +228,7 @@ def test_helm_installs_the_packaged_chart_through_the_vm_lifecycle(api, chart_pa
         "sshPublicKey": KEY,
         # what the VM runs: the real CRDs must take the user-data each operator is given
         "run": {"script": "#!/bin/sh\necho done > /var/tmp/result\n"},
+        "image": "ubuntu-24.04",  # a named image: the real CRDs take each provider's form of it
         "namespace": namespace,
         "gcpProject": "greenops-e2e",
         "azureResourceGroup": "greenops-workloads",

@@ -360,6 +360,7 @@ def test_the_rego_tests_contract_is_the_models(opa_binary, tmp_path):
     """The Rego unit tests pass the workload contract as an argument (testdata.workload_contract, the
     bundle's shape for their catalog's providers): it must be the one the bundle ships, as the model
     reads it, and workload.rego's no-constraint latency its default."""
+    from greenops.catalog import load_catalog
     from greenops.models import contract, strings
 
     src = stage(tmp_path / "b", include_tests=True)
@@ -369,7 +370,7 @@ def test_the_rego_tests_contract_is_the_models(opa_binary, tmp_path):
     )
     assert out.returncode == 0, out.stderr
     shipped, tenant = json.loads(out.stdout)["result"][0]["expressions"][0]["value"]
-    assert shipped == contract.bundle_document(["azure", "gcp", "aws"])
+    assert shipped == contract.bundle_document(["azure", "gcp", "aws"], load_catalog().image_names)
     assert tenant["pattern"] == strings.RULES["tenant"].pattern
     assert shipped["maxLatency"]["default"] == contract.NO_LATENCY_CONSTRAINT_MS
 

@@ -126,7 +126,7 @@ rule(pattern, max_length, expected) := {
 }
 
 # The workload contract in the bundle's shape for this catalog's providers: a copy of
-# greenops.models.contract.bundle_document(["azure", "gcp", "aws"]), which
+# greenops.models.contract.bundle_document(["azure", "gcp", "aws"], the catalog's images), which
 # tests/policies/test_opa_integration.py checks it equals.
 workload_contract := {
 	"cpu": {"minimum": 1, "maximum": 100000},
@@ -152,6 +152,10 @@ workload_contract := {
 	"run": {
 		"script_max_length": 10000,
 		"expected": "an object with one field, script: a shell script of 1 to 10000 characters",
+	},
+	"image": {
+		"names": ["ubuntu-22.04", "debian-12", "ubuntu-24.04"],
+		"expected": "one of the catalog's images: ubuntu-22.04, debian-12, ubuntu-24.04",
 	},
 }
 

@@ -67,7 +67,7 @@ field_problems(spec, _, _) := ["workload spec must be an object"] if not is_obje
 field_problems(spec, catalog, rules) := sort([msg |
 	some field in [
 		"name", "cpu", "memory", "duration", "deadline", "maxLatency", "originRegion",
-		"eligibleProviders", "dataResidency", "tenant", "provider", "region", "run",
+		"eligibleProviders", "dataResidency", "tenant", "provider", "region", "run", "image",
 	]
 	msg := problem(spec, field, catalog, rules)
 ]) if {
@@ -87,6 +87,7 @@ _well_formed(spec, catalog, rules) if {
 	_in_contract(spec, rules.contract)
 	_known_and_kept(spec, catalog, rules)
 	not _run_problem(spec, rules.contract)
+	not _image_problem(spec, rules.contract)
 }
 
 # cpu, memory, duration, deadline and maxLatency (when given) in the contract's forms and bounds.
@@ -266,6 +267,10 @@ problem(spec, "region", catalog, _) := sprintf("region: unknown region %v", [_sh
 # run.expected names the form. The script is not part of the normal form: it decides nothing.
 problem(spec, "run", _, rules) := _run_problem(spec, rules.contract)
 
+# image (when given): one of the catalog's named images (data/images.json), which the contract's
+# image.names lists; how each maps per provider and region is the renderers' and the chart's.
+problem(spec, "image", _, rules) := _image_problem(spec, rules.contract)
+
 _run_problem(spec, contract) := sprintf("run: %v: %v", [why, contract.run.expected]) if {
 	"run" in object.keys(spec)
 	why := _run_fault(spec.run, contract)
@@ -349,4 +354,10 @@ _within(x, bounds) if {
 _whole_within(x, bounds) if {
 	_within(x, bounds)
 	x == floor(x)
+}
+
+# Why an image is not one of the catalog's; undefined when it is.
+_image_problem(spec, contract) := sprintf("image: %v is not %v", [_shown(spec.image), contract.image.expected]) if {
+	"image" in object.keys(spec)
+	not spec.image in {n | some n in contract.image.names}
 }

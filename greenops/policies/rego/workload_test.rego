@@ -94,6 +94,7 @@ _values := {
 		{"script": "x", "env": {}}, {"script": concat("", [_long | some _ in numbers.range(1, 250)])},
 		{"script": concat("", [_long | some _ in numbers.range(1, 251)])},
 	],
+	"image": ["ubuntu-24.04", "debian-12", "ubuntu-22.04", "windows", "Ubuntu-24.04", "", 5, null],
 }
 
 _long := "abcdefghijklmnopqrstuvwxyz0123456789abcd" # 40 characters
@@ -130,6 +131,22 @@ test_a_run_is_checked_and_kept_out_of_the_normal_form if {
 }
 
 _with_run(run) := object.union(testdata.workload, {"run": run})
+
+test_an_image_is_one_of_the_catalogs_and_decides_nothing if {
+	ok := object.union(testdata.workload, {"image": "debian-12"})
+	workload.problems(ok, testdata.catalog, testdata.rules) == []
+	not "image" in object.keys(workload.normalize(ok, testdata.catalog, testdata.config, testdata.rules))
+	bad := [i | some i in ["windows", "Debian-12", "", 5, null]]
+	found := [p |
+		some image in bad
+		some p in workload.problems(object.union(testdata.workload, {"image": image}), testdata.catalog, testdata.rules)
+	]
+	count(found) == count(bad)
+	every p in found {
+		startswith(p, "image: ")
+		endswith(p, " is not one of the catalog's images: ubuntu-22.04, debian-12, ubuntu-24.04")
+	}
+}
 
 test_missing_fields_are_named if {
 	problems := workload.problems({"name": "x"}, testdata.catalog, testdata.rules)

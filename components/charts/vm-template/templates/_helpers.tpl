@@ -51,9 +51,14 @@
 {{- toJson $region -}}
 {{- end -}}
 
+{{/* The image .Values.image names (none: the catalog's default), as the provider takes it; on AWS an
+     imageID for a named choice ("resolve:ssm:<parameter>"), none for the default (its AMI is the region's). */}}
 {{- define "vmtemplate.image" -}}
 {{- $catalog := .Files.Get "files/catalog.json" | fromJson -}}
-{{- toJson (index $catalog.images .Values.provider) -}}
+{{- $name := .Values.image | default $catalog.defaultImage -}}
+{{- $image := index $catalog.images $name | default dict -}}
+{{- if not $image -}}{{- fail (printf "VmTemplate %s: unknown image %q" .Values.vmName $name) -}}{{- end -}}
+{{- toJson (index $image .Values.provider) -}}
 {{- end -}}
 
 {{/* The namespace of every object: the release's, which Krateo makes the VmTemplate's own, so a
