@@ -21,10 +21,11 @@ from typing import Any
 
 from pydantic import AwareDatetime, Field, field_serializer
 
-from greenops.common.clock import stamp
+from greenops.common.clock import parse_time, stamp
 from greenops.models.decision import Decision
 from greenops.models.duration import format_duration
 from greenops.models.workload import Workload, _Model
+from greenops.renderers.user_data import RUN_LOG
 
 MAX_EVENTS = 20  # the newest transitions kept in state: enough to explain a run, bounded in size
 
@@ -107,6 +108,8 @@ class Window:
     deadline: datetime
     # the VM powers itself off when its run ends (the workload has a ``run``): its stop is the end
     ends_itself: bool = False
+    # what the run reported of its end (greenops.reservations.completion), as the record holds it
+    reported: Reported | None = None
 
     @property
     def gate(self) -> datetime:
@@ -120,6 +123,21 @@ class Window:
     def of(cls, workload: Workload, decision: Decision, lead: timedelta) -> Window:
         """The window a placement is judged against: its decided start and the workload's bounds."""
         return cls(decision.scheduling_time, workload.duration, lead, workload.deadline, workload.run is not None)
+
+
+@dataclass(frozen=True)
+class Reported:
+    """A run's own report of its end: its script's exit status, and when the scheduler received it."""
+
+    exit_status: int
+    at: datetime
+
+    @classmethod
+    def of(cls, completion: Mapping[str, Any] | None) -> Reported | None:
+        """From a reservation's ``completion`` (``{"exitStatus", "reportedAt"}``); None when absent."""
+        if not completion:
+            return None
+        return cls(int(completion["exitStatus"]), parse_time(str(completion["reportedAt"])))
 
 
 @dataclass(frozen=True)
@@ -205,6 +223,9 @@ def _scheduled(
 
 
 def _provisioning(lc: Lifecycle, w: Window, now: datetime, obs: Observation | None, voice: Voice) -> Step:
+    if w.reported is not None:  # the run is over before the operator said the VM was ready
+        since = lc.gate_opened_at or now
+        return _then_running(lc.to(Phase.RUNNING, now, "running: it reported its end", running_since=since), w, now)
     if obs is None:
         return _then_running(lc.to(Phase.RUNNING, now, f"running: {APPLIED}", running_since=now), w, now)
     if obs.failure:
@@ -260,6 +281,8 @@ def _then_running(lc: Lifecycle, w: Window, now: datetime, obs: Observation | No
 def _running(lc: Lifecycle, w: Window, now: datetime, obs: Observation | None) -> Step:
     assert lc.running_since is not None
     end = lc.running_since + w.duration
+    if w.reported is not None and w.reported.at <= max(end, now):
+        return Step(_ended_by_report(lc, w.reported, now))
     if now >= end:
         return Step(
             lc.to(
@@ -294,6 +317,25 @@ def _running(lc: Lifecycle, w: Window, now: datetime, obs: Observation | None) -
             )
         )
     return Step(lc)
+
+
+def _ended_by_report(lc: Lifecycle, r: Reported, now: datetime) -> Lifecycle:
+    """The run's own report: Completed at its time for exit status 0, Failed otherwise; the time
+    is the scheduler's receipt, never after this pass, never before the run started."""
+    assert lc.running_since is not None
+    at = min(max(r.at, lc.running_since), now)
+    ran = f"having run {format_duration(at - lc.running_since)} from {stamp(lc.running_since)}"
+    if r.exit_status == 0:
+        return lc.to(
+            Phase.COMPLETED, now, f"completed: its run reported exit status 0 at {stamp(at)}, {ran}", completed_at=at
+        )
+    return lc.to(
+        Phase.FAILED,
+        now,
+        f"failed: its run's script exited with status {r.exit_status} at {stamp(at)}, {ran} (its output is in "
+        f"{RUN_LOG} on the VM)",
+        failed_at=at,
+    )
 
 
 def next_change(lc: Lifecycle, window: Window) -> datetime | None:

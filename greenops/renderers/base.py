@@ -72,6 +72,8 @@ class RenderContext:
     # stack's namespace holds. The chart names a VmTemplate's objects "<vmName>-<hash>" instead (see
     # vmtemplate.stem); the same stem here renders the same set.
     stem: str | None = None
+    # the run's report script (greenops.renderers.user_data.report_script): it carries a completion token
+    report: str | None = None
     held: list[str] = field(default_factory=list)  # filled by the renderer: what it held back, and why
     used: dict[str, dict[str, str]] = field(default_factory=dict)  # the reported values the set was rendered with
 

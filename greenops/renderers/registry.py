@@ -100,10 +100,12 @@ def render_set(
     catalog: Catalog | None = None,
     observed: Mapping[str, Mapping[str, Any]] | None = None,
     stem: str | None = None,
+    report: str | None = None,
 ) -> Rendered:
     """The provider-specific minimum set (thesis §3.4) for a decision, as plain dicts, given what
     the cluster reports about the set's objects so far (``"Kind/name"`` -> ``status``). ``stem``
-    starts every object's name (default: the workload's name)."""
+    starts every object's name (default: the workload's name); ``report`` is the run's report script
+    (greenops.renderers.user_data.report_script), when its end is to be reported."""
     _discover()
     fn = _RENDERERS.get(decision.provider)
     if fn is None:
@@ -115,6 +117,7 @@ def render_set(
         catalog or load_catalog(),
         observed=dict(observed or {}),
         stem=stem,
+        report=report,
     )
     return Rendered(fn(ctx), list(ctx.held), dict(ctx.used))
 
@@ -126,6 +129,7 @@ def render(
     catalog: Catalog | None = None,
     observed: Mapping[str, Mapping[str, Any]] | None = None,
     stem: str | None = None,
+    report: str | None = None,
 ) -> list[dict[str, Any]]:
     """The objects of ``render_set``."""
-    return render_set(workload, decision, settings, catalog, observed, stem).objects
+    return render_set(workload, decision, settings, catalog, observed, stem, report).objects

@@ -392,6 +392,8 @@ class ReservationStore:
             "reason": None,
             "updated_at": now,
             "lifecycle": None,  # a new decision starts a new life
+            "completion_token_sha256": None,  # and the old run's credential reports nothing for it
+            "completion": None,
         }
         if seen.revision is None:
             held = now + self.hold if b.path == HELD_PATH else None

@@ -44,6 +44,10 @@ reservations = Table(
     # hold still unconfirmed at this time is released (forged or abandoned CREATEs cost nothing)
     Column("held_until", DateTime(timezone=True)),
     Column("lifecycle", JSON),  # the recorded phases and their real times (placement.lifecycle)
+    # the digest of the credential the run reports its end with, and what it reported
+    # (greenops.reservations.completion); both cleared by a new decision
+    Column("completion_token_sha256", String(64)),
+    Column("completion", JSON),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
     # the reservations still Scheduled past their start, read at every scrape (greenops.reservations.census)

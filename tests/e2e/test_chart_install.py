@@ -17,6 +17,7 @@ clock had moved on by that much.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -34,6 +35,8 @@ from greenops.common.toolpaths import REPO
 from greenops.local.controlplane import LocalControlPlane
 from greenops.models import Decision, Workload
 from greenops.renderers import RenderSettings, render
+from greenops.renderers.user_data import REPORT_KEY, REPORT_SECRET_SUFFIX, report_script
+from greenops.renderers.user_data import user_data as user_data_text
 from greenops.validation.crd import default_crd_dir
 from tests.charts.test_vm_template_chart import stem_of
 from tests.support.common import SSH_KEY as KEY
@@ -379,4 +382,38 @@ def test_a_set_made_before_the_hashed_names_keeps_its_names(api, chart_package):
     assert result.returncode == 0, result.stderr
     kept = {o["metadata"]["name"] for objs in stored(api, "gcp", ns).values() for o in objs}
     assert kept == {"etl", "etl-network", "etl-subnet"}
+    assert helm(api, "uninstall", release, "-n", ns).returncode == 0
+
+
+def test_the_runs_report_comes_from_its_secret_never_from_a_value(api, chart_package):
+    """The controller writes the run's report script (it carries the completion token) to the Secret
+    <release>-greenops-run at the gate; the chart reads it with lookup into the user-data, byte for
+    byte what the Python renderer writes given the same script. Without the Secret the user-data has
+    no report, and no value of the chart can put one in."""
+    ns, release = "tenant-report", "etl"
+    run = {"script": "#!/bin/sh\necho done\n"}
+    inside = dict(gcp_values("etl", ns, stamp(-timedelta(hours=1))), run=run)
+    assert (
+        helm(api, "install", release, str(chart_package), "-n", ns, "--create-namespace", values=inside).returncode == 0
+    )
+
+    def user_data() -> str:
+        [instance] = stored(api, "gcp", ns)["ComputeInstance"]
+        return next(i["value"] for i in instance["spec"]["metadata"] if i["key"] == "user-data")
+
+    workload = Workload.model_validate(
+        {"name": "etl", "cpu": 4, "memory": 8, "duration": "2h", "deadline": inside["deadline"],
+         "originRegion": "westeurope", "tenant": ns, "run": run}
+    )  # fmt: skip
+    assert user_data() == user_data_text(workload)  # no report yet
+    script = report_script("http://127.0.0.1:8080/reservations/tenant-report/etl/0f7e/completion", "gor_" + "x" * 43)
+    with api["cp"].client() as k:
+        secret = {
+            "metadata": {"name": f"{release}{REPORT_SECRET_SUFFIX}"},
+            "data": {REPORT_KEY: base64.b64encode(script.encode()).decode()},
+        }
+        assert k.post(f"/api/v1/namespaces/{ns}/secrets", json=secret).status_code == 201
+    assert helm(api, "upgrade", release, str(chart_package), "-n", ns, values=inside).returncode == 0
+    assert user_data() == user_data_text(workload, script)
+    assert "report.sh" in user_data() and "gor_" not in json.dumps(inside)
     assert helm(api, "uninstall", release, "-n", ns).returncode == 0

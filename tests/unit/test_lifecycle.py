@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from greenops.placing.lifecycle import Lifecycle, Observation, Phase, Window, advance, from_outputs
+from greenops.common.clock import stamp
+from greenops.placing.lifecycle import Lifecycle, Observation, Phase, Reported, Window, advance, from_outputs
 
 T0 = datetime(2027, 1, 10, 3, 0, tzinfo=UTC)
 W = Window(start=T0, duration=timedelta(hours=2), lead=timedelta(minutes=5), deadline=T0 + timedelta(hours=10))
@@ -160,3 +162,34 @@ def test_state_from_an_earlier_version_is_read_once_from_its_status():
     assert from_outputs({"status": "Running"}, W).phase is Phase.RUNNING
     assert from_outputs({"status": "Completed"}, W).completed_at == T0 + 2 * H
     assert from_outputs({"status": "Scheduled"}, W).phase is Phase.SCHEDULED
+
+
+def test_the_runs_own_report_ends_it_completed_or_failed_at_the_reported_time():
+    running = advance(placed(), W, W.gate + M).lifecycle  # render mode: running from the apply
+    since = running.running_since
+    assert since is not None
+
+    def reported(status: int, at: datetime) -> Window:
+        return replace(W, reported=Reported(status, at))
+
+    ok = advance(running, reported(0, since + 40 * M), since + 41 * M).lifecycle
+    assert ok.phase is Phase.COMPLETED and ok.completed_at == since + 40 * M  # the real run time, not the pass
+    assert (
+        ok.reason
+        == f"completed: its run reported exit status 0 at {stamp(since + 40 * M)}, having run 40m from {stamp(since)}"
+    )
+    bad = advance(running, reported(2, since + 5 * M), since + 6 * M).lifecycle
+    assert bad.phase is Phase.FAILED and bad.failed_at == since + 5 * M
+    assert "script exited with status 2" in bad.reason and "/var/log/greenops-run.log" in bad.reason
+    # a report received past the duration's end is still the truth when the pass sees it first
+    late = advance(running, reported(0, since + 2 * H + M), since + 2 * H + 2 * M).lifecycle
+    assert late.phase is Phase.COMPLETED and late.completed_at == since + 2 * H + M
+    # a report time the clock has not reached is not believed beyond the pass's own time
+    ahead = advance(running, reported(0, since + 50 * M), since + 30 * M).lifecycle
+    assert ahead.completed_at == since + 30 * M
+    # a report while the operator still has not said ready: the run began at the gate, and ended
+    opened = advance(placed(), W, W.gate + M, observer(Observation(ready=False))).lifecycle
+    early = advance(opened, reported(0, W.gate + 30 * M), W.gate + 31 * M, observer(Observation(ready=False)))
+    assert early.lifecycle.phase is Phase.COMPLETED and early.lifecycle.running_since == W.gate + M
+    assert Reported.of({"exitStatus": 1, "reportedAt": "2027-01-10T04:00:00Z"}) == Reported(1, T0 + H)
+    assert Reported.of(None) is None

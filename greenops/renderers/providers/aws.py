@@ -103,7 +103,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
                 "minCount": 1,
                 "maxCount": 1,
                 "metadataOptions": {"httpTokens": "required"},
-                **({"userData": data} if (data := user_data_base64(ctx.workload)) else {}),
+                **({"userData": data} if (data := user_data_base64(ctx.workload, ctx.report)) else {}),
                 "tags": workload_tags(ctx, instance),
             },
         },

@@ -142,7 +142,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
                 "hardwareProfile": {"vmSize": d.vm_size},  # [2] VM size
                 "storageProfile": {"imageReference": image_reference(d.image, ctx.workload.name)},  # [3] OS
                 "osProfile": {
-                    **({"customData": custom} if (custom := user_data_base64(ctx.workload)) else {}),
+                    **({"customData": custom} if (custom := user_data_base64(ctx.workload, ctx.report)) else {}),
                     "computerName": vm,
                     "adminUsername": s.admin_username,
                     "linuxConfiguration": {

@@ -83,7 +83,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
                 "networkInterface": [{"subnetworkRef": {"name": subnet}}],
                 "metadata": [
                     {"key": "enable-oslogin", "value": "TRUE"},
-                    *([{"key": "user-data", "value": data}] if (data := user_data(ctx.workload)) else []),
+                    *([{"key": "user-data", "value": data}] if (data := user_data(ctx.workload, ctx.report)) else []),
                 ],
             },
         },

@@ -32,7 +32,7 @@ from greenops.intensity.cached import CachedSource
 from greenops.observability import tracing
 from greenops.policies.settings import PolicySettings, load_policy_settings
 from greenops.reservations import ReservationStore
-from greenops.scheduler.api import credentials, forecast, health, prometheus, reservations, scheduling
+from greenops.scheduler.api import completion, credentials, forecast, health, prometheus, reservations, scheduling
 from greenops.scheduler.api.prometheus import RequestTimer
 from greenops.scheduler.auth import ADMIN, Authenticator, requires
 from greenops.scheduler.limits import BodyLimit
@@ -114,6 +114,7 @@ def create_app(
     # Each route asks for the role it needs (greenops.scheduler.auth); reads need only read.
     app.include_router(scheduling.router)
     app.include_router(reservations.router)
+    app.include_router(completion.router)  # its own credential: the run's completion token
     app.include_router(credentials.router)
     app.include_router(forecast.router, dependencies=[Depends(requires("read"))])
     app.include_router(prometheus.router)  # a read credential for every tenant (api/prometheus.py)

@@ -52,6 +52,9 @@ class ReservationOut(BaseModel):
         default=None, description="a hold, not yet confirmed by its object: released if still one then"
     )
     lifecycle: dict[str, Any] | None = Field(default=None, description="the recorded phases and their real times")
+    completion: dict[str, Any] | None = Field(
+        default=None, description="what the run reported of its end: exitStatus, reportedAt (the scheduler's clock)"
+    )
     created_at: datetime | None = Field(default=None, description="when it was booked (with detail)")
     searched_from: datetime | None = Field(
         default=None,
@@ -121,6 +124,7 @@ def out(row: dict[str, Any], detail: bool = False) -> ReservationOut:
         updated_at=stored_utc(row["updated_at"]),
         held_until=stored_utc(row["held_until"]) if row.get("held_until") else None,
         lifecycle=row.get("lifecycle"),
+        completion=row.get("completion"),
         **recorded,
     )
 

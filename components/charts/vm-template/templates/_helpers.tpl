@@ -141,14 +141,24 @@ greenops/renderers/user_data.py writes on the Pulumi path: the script base64 in 
 once from runcmd, then the VM powers itself off.
 */}}
 {{- define "vmtemplate.userData" -}}
+{{- /* The run's report script, when the controller has written it at the gate: a Secret (it carries
+       the reservation's completion token), read here and never a value (greenops/renderers/user_data.py). */ -}}
+{{- $secret := lookup "v1" "Secret" .Release.Namespace (printf "%s-greenops-run" .Release.Name) | default dict -}}
+{{- $report := dig "data" "report.sh" "" $secret -}}
 #cloud-config
 write_files:
   - path: /var/lib/greenops/run.sh
     permissions: "0700"
     encoding: b64
     content: {{ .Values.run.script | b64enc }}
+{{- if $report }}
+  - path: /var/lib/greenops/report.sh
+    permissions: "0700"
+    encoding: b64
+    content: {{ $report }}
+{{- end }}
 runcmd:
-  - [sh, -c, "/var/lib/greenops/run.sh > /var/log/greenops-run.log 2>&1; echo $? > /var/lib/greenops/exit-status"]
+  - [sh, -c, "/var/lib/greenops/run.sh > /var/log/greenops-run.log 2>&1; echo $? > /var/lib/greenops/exit-status{{ if $report }}; /var/lib/greenops/report.sh{{ end }}"]
 power_state:
   mode: poweroff
   message: "greenops: the run has ended"
