@@ -76,7 +76,8 @@ def cluster_rules() -> list[k8s.rbac.v1.PolicyRuleArgs]:
     VmTemplates and write their ``spec.render``; read the objects their chart renders, exactly the
     renderers' kinds; tell each VmTemplate's phase changes as Events (create only); show its phase and
     place on a VmPlacement (create it, replace one a former VmTemplate of that name left, write its
-    status subresource; greenops.controller.placement_status)."""
+    status subresource; greenops.controller.placement_status); create a VmTemplate's run report
+    Secret at its gate (greenops.controller.run_report)."""
     return [
         k8s.rbac.v1.PolicyRuleArgs(
             api_groups=[VMTEMPLATE_GROUP], resources=[VMTEMPLATE_RESOURCE], verbs=["get", "list", "watch", "patch"]
@@ -92,6 +93,9 @@ def cluster_rules() -> list[k8s.rbac.v1.PolicyRuleArgs]:
         k8s.rbac.v1.PolicyRuleArgs(
             api_groups=[PLACEMENT_GROUP], resources=[f"{PLACEMENT_PLURAL}/status"], verbs=["patch"]
         ),
+        # a VmTemplate's run report (greenops.controller.run_report): created once, never read,
+        # changed or deleted (its owner, the VmTemplate, takes it along)
+        k8s.rbac.v1.PolicyRuleArgs(api_groups=[""], resources=["secrets"], verbs=["create"]),
     ]
 
 
@@ -142,6 +146,7 @@ def controller_container(args: ControllerArgs, mounts: list[k8s.core.v1.VolumeMo
             str(c.resync_seconds),
             "--readiness",
             c.readiness,
+            *(["--completion-url", c.completion_url] if c.completion_url else []),
             "--metrics-port",
             str(METRICS_PORT),
             "--metrics-address",

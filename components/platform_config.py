@@ -163,6 +163,14 @@ class ControllerConfig(_Section):
     lease_seconds: int = Field(
         default=15, ge=3, le=300, description="how long a leader's Lease lasts unrenewed before another takes it"
     )
+    completion_url: str | None = Field(
+        default=None,
+        max_length=256,
+        pattern=r"^https?://[A-Za-z0-9._~:/%-]+$",
+        description="the scheduler's URL as the workload VMs reach it (e.g. through externalAccess): a "
+        "VmTemplate with a run then reports its end there with a token scoped to its reservation; none: "
+        "its VM reports its end by powering itself off",
+    )
 
 
 class MlflowConfig(_Section):

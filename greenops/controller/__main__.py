@@ -36,6 +36,7 @@ from .placement_status import PlacementStatus, status_of
 from .progress import RENDER_FIELD, Progress
 from .record import Record, RecordUnavailable, token_reader
 from .record_keeper import RecordKeeper
+from .run_report import RunReport
 from .watch import PLURAL, Changed, Listed, VmTemplateWatch, key_of
 
 log = logging.getLogger("greenops.controller")
@@ -60,6 +61,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="operator",
         help="operator: Running when the cloud operator reports the VM ready; applied: no operator is "
         "watched (a cluster without ASO, Config Connector or ACK), the run counts from the gate",
+    )
+    p.add_argument(
+        "--completion-url",
+        help="the scheduler's URL as the VMs reach it: a VmTemplate with a run then reports its end there "
+        "(default: none; its VM reports its end by powering off)",
     )
     p.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port at /metrics (default: none)")
     p.add_argument(
@@ -90,7 +96,17 @@ class Controller:
         )
         observe = RenderedObjects(api).observe if args.readiness == "operator" else None
         self.placements = PlacementStatus(api, on_error=lambda: self.metrics.apiserver_failed())
-        progress = Progress(self.record, system_clock, self.request_render, observe, self.metrics, self.tell, self.show)
+        report = RunReport(api, self.record, args.completion_url) if args.completion_url else None
+        progress = Progress(
+            self.record,
+            system_clock,
+            self.request_render,
+            observe,
+            self.metrics,
+            self.tell,
+            self.show,
+            report.prepare if report else lambda *_: None,
+        )
         self.reconciler = RecordKeeper(self.record, system_clock, self.elector.leading, progress, self.metrics)
         self.templates: dict[str, dict[str, Any]] = {}  # the leader's view of every VmTemplate, from the stream
         self.stop = threading.Event()

@@ -41,7 +41,7 @@ from greenops.charts import PROVISIONING_LEAD_SECONDS
 from greenops.common.clock import parse_time, stamp
 from greenops.common.errors import GreenOpsError
 from greenops.models.duration import format_duration
-from greenops.placing.lifecycle import Lifecycle, Observation, Phase, Voice, Window, advance
+from greenops.placing.lifecycle import Lifecycle, Observation, Phase, Reported, Voice, Window, advance
 
 from .metrics import ControllerMetrics
 
@@ -82,7 +82,14 @@ def window_of(template: dict[str, Any], row: dict[str, Any]) -> Window:
     hours = row.get("duration_hours")
     duration = timedelta(hours=hours) if hours else end - start
     runs = isinstance(spec.get("run"), dict)  # its VM powers itself off when the run ends
-    return Window(start=start, duration=duration, lead=timedelta(seconds=lead), deadline=deadline, ends_itself=runs)
+    return Window(
+        start=start,
+        duration=duration,
+        lead=timedelta(seconds=lead),
+        deadline=deadline,
+        ends_itself=runs,
+        reported=Reported.of(row.get("completion")),  # what the run itself said of its end
+    )
 
 
 def recorded_lifecycle(row: dict[str, Any]) -> Lifecycle:
@@ -104,10 +111,12 @@ class Progress:
         metrics: ControllerMetrics | None = None,
         tell: Callable[[dict[str, Any], str, str], None] = lambda *_: None,
         show: Callable[[dict[str, Any], dict[str, Any], Lifecycle], None] = lambda *_: None,
+        prepare: Callable[[dict[str, Any], dict[str, Any]], None] = lambda *_: None,
     ):
         """``tell(template, reason, message)``: an Event on the VmTemplate for each phase it enters;
         ``show(template, row, lifecycle)``: its status on the object, after every pass
-        (greenops.controller.placement_status)."""
+        (greenops.controller.placement_status); ``prepare(template, row)``: what the render at the
+        gate needs first (the run's report, greenops.controller.run_report)."""
         self.record = record
         self.clock = clock
         self.request_render = request_render
@@ -115,6 +124,7 @@ class Progress:
         self.metrics = metrics or ControllerMetrics()
         self.tell = tell
         self.show = show
+        self.prepare = prepare
 
     def step(self, template: dict[str, Any], row: dict[str, Any]) -> Lifecycle | None:
         """One pass for one reservation; the lifecycle written, or None when nothing changed."""
@@ -136,6 +146,7 @@ class Progress:
         if after.phase.terminal and (before.phase.materialised or opened):
             self.request_render(template, f"end {stamp(now)}")  # the run is over: rendering again removes the VM
         elif opened:
+            self.prepare(template, row)  # before the render: the chart reads what it writes
             self.request_render(template, f"gate {stamp(now)}")
             if observe is not None and after.phase is Phase.PROVISIONING:
                 after = _asked(after, now)  # the gate is when the objects are seen, not when asked for

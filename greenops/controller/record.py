@@ -51,6 +51,24 @@ class Record:
         r = self._call("PATCH", f"/reservations/{key}", json=body)
         return None if r.status_code == 404 else r.json()
 
+    def completion_token(self, key: str) -> str | None:
+        """The reservation's completion token (greenops.reservations.completion); None when one was
+        issued already (an earlier pass, before a restart) or the reservation has ended."""
+        try:
+            r = self._http.post(
+                f"/reservations/{key}/completion-token", headers={"Authorization": f"Bearer {self._token()}"}
+            )
+        except httpx.HTTPError as exc:
+            raise RecordUnavailable(f"POST /reservations/{key}/completion-token: {type(exc).__name__}: {exc}") from None
+        if r.status_code in (404, 409):
+            return None
+        if r.status_code >= 400:
+            raise RecordUnavailable(
+                f"POST completion-token {key}: the scheduler answered {r.status_code}: {one_line(r.text)}"
+            )
+        token: str = r.json()["token"]
+        return token
+
     def release(self, key: str, reason: str) -> dict[str, Any] | None:
         r = self._call("DELETE", f"/reservations/{key}", params={"reason": reason[:1024]})
         return None if r.status_code == 404 else r.json()

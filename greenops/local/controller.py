@@ -29,6 +29,7 @@ class ControllerProcess(ProcessService):
     readiness: str = "operator"  # applied: no cloud operator runs here (the demo)
     clock_file: Path | None = None  # a simulated clock the caller plays forward (greenops.common.clock)
     metrics_port: int | None = None  # serve /metrics on 127.0.0.1 at this port
+    completion_url: str | None = None  # --completion-url: where a VmTemplate's run reports its end
     # more flags, after the ones above: the last of a repeated flag wins (a Deployment's own args)
     extra_args: list[str] = field(default_factory=list)
     log: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-ctl-")) / "controller.log")
@@ -58,6 +59,7 @@ class ControllerProcess(ProcessService):
                 self.readiness,
                 *(["--kubeconfig", str(self.kubeconfig)] if self.kubeconfig else []),
                 *(["--metrics-port", str(self.metrics_port)] if self.metrics_port is not None else []),
+                *(["--completion-url", self.completion_url] if self.completion_url else []),
                 *self.extra_args,
             ],
             self.log,

@@ -128,7 +128,7 @@ def test_bad_controller_config_names_the_key():
 def test_its_rbac_is_exactly_what_it_uses(prod):
     [cluster_role] = [r for r in of(prod, CLUSTER_ROLE) if r.name == "controller-follow"]
     assert cluster_role.inputs["metadata"]["name"] == "greenops-controller-greenops"
-    vmtemplates, *rendered, events, placements, placement_status = cluster_role.inputs["rules"]
+    vmtemplates, *rendered, events, placements, placement_status, secrets = cluster_role.inputs["rules"]
     # Events on the VmTemplates (kubectl describe): created, never read back or changed
     assert events == {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}
     # VmPlacements: created (one a former VmTemplate of the name left is replaced), never listed;
@@ -138,6 +138,8 @@ def test_its_rbac_is_exactly_what_it_uses(prod):
         "resources": ["vmplacements"],
         "verbs": ["get", "create", "delete"],
     }
+    # a run's report Secret: created, never read, changed or deleted
+    assert secrets == {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}
     assert placement_status == {"apiGroups": ["greenops.io"], "resources": ["vmplacements/status"], "verbs": ["patch"]}
     assert vmtemplates == {
         "apiGroups": ["composition.krateo.io"],

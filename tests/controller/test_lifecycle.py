@@ -8,7 +8,9 @@ API server run on their own clocks."""
 
 from __future__ import annotations
 
+import base64
 import math
+import subprocess
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -25,6 +27,7 @@ from greenops.controller.placement_status import PlacementStatus
 from greenops.insight import record_rows
 from greenops.local.controller import ControllerProcess
 from greenops.local.webhook import GROUP, VERSION
+from greenops.renderers.user_data import REPORT_KEY, REPORT_SECRET_SUFFIX
 from greenops.validation.crd import default_crd_dir
 from tests.support.cluster_path import controller_process, template
 from tests.support.krateo import KrateoStandIn
@@ -57,8 +60,8 @@ def clock(tmp_path):
     return path
 
 
-def controller(cluster, clock, tmp_path, name: str) -> ControllerProcess:
-    return controller_process(cluster, tmp_path, name, resync_seconds=RESYNC, clock_file=clock)
+def controller(cluster, clock, tmp_path, name: str, **kw) -> ControllerProcess:
+    return controller_process(cluster, tmp_path, name, resync_seconds=RESYNC, clock_file=clock, **kw)
 
 
 def admitted(cluster, ns: str, name: str, **spec) -> tuple[str, dict]:
@@ -294,6 +297,64 @@ def test_a_run_that_powers_its_vm_off_completes_before_its_duration(cluster, vm_
         lc = row["lifecycle"]
         assert lc["completedAt"] == stamp(seen) and lc["runningSince"] == stamp(opened)
         assert "powered itself off" in lc["reason"]
+
+
+def run_as_the_vm(cluster, ns: str, name: str, status: int, scratch) -> None:
+    """What the VM's cloud-init does when its script ends, here: the report script the controller
+    left in the VmTemplate's Secret (which the chart renders into the user-data), run with its paths
+    moved into ``scratch``, posting ``status`` to the real scheduler."""
+    with cluster.cp.client() as k:
+        secret = k.get(f"/api/v1/namespaces/{ns}/secrets/{name}{REPORT_SECRET_SUFFIX}")
+        assert secret.status_code == 200, secret.text
+    body = secret.json()
+    assert body["immutable"] is True and body["metadata"]["ownerReferences"][0]["kind"] == "VmTemplate"
+    script = base64.b64decode(body["data"][REPORT_KEY]).decode()
+    moved = script.replace("/var/lib/greenops", str(scratch)).replace("/var/log", str(scratch))
+    (scratch / "exit-status").write_text(f"{status}\n")
+    (scratch / "report.sh").write_text(moved)
+    assert subprocess.run(["sh", str(scratch / "report.sh")], timeout=60).returncode == 0
+
+
+@pytest.mark.parametrize("status", [0, 4])
+def test_a_run_that_reports_its_end_is_recorded_at_that_time(cluster, vm_kind, clock, tmp_path, status):
+    name = f"reports-{status}"
+    with controller(cluster, clock, tmp_path, name, completion_url=cluster.sched.url) as c:
+        c.wait_leading()
+        key, _ = admitted(cluster, "team-a", name, run={"script": f"#!/bin/sh\nexit {status}\n"})
+        row = cluster.wait(key, lambda r: r["held_until"] is None and r.get("lifecycle"))
+        opened = parse_time(row["start"]) - LEAD + timedelta(seconds=1)
+        set_clock_file(clock, opened)
+        cluster.wait(key, phase_is("Provisioning"))  # the Secret is written before the render is asked for
+        vm = act_as_krateo(cluster, cluster_object(cluster, "team-a", name))
+        act_as_aso(
+            cluster, "team-a", vm, {"status": "True", "reason": "Succeeded", "lastTransitionTime": stamp(opened)}
+        )
+        cluster.wait(key, phase_is("Running"))
+
+        run_as_the_vm(cluster, "team-a", name, status, tmp_path)
+        reported = cluster.wait(key, lambda r: r.get("completion"))["completion"]
+        assert reported["exitStatus"] == status
+        at = parse_time(reported["reportedAt"])
+        set_clock_file(clock, max(at, opened) + timedelta(seconds=30))  # the controller's clock passes it
+        row = cluster.wait(key, phase_is("Completed" if status == 0 else "Failed"))
+        lc = row["lifecycle"]
+        assert (lc["completedAt"] if status == 0 else lc["failedAt"]) == stamp(at)  # the run's own time
+        assert (f"reported exit status 0 at {stamp(at)}" if status == 0 else f"exited with status {status}") in lc[
+            "reason"
+        ]
+        assert render_note(cluster, "team-a", name) == f"end {stamp(max(at, opened) + timedelta(seconds=30))}"
+        assert "gor_" not in c.log.read_text()  # the token is never logged
+
+
+def test_without_a_completion_url_no_report_is_prepared(cluster, vm_kind, clock, tmp_path):
+    with controller(cluster, clock, tmp_path, "no-report") as c:
+        c.wait_leading()
+        key, _ = admitted(cluster, "team-a", "no-report", run={"script": "#!/bin/sh\ntrue\n"})
+        row = cluster.wait(key, lambda r: r["held_until"] is None and r.get("lifecycle"))
+        set_clock_file(clock, parse_time(row["start"]) - LEAD + timedelta(seconds=1))
+        cluster.wait(key, phase_is("Provisioning"))
+        with cluster.cp.client() as k:
+            assert k.get(f"/api/v1/namespaces/team-a/secrets/no-report{REPORT_SECRET_SUFFIX}").status_code == 404
 
 
 def test_an_operators_terminal_error_gives_failed(cluster, vm_kind, clock, tmp_path):
