@@ -57,6 +57,7 @@ class Endpoints:
     kubeconfig: pulumi.Input[str] | None = None
     kube_context: str | None = None
     ca_certificate: str | None = None  # the platform's CA, trusted for OPA and the scheduler
+    completion_url: str | None = None  # the scheduler as the VMs reach it: a run reports its end there
 
 
 @dataclass
@@ -118,6 +119,8 @@ class GreenWorkload(pulumi.ComponentResource):
             "caCertificate": e.ca_certificate,
             "stack": pulumi.get_stack(),  # the reservation's key is stack/workload/spec
         }
+        if e.completion_url and args.workload.run is not None and args.provisioning is Provisioning.OPERATOR:
+            props["completionUrl"] = e.completion_url  # its objects then carry a token: kept secret
         judged: pulumi.Output[Verdict] | None = None
         if args.provisioning is Provisioning.DIRECT:
             lead, now = timedelta(seconds=e.lead_seconds), args.direct.now
@@ -132,6 +135,7 @@ class GreenWorkload(pulumi.ComponentResource):
         if judged is None:
             # (None: this pass decides, so the Placement may materialise at once)
             props["objectsDeclared"] = pulumi.Output.from_input(declared).apply(lambda d: d is not False)
+        self._reports = "completionUrl" in props  # its VM's user-data then carries a completion token
         self.vm = Placement(f"{name}-placement", props, pulumi.ResourceOptions(parent=self))
         # Operator mode: the VM's objects, in a ConfigGroup declared only while the workload can have
         # any (greenops.placing.declared); None in direct mode, and in a pass that declares none.
@@ -172,7 +176,9 @@ class GreenWorkload(pulumi.ComponentResource):
         return k8s.yaml.v2.ConfigGroup(
             f"{name}-vm",
             yaml=manifests.apply(yaml_documents),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm]),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[self.vm], transforms=[_user_data_secret] if self._reports else None
+            ),
         )
 
     def _declare(self, args: GreenWorkloadArgs, v: Verdict) -> pulumi.Output[dict[str, Any]]:
@@ -192,3 +198,17 @@ class GreenWorkload(pulumi.ComponentResource):
         return pulumi.Output.all(built.resource_id, built.private_ip).apply(
             lambda ids: {"resourceId": ids[0], "privateIp": ids[1], "since": since}
         )
+
+
+# The kinds whose spec carries a run's user-data (greenops.renderers.user_data): ASO, Config Connector, ACK
+_USER_DATA_KINDS = (":VirtualMachine", ":ComputeInstance", ":Instance")
+
+
+def _user_data_secret(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+    """The VM object's spec as a secret: its user-data holds the run's completion token, which the
+    state then keeps encrypted (a ConfigGroup's objects would otherwise store their inputs in plain)."""
+    if not args.type_.endswith(_USER_DATA_KINDS) or "spec" not in args.props:
+        return None
+    return pulumi.ResourceTransformResult(
+        props={**args.props, "spec": pulumi.Output.secret(args.props["spec"])}, opts=args.opts
+    )

@@ -81,6 +81,22 @@ class SchedulerClient(RetryingClient):
             self.request("PATCH", f"/reservations/{quote(key, safe='/')}", {"phase": phase, "reason": reason[:1024]})
         )
 
+    def completion_token(self, key: str) -> str:
+        """A new completion token for the reservation (greenops.reservations.completion): the
+        placement's own state is where its one token lives, so a token issued to a pass that did not
+        save it is replaced."""
+        r = self.request("POST", f"/reservations/{quote(key, safe='/')}/completion-token", params={"replace": "true"})
+        if r is not None and r.status_code == 201:
+            token: str = r.json()["token"]
+            return token
+        return str(self._answer(r)["token"])
+
+    def completion(self, key: str) -> dict[str, Any] | None:
+        """What the reservation's run reported of its end, as the record holds it; None: nothing yet."""
+        answer = self._answer(self.request("GET", f"/reservations/{quote(key, safe='/')}"))
+        completion: dict[str, Any] | None = answer.get("completion")
+        return completion
+
     def release(self, key: str, reason: str) -> None:
         """Give the reservation back (a key the record does not know is already released)."""
         r = self.request("DELETE", f"/reservations/{quote(key, safe='/')}", params={"reason": reason[:1024]})

@@ -44,6 +44,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import quote
 
 import pulumi
 from pulumi.dynamic import (
@@ -71,6 +72,7 @@ from greenops.placing.lifecycle import (
     Lifecycle,
     Observation,
     Phase,
+    Reported,
     Step,
     Voice,
     Window,
@@ -81,6 +83,7 @@ from greenops.placing.lifecycle import (
 from greenops.policies.client import OpaClient
 from greenops.provider.traced import traced
 from greenops.renderers import Rendered, RenderSettings, render_set
+from greenops.renderers.user_data import report_script
 
 # Credentials for OPA, the scheduler and the cluster: kept as secrets in the state.
 SECRET_INPUTS = ["opaToken", "schedulerToken", "kubeconfig"]
@@ -199,6 +202,7 @@ class PlacementProvider(ResourceProvider):
         decision = self._place(props, workload, now)
         lifecycle = Lifecycle.placed(now, f"placed: {decision.provider}/{decision.region} from {_stamp(decision)}")
         step, reported = self._advance(props, workload, decision, lifecycle, now, manifests=[], just_placed=True)
+        props = self._with_report(props, step.lifecycle)
         recorded = self._report(props, step.lifecycle, Phase.SCHEDULED.value)
         return CreateResult(
             # the id prefix predates the rename to Placement; kept so new and existing ids look alike
@@ -214,6 +218,7 @@ class PlacementProvider(ResourceProvider):
         if not olds.get("decision"):
             return DiffResult(changes=True, replaces=["workload"])
         settings_changed = any(olds.get(k) != news.get(k) for k in SETTINGS_KEYS)
+        news = _carried(olds, news)
         now, workload, decision, before, step, reported = self._this_pass(olds, news)
         moved = (
             step.replace is not None
@@ -227,6 +232,7 @@ class PlacementProvider(ResourceProvider):
 
     @traced("update", _about)
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        news = _carried(olds, news)
         now, workload, decision, before, step, reported = self._this_pass(olds, news)
         if step.replace:
             # The window passed with nothing provisioned and the deadline still leaves room: a new
@@ -237,9 +243,12 @@ class PlacementProvider(ResourceProvider):
                 f"re-placed: {step.replace}; now {decision.provider}/{decision.region} from {_stamp(decision)}",
                 earlier=before,
             )
+            news = {**news, "report": None} if "report" in news else news  # a new decision, a new token
             step, reported = self._advance(news, workload, decision, placed, now, manifests=[], just_placed=True)
+            news = self._with_report(news, step.lifecycle)
             recorded = self._report(news, step.lifecycle, Phase.SCHEDULED.value)
         else:
+            news = self._with_report(news, step.lifecycle)
             recorded = self._report(news, step.lifecycle, _recorded(olds))
         return UpdateResult(
             outs=self._outputs(news, workload, decision, step.lifecycle, recorded, reported, olds.get("held") or [])
@@ -319,6 +328,18 @@ class PlacementProvider(ResourceProvider):
             wait_budget=endpoints.RATE_LIMIT_WAIT_SECONDS,
         )
 
+    def _with_report(self, props: dict[str, Any], lifecycle: Lifecycle) -> dict[str, Any]:
+        """``props`` with the run's report script (greenops.renderers.user_data.report_script), got
+        when its objects first exist: a completion token for its reservation, kept in the state
+        (a secret output) and rendered into the VM's user-data."""
+        if not props.get("completionUrl") or props.get("report") or not lifecycle.phase.materialised:
+            return props
+        key = reservation_key(props)
+        with self._scheduler(props) as scheduler:
+            token = scheduler.completion_token(key)
+        url = f"{str(props['completionUrl']).rstrip('/')}/reservations/{quote(key, safe='/')}/completion"
+        return {**props, "report": report_script(url, token)}
+
     def _report(self, props: dict[str, Any], lifecycle: Lifecycle, recorded: str | None) -> str | None:
         """Tell the record the lifecycle's phase when it differs from what the record has; return
         what the record now has. Failing to tell it is logged, and retried on the next pass."""
@@ -350,6 +371,9 @@ class PlacementProvider(ResourceProvider):
         """The lifecycle after this pass, and what is known of the objects' statuses: what was
         ``resolved`` before (recorded in the state), updated by what the cluster reports now."""
         window = _window(props, workload, decision)
+        if props.get("report") and lifecycle.phase.materialised:  # its run may have reported its end
+            with self._scheduler(props) as scheduler:
+                window = replace(window, reported=Reported.of(scheduler.completion(reservation_key(props))))
         if just_placed and window.start < now:
             # The scheduler's clock may run a little behind ours: a start it just chose is never "missed".
             window = replace(window, start=now)
@@ -442,7 +466,7 @@ def _render(
     props: dict[str, Any], workload: Workload, decision: Decision, reported: Mapping[str, Mapping[str, Any]]
 ) -> Rendered:
     settings = RenderSettings.model_validate(props.get("render") or {})
-    return render_set(workload, decision, settings, load_catalog(), reported)
+    return render_set(workload, decision, settings, load_catalog(), reported, report=props.get("report"))
 
 
 def _materialised(
@@ -518,6 +542,13 @@ def _known(
     return known
 
 
+def _carried(olds: dict[str, Any], news: dict[str, Any]) -> dict[str, Any]:
+    """The inputs of this pass with the run's report an earlier pass got (it lives in the outputs)."""
+    if not news.get("completionUrl") or olds.get("completionUrl") != news.get("completionUrl"):
+        return news
+    return {**news, "report": olds.get("report")}
+
+
 def _recorded(outputs: dict[str, Any]) -> str | None:
     """The phase the scheduler's record has; a state written before the record existed has none."""
     return (outputs.get("reservation") or {}).get("phase")
@@ -546,7 +577,11 @@ class Placement(Resource):
     workload: pulumi.Output[dict[str, Any]]  # the spec as the Placement holds it (an input, echoed)
 
     def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions | None = None):
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=SECRET_INPUTS))
+        # a run that reports its end carries a completion token in its report and its objects' user-data
+        reports = ["report", "manifests"] if props.get("completionUrl") else []
+        opts = pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(additional_secret_outputs=[*SECRET_INPUTS, *reports])
+        )
         with _pickler_restored():
             super().__init__(
                 PlacementProvider(),
@@ -561,6 +596,7 @@ class Placement(Resource):
                     "resolved": None,
                     "held": None,
                     "reservation": None,
+                    **({"report": None} if reports else {}),
                 },
                 opts,
             )

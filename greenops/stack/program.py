@@ -318,6 +318,7 @@ def run(
         kubeconfig=cfg.get_secret("kubeconfig") if watched else None,
         kube_context=config.kubernetes.context if watched else None,
         ca_certificate=e.ca_certificate,
+        completion_url=e.completion_url,
     )
     direct_ones = [w for w in config.workloads if config.provisioning_of(w) is Provisioning.DIRECT]
     previous = PreviousPass()

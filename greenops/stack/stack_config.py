@@ -58,6 +58,13 @@ class EndpointsConfig(_Section):
         description="PEM of the CA that signed OPA's and the scheduler's HTTPS certificates (the "
         "platform's own CA: the PolicyEngine's caCert output), trusted besides the system's",
     )
+    completion_url: str | None = Field(
+        default=None,
+        max_length=256,
+        pattern=r"^https?://[A-Za-z0-9._~:/%-]+$",
+        description="the scheduler's URL as the workload VMs reach it: a workload with a run then reports its "
+        "end there, with a token scoped to its reservation; none: its VM reports its end by powering off",
+    )
     provisioning_lead_seconds: float | None = Field(
         default=None,
         ge=0,

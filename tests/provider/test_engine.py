@@ -4,6 +4,7 @@ The clock is injected (GREENOPS_NOW) and stepped the way unattended reconciles w
 
 from __future__ import annotations
 
+import base64
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -195,3 +196,44 @@ def test_lifecycle_over_simulated_hours(tmp_path):
         finally:
             stack.destroy()
             stack.workspace.remove_stack("lifecycle")
+
+
+def test_a_runs_completion_token_is_a_secret_in_the_state(tmp_path):
+    """Through the real engine, with a completion URL: the run's objects carry its report (and so a
+    completion token) in their user-data, and the state holds the token only encrypted."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    out = tmp_path / "rendered"
+    job = small_job(
+        "reporting",
+        iso(now + timedelta(hours=1, minutes=2)),
+        dataResidency="eu",
+        eligibleProviders=["gcp"],  # Config Connector takes the user-data as text
+        run={"script": "#!/bin/sh\ntrue\n"},
+    )
+    with loopback.servers() as (scheduler, opa):
+        stack = engine_stack(
+            tmp_path,
+            "reports",
+            now,
+            render_mode_config(
+                opa.url, scheduler.url, out, workloads=[job], endpoints={"completionUrl": scheduler.url}
+            ),
+            secrets=loopback.stack_secrets(scheduler, opa, loopback.tenants_of([job])),
+        )
+        try:
+            up = stack.up()
+            [row] = up.outputs["placements"].value
+            assert row["phase"] == "Running"
+            rendered = "\n".join(f.read_text() for f in (out / "1-manifest").glob("*.yaml"))
+            assert "reporting" in rendered_workloads(out)
+            # the objects carry it, in the user-data: the VM needs it
+            assert "path: /var/lib/greenops/report.sh" in rendered
+            # the state as the backend stores it (an export shows secrets decrypted)
+            [stored] = (tmp_path / "state" / ".pulumi" / "stacks").rglob("reports.json")
+            state = stored.read_text()
+            report = base64.b64encode(b"/var/lib/greenops/report.sh").decode()[:24]
+            assert "gor_" not in state and "report.sh" not in state and report not in state  # encrypted only
+            assert '"ciphertext"' in state  # how the backend stores a secret value
+        finally:
+            stack.destroy()
+            stack.workspace.remove_stack("reports")

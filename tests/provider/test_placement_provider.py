@@ -4,14 +4,17 @@ real scheduler, both on loopback. (Under Pulumi mocks a dynamic provider never r
 from __future__ import annotations
 
 import contextlib
+import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+import httpx
 import pytest
 
 from greenops.common.clock import stamp
 from greenops.common.errors import GreenOpsError
 from greenops.local.controlplane import free_port
+from greenops.local.delivery import delivered
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.provider.placement import PlacementProvider
@@ -337,3 +340,49 @@ def test_a_gate_the_program_declared_no_objects_for_is_held_one_pass_and_live_ob
     for call in (provider.diff, provider.update):
         with pytest.raises(GreenOpsError, match=r"workload 'etl' is Running: its objects exist, but this pass did not"):
             call(created.id, running, news | {"objectsDeclared": False})
+
+
+@pytest.mark.parametrize("status", [0, 5])
+def test_a_run_reports_its_end_and_its_token_lives_only_in_the_state(servers, tmp_path, status):
+    """With a completion URL, the pass that opens the gate gets the reservation's completion token
+    and renders the report into the VM's user-data; the run's report (made here as the VM makes it)
+    ends the run at its own time: Completed for 0, Failed otherwise."""
+    clock = Clock()
+    provider = PlacementProvider(clock)
+    run = {"script": f"#!/bin/sh\nexit {status}\n"}
+    given = props(servers, name=f"reporting-{status}", run=run, eligibleProviders=["azure"])
+    given |= {"completionUrl": servers[1].url}
+    created = provider.create(given)
+    out = created.outs
+    assert "report" not in out or out["report"] is None  # Scheduled: no token yet
+    start = datetime.fromisoformat(out["decision"]["schedulingTime"].replace("Z", "+00:00"))
+    clock.now = start
+    running = provider.update(created.id, out, given | {"workload": out["workload"]}).outs
+    assert running["phase"] == "Running"
+    report = running["report"]
+    assert "gor_" in report and f"{servers[1].url}/reservations/" in report
+    vm = next(m for m in running["manifests"] if m["kind"] in ("VirtualMachine", "ComputeInstance", "Instance"))
+    assert delivered(vm) is not None and "/var/lib/greenops/report.sh" in delivered(vm).user_data
+    # the next pass keeps the same report: the objects do not change, no new token
+    again = provider.update(created.id, running, given | {"workload": out["workload"]}).outs
+    assert again["report"] == report and again["manifests"] == running["manifests"]
+    assert not provider.diff(created.id, again, given | {"workload": out["workload"]}).changes
+
+    # the VM's report, as its cloud-init would post it
+    (tmp_path / "exit-status").write_text(f"{status}\n")
+    moved = report.replace("/var/lib/greenops", str(tmp_path)).replace("/var/log", str(tmp_path))
+    (tmp_path / "report.sh").write_text(moved)
+    assert subprocess.run(["sh", str(tmp_path / "report.sh")], timeout=60).returncode == 0
+    clock.now = start + timedelta(minutes=20)
+    assert provider.diff(created.id, again, given | {"workload": out["workload"]}).changes
+    done = provider.update(created.id, again, given | {"workload": out["workload"]}).outs
+    assert done["phase"] == ("Completed" if status == 0 else "Failed") and done["manifests"] == []
+    ended = done["lifecycle"]["completedAt" if status == 0 else "failedAt"]
+    key = done["reservation"]["key"]
+    row = httpx.get(
+        f"{servers[1].url}/reservations/{key}", headers={"Authorization": f"Bearer {servers[1].stack_token}"}
+    )
+    # the run's own time as the scheduler received it (never before the run began: this test's clock
+    # opened the gate at the decided start, which the scheduler may have rounded up past its own now)
+    assert ended == max(row.json()["completion"]["reportedAt"], done["lifecycle"]["runningSince"])
+    assert ("reported exit status 0" if status == 0 else f"exited with status {status}") in done["lifecycle"]["reason"]
