@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 from greenops import direct
 from greenops.common import endpoints
 from greenops.common.clock import system_clock
+from greenops.common.errors import GreenOpsError
 from greenops.common.pulumi_outputs import gather
 from greenops.direct.records import COMPONENT_TYPE, Verdict, verdict
 from greenops.models import Provisioning, Workload
@@ -82,6 +83,8 @@ class GreenWorkloadArgs:
     objects_declared: bool | None | pulumi.Output[bool | None] = True
     # Operator mode: what the objects wait for without depending on it (RenderModeCrds.known)
     objects_after: pulumi.Output[Any] | None = None
+    # greenops:runSecrets (a secret): the values a run's env names by key; only those keys are passed on
+    run_secrets: pulumi.Input[Any] | None = None
 
 
 class GreenWorkload(pulumi.ComponentResource):
@@ -121,6 +124,15 @@ class GreenWorkload(pulumi.ComponentResource):
         }
         if e.completion_url and args.workload.run is not None and args.provisioning is Provisioning.OPERATOR:
             props["completionUrl"] = e.completion_url  # its objects then carry a token: kept secret
+        if args.workload.run is not None and args.workload.run.env:
+            if args.provisioning is not Provisioning.OPERATOR:
+                raise GreenOpsError(
+                    f"workload {args.workload.name!r}: run.env is rendered in operator mode only; direct mode "
+                    "would start the run without its secrets: drop run.env or provision it by operator"
+                )
+            props["runSecrets"] = pulumi.Output.secret(
+                pulumi.Output.from_input(args.run_secrets).apply(lambda all_: _needed(args.workload, all_))
+            )
         judged: pulumi.Output[Verdict] | None = None
         if args.provisioning is Provisioning.DIRECT:
             lead, now = timedelta(seconds=e.lead_seconds), args.direct.now
@@ -135,7 +147,8 @@ class GreenWorkload(pulumi.ComponentResource):
         if judged is None:
             # (None: this pass decides, so the Placement may materialise at once)
             props["objectsDeclared"] = pulumi.Output.from_input(declared).apply(lambda d: d is not False)
-        self._reports = "completionUrl" in props  # its VM's user-data then carries a completion token
+        # its VM's user-data then carries a completion token or secrets: its objects' specs are kept secret
+        self._reports = "completionUrl" in props or "runSecrets" in props
         self.vm = Placement(f"{name}-placement", props, pulumi.ResourceOptions(parent=self))
         # Operator mode: the VM's objects, in a ConfigGroup declared only while the workload can have
         # any (greenops.placing.declared); None in direct mode, and in a pass that declares none.
@@ -212,3 +225,19 @@ def _user_data_secret(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTran
     return pulumi.ResourceTransformResult(
         props={**args.props, "spec": pulumi.Output.secret(args.props["spec"])}, opts=args.opts
     )
+
+
+def _needed(workload: Workload, secrets: Any) -> dict[str, str]:
+    """The run secrets ``workload``'s env names, from greenops:runSecrets; a missing key is named."""
+    given = secrets if isinstance(secrets, dict) else {}
+    assert workload.run is not None
+    picked = {}
+    for i, e in enumerate(workload.run.env):
+        if e.secret not in given or not isinstance(given[e.secret], str):
+            raise GreenOpsError(
+                f"workload {workload.name!r}: run.env[{i}].secret {e.secret!r} ({e.name}): no such key in "
+                "greenops:runSecrets (set it with: pulumi config set --secret --path 'greenops:runSecrets."
+                f"{e.secret}' <value>)"
+            )
+        picked[e.secret] = given[e.secret]
+    return picked

@@ -87,12 +87,20 @@ _CRD_KEYWORDS = (
 )  # fmt: skip
 
 
+def _structural(schema: Any) -> Any:
+    """A nested schema as a structural CRD schema takes it: ``additionalProperties`` beside
+    ``properties`` is refused there (unknown fields are pruned instead)."""
+    if isinstance(schema, dict):
+        return {k: _structural(v) for k, v in schema.items() if k != "additionalProperties"}
+    return schema
+
+
 def vmtemplate_crd() -> dict[str, Any]:
     """The VmTemplate CRD as Krateo core-provider generates it from values.schema.json."""
     schema = json.loads((CHART_SOURCE / "values.schema.json").read_text())
     props: dict[str, dict[str, Any]] = {}
     for name, prop in schema["properties"].items():
-        p = {k: v for k, v in prop.items() if k in _CRD_KEYWORDS}
+        p = {k: _structural(v) if k in ("properties", "items") else v for k, v in prop.items() if k in _CRD_KEYWORDS}
         types = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
         if len(types) > 1:
             p["x-kubernetes-int-or-string"] = True

@@ -51,7 +51,17 @@ DURATION_EXPECTED = (
 # bound keeps the user-data every cloud takes: EC2 takes 16 KB, and the script travels base64 inside a
 # cloud-config of some 600 bytes, so 10 000 ASCII characters come to about 14 KB.
 MAX_SCRIPT_CHARS = 10_000
-RUN_EXPECTED = f"an object with one field, script: a shell script of 1 to {MAX_SCRIPT_CHARS} characters"
+# What the script needs that may not be written down (``run.env``): environment variables whose values
+# are secrets, named here by their key only. The Pulumi path reads each key from the stack's secret
+# config greenops:runSecrets, the cluster path from the Secret RUN_SECRETS in the VmTemplate's namespace.
+MAX_RUN_ENV = 32
+ENV_NAME_PATTERN = r"^[A-Z_][A-Z0-9_]{0,63}$"
+SECRET_KEY_PATTERN = r"^[-._a-zA-Z0-9]{1,253}$"  # a Secret's data key
+RUN_SECRETS = "greenops-run-secrets"
+RUN_EXPECTED = (
+    f"an object with script (a shell script of 1 to {MAX_SCRIPT_CHARS} characters) and, optionally, env: "
+    f"at most {MAX_RUN_ENV} of {{name: an environment variable name (A-Z, 0-9, _), secret: the key of its value}}"
+)
 
 # The OS image (``image``): one of the catalog's named images (data/images.json), each mapped per
 # provider and region there; none is the catalog's default (Ubuntu 22.04 LTS, thesis §3.4.1).
@@ -129,7 +139,13 @@ def bundle_document(providers: list[str], images: list[str]) -> dict[str, Any]:
         },
         "deadline": {"pattern": strings.RFC3339, "expected": DEADLINE_EXPECTED},
         "eligibleProviders": {"expected": PROVIDERS_EXPECTED.format(known=", ".join(providers))},
-        "run": {"script_max_length": MAX_SCRIPT_CHARS, "expected": RUN_EXPECTED},
+        "run": {
+            "script_max_length": MAX_SCRIPT_CHARS,
+            "env_max_items": MAX_RUN_ENV,
+            "env_name_pattern": ENV_NAME_PATTERN,
+            "secret_key_pattern": SECRET_KEY_PATTERN,
+            "expected": RUN_EXPECTED,
+        },
         "image": {"names": list(images), "expected": IMAGE_EXPECTED.format(known=", ".join(images))},
     }
 
@@ -161,7 +177,22 @@ def json_schema_properties(providers: list[str], images: list[str]) -> dict[str,
         "image": {"type": "string", "enum": list(images)},
         "run": {
             "type": "object",
-            "properties": {"script": {"type": "string", "minLength": 1, "maxLength": MAX_SCRIPT_CHARS}},
+            "properties": {
+                "script": {"type": "string", "minLength": 1, "maxLength": MAX_SCRIPT_CHARS},
+                "env": {
+                    "type": "array",
+                    "maxItems": MAX_RUN_ENV,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "name": {"type": "string", "pattern": ENV_NAME_PATTERN, "maxLength": 64},
+                            "secret": {"type": "string", "pattern": SECRET_KEY_PATTERN, "maxLength": 253},
+                        },
+                        "required": ["name", "secret"],
+                        "additionalProperties": False,
+                    },
+                },
+            },
             "required": ["script"],
             "additionalProperties": False,
         },

@@ -86,6 +86,13 @@ def _now(info: ValidationInfo) -> datetime:
     return now.astimezone(UTC)
 
 
+class RunEnv(_Model):
+    """An environment variable of the run whose value is a secret: its name, and its value's key."""
+
+    name: str = Field(pattern=contract.ENV_NAME_PATTERN, max_length=64)
+    secret: str = Field(pattern=contract.SECRET_KEY_PATTERN, max_length=253)
+
+
 class Run(_Model):
     """What the placed VM runs: a shell script, started once at its first boot; the VM powers itself
     off when the script ends (greenops.renderers.user_data)."""
@@ -96,6 +103,20 @@ class Run(_Model):
     script: str = Field(
         min_length=1, max_length=contract.MAX_SCRIPT_CHARS, description="a shell script, run as root at first boot"
     )
+    env: tuple[RunEnv, ...] = Field(
+        default=(),
+        max_length=contract.MAX_RUN_ENV,
+        description="environment variables the script gets from secrets, by key (never a value here)",
+    )
+
+    @field_validator("env")
+    @classmethod
+    def _distinct_names(cls, v: tuple[RunEnv, ...]) -> tuple[RunEnv, ...]:
+        names = [e.name for e in v]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"env names {', '.join(repeated)} more than once")
+        return v
 
 
 class Workload(_Model):
@@ -284,7 +305,10 @@ class Workload(_Model):
         its reservation key. A workload without ``run`` or ``image`` is written without that key, so its
         spec and key stay what they were before the field existed."""
         leave_out = {"provisioning"} | {k for k in ("run", "image") if getattr(self, k) is None}
-        return self.model_dump(mode="json", by_alias=True, exclude=leave_out)
+        spec = self.model_dump(mode="json", by_alias=True, exclude=leave_out)
+        if self.run is not None and not self.run.env:
+            del spec["run"]["env"]  # as before env existed: its spec and key stay
+        return spec
 
 
 def spec_digest(spec: dict[str, Any]) -> str:

@@ -86,7 +86,7 @@ from greenops.renderers import Rendered, RenderSettings, render_set
 from greenops.renderers.user_data import report_script
 
 # Credentials for OPA, the scheduler and the cluster: kept as secrets in the state.
-SECRET_INPUTS = ["opaToken", "schedulerToken", "kubeconfig"]
+SECRET_INPUTS = ["opaToken", "schedulerToken", "kubeconfig", "runSecrets"]
 SETTINGS_KEYS = (
     "stack",
     "opaUrl",
@@ -466,7 +466,15 @@ def _render(
     props: dict[str, Any], workload: Workload, decision: Decision, reported: Mapping[str, Mapping[str, Any]]
 ) -> Rendered:
     settings = RenderSettings.model_validate(props.get("render") or {})
-    return render_set(workload, decision, settings, load_catalog(), reported, report=props.get("report"))
+    return render_set(
+        workload,
+        decision,
+        settings,
+        load_catalog(),
+        reported,
+        report=props.get("report"),
+        secrets=props.get("runSecrets"),
+    )
 
 
 def _materialised(
@@ -578,7 +586,9 @@ class Placement(Resource):
 
     def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions | None = None):
         # a run that reports its end carries a completion token in its report and its objects' user-data
-        reports = ["report", "manifests"] if props.get("completionUrl") else []
+        reports = (["report"] if props.get("completionUrl") else []) + (
+            ["manifests"] if props.get("completionUrl") or props.get("runSecrets") else []
+        )
         opts = pulumi.ResourceOptions.merge(
             opts, pulumi.ResourceOptions(additional_secret_outputs=[*SECRET_INPUTS, *reports])
         )
@@ -596,7 +606,7 @@ class Placement(Resource):
                     "resolved": None,
                     "held": None,
                     "reservation": None,
-                    **({"report": None} if reports else {}),
+                    **({"report": None} if props.get("completionUrl") else {}),
                 },
                 opts,
             )

@@ -74,8 +74,17 @@ class RenderContext:
     stem: str | None = None
     # the run's report script (greenops.renderers.user_data.report_script): it carries a completion token
     report: str | None = None
+    # the values the run's env names by key (run.env): secrets, rendered into its user-data only
+    secrets: Mapping[str, str] = field(default_factory=dict)
     held: list[str] = field(default_factory=list)  # filled by the renderer: what it held back, and why
     used: dict[str, dict[str, str]] = field(default_factory=dict)  # the reported values the set was rendered with
+
+    def user_data(self, base64: bool = False) -> str | None:
+        """The run's cloud-init user-data (greenops.renderers.user_data), base64 as ASO and ACK take
+        it; None when it runs nothing."""
+        from .user_data import user_data, user_data_base64
+
+        return (user_data_base64 if base64 else user_data)(self.workload, self.report, self.secrets)
 
     def reported(self, kind: str, name: str, key: str) -> str | None:
         """``status.<key>`` of our object ``kind/name``, once its operator has set it."""

@@ -101,11 +101,13 @@ def render_set(
     observed: Mapping[str, Mapping[str, Any]] | None = None,
     stem: str | None = None,
     report: str | None = None,
+    secrets: Mapping[str, str] | None = None,
 ) -> Rendered:
     """The provider-specific minimum set (thesis §3.4) for a decision, as plain dicts, given what
     the cluster reports about the set's objects so far (``"Kind/name"`` -> ``status``). ``stem``
     starts every object's name (default: the workload's name); ``report`` is the run's report script
-    (greenops.renderers.user_data.report_script), when its end is to be reported."""
+    (greenops.renderers.user_data.report_script), when its end is to be reported; ``secrets`` the
+    values its run's env names by key."""
     _discover()
     fn = _RENDERERS.get(decision.provider)
     if fn is None:
@@ -118,6 +120,7 @@ def render_set(
         observed=dict(observed or {}),
         stem=stem,
         report=report,
+        secrets=dict(secrets or {}),
     )
     return Rendered(fn(ctx), list(ctx.held), dict(ctx.used))
 
@@ -130,6 +133,7 @@ def render(
     observed: Mapping[str, Mapping[str, Any]] | None = None,
     stem: str | None = None,
     report: str | None = None,
+    secrets: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The objects of ``render_set``."""
-    return render_set(workload, decision, settings, catalog, observed, stem, report).objects
+    return render_set(workload, decision, settings, catalog, observed, stem, report, secrets).objects

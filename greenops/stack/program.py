@@ -332,6 +332,7 @@ def run(
     components: list[GreenWorkload] = []
     kept: dict[str, pulumi.Output[Any]] = {}
     credential = scheduler_credentials(cfg, config.workloads)
+    run_secrets = cfg.get_secret_object("runSecrets")  # key -> value: what a run's env names (run.env)
     for w in config.workloads:
         mode = config.provisioning_of(w)
         if only is not None and w.name not in only:
@@ -356,6 +357,7 @@ def run(
                 direct_args,
                 objects_declared=_declared(before, w.name, now),
                 objects_after=crds_known,
+                run_secrets=run_secrets,
             ),
             pulumi.ResourceOptions(providers={"kubernetes": provider}),
         )

@@ -417,3 +417,36 @@ def test_the_runs_report_comes_from_its_secret_never_from_a_value(api, chart_pac
     assert user_data() == user_data_text(workload, script)
     assert "report.sh" in user_data() and "gor_" not in json.dumps(inside)
     assert helm(api, "uninstall", release, "-n", ns).returncode == 0
+
+
+def test_the_runs_env_comes_from_the_namespaces_run_secrets(api, chart_package):
+    """run.env names keys of the Secret greenops-run-secrets in the VmTemplate's namespace: the chart
+    reads their values (lookup) into the user-data, byte for byte as the Python renderer writes them
+    from greenops:runSecrets; a key the Secret lacks fails the render naming the field; no value is
+    ever a chart value."""
+    ns, release = "tenant-env", "etl"
+    run = {"script": "#!/bin/sh\necho done\n", "env": [{"name": "DB_PASSWORD", "secret": "db"}]}
+    inside = dict(gcp_values("etl", ns, stamp(-timedelta(hours=1))), run=run)
+    with api["cp"].client() as k:
+        assert k.post("/api/v1/namespaces", json={"metadata": {"name": ns}}).status_code == 201
+    missing = helm(api, "install", release, str(chart_package), "-n", ns, values=inside)
+    assert missing.returncode != 0
+    assert 'run.env[0].secret "db" (DB_PASSWORD): no such key in the Secret greenops-run-secrets' in missing.stderr
+    password = "s3cr3t-'quoted' $value"
+    with api["cp"].client() as k:
+        secret = {
+            "metadata": {"name": "greenops-run-secrets"},
+            "data": {"db": base64.b64encode(password.encode()).decode()},
+        }
+        assert k.post(f"/api/v1/namespaces/{ns}/secrets", json=secret).status_code == 201
+    done = helm(api, "install", release, str(chart_package), "-n", ns, values=inside)
+    assert done.returncode == 0, done.stderr
+    [instance] = stored(api, "gcp", ns)["ComputeInstance"]
+    text = next(i["value"] for i in instance["spec"]["metadata"] if i["key"] == "user-data")
+    workload = Workload.model_validate(
+        {"name": "etl", "cpu": 4, "memory": 8, "duration": "2h", "deadline": inside["deadline"],
+         "originRegion": "westeurope", "tenant": ns, "run": run}
+    )  # fmt: skip
+    assert text == user_data_text(workload, secrets={"db": password})
+    assert password not in json.dumps(inside) and "/var/lib/greenops/run.env" in text
+    assert helm(api, "uninstall", release, "-n", ns).returncode == 0

@@ -199,8 +199,9 @@ def test_lifecycle_over_simulated_hours(tmp_path):
 
 
 def test_a_runs_completion_token_is_a_secret_in_the_state(tmp_path):
-    """Through the real engine, with a completion URL: the run's objects carry its report (and so a
-    completion token) in their user-data, and the state holds the token only encrypted."""
+    """Through the real engine, with a completion URL and a secret env: the run's objects carry its
+    report (and so a completion token) and its secret in their user-data, and the state holds either
+    only encrypted."""
     now = datetime.now(UTC).replace(microsecond=0)
     out = tmp_path / "rendered"
     job = small_job(
@@ -208,8 +209,9 @@ def test_a_runs_completion_token_is_a_secret_in_the_state(tmp_path):
         iso(now + timedelta(hours=1, minutes=2)),
         dataResidency="eu",
         eligibleProviders=["gcp"],  # Config Connector takes the user-data as text
-        run={"script": "#!/bin/sh\ntrue\n"},
+        run={"script": "#!/bin/sh\ntrue\n", "env": [{"name": "DB_PASSWORD", "secret": "db"}]},
     )
+    password = "s3cr3t-'quoted' $value"
     with loopback.servers() as (scheduler, opa):
         stack = engine_stack(
             tmp_path,
@@ -218,7 +220,10 @@ def test_a_runs_completion_token_is_a_secret_in_the_state(tmp_path):
             render_mode_config(
                 opa.url, scheduler.url, out, workloads=[job], endpoints={"completionUrl": scheduler.url}
             ),
-            secrets=loopback.stack_secrets(scheduler, opa, loopback.tenants_of([job])),
+            secrets={
+                **loopback.stack_secrets(scheduler, opa, loopback.tenants_of([job])),
+                "runSecrets": json.dumps({"db": password, "unused": "not-passed-on"}),
+            },
         )
         try:
             up = stack.up()
@@ -226,13 +231,21 @@ def test_a_runs_completion_token_is_a_secret_in_the_state(tmp_path):
             assert row["phase"] == "Running"
             rendered = "\n".join(f.read_text() for f in (out / "1-manifest").glob("*.yaml"))
             assert "reporting" in rendered_workloads(out)
-            # the objects carry it, in the user-data: the VM needs it
+            # the objects carry it, in the user-data: the VM needs it; and the run's env, from its secret
             assert "path: /var/lib/greenops/report.sh" in rendered
+            assert "path: /var/lib/greenops/run.env" in rendered
+            value = base64.b64encode(password.encode()).decode()
+            env_file = base64.b64encode(
+                f"export DB_PASSWORD=\"$(printf %s '{value}' | base64 -d)\"\n".encode()
+            ).decode()
+            assert env_file in rendered
             # the state as the backend stores it (an export shows secrets decrypted)
             [stored] = (tmp_path / "state" / ".pulumi" / "stacks").rglob("reports.json")
             state = stored.read_text()
             report = base64.b64encode(b"/var/lib/greenops/report.sh").decode()[:24]
             assert "gor_" not in state and "report.sh" not in state and report not in state  # encrypted only
+            assert password not in state and value not in state and env_file not in state
+            assert "not-passed-on" not in rendered
             assert '"ciphertext"' in state  # how the backend stores a secret value
         finally:
             stack.destroy()

@@ -142,6 +142,10 @@ def reveal(value):
     if isinstance(value, list):
         return [reveal(v) for v in value]
     assert value != UNKNOWN, "an input is unknown under mocks: the manifest would be incomplete"
+    if isinstance(value, float) and value.is_integer():
+        # Pulumi carries every number as a float; the Kubernetes provider writes a whole one as JSON
+        # does in Go (1.0 -> 1), which an int32 field such as a printer column's priority needs
+        return int(value)
     return value
 
 

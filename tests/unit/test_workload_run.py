@@ -3,11 +3,17 @@ refused by name, and absent from the spec when not given, so existing workloads 
 
 from __future__ import annotations
 
+import base64
+import subprocess
+from pathlib import Path
+
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from greenops.models import Workload, spec_digest
 from greenops.models.contract import MAX_SCRIPT_CHARS
+from greenops.renderers.user_data import MissingRunSecret, user_data
 from tests.support.common import NOW
 
 BASE = {
@@ -58,3 +64,52 @@ def test_a_bad_run_is_refused_by_name(run):
 
 def test_the_longest_script_is_taken():
     assert workload(run={"script": "x" * MAX_SCRIPT_CHARS}).run is not None
+
+
+def test_the_run_gets_its_secret_env_and_the_values_never_need_quoting(tmp_path):
+    """The env file the user-data writes, sourced by its runcmd as cloud-init runs it (paths moved
+    into a scratch directory): the script sees each value byte for byte, quotes and dollars too."""
+    values = {"db": "s3cr3t-'quoted' \"$HOME\" `x` \\n", "api": "plain"}
+    script = '#!/bin/sh\nprintf %s "$DB_PASSWORD" > "$OUT/db"; printf %s "$API_KEY" > "$OUT/api"\n'
+    env = [{"name": "DB_PASSWORD", "secret": "db"}, {"name": "API_KEY", "secret": "api"}]
+    w = workload(run={"script": script, "env": env})
+    text = user_data(w, secrets=values)
+    assert text is not None and "s3cr3t" not in text  # base64 only
+    config = yaml.safe_load(text.replace("/var/lib/greenops", str(tmp_path)).replace("/var/log", str(tmp_path)))
+    for item in config["write_files"]:
+        path = Path(item["path"])
+        path.write_bytes(base64.b64decode(item["content"]))
+        path.chmod(int(item["permissions"], 8))
+    assert oct((tmp_path / "run.env").stat().st_mode)[-3:] == "600"
+    [command] = config["runcmd"]
+    assert subprocess.run(command, env={"OUT": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=30).returncode == 0
+    assert (tmp_path / "db").read_text() == values["db"] and (tmp_path / "api").read_text() == "plain"
+    assert (tmp_path / "exit-status").read_text().strip() == "0"
+
+
+def test_a_run_secret_that_is_not_given_is_named_and_nothing_is_rendered():
+    w = workload(run={"script": "true", "env": [{"name": "TOKEN", "secret": "api.token"}]})
+    with pytest.raises(
+        MissingRunSecret, match=rf"workload '{w.name}': run.env\[0\].secret 'api.token' \(TOKEN\): no such key"
+    ):
+        user_data(w, secrets={"other": "x"})
+
+
+@pytest.mark.parametrize(
+    "env, why",
+    [
+        ([{"name": "db", "secret": "k"}], "name"),
+        ([{"name": "DB", "secret": "a b"}], "secret"),
+        ([{"name": "DB", "secret": "k", "value": "hunter2"}], "value"),
+        ([{"name": "DB", "secret": "k"}, {"name": "DB", "secret": "j"}], "more than once"),
+        ([{"name": f"V{i}", "secret": "k"} for i in range(33)], "at most 32"),
+    ],
+)
+def test_a_malformed_env_is_refused_naming_the_field(env, why):
+    with pytest.raises(ValidationError) as caught:
+        workload(run={"script": "true", "env": env})
+    assert why in str(caught.value).replace("Extra inputs", "value: extra inputs"), str(caught.value)
+
+
+def test_a_run_without_env_keeps_its_spec_and_key():
+    assert workload(run={"script": "true"}).spec()["run"] == {"script": "true"}

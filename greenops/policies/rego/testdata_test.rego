@@ -151,7 +151,13 @@ workload_contract := {
 	])},
 	"run": {
 		"script_max_length": 10000,
-		"expected": "an object with one field, script: a shell script of 1 to 10000 characters",
+		"env_max_items": 32,
+		"env_name_pattern": `^[A-Z_][A-Z0-9_]{0,63}$`,
+		"secret_key_pattern": `^[-._a-zA-Z0-9]{1,253}$`,
+		"expected": concat("", [
+			"an object with script (a shell script of 1 to 10000 characters) and, optionally, env: ",
+			"at most 32 of {name: an environment variable name (A-Z, 0-9, _), secret: the key of its value}",
+		]),
 	},
 	"image": {
 		"names": ["ubuntu-22.04", "debian-12", "ubuntu-24.04"],

@@ -280,7 +280,7 @@ _run_problem(spec, contract) := sprintf("run: %v: %v", [why, contract.run.expect
 _run_fault(run, contract) := "not an object" if {
 	not is_object(run)
 } else := sprintf("unknown field(s) %v", [concat(", ", sort(extra))]) if {
-	extra := [k | some k, _ in run; k != "script"]
+	extra := [k | some k, _ in run; not k in {"script", "env"}]
 	count(extra) > 0
 } else := "script is missing or not a string" if {
 	not is_string(object.get(run, "script", null))
@@ -288,6 +288,34 @@ _run_fault(run, contract) := "not an object" if {
 	count(run.script) == 0
 } else := sprintf("script has %v characters", [count(run.script)]) if {
 	count(run.script) > contract.run.script_max_length
+} else := why if {
+	why := _env_fault(object.get(run, "env", []), contract)
+}
+
+# Why a run's env is not a list of {name, secret} (never a value: there is none here).
+_env_fault(env, contract) := "env is not a list" if {
+	not is_array(env)
+} else := sprintf("env has %v items", [count(env)]) if {
+	count(env) > contract.run.env_max_items
+} else := sprintf("env[%v] is not an object with name and secret", [i]) if {
+	some i, e in env
+	not _env_item_shape(e)
+} else := sprintf("env[%v].name %v is not an environment variable name", [i, _shown(e.name)]) if {
+	some i, e in env
+	not regex.match(contract.run.env_name_pattern, e.name)
+} else := sprintf("env[%v].secret %v is not a key of a secret", [i, _shown(e.secret)]) if {
+	some i, e in env
+	not regex.match(contract.run.secret_key_pattern, e.secret)
+} else := sprintf("env names %v more than once", [concat(", ", sort(repeated))]) if {
+	repeated := {a.name | some i, a in env; some j, b in env; i < j; a.name == b.name}
+	count(repeated) > 0
+}
+
+_env_item_shape(e) if {
+	is_object(e)
+	count(object.keys(e)) == 2
+	is_string(e.name)
+	is_string(e.secret)
 }
 
 # room_problem(spec, now_ns, rules): the deadline leaves no room for the run from now_ns; undefined

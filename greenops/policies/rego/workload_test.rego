@@ -93,6 +93,8 @@ _values := {
 		{"script": "#!/bin/sh\necho done\n"}, {"script": ""}, {"script": 5}, {}, "echo", null,
 		{"script": "x", "env": {}}, {"script": concat("", [_long | some _ in numbers.range(1, 250)])},
 		{"script": concat("", [_long | some _ in numbers.range(1, 251)])},
+		{"script": "x", "env": [{"name": "DB_PASSWORD", "secret": "db-password"}]},
+		{"script": "x", "env": [{"name": "db", "secret": "k"}]}, {"script": "x", "env": "DB=k"},
 	],
 	"image": ["ubuntu-24.04", "debian-12", "ubuntu-22.04", "windows", "Ubuntu-24.04", "", 5, null],
 }
@@ -120,14 +122,24 @@ test_a_run_is_checked_and_kept_out_of_the_normal_form if {
 	workload.problems(ok, testdata.catalog, testdata.rules) == []
 	not "run" in object.keys(workload.normalize(ok, testdata.catalog, testdata.config, testdata.rules))
 	long := concat("", [_long | some _ in numbers.range(1, 251)]) # 10 040 characters
-	runs := [{"script": long}, {"script": ""}, {"script": 5}, {}, "echo", {"script": "x", "env": {}}]
+	runs := [
+		{"script": long}, {"script": ""}, {"script": 5}, {}, "echo", {"script": "x", "env": {}},
+		{"script": "x", "token": "t"}, {"script": "x", "env": [{"name": "db", "secret": "k"}]},
+		{"script": "x", "env": [{"name": "DB", "secret": "a b"}]}, {"script": "x", "env": [{"name": "DB"}]},
+		{"script": "x", "env": [{"name": "DB", "secret": "k", "value": "hunter2"}]},
+		{"script": "x", "env": [{"name": "DB", "secret": "k"}, {"name": "DB", "secret": "j"}]},
+		{"script": "x", "env": [{"name": "DB", "secret": "k"} | some _ in numbers.range(1, 33)]},
+	]
 	found := [p | some run in runs; some p in workload.problems(_with_run(run), testdata.catalog, testdata.rules)]
 	count(found) == count(runs)
 	every p in found {
 		startswith(p, "run: ")
-		endswith(p, "a shell script of 1 to 10000 characters")
-		count(p) < 200 # never the script itself
+		endswith(p, testdata.workload_contract.run.expected)
+		count(p) < 400 # never the script itself
+		not contains(p, "hunter2") # nor a value
 	}
+	with_env := object.union(ok, {"run": {"script": "x", "env": [{"name": "DB_PASSWORD", "secret": "db.password"}]}})
+	workload.problems(with_env, testdata.catalog, testdata.rules) == []
 }
 
 _with_run(run) := object.union(testdata.workload, {"run": run})

@@ -7,7 +7,6 @@ from typing import Any
 
 from greenops.renderers.base import ObjectState, RenderContext, condition, describe, readiness
 from greenops.renderers.registry import renderer
-from greenops.renderers.user_data import user_data_base64
 
 API = "ec2.services.k8s.aws/v1alpha1"
 REGION_ANNOTATION = "services.k8s.aws/region"
@@ -103,7 +102,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
                 "minCount": 1,
                 "maxCount": 1,
                 "metadataOptions": {"httpTokens": "required"},
-                **({"userData": data} if (data := user_data_base64(ctx.workload, ctx.report)) else {}),
+                **({"userData": data} if (data := ctx.user_data(base64=True)) else {}),
                 "tags": workload_tags(ctx, instance),
             },
         },

@@ -22,7 +22,6 @@ from greenops.renderers.base import (
     readiness,
 )
 from greenops.renderers.registry import renderer
-from greenops.renderers.user_data import user_data_base64
 
 NETWORK_API = "network.azure.com/v1api20240301"
 COMPUTE_API = "compute.azure.com/v1api20220301"  # the version the thesis templates use
@@ -142,7 +141,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
                 "hardwareProfile": {"vmSize": d.vm_size},  # [2] VM size
                 "storageProfile": {"imageReference": image_reference(d.image, ctx.workload.name)},  # [3] OS
                 "osProfile": {
-                    **({"customData": custom} if (custom := user_data_base64(ctx.workload, ctx.report)) else {}),
+                    **({"customData": custom} if (custom := ctx.user_data(base64=True)) else {}),
                     "computerName": vm,
                     "adminUsername": s.admin_username,
                     "linuxConfiguration": {

@@ -8,7 +8,6 @@ from typing import Any
 from greenops.common.errors import RenderError
 from greenops.renderers.base import ObjectState, RenderContext, condition, readiness
 from greenops.renderers.registry import renderer
-from greenops.renderers.user_data import user_data
 
 API = "compute.cnrm.cloud.google.com/v1beta1"
 SUBNET_CIDR = "10.10.0.0/24"
@@ -83,7 +82,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
                 "networkInterface": [{"subnetworkRef": {"name": subnet}}],
                 "metadata": [
                     {"key": "enable-oslogin", "value": "TRUE"},
-                    *([{"key": "user-data", "value": data}] if (data := user_data(ctx.workload, ctx.report)) else []),
+                    *([{"key": "user-data", "value": data}] if (data := ctx.user_data()) else []),
                 ],
             },
         },

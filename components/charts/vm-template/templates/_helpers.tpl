@@ -145,12 +145,27 @@ once from runcmd, then the VM powers itself off.
        the reservation's completion token), read here and never a value (greenops/renderers/user_data.py). */ -}}
 {{- $secret := lookup "v1" "Secret" .Release.Namespace (printf "%s-greenops-run" .Release.Name) | default dict -}}
 {{- $report := dig "data" "report.sh" "" $secret -}}
+{{- /* The run's env: each value from the Secret greenops-run-secrets by key, base64 as its data holds it. */ -}}
+{{- $env := "" -}}
+{{- if .Values.run.env -}}
+{{- $values := dig "data" dict (lookup "v1" "Secret" .Release.Namespace "greenops-run-secrets" | default dict) -}}
+{{- range $i, $e := .Values.run.env -}}
+{{- if not (hasKey $values $e.secret) -}}{{- fail (printf "VmTemplate %s: run.env[%d].secret %q (%s): no such key in the Secret greenops-run-secrets of its namespace" $.Values.vmName $i $e.secret $e.name) -}}{{- end -}}
+{{- $env = printf "%sexport %s=\"$(printf %%s '%s' | base64 -d)\"\n" $env $e.name (index $values $e.secret) -}}
+{{- end -}}
+{{- end -}}
 #cloud-config
 write_files:
   - path: /var/lib/greenops/run.sh
     permissions: "0700"
     encoding: b64
     content: {{ .Values.run.script | b64enc }}
+{{- if $env }}
+  - path: /var/lib/greenops/run.env
+    permissions: "0600"
+    encoding: b64
+    content: {{ $env | b64enc }}
+{{- end }}
 {{- if $report }}
   - path: /var/lib/greenops/report.sh
     permissions: "0700"
@@ -158,7 +173,7 @@ write_files:
     content: {{ $report }}
 {{- end }}
 runcmd:
-  - [sh, -c, "/var/lib/greenops/run.sh > /var/log/greenops-run.log 2>&1; echo $? > /var/lib/greenops/exit-status{{ if $report }}; /var/lib/greenops/report.sh{{ end }}"]
+  - [sh, -c, "{{ if $env }}. /var/lib/greenops/run.env; {{ end }}/var/lib/greenops/run.sh > /var/log/greenops-run.log 2>&1; echo $? > /var/lib/greenops/exit-status{{ if $report }}; /var/lib/greenops/report.sh{{ end }}"]
 power_state:
   mode: poweroff
   message: "greenops: the run has ended"
