@@ -89,9 +89,15 @@ _CRD_KEYWORDS = (
 
 def _structural(schema: Any) -> Any:
     """A nested schema as a structural CRD schema takes it: ``additionalProperties`` beside
-    ``properties`` is refused there (unknown fields are pruned instead)."""
+    ``properties`` is refused there (unknown fields are pruned instead), and a list of objects keyed
+    by name is a map list."""
     if isinstance(schema, dict):
-        return {k: _structural(v) for k, v in schema.items() if k != "additionalProperties"}
+        out = {k: _structural(v) for k, v in schema.items() if k != "additionalProperties"}
+        items = schema.get("items") or {}
+        if schema.get("type") == "array" and "name" in (items.get("required") or []):
+            # a list keyed by name (run.env): the API server refuses a name given twice, as the model does
+            out["x-kubernetes-list-type"], out["x-kubernetes-list-map-keys"] = "map", ["name"]
+        return out
     return schema
 
 

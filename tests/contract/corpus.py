@@ -119,6 +119,12 @@ CASES: dict[str, dict[str, Any]] = {
     "run-script-number": {"run": {"script": 5}},
     "run-without-script": {"run": {}},
     "run-string": {"run": "echo done"},
+    "run-env": {"run": {"script": "x", "env": [{"name": "DB_PASSWORD", "secret": "db.password"}]}},
+    "run-env-lower-name": {"run": {"script": "x", "env": [{"name": "db", "secret": "k"}]}},
+    "run-env-bad-key": {"run": {"script": "x", "env": [{"name": "DB", "secret": "a b"}]}},
+    "run-env-with-a-value": {"run": {"script": "x", "env": [{"name": "DB", "secret": "k", "value": "v"}]}},
+    "run-env-repeated": {"run": {"script": "x", "env": [{"name": "DB", "secret": "k"}, {"name": "DB", "secret": "j"}]}},
+    "run-env-not-a-list": {"run": {"script": "x", "env": {"DB": "k"}}},
     "run-unknown-field": {"run": {"script": "echo", "env": {"A": "1"}}},
 }
 
