@@ -13,8 +13,8 @@ from pydantic import ValidationError
 
 from greenops.models import Workload, spec_digest
 from greenops.models.contract import MAX_SCRIPT_CHARS
-from greenops.renderers.user_data import MissingRunSecret, user_data
-from tests.support.common import NOW
+from greenops.renderers.user_data import MissingRunSecret, report_script, user_data
+from tests.support.common import NOW, require_cloud_init
 
 BASE = {
     "name": "etl",
@@ -73,14 +73,20 @@ def test_the_run_gets_its_secret_env_and_the_values_never_need_quoting(tmp_path)
     script = '#!/bin/sh\nprintf %s "$DB_PASSWORD" > "$OUT/db"; printf %s "$API_KEY" > "$OUT/api"\n'
     env = [{"name": "DB_PASSWORD", "secret": "db"}, {"name": "API_KEY", "secret": "api"}]
     w = workload(run={"script": script, "env": env})
-    text = user_data(w, secrets=values)
+    report = report_script("https://scheduler.example/reservations/s/etl/1/completion", "gor_" + "x" * 43)
+    text = user_data(w, report, values)
     assert text is not None and "s3cr3t" not in text  # base64 only
+    checked = subprocess.run(
+        [require_cloud_init(), "schema", "-c", "/dev/stdin"], input=text, capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr  # cloud-init takes it, env and report too
     config = yaml.safe_load(text.replace("/var/lib/greenops", str(tmp_path)).replace("/var/log", str(tmp_path)))
     for item in config["write_files"]:
         path = Path(item["path"])
         path.write_bytes(base64.b64decode(item["content"]))
         path.chmod(int(item["permissions"], 8))
     assert oct((tmp_path / "run.env").stat().st_mode)[-3:] == "600"
+    (tmp_path / "report.sh").write_text("#!/bin/sh\nexit 0\n")  # the report itself: tests/scheduler/test_completion.py
     [command] = config["runcmd"]
     assert subprocess.run(command, env={"OUT": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=30).returncode == 0
     assert (tmp_path / "db").read_text() == values["db"] and (tmp_path / "api").read_text() == "plain"
