@@ -409,10 +409,11 @@ def test_a_placement_someone_else_owns_is_replaced_not_written_over(cluster):
         }
         r = k.post(placement_path("team-a", "").rstrip("/"), json=leftover)
         assert r.status_code == 201, r.text
-    template_meta = {"name": "taken", "namespace": "team-a", "uid": "0f7e2b9c-0000-4000-8000-000000000001"}
-    PlacementStatus(api_client(str(cluster.cp.kubeconfig_path))).show(
-        {"metadata": template_meta}, {"phase": "Scheduled"}
-    )
+    # its owner is a real VmTemplate: the garbage collector deletes an object whose owner does not
+    # exist, and did so once, under load, when this owner was a made-up uid
+    _, template = admitted(cluster, "team-a", "taken")
+    template_meta = template["metadata"]
+    PlacementStatus(api_client(str(cluster.cp.kubeconfig_path))).show(template, {"phase": "Scheduled"})
     with cluster.cp.client() as k:
         placed = k.get(placement_path("team-a", "taken")).json()
     assert [o["uid"] for o in placed["metadata"]["ownerReferences"]] == [template_meta["uid"]]
