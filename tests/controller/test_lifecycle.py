@@ -361,6 +361,47 @@ def test_without_a_completion_url_no_report_is_prepared(cluster, vm_kind, clock,
             assert k.get(f"/api/v1/namespaces/team-a/secrets/no-report{REPORT_SECRET_SUFFIX}").status_code == 404
 
 
+def test_kill_9_between_the_ask_and_the_render_loses_and_doubles_nothing(cluster, vm_kind, clock, tmp_path):
+    """The leader asks Krateo to render at the gate and is killed before the render is seen. The next
+    leader does not ask again. It opens the gate at the pass that sees the render, and tells each
+    phase once."""
+    first = controller(cluster, clock, tmp_path, "asks")
+    with first:
+        first.wait_leading()
+        key, obj = admitted(cluster, "team-b", "cut-short")
+        row = cluster.wait(key, lambda r: r["held_until"] is None and r.get("lifecycle"))
+        asked_at = parse_time(row["start"]) - LEAD + timedelta(seconds=1)
+        set_clock_file(clock, asked_at)
+        row = cluster.wait(key, phase_is("Provisioning"))
+        assert row["lifecycle"]["gateOpenedAt"] is None  # asked, not yet rendered
+        # the pass ends with its Events (written after the record: a kill before them loses them,
+        # best effort as every Event is; the record keeps the phase)
+        deadline = time.monotonic() + 30
+        while "Provisioning" not in [e["reason"] for e in events_of(cluster, "team-b", "cut-short")]:
+            assert time.monotonic() < deadline, "the Provisioning Event was never written"
+            time.sleep(0.1)
+        first.kill()
+    asked = render_note(cluster, "team-b", "cut-short")
+    assert asked == f"gate {stamp(asked_at)}"
+    vm = act_as_krateo(cluster, cluster_object(cluster, "team-b", "cut-short"))  # Krateo renders meanwhile
+    seen_at = asked_at + timedelta(seconds=20)
+    set_clock_file(clock, seen_at)
+    with controller(cluster, clock, tmp_path, "takes-over") as second:
+        second.wait_leading(timeout=60)  # once the killed leader's Lease has run out
+        row = cluster.wait(key, lambda r: (r["lifecycle"] or {}).get("gateOpenedAt"))
+        assert row["lifecycle"]["gateOpenedAt"] == stamp(seen_at)  # the pass that saw the render
+        act_as_aso(
+            cluster, "team-b", vm, {"status": "True", "reason": "Succeeded", "lastTransitionTime": stamp(seen_at)}
+        )
+        row = cluster.wait(key, phase_is("Running"))
+        second.wait_passes(3)
+        assert render_note(cluster, "team-b", "cut-short") == asked  # never asked twice
+        phases = [e["phase"] for e in row["lifecycle"]["events"]]
+        assert phases == ["Scheduled", "Provisioning", "Running"], phases
+        told = [e["reason"] for e in events_of(cluster, "team-b", "cut-short")]
+        assert told == ["Scheduled", "Provisioning", "Rendered", "Running"], told
+
+
 def test_an_operators_terminal_error_gives_failed(cluster, vm_kind, clock, tmp_path):
     with controller(cluster, clock, tmp_path, "fail") as c:
         c.wait_leading()
