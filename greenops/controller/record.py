@@ -26,12 +26,13 @@ class Record:
     def close(self) -> None:
         self._http.close()
 
-    def _call(self, method: str, path: str, **kw: Any) -> httpx.Response:
+    def _call(self, method: str, path: str, answers: tuple[int, ...] = (404,), **kw: Any) -> httpx.Response:
+        """``answers``: the refusals the caller reads itself (default: 404, no such key)."""
         try:
             r = self._http.request(method, path, headers={"Authorization": f"Bearer {self._token()}"}, **kw)
         except httpx.HTTPError as exc:
             raise RecordUnavailable(f"{method} {path}: {type(exc).__name__}: {exc}") from None
-        if r.status_code >= 400 and r.status_code != 404:
+        if r.status_code >= 400 and r.status_code not in answers:
             raise RecordUnavailable(f"{method} {path}: the scheduler answered {r.status_code}: {one_line(r.text)}")
         return r
 
@@ -54,18 +55,9 @@ class Record:
     def completion_token(self, key: str) -> str | None:
         """The reservation's completion token (greenops.reservations.completion); None when one was
         issued already (an earlier pass, before a restart) or the reservation has ended."""
-        try:
-            r = self._http.post(
-                f"/reservations/{key}/completion-token", headers={"Authorization": f"Bearer {self._token()}"}
-            )
-        except httpx.HTTPError as exc:
-            raise RecordUnavailable(f"POST /reservations/{key}/completion-token: {type(exc).__name__}: {exc}") from None
+        r = self._call("POST", f"/reservations/{key}/completion-token", answers=(404, 409))
         if r.status_code in (404, 409):
             return None
-        if r.status_code >= 400:
-            raise RecordUnavailable(
-                f"POST completion-token {key}: the scheduler answered {r.status_code}: {one_line(r.text)}"
-            )
         token: str = r.json()["token"]
         return token
 
