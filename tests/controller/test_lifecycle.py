@@ -29,6 +29,7 @@ from greenops.local.controller import ControllerProcess
 from greenops.local.webhook import GROUP, VERSION
 from greenops.renderers.user_data import REPORT_KEY, REPORT_SECRET_SUFFIX
 from greenops.validation.crd import default_crd_dir
+from tests.support.cloud_init import moved
 from tests.support.cluster_path import controller_process, template
 from tests.support.krateo import KrateoStandIn
 from tests.support.upstream_crds import local_crd
@@ -309,9 +310,8 @@ def run_as_the_vm(cluster, ns: str, name: str, status: int, scratch) -> None:
     body = secret.json()
     assert body["immutable"] is True and body["metadata"]["ownerReferences"][0]["kind"] == "VmTemplate"
     script = base64.b64decode(body["data"][REPORT_KEY]).decode()
-    moved = script.replace("/var/lib/greenops", str(scratch)).replace("/var/log", str(scratch))
     (scratch / "exit-status").write_text(f"{status}\n")
-    (scratch / "report.sh").write_text(moved)
+    (scratch / "report.sh").write_text(moved(script, scratch))
     assert subprocess.run(["sh", str(scratch / "report.sh")], timeout=60).returncode == 0
 
 

@@ -19,6 +19,7 @@ from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.provider.placement import PlacementProvider
 from tests.support import loopback
+from tests.support.cloud_init import moved
 from tests.support.common import AZURE_SUBSCRIPTION
 from tests.support.common import SSH_KEY as KEY
 from tests.support.engine import iso
@@ -370,8 +371,7 @@ def test_a_run_reports_its_end_and_its_token_lives_only_in_the_state(servers, tm
 
     # the VM's report, as its cloud-init would post it
     (tmp_path / "exit-status").write_text(f"{status}\n")
-    moved = report.replace("/var/lib/greenops", str(tmp_path)).replace("/var/log", str(tmp_path))
-    (tmp_path / "report.sh").write_text(moved)
+    (tmp_path / "report.sh").write_text(moved(report, tmp_path))
     assert subprocess.run(["sh", str(tmp_path / "report.sh")], timeout=60).returncode == 0
     clock.now = start + timedelta(minutes=20)
     assert provider.diff(created.id, again, given | {"workload": out["workload"]}).changes

@@ -5,18 +5,16 @@ and the token at any other endpoint are all refused, and refusals say nothing of
 
 from __future__ import annotations
 
-import base64
 import shutil
 import subprocess
-from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 
 from greenops.local.scheduler import SchedulerServer
 from greenops.models import Workload
 from greenops.renderers.user_data import report_script, user_data
+from tests.support.cloud_init import written
 from tests.support.common import missing, require_cloud_init
 
 pytestmark = pytest.mark.integration
@@ -168,16 +166,7 @@ def test_the_vms_user_data_reports_its_end_to_the_real_scheduler(sched, tmp_path
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
-    def moved(text: str) -> str:
-        return text.replace("/var/lib/greenops", str(tmp_path)).replace("/var/log", str(tmp_path))
-
-    config = yaml.safe_load(moved(text))
-    for item in config["write_files"]:
-        path = Path(item["path"])
-        path.write_text(moved(base64.b64decode(item["content"]).decode()))
-        path.chmod(int(item["permissions"], 8))
-    [command] = config["runcmd"]
-    assert subprocess.run(command, timeout=60).returncode == 0
+    assert subprocess.run(written(text, tmp_path), timeout=60).returncode == 0
     assert (tmp_path / "exit-status").read_text().strip() == str(status)
     assert "working" in (tmp_path / "greenops-run.log").read_text()
     row = httpx.get(f"{sched.url}/reservations/{key}", headers={"Authorization": f"Bearer {a}"}).json()

@@ -3,17 +3,15 @@ refused by name, and absent from the spec when not given, so existing workloads 
 
 from __future__ import annotations
 
-import base64
 import subprocess
-from pathlib import Path
 
 import pytest
-import yaml
 from pydantic import ValidationError
 
 from greenops.models import Workload, spec_digest
 from greenops.models.contract import MAX_SCRIPT_CHARS
 from greenops.renderers.user_data import MissingRunSecret, report_script, user_data
+from tests.support.cloud_init import written
 from tests.support.common import NOW, require_cloud_init
 
 BASE = {
@@ -80,14 +78,9 @@ def test_the_run_gets_its_secret_env_and_the_values_never_need_quoting(tmp_path)
         [require_cloud_init(), "schema", "-c", "/dev/stdin"], input=text, capture_output=True, text=True
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr  # cloud-init takes it, env and report too
-    config = yaml.safe_load(text.replace("/var/lib/greenops", str(tmp_path)).replace("/var/log", str(tmp_path)))
-    for item in config["write_files"]:
-        path = Path(item["path"])
-        path.write_bytes(base64.b64decode(item["content"]))
-        path.chmod(int(item["permissions"], 8))
+    command = written(text, tmp_path)
     assert oct((tmp_path / "run.env").stat().st_mode)[-3:] == "600"
     (tmp_path / "report.sh").write_text("#!/bin/sh\nexit 0\n")  # the report itself: tests/scheduler/test_completion.py
-    [command] = config["runcmd"]
     assert subprocess.run(command, env={"OUT": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=30).returncode == 0
     assert (tmp_path / "db").read_text() == values["db"] and (tmp_path / "api").read_text() == "plain"
     assert (tmp_path / "exit-status").read_text().strip() == "0"
