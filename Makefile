@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: cloud-init lint test-fast scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo docs docs-reference
+.PHONY: release-tools release audit cloud-init lint test-fast scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo docs docs-reference
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver, prometheus, promtool) -> .tools/bin
@@ -63,7 +63,30 @@ browser:
 	bash tools/install-deb.sh chromium /usr/bin/chromium
 	bash tools/install-deb.sh chromium-driver /usr/bin/chromedriver
 
-test: setup tools mlserver scanner postgres ingress browser cloud-init
+# Debian's tools of the release (release/): mmdebstrap (the images' root filesystem), umoci (OCI
+# layouts), skopeo (push and pull by digest), docker-registry (a real registry on loopback), runc
+# (the images started as a kubelet's runtime would), busybox-static (bundle-init's one binary)
+release-tools:
+	bash tools/install-deb.sh mmdebstrap /usr/bin/mmdebstrap
+	bash tools/install-deb.sh umoci /usr/bin/umoci
+	bash tools/install-deb.sh skopeo /usr/bin/skopeo
+	bash tools/install-deb.sh docker-registry /usr/bin/docker-registry
+	bash tools/install-deb.sh runc /usr/sbin/runc
+	bash tools/install-deb.sh busybox-static /bin/busybox
+
+# Build every artifact, push it (REGISTRY=host/path, else to a registry on loopback), sign it
+# (COSIGN_KEY=cosign.key with COSIGN_PASSWORD, else a throwaway key pair), verify it, and pin our
+# images by digest in components/versions.yaml (REPOSITORY=..., else REGISTRY, else ghcr.io)
+release: setup tools release-tools
+	$(PY) -m release all $(if $(REGISTRY),--registry $(REGISTRY)) $(if $(REPOSITORY),--repository $(REPOSITORY)) $(if $(COSIGN_KEY),--key $(COSIGN_KEY))
+
+# The locked dependencies' known vulnerabilities (PyPI's advisories), each fixed or explained in
+# docs/operations/vulnerabilities.md; needs the network, so it is not part of `make test`
+audit: setup
+	$(VENV)/bin/pip-audit --disable-pip --require-hashes -r release/requirements.lock
+	$(VENV)/bin/pip-audit --disable-pip --require-hashes -r release/mlserver.lock
+
+test: setup tools mlserver scanner postgres ingress browser cloud-init release-tools
 	$(PY) -m pytest
 
 # Ruff (lint and format), mypy's strict check of greenops and import-linter's layers: what

@@ -159,7 +159,7 @@ class PinnedVersions(BaseModel):
     kserve_crd: ChartPin
     kserve: ChartPin
     mlserver_image: ImagePin
-    scheduler_image: ImagePin
+    greenops_image: ImagePin
     pulumi_kubernetes_operator: ChartPin
     pulumi_workspace: WorkspacePin
 

@@ -75,7 +75,7 @@ class GreenOpsPlatform(pulumi.ComponentResource):
         if c.aws.enabled:
             self.parts["aws"] = AwsControllers("ack", AwsControllersArgs(c.aws, pins.ack_ec2), child)
         if c.scheduler.enabled:
-            image = c.scheduler.image or pins.scheduler_image
+            image = c.scheduler.image or pins.greenops_image
             s = args.secrets
             scheduler_part = GreenOpsScheduler(
                 "scheduler",

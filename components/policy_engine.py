@@ -71,7 +71,7 @@ class PolicyEngineArgs:
     config: PolicyEngineConfig
     opa_image: str
     kube_mgmt_image: str
-    bundle_init_image: str = "docker.io/library/busybox:1.37.0"
+    bundle_init_image: str  # versions.yaml's bundle_init_image
     vmtemplate_version: str = VMTEMPLATE_VERSION
     scheduler_token: pulumi.Input[str] | None = None  # presented on every call to the scheduler
     # OPA's own API (system.authz): greenops:opaToken for decision queries (Placement's), and

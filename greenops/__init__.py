@@ -1,3 +1,7 @@
 """GreenOps platform: carbon-aware placement of generic VM workloads on Azure, GCP and AWS."""
 
-__version__ = "0.1.0"
+from importlib.metadata import version
+
+# The one version: pyproject.toml's, as the installed package's metadata says (in a checkout, the
+# editable install's). The CLI, the image labels and the chart's appVersion all read or check it.
+__version__ = version("greenops-platform")

@@ -168,6 +168,20 @@ build_prometheus() {
     done
 }
 
+# cosign signs and verifies the release's artifacts (offline key pair; scripts/release)
+build_cosign() {
+    go build -trimpath -o "$1/cosign" \
+        -ldflags "-s -w -X sigs.k8s.io/release-utils/version.gitVersion=$2" \
+        github.com/sigstore/cosign/v3/cmd/cosign
+}
+
+# syft writes each image's CycloneDX SBOM (scripts/release)
+build_syft() {
+    # the tags of syft's own release build: no cgo (gpgme, btrfs) in the container-image readers
+    go build -trimpath -tags containers_image_openpgp,exclude_graphdriver_btrfs -o "$1/syft" \
+        -ldflags "-s -w -X main.version=${2#v}" github.com/anchore/syft/cmd/syft
+}
+
 declare -A LABEL=(
     [pulumi]="$(pinned pulumi github.com/pulumi/pulumi/pkg/v3)"
     [pulumi-kubernetes]="$(sed -n 's/^PULUMI_KUBERNETES_VERSION=//p' "$WRAPPERS/pulumi-kubernetes/VERSION")"
@@ -177,8 +191,10 @@ declare -A LABEL=(
     [etcd]="$(pinned etcd go.etcd.io/etcd/server/v3)"
     [kubernetes]="$(pinned kubernetes k8s.io/kubernetes)"
     [prometheus]="$(pinned prometheus github.com/prometheus/prometheus)"
+    [cosign]="$(pinned cosign github.com/sigstore/cosign/v3)"
+    [syft]="$(pinned syft github.com/anchore/syft)"
 )
-ORDER=(opa regal helm etcd pulumi pulumi-kubernetes kubernetes prometheus)
+ORDER=(opa regal helm etcd pulumi pulumi-kubernetes kubernetes prometheus cosign syft)
 [ $# -gt 0 ] && ORDER=("$@")
 
 for name in "${ORDER[@]}"; do

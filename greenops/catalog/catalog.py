@@ -27,7 +27,8 @@ from .schema import (
     VmSize,
 )
 
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+# the project's data/, through the link beside this module: in a checkout and in an installed wheel
+DEFAULT_DATA_DIR = Path(__file__).resolve().parent / "data"
 
 
 def data_dir() -> Path:

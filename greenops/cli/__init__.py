@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from greenops import __version__
 from greenops.catalog import load_catalog, select_size
 from greenops.common import endpoints, output, progress
 from greenops.common.clock import stamp
@@ -500,6 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  greenops report --stack dev -o json\n\n" + _exit_code_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = _command(
         sub,

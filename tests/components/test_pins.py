@@ -163,7 +163,7 @@ def test_a_stack_overrides_fields_of_an_entry_or_a_whole_entry():
         ({"cert_manager": {"version": 1.22}}, "versions.cert_manager.version: 1.22 is a number"),
         ({"cert_managr": {"version": "v1.22.0"}}, "versions.cert_managr: Extra inputs are not permitted"),
         ({"cert_manager": "v1.22.0"}, "versions.cert_manager: expected a chart pin"),
-        ({"scheduler_image": "ghcr.io/greenops-platform/scheduler"}, "versions.scheduler_image: 'ghcr.io/"),
+        ({"greenops_image": "ghcr.io/greenops-platform/greenops"}, "versions.greenops_image: 'ghcr.io/"),
     ],
 )
 def test_a_bad_override_is_refused_by_entry_and_field(overrides, message):

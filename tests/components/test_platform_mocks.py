@@ -530,7 +530,10 @@ def test_a_platform_without_its_credentials_is_refused_at_preview_by_key():
         @pulumi.runtime.test
         def declare(query=query, admin=admin):
             PolicyEngine(
-                "opa", PolicyEngineArgs(PolicyEngineConfig(), "opa:1", "mgmt:1", query_token=query, admin_token=admin)
+                "opa",
+                PolicyEngineArgs(
+                    PolicyEngineConfig(), "opa:1", "mgmt:1", "bundle-init:1", query_token=query, admin_token=admin
+                ),
             )
 
         with pytest.raises(pulumi.RunError, match="greenops:opaToken|greenops:opaAdminToken"):

@@ -1,0 +1,40 @@
+"""The release's cache of slow, input-keyed results (the Debian root filesystem, the locked
+virtualenvs), outside the checkout like tools/install.sh's: a fresh clone on a warm machine reuses them."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(os.environ.get("GREENOPS_RELEASE_CACHE", Path(base) / "greenops" / "release"))
+
+
+def key_of(parts: Iterable[str | bytes]) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        digest.update(len(data).to_bytes(8, "big") + data)
+    return digest.hexdigest()[:16]
+
+
+def cached(kind: str, key: str, make: Callable[[Path], None], refresh: bool = False) -> Path:
+    """``<cache>/<kind>-<key>``, made by ``make(tmp_dir)`` unless a complete one is there. A build
+    cut short leaves only its temporary directory, which the next one removes."""
+    done = cache_root() / f"{kind}-{key}"
+    if done.joinpath(".complete").exists() and not refresh:
+        return done
+    tmp = done.with_name(done.name + ".tmp")
+    for stale in (tmp, done):
+        if stale.exists():
+            shutil.rmtree(stale)
+    tmp.mkdir(parents=True)
+    make(tmp)
+    tmp.joinpath(".complete").touch()
+    tmp.rename(done)
+    return done

@@ -1,0 +1,46 @@
+"""Debian's user space for the images, made by mmdebstrap from Debian's own packages (no base
+image is pulled from a registry), reproducible for one package set: SOURCE_DATE_EPOCH fixes every
+timestamp mmdebstrap and dpkg write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from release.cache import cached, key_of
+from release.run import Arg, sh
+from release.spec import BASE_PACKAGES, DEBIAN_MIRRORS, DEBIAN_SUITE
+
+# documentation and translations are not read in a container
+_EXCLUDES = ("/usr/share/man/*", "/usr/share/doc/*", "/usr/share/locale/*", "/usr/share/info/*")
+# the licences are kept
+_INCLUDES = ("/usr/share/doc/*/copyright",)
+
+
+def debian_base(epoch: int, refresh: bool = False) -> Path:
+    """A cached directory whose ``rootfs`` is a minbase Debian with BASE_PACKAGES, and whose
+    ``packages.txt`` lists every package and version in it.
+
+    The cache is keyed by the suite, mirrors, packages and epoch: Debian's security updates reach an
+    image when the epoch moves (a new commit) or with ``refresh``."""
+    key = key_of([DEBIAN_SUITE, *DEBIAN_MIRRORS, *BASE_PACKAGES, str(epoch)])
+
+    def make(out: Path) -> None:
+        rootfs = out / "rootfs"
+        argv: list[Arg] = [
+            "mmdebstrap",
+            "--quiet",
+            "--mode=root",
+            "--variant=minbase",
+            "--format=directory",
+            f"--include={','.join(BASE_PACKAGES)}",
+            *[f"--dpkgopt=path-exclude={p}" for p in _EXCLUDES],
+            *[f"--dpkgopt=path-include={p}" for p in _INCLUDES],
+            DEBIAN_SUITE,
+            rootfs,
+            *DEBIAN_MIRRORS,
+        ]
+        sh("debian root filesystem", argv, env={"SOURCE_DATE_EPOCH": str(epoch)})
+        listing = sh("package list", ["chroot", rootfs, "dpkg-query", "-W", "-f", "${Package} ${Version}\\n"])
+        out.joinpath("packages.txt").write_text("".join(sorted(listing.splitlines(keepends=True))))
+
+    return cached("debian", key, make, refresh)
