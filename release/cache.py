@@ -37,4 +37,8 @@ def cached(kind: str, key: str, make: Callable[[Path], None], refresh: bool = Fa
     make(tmp)
     tmp.joinpath(".complete").touch()
     tmp.rename(done)
+    # one entry per kind: an older key's gigabytes (an earlier lock, base date) are not read again
+    for older in done.parent.glob(f"{kind}-*"):
+        if older != done and len(older.name) == len(done.name):
+            shutil.rmtree(older, ignore_errors=True)
     return done

@@ -40,8 +40,11 @@ def _scratch(work: Path, name: str) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _copy_rootfs(base: Path, to: Path) -> Path:
-    sh("copy of the root filesystem", ["cp", "-a", base / "rootfs", to])
+def _copy_rootfs(base: Path, to: Path, linked: bool = False) -> Path:
+    """A copy of ``base``'s rootfs at ``to``. ``linked``: hard links, no space and no time, for a
+    copy that only gains new files (pip installing a distribution not yet in the venv creates each
+    of its files; nothing already there is written, so the cached tree is never changed)."""
+    sh("copy of the root filesystem", ["cp", "-al" if linked else "-a", base / "rootfs", to])
     return to
 
 
@@ -63,7 +66,7 @@ def _base_layer(base: Path, work: Path, epoch: int) -> Layer:
 def build_greenops(work: Path, wheel: Path, source: Source, refresh_base: bool = False) -> Built:
     """Debian + a venv of the locked dependencies (one layer, cached) + the greenops wheel (one layer)."""
     epoch = source.epoch
-    base = debian_base(epoch, refresh_base)
+    base = debian_base(refresh_base)
     lock = python_env.LOCK
 
     def deps(out: Path) -> None:
@@ -72,6 +75,7 @@ def build_greenops(work: Path, wheel: Path, source: Source, refresh_base: bool =
         python_env.install_venv(
             rootfs, GREENOPS_VENV, house, epoch, "--require-hashes", "-r", f"/tmp/wheelhouse/{lock.name}"
         )
+        _keep_only_pip(house)
 
     # the lock is copied into the wheelhouse, which the chroot sees as /tmp/wheelhouse
     def deps_with_lock(out: Path) -> None:
@@ -81,7 +85,7 @@ def build_greenops(work: Path, wheel: Path, source: Source, refresh_base: bool =
 
     venv = cached("greenops-deps", key_of([base.name, lock.read_bytes()]), deps_with_lock)
     with _scratch(work, "greenops") as scratch:
-        rootfs = _copy_rootfs(venv, scratch / "rootfs")
+        rootfs = _copy_rootfs(venv, scratch / "rootfs", linked=True)
         house = scratch / "wheelhouse"
         house.mkdir()
         shutil.copy(wheel, house / wheel.name)
@@ -101,6 +105,13 @@ def build_greenops(work: Path, wheel: Path, source: Source, refresh_base: bool =
             ),
         ]
         return pack(GREENOPS, layers, work / "oci" / GREENOPS.name, source)
+
+
+def _keep_only_pip(house: Path) -> None:
+    """The wheelhouse, once installed, down to pip's wheel (the app layer's install runs it)."""
+    for wheel in house.iterdir():
+        if not wheel.name.startswith("pip-"):
+            wheel.unlink()
 
 
 def _venv_members(rootfs: Path, venv: str) -> list[str]:
@@ -129,7 +140,7 @@ def build_opa(work: Path, source: Source, opa_version: str) -> Built:
     binary = Path(tool("opa"))
     if not binary.exists():
         raise ReleaseError("opa is not built: run tools/install.sh opa")
-    base = debian_base(source.epoch)
+    base = debian_base()
     with _scratch(work, "opa") as scratch:
         root = scratch / "root"
         _passwd(root)
@@ -142,17 +153,30 @@ def build_opa(work: Path, source: Source, opa_version: str) -> Built:
         return pack(opa_spec(opa_version), [layer], work / "oci" / "opa", source)
 
 
-def busybox_version() -> str:
+def busybox_package_version() -> str:
+    """The Debian version apt installs, e.g. 1:1.35.0-4+deb12u1+b1."""
     out = sh("busybox-static version", ["apt-cache", "show", "--no-all-versions", "busybox-static"])
-    version = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("Version: "))
-    return version.split(":", 1)[-1].split("-", 1)[0]  # 1:1.35.0-4+deb12u1 -> 1.35.0
+    return next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("Version: "))
+
+
+def upstream(debian_version: str) -> str:
+    return debian_version.split(":", 1)[-1].split("-", 1)[0]  # 1:1.35.0-4+deb12u1 -> 1.35.0
 
 
 def build_bundle_init(work: Path, source: Source) -> Built:
     """Debian's busybox-static: ``sh``, ``mkdir`` and ``cp``, all the init container runs."""
+    version = busybox_package_version()
+
+    def download(out: Path) -> None:
+        sh(
+            "busybox-static package",
+            ["apt-get", "download", "-q", "-o", 'Acquire::Retries="5"', "busybox-static"],
+            cwd=out,
+        )
+
+    # the package of the version apt names, downloaded once
+    (deb,) = cached("busybox-static", key_of([version]), download).glob("busybox-static_*.deb")
     with _scratch(work, "bundle-init") as scratch:
-        sh("busybox-static package", ["apt-get", "download", "-q", "busybox-static"], cwd=scratch)
-        (deb,) = scratch.glob("busybox-static_*.deb")
         unpacked = scratch / "deb"
         sh("busybox-static unpack", ["dpkg-deb", "-x", deb, unpacked])
         root = scratch / "root"
@@ -165,7 +189,7 @@ def build_bundle_init(work: Path, source: Source) -> Built:
         (root / "usr" / "share" / "doc" / "busybox-static").mkdir(parents=True)
         shutil.copy(copyright_, root / "usr" / "share" / "doc" / "busybox-static")
         layer = Layer(tar_layer(root, scratch / "busybox.tar", source.epoch), f"busybox-static ({deb.name})")
-        return pack(bundle_init_spec(busybox_version()), [layer], work / "oci" / "bundle-init", source)
+        return pack(bundle_init_spec(upstream(version)), [layer], work / "oci" / "bundle-init", source)
 
 
 def mlserver_version() -> str:
@@ -178,7 +202,7 @@ def mlserver_version() -> str:
 def build_mlserver(work: Path, source: Source) -> Built:
     """Debian + MLServer and its MLflow runtime, from release/mlserver.lock (the forecasters' pins)."""
     epoch = source.epoch
-    base = debian_base(epoch)
+    base = debian_base()
     lock = MLSERVER_LOCK
 
     def make(out: Path) -> None:

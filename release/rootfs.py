@@ -8,7 +8,7 @@ from pathlib import Path
 
 from release.cache import cached, key_of
 from release.run import Arg, sh
-from release.spec import BASE_PACKAGES, DEBIAN_MIRRORS, DEBIAN_SUITE
+from release.spec import BASE_PACKAGES, DEBIAN_BASE_DATE, DEBIAN_MIRRORS, DEBIAN_SUITE
 
 # documentation and translations are not read in a container
 _EXCLUDES = ("/usr/share/man/*", "/usr/share/doc/*", "/usr/share/locale/*", "/usr/share/info/*")
@@ -16,12 +16,14 @@ _EXCLUDES = ("/usr/share/man/*", "/usr/share/doc/*", "/usr/share/locale/*", "/us
 _INCLUDES = ("/usr/share/doc/*/copyright",)
 
 
-def debian_base(epoch: int, refresh: bool = False) -> Path:
-    """A cached directory whose ``rootfs`` is a minbase Debian with BASE_PACKAGES, and whose
-    ``packages.txt`` lists every package and version in it.
+def debian_base(refresh: bool = False) -> Path:
+    """A cached directory whose ``rootfs`` is a minbase Debian with BASE_PACKAGES, made with
+    SOURCE_DATE_EPOCH at DEBIAN_BASE_DATE, and whose ``packages.txt`` lists every package and
+    version in it.
 
-    The cache is keyed by the suite, mirrors, packages and epoch: Debian's security updates reach an
-    image when the epoch moves (a new commit) or with ``refresh``."""
+    The cache is keyed by the suite, mirrors, packages and that date: Debian's updates reach the
+    images when the date moves, or with ``refresh`` (the same key, made again from today's mirror)."""
+    epoch = DEBIAN_BASE_DATE
     key = key_of([DEBIAN_SUITE, *DEBIAN_MIRRORS, *BASE_PACKAGES, str(epoch)])
 
     def make(out: Path) -> None:
@@ -31,6 +33,8 @@ def debian_base(epoch: int, refresh: bool = False) -> Path:
             "--quiet",
             "--mode=root",
             "--variant=minbase",
+            # a mirror's hiccup is retried, not a failed build
+            '--aptopt=Acquire::Retries "5"',
             "--format=directory",
             f"--include={','.join(BASE_PACKAGES)}",
             *[f"--dpkgopt=path-exclude={p}" for p in _EXCLUDES],

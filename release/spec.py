@@ -22,6 +22,10 @@ DEBIAN_MIRRORS = (
     "deb http://deb.debian.org/debian bookworm-updates main",
     "deb http://deb.debian.org/debian-security bookworm-security main",
 )
+# The Debian root filesystem is made once per this date (its SOURCE_DATE_EPOCH, and its cache key):
+# every commit's images share one base layer, whatever the cache holds. Moving it to a later day
+# takes in Debian's security updates: the day's packages, as the mirror serves them then.
+DEBIAN_BASE_DATE = 1795910400  # 2026-11-29T00:00:00Z
 # python3 is Debian's 3.11, inside requires-python; ca-certificates for the clouds' and the
 # registry's TLS; tzdata for the zones' local time in the dashboard
 BASE_PACKAGES = ("python3", "ca-certificates", "tzdata")

@@ -656,3 +656,34 @@ def test_opa_boots_from_the_bundle_shipped_with_the_release():
     assert {"name": "shipped-bundle", "mountPath": "/shipped", "readOnly": True} in bare["spec"]["containers"][0][
         "volumeMounts"
     ]
+
+
+def test_our_own_images_run_as_versions_yaml_pins_them():
+    """The images the release builds (release/) are the ones the Deployments, the init container
+    and the ServingRuntime run, by the reference versions.yaml holds: a digest pin pulls
+    IfNotPresent (it names one content forever), a tag pin Always."""
+    from components.pins import pinned_versions
+
+    pins = pinned_versions()
+    m = collect(PROD)
+    containers: dict[str, dict] = {}
+    for deploy in of(m, "kubernetes:apps/v1:Deployment"):
+        pod = deploy.inputs["spec"]["template"]["spec"]
+        for c in [*pod.get("initContainers", []), *pod["containers"]]:
+            containers[f"{deploy.name}/{c['name']}"] = c
+    [runtime] = [r for r in of(m, "kubernetes:serving.kserve.io/v1alpha1:ServingRuntime")]
+    containers["runtime"] = runtime.inputs["spec"]["containers"][0]
+    expected = {
+        "scheduler-deploy/scheduler": pins.greenops_image,
+        "controller-deploy/controller": pins.greenops_image,
+        "runtime": pins.mlserver_image,
+    }
+    opa = {k: c for k, c in containers.items() if c["name"] == "opa"}
+    init = {k: c for k, c in containers.items() if c["name"] == "shipped-bundle"}
+    assert opa and init, sorted(containers)
+    expected |= {k: pins.opa_image for k in opa} | {k: pins.bundle_init_image for k in init}
+    for key, image in expected.items():
+        assert key in containers, sorted(containers)
+        assert containers[key]["image"] == image, key
+        policy = containers[key].get("imagePullPolicy")
+        assert policy == (None if "@sha256:" in image else "Always"), key

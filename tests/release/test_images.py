@@ -4,6 +4,7 @@ UID 65532 with a read-only root and no capabilities. And the same commit builds 
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -29,13 +30,21 @@ def _config(built, name: str) -> dict:
     return json.loads(blob(layout, manifest["config"]["digest"]))
 
 
-@pytest.fixture
-def bundle(built, tmp_path):
-    def unpack(name: str) -> Path:
-        layout, tag = _image(built, name)
-        return containers.unpack(layout, tag, tmp_path / name)
+@pytest.fixture(scope="module")
+def bundle(built, tmp_path_factory):
+    """Each image unpacked once for the module (the greenops image is 2 GB unpacked); every run
+    rewrites the bundle's config.json and starts from its read-only root."""
+    unpacked: dict[str, Path] = {}
+    scratch = tmp_path_factory.mktemp("bundles")
 
-    return unpack
+    def unpack(name: str) -> Path:
+        if name not in unpacked:
+            layout, tag = _image(built, name)
+            unpacked[name] = containers.unpack(layout, tag, scratch / name)
+        return unpacked[name]
+
+    yield unpack
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def test_each_image_runs_as_the_nonroot_user_and_names_its_release(built):
@@ -110,9 +119,13 @@ def test_the_same_commit_builds_the_same_digests(built, tmp_path, monkeypatch):
     again), gives every artifact the same digest."""
     _, first = built
     monkeypatch.setenv("GREENOPS_RELEASE_CACHE", str(tmp_path / "cold-cache"))
-    second = steps.build(tmp_path / "second", only=["greenops"])
-    monkeypatch.delenv("GREENOPS_RELEASE_CACHE")
-    again = steps.build(tmp_path / "third", only=["opa", "bundle-init", "mlserver-forecasters"])
+    try:
+        second = steps.build(tmp_path / "second", only=["greenops"])
+        monkeypatch.delenv("GREENOPS_RELEASE_CACHE")
+        again = steps.build(tmp_path / "third", only=["opa", "bundle-init", "mlserver-forecasters"])
+    finally:
+        for big in ("cold-cache", "second", "third"):  # gigabytes each: not kept for pytest's history
+            shutil.rmtree(tmp_path / big, ignore_errors=True)
     digests = {name: e["digest"] for name, e in {**second["images"], **again["images"]}.items()}
     assert digests == {name: e["digest"] for name, e in first["images"].items()}
     assert second["policy"]["digest"] == first["policy"]["digest"]
