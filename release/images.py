@@ -15,6 +15,7 @@ from release.oci import Built, Layer, pack
 from release.rootfs import debian_base
 from release.run import PROJECT, ReleaseError, sh, tool
 from release.spec import (
+    DEBIAN_BASE_DATE,
     GREENOPS,
     GREENOPS_VENV,
     MLSERVER_VENV,
@@ -59,8 +60,10 @@ def _with_parents(members: list[str], stop: str) -> list[str]:
     return sorted(out)
 
 
-def _base_layer(base: Path, work: Path, epoch: int) -> Layer:
-    return Layer(tar_layer(base / "rootfs", work / "debian.tar", epoch), "mmdebstrap bookworm minbase")
+# Layers made from cached trees (the Debian base, the locked venvs) carry the base date, not the
+# commit's: they depend on the base and the lock only, so every commit's images share them.
+def _base_layer(base: Path, work: Path) -> Layer:
+    return Layer(tar_layer(base / "rootfs", work / "debian.tar", DEBIAN_BASE_DATE), "mmdebstrap bookworm minbase")
 
 
 def build_greenops(work: Path, wheel: Path, source: Source, refresh_base: bool = False) -> Built:
@@ -73,7 +76,7 @@ def build_greenops(work: Path, wheel: Path, source: Source, refresh_base: bool =
         rootfs = _copy_rootfs(base, out / "rootfs")
         house = python_env.wheelhouse(lock, out / "wheelhouse")
         python_env.install_venv(
-            rootfs, GREENOPS_VENV, house, epoch, "--require-hashes", "-r", f"/tmp/wheelhouse/{lock.name}"
+            rootfs, GREENOPS_VENV, house, DEBIAN_BASE_DATE, "--require-hashes", "-r", f"/tmp/wheelhouse/{lock.name}"
         )
         _keep_only_pip(house)
 
@@ -94,10 +97,10 @@ def build_greenops(work: Path, wheel: Path, source: Source, refresh_base: bool =
         app = python_env.installed_files(rootfs, GREENOPS_VENV, "greenops-platform")
         site = f"{GREENOPS_VENV.lstrip('/')}/lib/python3.11/site-packages"
         deps_layer = tar_layer(
-            venv / "rootfs", scratch / "deps.tar", epoch, _venv_members(venv / "rootfs", GREENOPS_VENV)
+            venv / "rootfs", scratch / "deps.tar", DEBIAN_BASE_DATE, _venv_members(venv / "rootfs", GREENOPS_VENV)
         )
         layers = [
-            _base_layer(base, scratch, epoch),
+            _base_layer(base, scratch),
             Layer(deps_layer, f"python -m venv {GREENOPS_VENV} && pip install --require-hashes -r requirements.lock"),
             Layer(
                 tar_layer(rootfs, scratch / "app.tar", epoch, _with_parents(app, site)),
@@ -201,7 +204,6 @@ def mlserver_version() -> str:
 
 def build_mlserver(work: Path, source: Source) -> Built:
     """Debian + MLServer and its MLflow runtime, from release/mlserver.lock (the forecasters' pins)."""
-    epoch = source.epoch
     base = debian_base()
     lock = MLSERVER_LOCK
 
@@ -210,16 +212,19 @@ def build_mlserver(work: Path, source: Source) -> Built:
         house = python_env.wheelhouse(lock, out / "wheelhouse")
         shutil.copy(lock, house / lock.name)
         python_env.install_venv(
-            rootfs, MLSERVER_VENV, house, epoch, "--require-hashes", "-r", f"/tmp/wheelhouse/{lock.name}"
+            rootfs, MLSERVER_VENV, house, DEBIAN_BASE_DATE, "--require-hashes", "-r", f"/tmp/wheelhouse/{lock.name}"
         )
 
     venv = cached("mlserver", key_of([base.name, lock.read_bytes()]), make)
     with _scratch(work, "mlserver") as scratch:
         layers = [
-            _base_layer(base, scratch, epoch),
+            _base_layer(base, scratch),
             Layer(
                 tar_layer(
-                    venv / "rootfs", scratch / "mlserver.tar", epoch, _venv_members(venv / "rootfs", MLSERVER_VENV)
+                    venv / "rootfs",
+                    scratch / "mlserver.tar",
+                    DEBIAN_BASE_DATE,
+                    _venv_members(venv / "rootfs", MLSERVER_VENV),
                 ),
                 f"python -m venv {MLSERVER_VENV} && pip install --require-hashes -r mlserver.lock",
             ),

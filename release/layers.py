@@ -1,5 +1,5 @@
 """Image layers as reproducible tar streams: GNU tar's reproducible-build options (sorted names,
-clamped times, numeric ownership as on disk, no access or change times)."""
+one fixed time, numeric ownership as on disk, no access or change times)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ def tar_layer(root: Path, out: Path, epoch: int, members: Iterable[str] | None =
     argv: list[str | Path] = [
         "tar",
         "--sort=name",
+        # every entry at one time, not clamped: a cached tree's times are those of the day it was
+        # made, which a clamp to a later commit would keep and a cold build would not have
         f"--mtime=@{epoch}",
-        "--clamp-mtime",
         "--numeric-owner",
         "--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime",
         "-C",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tarfile
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from greenops.local.controlplane import free_port
 from release import steps
 from release.oci import blob
-from release.spec import NONROOT
+from release.spec import DEBIAN_BASE_DATE, NONROOT
 from tests.support import containers
 
 
@@ -58,6 +59,20 @@ def test_each_image_runs_as_the_nonroot_user_and_names_its_release(built):
         # every timestamp is the commit's: nothing of the build machine's clock is in the image
         assert {h["created"] for h in config["history"]} == {config["created"]}, name
         assert entry["size"] > 0
+
+
+def test_every_entry_of_every_layer_carries_a_fixed_time(built):
+    """No time of the build machine's clock in any layer: the cached trees' layers (Debian, the
+    venvs) are at the base date, the rest at the commit's, whenever each tree was made."""
+    _, manifest = built
+    allowed = {manifest["epoch"], DEBIAN_BASE_DATE}
+    for name, entry in manifest["images"].items():
+        layout = Path(entry["layout"])
+        for layer in json.loads(blob(layout, entry["digest"]))["layers"]:
+            algorithm, hex_ = layer["digest"].split(":")
+            with tarfile.open(layout / "blobs" / algorithm / hex_, "r:gz") as archive:
+                times = {int(member.mtime) for member in archive}
+            assert times <= allowed, (name, layer["digest"], sorted(times - allowed)[:3])
 
 
 def test_the_scheduler_answers_healthz_from_the_unpacked_image(bundle):
