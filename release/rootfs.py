@@ -4,6 +4,7 @@ timestamp mmdebstrap and dpkg write."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from release.cache import cached, key_of
@@ -16,6 +17,10 @@ _EXCLUDES = ("/usr/share/man/*", "/usr/share/doc/*", "/usr/share/locale/*", "/us
 _INCLUDES = ("/usr/share/doc/*/copyright",)
 
 
+# bumped when what is done to the root filesystem after mmdebstrap changes: a new cache entry
+_RECIPE = "apt-partial-root"
+
+
 def debian_base(refresh: bool = False) -> Path:
     """A cached directory whose ``rootfs`` is a minbase Debian with BASE_PACKAGES, made with
     SOURCE_DATE_EPOCH at DEBIAN_BASE_DATE, and whose ``packages.txt`` lists every package and
@@ -24,7 +29,7 @@ def debian_base(refresh: bool = False) -> Path:
     The cache is keyed by the suite, mirrors, packages and that date: Debian's updates reach the
     images when the date moves, or with ``refresh`` (the same key, made again from today's mirror)."""
     epoch = DEBIAN_BASE_DATE
-    key = key_of([DEBIAN_SUITE, *DEBIAN_MIRRORS, *BASE_PACKAGES, str(epoch)])
+    key = key_of([DEBIAN_SUITE, *DEBIAN_MIRRORS, *BASE_PACKAGES, str(epoch), _RECIPE])
 
     def make(out: Path) -> None:
         rootfs = out / "rootfs"
@@ -44,6 +49,10 @@ def debian_base(refresh: bool = False) -> Path:
             *DEBIAN_MIRRORS,
         ]
         sh("debian root filesystem", argv, env={"SOURCE_DATE_EPOCH": str(epoch)})
+        # apt leaves its download directories owned by _apt or by root, from one run to the next
+        # (two otherwise identical bases differed in this alone): root's, as a fresh install has them
+        for partial in ("var/cache/apt/archives/partial", "var/lib/apt/lists/partial"):
+            os.chown(rootfs / partial, 0, 0)
         listing = sh("package list", ["chroot", rootfs, "dpkg-query", "-W", "-f", "${Package} ${Version}\\n"])
         out.joinpath("packages.txt").write_text("".join(sorted(listing.splitlines(keepends=True))))
 
