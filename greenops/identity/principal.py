@@ -86,6 +86,26 @@ class Principal:
                 f"{self.describe()} may not change it"
             )
 
+    # --- what a credential it issues may prove ------------------------------------------------
+    def covers(self, role: Role, tenants: Collection[str] | None, paths: Collection[str]) -> bool:
+        """Whether a principal of ``role`` for ``tenants`` (None: every tenant) on ``paths`` is
+        within this one's scopes: no higher role, no tenant or path it does not have itself."""
+        if not self.has(role) or not set(paths) <= self.paths:
+            return False
+        if self.tenants is None:
+            return True
+        return tenants is not None and set(tenants) <= self.tenants
+
+    def may_issue(self, role: Role, tenants: Collection[str] | None, paths: Collection[str]) -> None:
+        """Raises Forbidden unless a token for that principal stays within this one's scopes (a
+        token scoped to one tenant cannot mint one for every tenant, nor for another)."""
+        if not self.covers(role, tenants, paths):
+            asked = "every tenant" if tenants is None else "tenant(s) " + ", ".join(sorted(tenants))
+            raise Forbidden(
+                f"credentials: {self.describe()} may not issue a {role} token for {asked} on path(s) "
+                f"{', '.join(sorted(paths))}: a token can only be issued within its issuer's scopes"
+            )
+
     def may_read(self, row: Mapping[str, Any]) -> bool:
         return self.reads(row["tenant"])
 

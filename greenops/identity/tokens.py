@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import RowMapping, bindparam, insert, select, update
 
 from greenops.common.errors import GreenOpsError
 from greenops.reservations import ReservationStore
@@ -87,7 +87,10 @@ class TokenStore:
         self._store = store
         self._verified = verified or VerifiedTokens()
 
-    def issue(self, req: TokenRequest, now: datetime) -> Issued:
+    def issue(self, req: TokenRequest, now: datetime, issuer: Principal) -> Issued:
+        """A new token, within ``issuer``'s scopes (Forbidden otherwise). Its expiry is stored in
+        UTC, whatever offset the request wrote it with: every backend compares it as UTC."""
+        issuer.may_issue(req.role, req.tenants, req.paths)
         token = PREFIX + secrets.token_urlsafe(32)
         token_id = "tok_" + secrets.token_hex(6)
         tenants = sorted(set(req.tenants)) if req.tenants is not None else None
@@ -101,15 +104,16 @@ class TokenStore:
                     tenants=tenants,
                     paths=sorted(set(req.paths)),
                     created_at=now,
-                    expires_at=req.expires_at,
+                    expires_at=None if req.expires_at is None else req.expires_at.astimezone(UTC),
                 )
             )
         return Issued(token_id, token, _principal(req.name, req.role, tenants, req.paths, token_id))
 
-    def revoke(self, token_id: str, now: datetime) -> dict[str, Any]:
+    def revoke(self, token_id: str, now: datetime, caller: Principal) -> dict[str, Any]:
+        """Revokes a token within ``caller``'s scopes; one outside them is answered as absent."""
         with self._store.writing("token_revoke") as conn:
             found = conn.execute(select(api_tokens).where(api_tokens.c.id == token_id)).mappings().first()
-            if found is None:
+            if found is None or not _within(caller, found):
                 raise UnknownToken(f"token {token_id}: no such token")
             row = dict(found)
             if row["revoked_at"] is None:
@@ -118,10 +122,11 @@ class TokenStore:
         self._verified.forget(token_id)  # committed: this scheduler refuses it from the next request
         return _public(row)
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self, caller: Principal) -> list[dict[str, Any]]:
+        """The tokens within ``caller``'s scopes (all of them for the platform's admin)."""
         with self._store.reading("token_list") as conn:
             rows = conn.execute(select(api_tokens).order_by(api_tokens.c.created_at)).mappings().all()
-        return [_public(dict(r)) for r in rows]
+        return [_public(dict(r)) for r in rows if _within(caller, r)]
 
     def verified(self, token: str, now: datetime) -> Principal | str | None:
         """What ``token`` proves when it was verified lately (no read); None: ``lookup`` it."""
@@ -159,6 +164,10 @@ def _principal(
         tenants=None if tenants is None else frozenset(tenants),
         paths=frozenset(paths),
     )
+
+
+def _within(caller: Principal, row: Mapping[str, Any] | RowMapping) -> bool:
+    return caller.covers(row["role"], row["tenants"], row["paths"])
 
 
 def _public(row: dict[str, Any]) -> dict[str, Any]:

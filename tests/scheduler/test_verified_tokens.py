@@ -17,6 +17,7 @@ from greenops.identity.verified import SECONDS, VerifiedTokens
 from greenops.intensity import ProfileSource
 from greenops.reservations import ReservationStore
 from greenops.scheduler.api import create_app
+from greenops.scheduler.auth import ADMIN as PLATFORM_ADMIN
 
 NOW = datetime(2027, 1, 10, 3, 0, tzinfo=UTC)
 ADMIN = {"Authorization": "Bearer verified-tokens-admin"}
@@ -84,13 +85,13 @@ def test_a_token_refused_is_never_kept(tmp_path):
     try:
         assert tokens.lookup("gos_unknown", NOW) == "the bearer token is not known"
         assert tokens.verified("gos_unknown", NOW) is None
-        short = tokens.issue(TokenRequest(name="short", tenants=["ml"], expires_at=NOW), NOW)
+        short = tokens.issue(TokenRequest(name="short", tenants=["ml"], expires_at=NOW), NOW, PLATFORM_ADMIN)
         assert "expired" in str(tokens.lookup(short.token, NOW)) and tokens.verified(short.token, NOW) is None
-        revoked = tokens.issue(TokenRequest(name="revoked", tenants=["ml"]), NOW)
-        tokens.revoke(revoked.id, NOW)
+        revoked = tokens.issue(TokenRequest(name="revoked", tenants=["ml"]), NOW, PLATFORM_ADMIN)
+        tokens.revoke(revoked.id, NOW, PLATFORM_ADMIN)
         assert "was revoked" in str(tokens.lookup(revoked.token, NOW))
         assert tokens.verified(revoked.token, NOW) is None
-        valid = tokens.issue(TokenRequest(name="valid", tenants=["ml"]), NOW)
+        valid = tokens.issue(TokenRequest(name="valid", tenants=["ml"]), NOW, PLATFORM_ADMIN)
         assert tokens.verified(valid.token, NOW) is None  # issuing keeps nothing: the first use reads
         assert tokens.lookup(valid.token, NOW) == valid.principal == tokens.verified(valid.token, NOW)
     finally:

@@ -3,6 +3,9 @@
 POST   /credentials        {name, role, tenants, paths, expires_at?}  -> 201 with the token, shown once
 GET    /credentials        every token's principal, created/revoked times; never a token or digest
 DELETE /credentials/{id}   revoked from the next request on (on another replica: within a second)
+
+Each within the caller's scopes: an admin token issued for some tenants and paths issues, lists and
+revokes only tokens of those tenants and paths, and of no higher role.
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ router = APIRouter(prefix="/credentials", tags=["credentials"])
 
 
 @router.post("", status_code=201)
-def issue(req: TokenRequest, tokens: TokensDep, clock: ClockDep, _admin: Admin) -> dict[str, Any]:
-    issued = tokens.issue(req, clock())
+def issue(req: TokenRequest, tokens: TokensDep, clock: ClockDep, admin: Admin) -> dict[str, Any]:
+    issued = tokens.issue(req, clock(), admin)
     p = issued.principal
     return {
         "id": issued.id,
@@ -42,13 +45,13 @@ def issue(req: TokenRequest, tokens: TokensDep, clock: ClockDep, _admin: Admin) 
 
 
 @router.get("")
-def listing(tokens: TokensDep, _admin: Admin) -> dict[str, Any]:
-    return {"credentials": tokens.list()}
+def listing(tokens: TokensDep, admin: Admin) -> dict[str, Any]:
+    return {"credentials": tokens.list(admin)}
 
 
 @router.delete("/{token_id}", responses={404: {"description": "no such token"}})
-def revoke(token_id: str, tokens: TokensDep, clock: ClockDep, _admin: Admin) -> Any:
+def revoke(token_id: str, tokens: TokensDep, clock: ClockDep, admin: Admin) -> Any:
     try:
-        return tokens.revoke(token_id, clock())
+        return tokens.revoke(token_id, clock(), admin)
     except UnknownToken as exc:
         return JSONResponse(status_code=404, content={"detail": str(exc)})
