@@ -147,7 +147,8 @@ def test_health_and_openapi(service):
     assert httpx.get(f"{service.url}/healthz").json()["status"] == "ok"
     ready = httpx.get(f"{service.url}/readyz").json()
     assert ready["source"] == "profiles" and ready["zones"] >= 40
-    spec = httpx.get(f"{service.url}/openapi.json").json()
+    assert httpx.get(f"{service.url}/openapi.json").status_code == 401  # the schema is a reader's
+    spec = httpx.get(f"{service.url}/openapi.json", headers=service.headers).json()
     assert "/scheduling" in spec["paths"] and "SchedulingRequest" in spec["components"]["schemas"]
 
 

@@ -158,3 +158,17 @@ def test_an_expired_token_is_refused(tenancy: Tenancy):
     ).json()
     r = tenancy.call("GET", "/reservations", made["token"])
     assert r.status_code == 401 and "expired" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("path", ["/openapi.json", "/dashboard/static/plotly.min.js"])
+def test_only_the_health_probes_answer_without_a_credential(tenancy: Tenancy, path: str):
+    """Second round: the schema and the dashboard's script were served to anyone."""
+    r = tenancy.call("GET", path, None)
+    assert r.status_code == 401 and r.json()["detail"].startswith("unauthenticated: ")
+    assert tenancy.call("GET", path, tenancy.reader_a).status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/docs", "/redoc"])
+def test_the_interactive_api_pages_are_not_served(tenancy: Tenancy, path: str):
+    assert tenancy.call("GET", path, None).status_code == 404
+    assert tenancy.call("GET", path, tenancy.reader).status_code == 404

@@ -107,7 +107,10 @@ def dashboard_router(
             request, "explain.html", {"key": key, "text": explain.text(explain.account(row))}
         )
 
-    @router.get("/static/plotly.min.js", include_in_schema=False)
+    # behind the same credential as the pages where there is one: only the health probes are anonymous
+    static_guard = [Depends(reader)] if reader is not None else []
+
+    @router.get("/static/plotly.min.js", include_in_schema=False, dependencies=static_guard)
     def plotly_js() -> FileResponse:
         return FileResponse(_plotly_js(), media_type="text/javascript")
 

@@ -84,6 +84,11 @@ def create_app(
         version="1.1.0",
         description="Carbon-aware geographic and temporal placement of delay-tolerant jobs.",
         lifespan=_close_searches,
+        # only the health probes answer without a credential: the schema is served below to a
+        # reader, and the interactive pages (which load scripts from a CDN) are not served at all
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
     )
     record = store or ReservationStore("sqlite://")
     metrics = SchedulerMetrics(record, capacity_vcpu)
@@ -118,6 +123,12 @@ def create_app(
     app.include_router(credentials.router)
     app.include_router(forecast.router, dependencies=[Depends(requires("read"))])
     app.include_router(prometheus.router)  # a read credential for every tenant (api/prometheus.py)
+    app.add_api_route(
+        "/openapi.json",
+        lambda: JSONResponse(app.openapi()),
+        include_in_schema=False,
+        dependencies=[Depends(requires("read"))],
+    )
 
     # spans for requests and the record's statements, when this process exports traces
     tracing.instrument_app(app)
