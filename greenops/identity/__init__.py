@@ -7,6 +7,6 @@ hashed API token issued with ``greenops token issue``, or a Kubernetes ServiceAc
 the API server's TokenReview. Nothing a request body says widens them.
 """
 
-from .principal import ALL_PATHS, Forbidden, Principal, Role
+from .principal import ALL_PATHS, Forbidden, Invisible, Principal, Role
 
-__all__ = ["ALL_PATHS", "Forbidden", "Principal", "Role"]
+__all__ = ["ALL_PATHS", "Forbidden", "Invisible", "Principal", "Role"]

@@ -21,6 +21,11 @@ class Forbidden(GreenOpsError):
     """The caller is known but its scopes do not cover what it asked (HTTP 403)."""
 
 
+class Invisible(GreenOpsError):
+    """A reservation of a tenant the caller may not read: answered exactly as an absent key
+    (HTTP 404), so that no one learns which keys another tenant holds."""
+
+
 @dataclass(frozen=True)
 class Principal:
     name: str
@@ -76,7 +81,10 @@ class Principal:
 
     def may_report(self, row: Mapping[str, Any]) -> None:
         """Raises Forbidden unless this principal may report on, confirm or release ``row``: the
-        report role is enough (its tenant and path still have to be the principal's)."""
+        report role is enough (its tenant and path still have to be the principal's). A row of a
+        tenant it may not read is Invisible: the caller cannot tell it from an absent one."""
+        if not self.reads(row["tenant"]):
+            raise Invisible(f"reservation {row['key']}: no such key")
         self._owns(row, "report")
 
     def _owns(self, row: Mapping[str, Any], role: Role) -> None:

@@ -93,8 +93,9 @@ def test_hostile_callers_are_refused_and_learn_nothing(sched):
     b = sched.issue("team-b-hostile", ["team-b"])
     book(sched, a, "stack/a-run/1", "team-a")
     book(sched, b, "stack/b-run/1", "team-b")
-    # another tenant's writer cannot mint a token for team-a's reservation
-    assert mint(sched, b, "stack/a-run/1").status_code == 403
+    # another tenant's writer cannot mint a token for team-a's reservation, nor learn it exists
+    foreign = mint(sched, b, "stack/a-run/1")
+    assert (foreign.status_code, foreign.json()["detail"]) == (404, "reservation stack/a-run/1: no such key")
     token_a = mint(sched, a, "stack/a-run/1").json()["token"]
     token_b = mint(sched, b, "stack/b-run/1").json()["token"]
     # a token reports for its own key only; a guessed one, a missing key and no token alike: 401, same words

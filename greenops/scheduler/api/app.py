@@ -23,7 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from greenops.common.clock import Clock
-from greenops.identity import Forbidden
+from greenops.identity import Forbidden, Invisible
 from greenops.identity.kubernetes import TokenReviewer
 from greenops.identity.principals import Declared
 from greenops.identity.tokens import TokenStore, digest
@@ -115,6 +115,7 @@ def create_app(
     app.add_middleware(RequestTimer, histogram=metrics.requests)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(Forbidden, _forbidden)
+    app.add_exception_handler(Invisible, _invisible)
     app.include_router(health.router)
     # Each route asks for the role it needs (greenops.scheduler.auth); reads need only read.
     app.include_router(scheduling.router)
@@ -144,6 +145,10 @@ async def _close_searches(app: FastAPI) -> AsyncIterator[None]:
 
 async def _forbidden(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(status_code=403, content={"detail": str(exc)})
+
+
+async def _invisible(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse(status_code=404, content={"detail": str(exc)})
 
 
 async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:

@@ -22,7 +22,6 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from greenops.identity import Forbidden
 from greenops.intensity.series import ceil_second
 from greenops.placing.lifecycle import Lifecycle
 from greenops.reservations import ListingFilter, UnknownReservation
@@ -153,10 +152,9 @@ def list_reservations(
 @router.get("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
 def get_reservation(key: str, store: StoreDep, principal: Reader) -> ReservationOut | JSONResponse:
     row = store.get(key)
-    if row is None:
+    # another tenant's row is answered as an absent one: its existence is not the caller's to know
+    if row is None or not principal.may_read(row):
         return JSONResponse(status_code=404, content={"detail": f"reservation {key}: no such key"})
-    if not principal.may_read(row):
-        raise Forbidden(f"reservation {key} belongs to tenant {row['tenant']}: {principal.describe()} may not read it")
     return out(row, detail=True)
 
 
