@@ -128,8 +128,6 @@ def test_kill_9_mid_burst_changes_no_owner(tmp_path):
                     again = send(second.url, "PUT", f"/reservations/{k}", tokens[tenant], body(tenant), give_up)
                     assert again.status_code == 200 and again.json() == first_answer.json(), k
                     assert again.headers.get("idempotent-replayed") == "true", k
-                print(
-                    f"\nkill -9 after {killed_at} of {BURST} owner answers; {len(attacks)} takeovers, all refused"
-                )
+                print(f"\nkill -9 after {killed_at} of {BURST} owner answers; {len(attacks)} takeovers, all refused")
     finally:
         first.stop()
