@@ -18,6 +18,7 @@ from .record import RecordUnavailable
 PASS_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 CAUSES = ("deleted", "gone", "hold_expired")
 DEPENDENCIES = ("scheduler", "apiserver")
+SKIP_REASONS = ("malformed_key", "refused", "error")
 
 
 def dependency_of(exc: BaseException) -> str | None:
@@ -48,6 +49,9 @@ class ControllerMetrics:
             self.releases.labels(cause)
         for dependency in DEPENDENCIES:
             self.errors.labels(dependency)
+        self.skipped = instrument(names.CONTROLLER_SKIPPED, registry)
+        for reason in SKIP_REASONS:
+            self.skipped.labels(reason)
 
     def moved(self, before: Iterable[Event], after: Iterable[Event]) -> None:
         """Count the events a pass added to a lifecycle, by the phase each reached."""

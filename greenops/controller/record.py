@@ -15,7 +15,13 @@ from greenops.common.errors import GreenOpsError, one_line
 
 
 class RecordUnavailable(GreenOpsError):
-    """The scheduler could not be asked or refused; the message names the key and the answer."""
+    """The scheduler could not be asked, answered 5xx or 429, or refused the controller's credential
+    (401): the whole pass waits for the next."""
+
+
+class RecordRefused(GreenOpsError):
+    """The scheduler refused one request (4xx it was not asked to read, or a key no URL can carry):
+    that object's fault, not the scheduler's; a pass skips it and goes on."""
 
 
 class Record:
@@ -30,10 +36,17 @@ class Record:
         """``answers``: the refusals the caller reads itself (default: 404, no such key)."""
         try:
             r = self._http.request(method, path, headers={"Authorization": f"Bearer {self._token()}"}, **kw)
+        except httpx.InvalidURL as exc:  # a key no URL can carry: this request's fault, not the scheduler's
+            raise RecordRefused(f"{method} {path!r}: {exc}") from None
         except httpx.HTTPError as exc:
             raise RecordUnavailable(f"{method} {path}: {type(exc).__name__}: {exc}") from None
         if r.status_code >= 400 and r.status_code not in answers:
-            raise RecordUnavailable(f"{method} {path}: the scheduler answered {r.status_code}: {one_line(r.text)}")
+            said = f"{method} {path}: the scheduler answered {r.status_code}: {one_line(r.text)}"
+            # 4xx: the record refused this one request (its key, its body); 5xx and 429: it is unwell;
+            # 401: it refuses the controller's own credential, so no request of any pass can succeed
+            if r.status_code < 500 and r.status_code not in (401, 429):
+                raise RecordRefused(said)
+            raise RecordUnavailable(said)
         return r
 
     def active(self, detail: bool = False) -> list[dict[str, Any]]:

@@ -16,9 +16,11 @@ a second look by a new leader changes nothing that was already right.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from greenops.common.clock import stamp
@@ -26,7 +28,7 @@ from greenops.common.errors import one_line
 
 from .metrics import ControllerMetrics
 from .progress import Progress
-from .record import Record, RecordUnavailable, held_until
+from .record import Record, RecordRefused, RecordUnavailable, held_until
 from .watch import key_of
 
 RESERVATION_ANNOTATION = "greenops.io/reservation"  # written by admission (policies/rego/admission.rego)
@@ -34,12 +36,22 @@ log = logging.getLogger(__name__)
 passes = logging.getLogger("greenops.controller.passes")
 
 
+# the scheduler's key schema (greenops/scheduler/contract.py): printable ASCII, no space, 512 at most
+_KEY = re.compile(r"^[\x21-\x7e]{1,512}$")
+
+
+def annotated(obj: dict[str, Any]) -> bool:
+    """Whether the object carries a reservation annotation at all (valid or not)."""
+    return RESERVATION_ANNOTATION in ((obj.get("metadata") or {}).get("annotations") or {})
+
+
 def reservation_key(obj: dict[str, Any]) -> str | None:
     """The key admission recorded on the object, when it is a cluster-path key of its namespace
-    (``<namespace>/<name>/<uid>``): a user-edited annotation naming someone else's key is ignored."""
+    (``<namespace>/<name>/<uid>``) that the scheduler's key schema admits: a user-edited annotation
+    naming someone else's key, or one no key can be (a NUL byte, a space, 10 kB), is ignored."""
     meta = obj.get("metadata") or {}
     key = (meta.get("annotations") or {}).get(RESERVATION_ANNOTATION)
-    if not isinstance(key, str):
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
         return None
     parts = key.split("/")
     if len(parts) != 3 or parts[0] != meta.get("namespace") or not all(parts):
@@ -127,7 +139,10 @@ class RecordKeeper:
         now = self.clock()
         live = {k for o in objects if (k := reservation_key(o)) is not None}
         for obj in objects:
-            self.stored(obj)
+            if reservation_key(obj) is None and annotated(obj):
+                self._skip(obj, "malformed_key", "its greenops.io/reservation annotation is no key of its namespace")
+                continue
+            self._isolated(obj, partial(self.stored, obj))
         for row in rows:
             key = row["key"]
             if key in live:
@@ -140,13 +155,30 @@ class RecordKeeper:
                     f"hold expired at {stamp(until)}: no VmTemplate was stored under it (a forged, denied "
                     "or abandoned CREATE)"
                 )
-                self._release(key, reason, "hold_expired")
+                self._isolated(row, partial(self._release, key, reason, "hold_expired"))
             else:
                 reason = (
                     f"VmTemplate {'/'.join(key.split('/')[:2])} is gone: absent from the API server's list "
                     f"at resourceVersion {version} (deleted while nobody watched)"
                 )
-                self._release(key, reason, "gone")
+                self._isolated(row, partial(self._release, key, reason, "gone"))
+
+    def _isolated(self, what: dict[str, Any], step: Callable[[], Any]) -> None:
+        """One object's (or row's) step of a pass. Its own failure (the record refused its request,
+        a field unreadable) is logged, counted and skipped: one tenant's bad object never stops the
+        pass for everyone. The scheduler being unreachable stops the pass: nothing else can go on."""
+        try:
+            step()
+        except RecordUnavailable:
+            raise
+        except Exception as exc:
+            self._skip(what, "refused" if isinstance(exc, RecordRefused) else "error", one_line(str(exc)))
+
+    def _skip(self, what: dict[str, Any], reason: str, why: str) -> None:
+        self.metrics.skipped.labels(reason).inc()
+        meta = what.get("metadata") or {}
+        name = f"VmTemplate {meta.get('namespace')}/{meta.get('name')}" if meta else f"reservation {what.get('key')}"
+        log.warning("%s skipped (%s): %s; the pass goes on", name, reason, why[:300])
 
     def _release(self, key: str, reason: str, cause: str) -> None:
         """Release ``key``; counted by ``cause`` (deleted, gone, hold_expired) when the record had it."""

@@ -147,5 +147,12 @@ CONTROLLER_LEADER = Metric("greenops_controller_leader", "gauge", "1 while this 
 CONTROLLER_ERRORS = Metric(
     "greenops_controller_errors", "counter", "Failed steps by dependency (scheduler, apiserver)", ("dependency",)
 )
+CONTROLLER_SKIPPED = Metric(
+    "greenops_controller_objects_skipped",
+    "counter",
+    "VmTemplates a pass skipped, by why (malformed_key: an annotation no key can be; refused: the record "
+    "refused the object's request; error: anything else of that one object); the pass goes on with the others",
+    ("reason",),
+)
 
 ALL = tuple(v for v in dict(globals()).values() if isinstance(v, Metric))
