@@ -33,14 +33,32 @@ def find(scheduler: RetryingClient, workload: str, stack: str) -> dict[str, Any]
     return max(rows, key=lambda x: x["created_at"])
 
 
+def recorded_zones(row: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Policy's zones as recorded with the booking (its explanation), ``{zone: mapping}``. Whatever
+    else a client stored there (a list, a string, a zone mapped to a number) reads as none: a
+    stored value never takes a view that every tenant shares down."""
+    explanation = row.get("explanation")
+    zones = explanation.get("zones") if isinstance(explanation, dict) else None
+    if not isinstance(zones, dict):
+        return {}
+    return {str(zone): mapping for zone, mapping in zones.items() if isinstance(mapping, dict)}
+
+
+def _chain(value: Any) -> list[dict[str, Any]] | None:
+    """Policy's constraint chain as recorded: its steps that are objects, or None (not recorded, or
+    stored as something else by the client that booked)."""
+    return [step for step in value if isinstance(step, dict)] if isinstance(value, list) else None
+
+
 def eligible_zones(row: dict[str, Any]) -> list[str]:
     """Policy's zones as recorded with the booking (its explanation); empty when none was sent."""
-    return sorted(((row.get("explanation") or {}).get("zones")) or {})
+    return sorted(recorded_zones(row))
 
 
 def account(row: dict[str, Any]) -> dict[str, Any]:
     """The explanation as data (the dashboard shows it, ``text`` prints it)."""
-    answer, policy = row["answer"], row.get("explanation") or {}
+    answer, explanation = row["answer"], row.get("explanation")
+    policy = explanation if isinstance(explanation, dict) else {}
     chosen = answer["scheduling_location"]
     considered = answer.get("considered")
     others = [c for c in considered or [] if c["scheduling_location"] != chosen]
@@ -63,7 +81,7 @@ def account(row: dict[str, Any]) -> dict[str, Any]:
             f"ahead of {best_other['scheduling_location']} ({best_other['expected_intensity']:g}); "
             "ties go to the earliest start, then the zone name"
         )
-    mapping = (policy.get("zones") or {}).get(chosen)
+    mapping = recorded_zones(row).get(chosen)
     return {
         "key": row["key"],
         "path": row["path"],
@@ -72,7 +90,7 @@ def account(row: dict[str, Any]) -> dict[str, Any]:
         "bookedAt": row.get("created_at"),
         "searchedFrom": row.get("searched_from"),
         "workload": row.get("workload"),
-        "constraintChain": policy.get("constraintChain"),
+        "constraintChain": _chain(policy.get("constraintChain")),
         "eligibleZones": eligible_zones(row),
         "considered": considered,
         "chosen": {"zone": chosen, "start": answer["scheduling_time"], "expected": answer["expected_intensity"]},
@@ -100,7 +118,7 @@ def text(a: dict[str, Any]) -> str:
     ]
     lines.append("eligible set (policy at decision time), each constraint in turn:")
     if a["constraintChain"]:
-        chain = [[c["constraint"], c["remaining"]] for c in a["constraintChain"]]
+        chain = [[str(c.get("constraint", "?")), str(c.get("remaining", "?"))] for c in a["constraintChain"]]
         lines.append(_indented(output.table(["constraint", "provider regions left"], chain), 2))
         lines.append(f"  -> {len(a['eligibleZones'])} zones: {', '.join(a['eligibleZones'])}")
     else:

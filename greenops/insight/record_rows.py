@@ -33,7 +33,7 @@ def placement_row(r: dict[str, Any]) -> dict[str, Any]:
     start, end = parse_time(r["start"]), parse_time(r["end"])
     # the lifecycle's phase and reason, unless the record has since closed the reservation otherwise
     followed = bool(lc) and (r["phase"] not in FINAL or lc.get("phase") == r["phase"])
-    mapping = ((r.get("explanation") or {}).get("zones") or {}).get(r["zone"]) or {}
+    mapping = explain.recorded_zones(r).get(r["zone"]) or {}
     zones = explain.eligible_zones(r)
     return {
         "key": r["key"],

@@ -180,3 +180,23 @@ def test_only_the_health_probes_answer_without_a_credential(tenancy: Tenancy, pa
 def test_the_interactive_api_pages_are_not_served(tenancy: Tenancy, path: str):
     assert tenancy.call("GET", path, None).status_code == 404
     assert tenancy.call("GET", path, tenancy.reader).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "explanation",
+    [
+        {"zones": ["DE", "FR"]},
+        {"zones": {"DE": 3, "FR": "x"}},
+        {"zones": "DE", "constraintChain": "every one"},
+        {"zones": {"DE": {"provider": "azure"}}, "constraintChain": [1, {"constraint": None}]},
+    ],
+    ids=["zones-a-list", "zones-not-objects", "a-string-chain", "odd-steps"],
+)
+def test_a_stored_explanation_of_any_shape_never_takes_the_shared_views_down(tenancy: Tenancy, explanation):
+    """Second round: a mis-typed but dict-shaped explanation made every tenant's dashboard 500."""
+    key = f"team-a/odd-{abs(hash(str(explanation)))}"
+    booked = tenancy.call("PUT", f"/reservations/{key}", tenancy.team_a, json={**booking(), "explanation": explanation})
+    assert booked.status_code == 200, booked.text
+    for path in ("/dashboard", "/dashboard/api/placements", f"/dashboard/explain/{key}"):
+        r = tenancy.call("GET", path, tenancy.reader)
+        assert r.status_code == 200, (path, r.status_code, r.text[:300])
