@@ -54,7 +54,8 @@ def workload_files(entries: list[str], root: Path) -> list[Path]:
     for entry in entries:
         try:
             files += _files_of(entry, base, root)
-        except (OSError, ValueError) as exc:  # a NUL byte, a name too long, a loop of links
+        # a NUL byte, a name too long, a loop of links (OSError, or RuntimeError from resolve())
+        except (OSError, ValueError, RuntimeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise WorkloadFileError(f"{SETTING}: {shown(entry)}: not a usable path ({reason})") from None
         if len(files) > MAX_WORKLOADS:  # a file holds one workload or more

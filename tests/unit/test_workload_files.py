@@ -105,3 +105,11 @@ def test_a_bad_script_file_is_refused_naming_the_workload_and_the_field(tmp_path
     with pytest.raises(StackConfigError) as info:
         parse_stack_config({"workloadsFrom": ["w"]}, now=NOW, root=project)
     assert str(info.value).startswith("w/etl.yaml: run.scriptFile: ") and message in str(info.value)
+
+
+def test_a_loop_of_links_is_refused_by_name(tmp_path):
+    """Tenancy's second round: a symlink loop named in workloadsFrom gave a traceback."""
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(StackConfigError, match=r"^greenops:workloadsFrom: a: not a usable path \(Symlink loop"):
+        parse_stack_config({"workloadsFrom": "a"}, now=NOW, root=tmp_path)
