@@ -15,6 +15,12 @@ from greenops.search.algorithm import Rule
 Name = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")]
 
 
+# A reservation key, in a body and in a path alike: printable ASCII without spaces, 512 at most (the
+# record's column); a NUL byte or a 10 kB key is refused by name before any database sees it.
+KEY_PATTERN = r"^[\x21-\x7e]+$"
+KEY_MAX = 512
+
+
 class SchedulingRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -34,7 +40,7 @@ class SchedulingRequest(BaseModel):
         "missed its window is placed again from the time its reconcile ran",
     )
     # Beyond the thesis contract: the reservation record (all optional, so thesis clients still work).
-    key: Annotated[str, Field(min_length=1, max_length=512, pattern=r"^[\x21-\x7e]+$")] | None = Field(
+    key: Annotated[str, Field(min_length=1, max_length=KEY_MAX, pattern=KEY_PATTERN)] | None = Field(
         default=None,
         description="the placement's stable key (stack/workload, or namespace/name/uid): the same "
         "key with the same request is answered from the record and books nothing new; "

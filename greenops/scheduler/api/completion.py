@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from greenops.reservations import UnknownReservation, completion
+from greenops.scheduler.api.keys import ReservationKey
 from greenops.scheduler.api.reservations import ReservationOut, out
 from greenops.scheduler.auth import Reporter
 from greenops.scheduler.state import ClockDep, StoreDep
@@ -40,7 +41,7 @@ class CompletionReport(BaseModel):
 
 @router.post("/{key:path}/completion-token", response_model=CompletionToken, status_code=201)
 def issue_token(
-    key: str, store: StoreDep, clock: ClockDep, principal: Reporter, replace: bool = False
+    key: ReservationKey, store: StoreDep, clock: ClockDep, principal: Reporter, replace: bool = False
 ) -> CompletionToken | JSONResponse:
     row = store.get(key)
     if row is None:
@@ -57,7 +58,7 @@ def issue_token(
 
 @router.post("/{key:path}/completion", response_model=ReservationOut)
 def report_completion(
-    key: str,
+    key: ReservationKey,
     report: CompletionReport,
     store: StoreDep,
     clock: ClockDep,

@@ -26,6 +26,7 @@ from greenops.intensity.series import ceil_second
 from greenops.placing.lifecycle import Lifecycle
 from greenops.reservations import ListingFilter, UnknownReservation
 from greenops.reservations.tables import stored_utc
+from greenops.scheduler.api.keys import ReservationKey
 from greenops.scheduler.auth import Reader, Reporter
 from greenops.scheduler.recorded import explanation_of, workload_of
 from greenops.scheduler.state import ClockDep, StoreDep
@@ -150,7 +151,7 @@ def list_reservations(
 
 
 @router.get("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
-def get_reservation(key: str, store: StoreDep, principal: Reader) -> ReservationOut | JSONResponse:
+def get_reservation(key: ReservationKey, store: StoreDep, principal: Reader) -> ReservationOut | JSONResponse:
     row = store.get(key)
     # another tenant's row is answered as an absent one: its existence is not the caller's to know
     if row is None or not principal.may_read(row):
@@ -160,7 +161,7 @@ def get_reservation(key: str, store: StoreDep, principal: Reader) -> Reservation
 
 @router.patch("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
 def report_phase(
-    key: str, report: PhaseReport, store: StoreDep, clock: ClockDep, principal: Reporter
+    key: ReservationKey, report: PhaseReport, store: StoreDep, clock: ClockDep, principal: Reporter
 ) -> ReservationOut | JSONResponse:
     lifecycle = None if report.lifecycle is None else report.lifecycle.document()
     try:
@@ -180,7 +181,7 @@ def report_phase(
 
 @router.delete("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
 def release(
-    key: str,
+    key: ReservationKey,
     store: StoreDep,
     clock: ClockDep,
     principal: Reporter,

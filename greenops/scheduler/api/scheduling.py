@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
 from greenops.scheduler.answer import field_error
+from greenops.scheduler.api.keys import ReservationKey
 from greenops.scheduler.auth import Writer
 from greenops.scheduler.contract import SchedulingRequest, SchedulingResponse
 from greenops.scheduler.decider import Decider
@@ -44,7 +45,9 @@ def post_scheduling(req: SchedulingRequest, decider: DeciderDep, principal: Writ
 
 
 @router.put("/reservations/{key:path}", response_model=SchedulingResponse, responses=RESPONSES)
-def put_reservation(key: str, req: SchedulingRequest, decider: DeciderDep, principal: Writer) -> JSONResponse:
+def put_reservation(
+    key: ReservationKey, req: SchedulingRequest, decider: DeciderDep, principal: Writer
+) -> JSONResponse:
     """Book (or re-book with a changed request) the reservation ``key``."""
     if req.key is not None and req.key != key:
         return field_error("key", f"{req.key} differs from the key in the path, {key}")
