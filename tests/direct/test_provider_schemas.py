@@ -9,6 +9,7 @@ import importlib.util
 import json
 import re
 import sys
+from pathlib import Path
 from types import ModuleType
 
 import pulumi
@@ -26,7 +27,7 @@ pytestmark = SDK_DEPRECATIONS
 @pytest.fixture(scope="module")
 def derivation() -> ModuleType:
     """scripts/derive_provider_schemas.py, a tool rather than part of the greenops package."""
-    path = SCHEMA_DIR.parents[1] / "scripts" / "derive_provider_schemas.py"
+    path = Path(__file__).resolve().parents[2] / "scripts" / "derive_provider_schemas.py"
     spec = importlib.util.spec_from_file_location("derive_provider_schemas", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
