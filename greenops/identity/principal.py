@@ -40,6 +40,14 @@ class Principal:
     def bucket(self) -> str:
         return self.credential or f"name:{self.name}"
 
+    def bucket_for(self, tenant: str, path: str) -> str:
+        """The rate limit's bucket for a booking under ``tenant`` on ``path``. On the cluster path
+        the tenant is the namespace's, which OPA reads from the API server and no object's author
+        chooses: OPA's one principal admits for every tenant, so it gets a bucket per tenant, and one
+        tenant's burst (dry runs included) never spends another's. Elsewhere the caller chooses the
+        body's tenant, so a principal's tenants share its one bucket: rotating them gains nothing."""
+        return f"{self.bucket}|tenant:{tenant}" if path == "cluster" else self.bucket
+
     # --- the scopes ---------------------------------------------------------------------------
     def has(self, role: Role) -> bool:
         return _RANK[self.role] >= _RANK[role]

@@ -119,12 +119,12 @@ class Decider:
     def _schedule(self, req: SchedulingRequest, key: str, principal: Principal, tally: Tally) -> JSONResponse:
         started = time.monotonic()
         give_up_at = started + req.req_timeout
-        if self.rate_limit and (refused := self.rate_limit.refuse(principal.bucket, principal.name)):
-            return refused
         # Whose booking it is comes from the principal, never from the body: the body may only pick
         # among the tenants and paths the principal already has (Forbidden, 403, otherwise).
         tally.tenant = tenant = principal.tenant_for(req.tenant, DEFAULT_TENANT)
         tally.path = path = principal.path_for(req.path)
+        if self.rate_limit and (refused := self.rate_limit.refuse(principal.bucket_for(tenant, path), principal.name)):
+            return refused
         quota = self._quota(tenant, req.tenant_quota_vcpu)
         # the default rule stays out of the request as stored, so bookings made before the field
         # existed still replay (their spec hash has no rule in it)

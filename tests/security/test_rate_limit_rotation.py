@@ -47,3 +47,21 @@ def test_two_tokens_with_one_name_do_not_share_a_limit(tmp_path):
 
         assert codes(first) == [200, 200, 429]
         assert codes(second) == [200, 200, 429]
+
+
+def test_one_tenants_admissions_do_not_spend_anothers_budget(tmp_path):
+    # OPA's one principal admits every namespace's VmTemplates, under the namespace's tenant (which
+    # no object's author chooses): its limit is kept per tenant, and a dry run spends only its own
+    env = {"GREENOPS_NOW": NOW, "GREENOPS_SCHEDULER_RATE_LIMIT": "3/minute"}
+    with SchedulerServer(env=env, log=tmp_path / "s.log") as sched:
+        opa = {"Authorization": f"Bearer {sched.issue('opa', None, paths=['cluster'])}"}
+
+        def admit(tenant: str, key: str, dry_run: bool = False) -> int:
+            body = booking(key=key, tenant=tenant, path="cluster", dry_run=dry_run)
+            return httpx.post(f"{sched.url}/scheduling", json=body, headers=opa, timeout=15).status_code
+
+        assert [admit("team-a", f"a/vm/{i}", dry_run=True) for i in range(4)] == [200, 200, 200, 429]
+        assert admit("team-b", "b/vm/1") == 200  # a real CREATE of another tenant is not crowded out
+        assert admit("team-a", "a/vm/9") == 429  # the flooding tenant stays limited
+        listed = httpx.get(f"{sched.url}/reservations", headers=sched.admin_headers, timeout=15).json()
+        assert [r["key"] for r in listed["reservations"]] == ["b/vm/1"]  # dry runs booked nothing
