@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from greenops.common.errors import GreenOpsError
 from greenops.common.toolpaths import tool_path
 from greenops.local.service import LoopbackService
+from greenops.policies.webhook import admission_configuration, webhook_kubeconfig
 
 ADMIN_TOKEN_USER = "greenops-admin"
 
@@ -56,6 +57,10 @@ class LocalControlPlane(LoopbackService):
     startup_timeout: float = 90.0
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-cp-")))
     token: str = field(default_factory=lambda: os.urandom(16).hex())
+    # The bearer token the API server presents to each webhook it calls, by the webhook's
+    # "host:port" (its admission kubeconfig, --admission-control-config-file), as a platform team
+    # configures a self-managed API server for the webhook's OPA.
+    webhook_tokens: dict[str, str] = field(default_factory=dict)
     _procs: list[_Proc] = field(default_factory=list)
     api_port: int = 0
     etcd_port: int = 0
@@ -129,6 +134,7 @@ class LocalControlPlane(LoopbackService):
                 "--enable-priority-and-fairness=false",
                 "--disable-admission-plugins",
                 "ServiceAccount",
+                *self._admission_config(),
                 "--v",
                 "1",
             ],
@@ -155,6 +161,17 @@ class LocalControlPlane(LoopbackService):
                     "1",
                 ],
             )
+
+    def _admission_config(self) -> list[str]:
+        """The flag giving the admission webhooks their credentials, when any is set."""
+        if not self.webhook_tokens:
+            return []
+        kubeconfig = self.workdir / "webhook-kubeconfig"
+        kubeconfig.write_text(yaml.safe_dump(webhook_kubeconfig(self.webhook_tokens)))
+        kubeconfig.chmod(0o600)
+        config = self.workdir / "admission-config.yaml"
+        config.write_text(yaml.safe_dump(admission_configuration(str(kubeconfig))))
+        return ["--admission-control-config-file", str(config)]
 
     def stop(self) -> None:
         for proc in reversed(self._procs):

@@ -45,7 +45,7 @@ from greenops.local.controller import ControllerProcess
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
-from greenops.local.webhook import install_admission, loopback_tls
+from greenops.local.webhook import WebhookAccess, install_admission, loopback_tls
 from greenops.policies.webhook import VMTEMPLATE_GROUP as GROUP
 from greenops.policies.webhook import VMTEMPLATE_VERSION as VERSION
 from greenops.renderers import registry
@@ -268,13 +268,21 @@ def demo(once: bool = True, record: Path = RECORD, start: datetime | None = None
         for w in yaml.safe_load((REPO / "stacks" / "Pulumi.dev.yaml").read_text())["config"]["greenops:workloads"]
     ]
     with contextlib.ExitStack() as running:
-        cp = running.enter_context(LocalControlPlane(with_controller_manager=True))
+        # the webhook's own OPA, which only the API server can call, with the token its admission
+        # configuration holds; the other OPA answers the Pulumi path's decision queries
+        access = WebhookAccess()
+        cp = running.enter_context(LocalControlPlane(with_controller_manager=True, webhook_tokens=access.tokens))
         sched = running.enter_context(SchedulerServer(database=f"sqlite:///{record}"))
         creds = issue_credentials(sched, dev_tenants)
-        opa = running.enter_context(
-            OpaServer(scheduler_url=sched.url, scheduler_token=creds.opa, tls_cert=tls.cert_file, tls_key=tls.key_file)
-        )
-        return _demo(Running(cp, sched, opa, creds, tls.ca_pem, running), work, record, t0, hours, once)
+        served = {
+            "scheduler_url": sched.url,
+            "scheduler_token": creds.opa,
+            "tls_cert": tls.cert_file,
+            "tls_key": tls.key_file,
+        }
+        opa = running.enter_context(OpaServer(**served))
+        webhook = running.enter_context(access.opa(**served))
+        return _demo(Running(cp, sched, opa, webhook, creds, tls.ca_pem, running), work, record, t0, hours, once)
 
 
 @dataclass(frozen=True)
@@ -283,7 +291,8 @@ class Running:
 
     cp: LocalControlPlane
     sched: SchedulerServer
-    opa: OpaServer
+    opa: OpaServer  # the decisions' (the Pulumi path's queries)
+    webhook: OpaServer  # the webhook's (the API server's admission reviews)
     creds: Credentials
     ca_pem: bytes  # the webhook's throw-away CA
     services: contextlib.ExitStack  # what the demo starts later (the controller) stops with the rest
@@ -291,7 +300,10 @@ class Running:
 
 def _demo(running: Running, work: Path, record: Path, t0: datetime, hours: float, once: bool) -> int:
     cp, sched, opa, creds = running.cp, running.sched, running.opa, running.creds
-    say(f"  API server {cp.server}   scheduler {sched.url}   OPA {opa.url} (policy bundle loaded)")
+    say(
+        f"  API server {cp.server}   scheduler {sched.url}   OPA {opa.url} (decisions) and "
+        f"{running.webhook.url} (the webhook's: only the API server's token), policy bundle loaded"
+    )
     say(
         f"  credentials: a scheduler token per tenant ({', '.join(creds.tenants)}), OPA's own (cluster path), "
         "a reader's; the scheduler keeps their digests"
@@ -301,11 +313,11 @@ def _demo(running: Running, work: Path, record: Path, t0: datetime, hours: float
         f"  reservation record {record}: {len(earlier)} active from earlier runs "
         "(the same workloads are booked under the same keys, never twice)"
     )
-    install_admission(cp, opa.url, running.ca_pem, ("greenops", "demo"), token=opa.admin_token)
+    install_admission(cp, running.webhook.url, running.ca_pem, ("greenops", "demo"), token=running.webhook.admin_token)
     cp.create_crd(placement_crd())  # the controller shows each VmTemplate's phase and place on one
     say(
         "  installed: the VmTemplate CRD and the mutating webhook (VmTemplate CREATE/UPDATE -> OPA places and "
-        "books; DELETE -> OPA releases)"
+        "books; a deletion -> the controller releases, once it sees the object gone)"
     )
 
     say(

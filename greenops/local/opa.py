@@ -8,6 +8,7 @@ import secrets
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from greenops.common.toolpaths import tool_path
 from greenops.local.controlplane import free_port
@@ -18,6 +19,8 @@ from greenops.policies import (
     DECISION_LOG_FLAGS,
     METRICS_TOKEN_VARIABLE,
     QUERY_TOKEN_VARIABLE,
+    SERVES_VARIABLE,
+    WEBHOOK_TOKEN_VARIABLE,
 )
 from greenops.policies.bundle import build, default_revision
 
@@ -34,6 +37,12 @@ class OpaServer(ProcessService):
     query_token: str = field(default_factory=lambda: secrets.token_hex(24))
     admin_token: str = field(default_factory=lambda: secrets.token_hex(24))
     metrics_token: str = field(default_factory=lambda: secrets.token_hex(24))  # the scraper's: GET /metrics only
+    # What this process serves (system.authz), as in a cluster, where each is a process of its own:
+    # "decisions" (the Data API; no admission review, whoever sends it) or "webhook" (admission
+    # reviews, POST /, for whoever presents webhook_token: the API server, through its admission
+    # kubeconfig; see greenops.local.webhook.WebhookAccess).
+    serves: Literal["decisions", "webhook"] = "decisions"
+    webhook_token: str = field(default_factory=lambda: secrets.token_hex(24))
     bundle: Path | None = None
     startup_timeout: float = 30.0
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-opa-")))
@@ -52,6 +61,11 @@ class OpaServer(ProcessService):
     @property
     def query_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.query_token}"}
+
+    @property
+    def webhook_headers(self) -> dict[str, str]:
+        """What the API server sends with a review (serves="webhook" only)."""
+        return {"Authorization": f"Bearer {self.webhook_token}"}
 
     @property
     def admin_headers(self) -> dict[str, str]:
@@ -76,6 +90,9 @@ class OpaServer(ProcessService):
         env[QUERY_TOKEN_VARIABLE] = self.query_token
         env[ADMIN_TOKEN_VARIABLE] = self.admin_token
         env[METRICS_TOKEN_VARIABLE] = self.metrics_token
+        env[SERVES_VARIABLE] = self.serves
+        if self.serves == "webhook":
+            env[WEBHOOK_TOKEN_VARIABLE] = self.webhook_token
         auth = ["--authentication=token", "--authorization=basic"]
         # Read-optimised store: catalog lookups skip a JSON-to-AST conversion on every read.
         tls = (

@@ -1,6 +1,7 @@
 """The cluster path on a local control plane: the VmTemplate CRD (as Krateo would generate it from
-the chart's schema), a TLS identity for OPA, the mutating webhook pointing at OPA by URL, and the
-namespaces copied into OPA as kube-mgmt would."""
+the chart's schema), a TLS identity for OPA, the webhook's own OPA process and the credential the
+API server presents to it, the mutating webhook pointing at it by URL, and the namespaces copied
+into it as kube-mgmt would."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import base64
 import datetime as dt
 import ipaddress
 import json
+import secrets
 import ssl
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,12 +23,33 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from greenops.charts import CHART_SOURCE
+from greenops.local.controlplane import free_port
+from greenops.local.opa import OpaServer
 from greenops.policies.webhook import TENANT_LABEL, webhook_configuration
 from greenops.policies.webhook import VMTEMPLATE_GROUP as GROUP
 from greenops.policies.webhook import VMTEMPLATE_VERSION as VERSION
 
 if TYPE_CHECKING:
     from greenops.local.controlplane import LocalControlPlane
+
+
+@dataclass(frozen=True)
+class WebhookAccess:
+    """Where the API server calls the webhook's own OPA process (a loopback port chosen before
+    either starts, since the API server reads its webhook credentials once, at start) and the bearer
+    token it presents there. ``LocalControlPlane(webhook_tokens=access.tokens)`` configures the API
+    server; ``access.opa(...)`` is the OPA process that checks the token."""
+
+    port: int = field(default_factory=free_port)
+    token: str = field(default_factory=lambda: secrets.token_hex(24))
+
+    @property
+    def tokens(self) -> dict[str, str]:
+        return {f"127.0.0.1:{self.port}": self.token}
+
+    def opa(self, **kw: Any) -> OpaServer:
+        """The webhook's OPA (admission reviews only); ``kw`` sets OpaServer's other fields."""
+        return OpaServer(serves="webhook", port=self.port, webhook_token=self.token, **kw)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The MutatingWebhookConfiguration that sends VmTemplate admissions to OPA (system.main).
+"""The MutatingWebhookConfiguration that sends VmTemplate admissions to OPA (system.main), and
+the API server's admission configuration that gives it the webhook's credential.
 
 One definition for the platform (components/policy_engine.py, OPA behind its Service) and the
 local control plane (greenops/local/webhook.py, OPA on loopback by URL).
@@ -24,12 +25,11 @@ def webhook_configuration(
     """The configuration as a manifest. ``client_config`` is ``{"url": ...}`` or ``{"service": ...}``;
     ``ca_bundle`` the base64 PEM of OPA's CA (a plain string, or a Pulumi Output).
 
-    Two webhooks on the same OPA, because a failure means opposite things for them:
-    - placement (CREATE, UPDATE) fails closed: nothing unplaced gets in when OPA is unreachable;
-    - release (DELETE) fails open: deleting a VmTemplate is never blocked, not even by an OPA
-      outage. A release that did not happen leaves the booking until its window ends.
-    Both declare ``sideEffects: NoneOnDryRun``: the policy books and releases nothing for a dry run
-    (request.dryRun), so the API server may send dry runs to them.
+    One webhook, for CREATE and UPDATE, failing closed: nothing unplaced gets in when OPA is
+    unreachable. DELETE is not sent: a review is no proof that the object is gone, so the cluster
+    path's controller releases a reservation when it observes the deletion on the API server.
+    ``sideEffects: NoneOnDryRun``: the policy books nothing for a dry run (request.dryRun), so the
+    API server may send dry runs to it.
     """
 
     def hook(name: str, operations: list[str], failure_policy: str) -> dict[str, Any]:
@@ -73,6 +73,32 @@ def webhook_configuration(
         "metadata": {"name": CONFIGURATION_NAME},
         "webhooks": [
             hook("placement.vmtemplate.greenops.io", ["CREATE", "UPDATE"], "Fail"),
-            hook("release.vmtemplate.greenops.io", ["DELETE"], "Ignore"),
+        ],
+    }
+
+
+def webhook_kubeconfig(tokens: dict[str, str]) -> dict[str, Any]:
+    """The kubeconfig the API server reads its webhook credentials from: a user per webhook, named
+    by the webhook's "host:port" (the API server's lookup), holding the token it presents there."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "users": [{"name": address, "user": {"token": token}} for address, token in sorted(tokens.items())],
+    }
+
+
+def admission_configuration(kubeconfig: str) -> dict[str, Any]:
+    """The API server's --admission-control-config-file: both webhook plugins read ``kubeconfig``."""
+    webhook = {
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "WebhookAdmissionConfiguration",
+        "kubeConfigFile": kubeconfig,
+    }
+    return {
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "AdmissionConfiguration",
+        "plugins": [
+            {"name": "MutatingAdmissionWebhook", "configuration": webhook},
+            {"name": "ValidatingAdmissionWebhook", "configuration": webhook},
         ],
     }

@@ -65,6 +65,11 @@ class SchedulingRequest(BaseModel):
         default_factory=dict, description="zone -> provider/region the caller maps it to, recorded with the booking"
     )
     dry_run: bool = Field(default=False, description="decide without booking (a dry-run admission)")
+    new_key: bool = Field(
+        default=False,
+        description="the key must be new (an admission CREATE's): a reservation already under it is never "
+        "changed (409), only the very same request replayed",
+    )
     workload: dict[str, Any] | None = Field(
         default=None,
         description="the workload as policy saw it, kept for re-evaluation "

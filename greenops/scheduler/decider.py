@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -89,6 +90,30 @@ class Forecasts:
         return self._run_now[zone]
 
 
+class KeyInUse(Exception):
+    """A booking that must be new (an admission CREATE's) met a reservation under its key (409)."""
+
+
+Authorize = Callable[[dict[str, Any]], None]  # raises to refuse replacing the row it is given
+
+
+def _authorizer(principal: Principal, key: str, request: dict[str, Any], new_key: bool) -> Authorize:
+    """What judges each version of the key's row the booking could replace (the first read, and every
+    read after a conflict): the principal must own it, and a new key's booking replaces nothing but
+    its own replay. A review that reuses another object's request uid (the key's last segment) so
+    cannot rebook that object's reservation."""
+
+    def authorize(row: dict[str, Any]) -> None:
+        principal.may_change(row)
+        if new_key and not replay(row, request):
+            raise KeyInUse(
+                f"reservation {key} exists: a booking of a new key (an admission CREATE) never changes a "
+                "reservation already made under it"
+            )
+
+    return authorize
+
+
 @dataclass(frozen=True)
 class Decider:
     """What one decision uses, gathered per request from the injected dependencies."""
@@ -111,6 +136,9 @@ class Decider:
             tally.result = "refused"
             self.metrics.booked(tally)
             raise
+        except KeyInUse as exc:
+            tally.result = "conflict"
+            response = field_error("key", str(exc), code=409)
         replayed = "idempotent-replayed" in response.headers
         tally.result = tally.result or result_of(response.status_code, replayed, req.dry_run)
         self.metrics.booked(tally)
@@ -128,11 +156,12 @@ class Decider:
         quota = self._quota(tenant, req.tenant_quota_vcpu)
         # the default rule stays out of the request as stored, so bookings made before the field
         # existed still replay (their spec hash has no rule in it)
-        request = req.model_dump(mode="json", exclude={"key"} | ({"rule"} if req.rule == "point" else set()))
+        request = req.model_dump(mode="json", exclude={"key", "new_key"} | ({"rule"} if req.rule == "point" else set()))
         request.update(tenant=tenant, path=path)
+        authorize = _authorizer(principal, key, request, req.new_key)
         row = self.store.get(key)
         if row is not None:
-            principal.may_change(row)
+            authorize(row)
         if not req.dry_run and (done := replay(row, request)):
             return answered(done)
         window = self._window(req)
@@ -154,7 +183,7 @@ class Decider:
         )
         try:
             forecasts = self._forecast(req, window, give_up_at)
-            done = self._search_and_book(req, ask, row, principal, window, forecasts, give_up_at)
+            done = self._search_and_book(req, ask, row, authorize, window, forecasts, give_up_at)
         except (UnknownZone, NoFeasibleWindow, QuotaExceeded, SourceUnavailable, DecisionTimeout) as exc:
             return self._refusal(exc, req, tally)
         log.info(
@@ -248,7 +277,7 @@ class Decider:
         req: SchedulingRequest,
         ask: Ask,
         row: dict[str, Any] | None,
-        principal: Principal,
+        authorize: Authorize,
         window: Window,
         forecasts: Forecasts,
         give_up_at: float,
@@ -306,7 +335,7 @@ class Decider:
                 give_up_at,
                 search,
                 answer_of,
-                authorize=principal.may_change,
+                authorize=authorize,
                 retried=self.metrics.retries.labels("commit").inc,
             )
 

@@ -33,10 +33,12 @@ _SPEC_NAME = {"name": "vmName", "region": "schedulingLocation"}
 def servers():
     require_tool("opa")
     with SchedulerServer() as sched:
-        with OpaServer(scheduler_url=sched.url, scheduler_token=sched.issue("opa", None, paths=["cluster"])) as opa:
-            put_namespaces(opa.url, {NAMESPACE: namespace_manifest(NAMESPACE, TENANT)}, token=opa.admin_token)
+        served = {"scheduler_url": sched.url, "scheduler_token": sched.issue("opa", None, paths=["cluster"])}
+        # the Pulumi path asks the decisions' OPA, the cluster path's reviews go to the webhook's
+        with OpaServer(**served) as opa, OpaServer(serves="webhook", **served) as webhook:
+            put_namespaces(webhook.url, {NAMESPACE: namespace_manifest(NAMESPACE, TENANT)}, token=webhook.admin_token)
             with OpaClient(opa.url, token=opa.query_token) as client:
-                yield opa, client
+                yield webhook, client
 
 
 def pulumi_path(spec: dict[str, Any]) -> tuple[Workload | None, set[str], list[str]]:
@@ -62,7 +64,7 @@ def cluster_path(opa: OpaServer, spec: dict[str, Any]) -> tuple[bool, set[str], 
     name = f"case-{uuid.uuid4().hex[:8]}"
     obj = {"metadata": {"name": name, "namespace": NAMESPACE}, "spec": spec}
     review = admission_review(str(uuid.uuid4()), "CREATE", namespace=NAMESPACE, dryRun=True, object=obj)
-    answer = httpx.post(f"{opa.url}/", json=review, timeout=30).json()["response"]
+    answer = httpx.post(f"{opa.url}/", json=review, headers=opa.webhook_headers, timeout=30).json()["response"]
     if answer["allowed"]:
         return True, set(), "", answer
     message = answer["status"]["message"]

@@ -111,16 +111,16 @@ def test_reapplied_vmtemplate_is_placed_again_not_denied(cluster, catalog):
 def test_scheduler_down_fails_closed_then_recovers(tmp_path):
     """A private OPA/scheduler pair on its own API server, so stopping the scheduler is harmless."""
     from greenops.local.controlplane import LocalControlPlane, free_port
-    from greenops.local.opa import OpaServer
-    from greenops.local.webhook import install_admission, loopback_tls
+    from greenops.local.webhook import WebhookAccess, install_admission, loopback_tls
     from tests.support.principals import declare_opa
 
     port = free_port()
     tls = loopback_tls(tmp_path)
     declared = declare_opa(tmp_path / "principals")  # OPA's principal, known to the scheduler when it starts
+    access = WebhookAccess()
     with (
-        LocalControlPlane() as cp,
-        OpaServer(
+        LocalControlPlane(webhook_tokens=access.tokens) as cp,
+        access.opa(
             scheduler_url=f"http://127.0.0.1:{port}",
             scheduler_token=declared.tokens["opa"],
             tls_cert=tls.cert_file,

@@ -20,10 +20,20 @@ def scheduler():
 
 @pytest.fixture(scope="module")
 def opa(opa_binary, scheduler):
+    """The decisions' OPA (the Data API; it serves no admission review)."""
+    from greenops.local.opa import OpaServer
+
+    with OpaServer(scheduler_url=scheduler.url) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def webhook(opa_binary, scheduler):
+    """The webhook's OPA: admission reviews (POST /) with the API server's token, nothing else."""
     from greenops.local.opa import OpaServer
     from greenops.local.webhook import namespace_manifest, put_namespaces
 
-    with OpaServer(scheduler_url=scheduler.url) as server:
+    with OpaServer(scheduler_url=scheduler.url, serves="webhook") as server:
         # the reviews' namespace, as kube-mgmt replicates it: tenant t1
         put_namespaces(server.url, {"greenops": namespace_manifest("greenops", "t1")}, token=server.admin_token)
         yield server

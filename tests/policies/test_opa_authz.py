@@ -17,7 +17,7 @@ from tests.support.admission import admission_review
 
 pytestmark = [pytest.mark.tools, pytest.mark.integration]
 
-QUERY, ADMIN = "query-t0ken-for-greenvm", "admin-t0ken-for-kube-mgmt"
+QUERY, ADMIN, WEBHOOK = "query-t0ken-for-greenvm", "admin-t0ken-for-kube-mgmt", "webh00k-t0ken-of-the-apiserver"
 DECISION = "/v1/data/greenops/placement/decision"
 WORKLOAD = dict(ETL, eligibleProviders=["azure"], maxLatency=100)  # the integration tests' workload, Azure only
 POLICY = "package scratch\n\nx := 1\n"
@@ -89,22 +89,49 @@ def test_the_admin_token_writes_policies_and_data(http):
     assert http.post(DECISION, json={}).status_code == 401  # still closed
 
 
-def test_the_webhook_call_and_the_probes_need_no_token(http):
+@pytest.fixture(scope="module")
+def webhook(opa_binary, scheduler):
+    """The webhook's own OPA process, as the platform runs it beside the decisions' one."""
+    server = OpaServer(
+        scheduler_url=scheduler.url, serves="webhook", webhook_token=WEBHOOK, query_token=QUERY, admin_token=ADMIN
+    )
+    with server:
+        put_namespaces(server.url, {"greenops": namespace_manifest("greenops", "t1")}, token=ADMIN)
+        yield server
+
+
+def test_the_webhook_call_needs_the_api_servers_token_and_the_probes_none(webhook):
     deployment = {"metadata": {"name": "d"}}
     review = admission_review(
         "u-1", "CREATE", group="apps", kind="Deployment", namespace="greenops", name="d", object=deployment
     )
-    r = http.post("/", json=review)
-    assert r.status_code == 200, r.text
-    assert r.json()["response"] == {"uid": "u-1", "allowed": True}  # not a VmTemplate: passes untouched
-    vm = vmtemplate()
-    review["request"].update(
-        kind={"group": "composition.krateo.io", "version": "v1-2-0", "kind": "VmTemplate"}, name="vm-1", object=vm
-    )
-    answer = http.post("/", json=review).json()["response"]
-    assert answer["allowed"] is True, answer
-    ops = json.loads(base64.b64decode(answer["patch"]))
-    assert {op["path"] for op in ops} >= {"/spec/provider", "/spec/schedulingLocation", "/spec/schedulingTime"}
+    with httpx.Client(base_url=webhook.url, timeout=10) as http:
+        for headers in ({}, bearer("wrong"), bearer(QUERY)):
+            refused = http.post("/", json=review, headers=headers)
+            assert refused.status_code == 401 and "result" not in refused.json(), (headers, refused.text)
+        r = http.post("/", json=review, headers=bearer(WEBHOOK))
+        assert r.status_code == 200, r.text
+        assert r.json()["response"] == {"uid": "u-1", "allowed": True}  # not a VmTemplate: passes untouched
+        vm = vmtemplate()
+        review["request"].update(
+            kind={"group": "composition.krateo.io", "version": "v1-2-0", "kind": "VmTemplate"}, name="vm-1", object=vm
+        )
+        answer = http.post("/", json=review, headers=bearer(WEBHOOK)).json()["response"]
+        assert answer["allowed"] is True, answer
+        ops = json.loads(base64.b64decode(answer["patch"]))
+        assert {op["path"] for op in ops} >= {"/spec/provider", "/spec/schedulingLocation", "/spec/schedulingTime"}
+        for path in ("/health", "/health?bundles", "/health?plugins"):
+            assert http.get(path).status_code == 200, path
+        # the webhook's listener serves nothing else: no decision query, even with the query token
+        assert http.post(DECISION, json={"input": {"workload": WORKLOAD}}, headers=bearer(QUERY)).status_code == 401
+        assert http.post(DECISION, json={"input": {"workload": WORKLOAD}}, headers=bearer(WEBHOOK)).status_code == 401
+
+
+def test_the_decisions_opa_serves_no_review_whoever_sends_it(http):
+    review = admission_review("u-2", "CREATE", namespace="greenops", name="vm-1", object=vmtemplate())
+    for headers in ({}, bearer(QUERY), bearer(ADMIN), bearer(WEBHOOK)):
+        r = http.post("/", json=review, headers=headers)
+        assert r.status_code == 401 and "served only by the webhook's own OPA listener" in r.text, headers
     for path in ("/health", "/health?bundles", "/health?plugins"):
         assert http.get(path).status_code == 200, path
     assert http.get("/").status_code == 401  # OPA's query page is not open

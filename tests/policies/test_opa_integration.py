@@ -58,9 +58,9 @@ def review(op="CREATE", obj=None, old=None, kind="VmTemplate"):
     )
 
 
-def admit(opa, body) -> dict:
-    # POST / is the webhook's call: open, protected by TLS and the Service (system.authz)
-    r = httpx.post(f"{opa.url}/", json=body, timeout=10)
+def admit(webhook, body) -> dict:
+    # POST / is the webhook's call, on its own OPA, with the API server's token (system.authz)
+    r = httpx.post(f"{webhook.url}/", json=body, headers=webhook.webhook_headers, timeout=10)
     assert r.status_code == 200, r.text
     return r.json()
 
@@ -149,10 +149,10 @@ def test_unreachable_opa_is_a_clear_error():
 
 
 # --- the admission path (system.main, POST /) --------------------------------------------------
-def test_create_is_patched_from_the_schedulers_answer(opa, scheduler, catalog):
+def test_create_is_patched_from_the_schedulers_answer(webhook, scheduler, catalog):
     scheduler.mode = "zone:FR"
     scheduler.requests.clear()
-    answer = admit(opa, review(obj=vmtemplate()))
+    answer = admit(webhook, review(obj=vmtemplate()))
     assert answer["response"]["uid"] == UID and answer["response"]["allowed"] is True
     patch = patch_of(answer)
     # Zone FR maps back to the Azure region in FR nearest to the origin (France South, 12 ms).
@@ -176,10 +176,10 @@ def test_create_is_patched_from_the_schedulers_answer(opa, scheduler, catalog):
     assert sent["workload"]["cpu"] == 2 and sent["tenant_quota_vcpu"] == 512  # the default cap
 
 
-def test_patch_respects_eu_residency_and_latency(opa, scheduler, catalog):
+def test_patch_respects_eu_residency_and_latency(webhook, scheduler, catalog):
     scheduler.mode = "first"
     answer = admit(
-        opa, review(obj=vmtemplate(eligibleProviders=["azure", "gcp", "aws"], dataResidency="eu", maxLatency=50))
+        webhook, review(obj=vmtemplate(eligibleProviders=["azure", "gcp", "aws"], dataResidency="eu", maxLatency=50))
     )
     patch = patch_of(answer)
     region = catalog.region(patch["provider"], patch["schedulingLocation"])
@@ -190,26 +190,26 @@ def test_patch_respects_eu_residency_and_latency(opa, scheduler, catalog):
     assert region.name == origin.name or catalog.latency_ms(patch["provider"], origin.name, region.name) <= 50
 
 
-def test_conflict_is_denied(opa, scheduler):
-    answer = admit(opa, review(obj=vmtemplate(originRegion="westus", dataResidency="eu", maxLatency=10)))
+def test_conflict_is_denied(webhook, scheduler):
+    answer = admit(webhook, review(obj=vmtemplate(originRegion="westus", dataResidency="eu", maxLatency=10)))
     assert answer["response"]["allowed"] is False
     assert "no eligible region" in answer["response"]["status"]["message"]
 
 
-def test_scheduler_failure_fails_closed(opa, scheduler):
+def test_scheduler_failure_fails_closed(webhook, scheduler):
     scheduler.mode = "error"
-    answer = admit(opa, review(obj=vmtemplate()))
+    answer = admit(webhook, review(obj=vmtemplate()))
     msg = answer["response"]["status"]["message"]
     assert answer["response"]["allowed"] is False
     assert "failing closed" in msg and "HTTP 500: forecast store unavailable" in msg
     scheduler.mode = "first"
 
 
-def test_a_denial_after_booking_releases_the_booking(opa, scheduler):
+def test_a_denial_after_booking_releases_the_booking(webhook, scheduler):
     scheduler.mode = "zone:US-CAL-CISO"  # a zone it was not asked for
     scheduler.released.clear()
     try:
-        answer = admit(opa, review(obj=vmtemplate()))
+        answer = admit(webhook, review(obj=vmtemplate()))
     finally:
         scheduler.mode = "first"
     msg = answer["response"]["status"]["message"]
@@ -244,21 +244,31 @@ def test_the_pulumi_path_releases_a_booking_it_cannot_map(opa, scheduler):
     assert released.startswith("/reservations/dev/etl/abc?reason=zone+US-CAL-CISO+maps+to+no+eligible+region")
 
 
-def test_delete_releases_and_is_allowed(opa, scheduler):
+def test_a_delete_is_allowed_and_releases_nothing(webhook, scheduler):
+    # a review is no proof that the object is gone: the controller releases on the deletion it sees
     placed = vmtemplate()
     key = "greenops/vm-1/0a9d8c7b-6e5f-4a3b-9c2d-1e0f9a8b7c6d"  # the uid of the CREATE's review
     placed["metadata"]["annotations"] = {"greenops.io/reservation": key}
     scheduler.released.clear()
-    answer = admit(opa, review(op="DELETE", old=placed))
+    calls = len(scheduler.requests)
+    answer = admit(webhook, review(op="DELETE", old=placed))
     assert answer["response"] == {"uid": UID, "allowed": True}
-    assert scheduler.released == [f"/reservations/{key}?reason=VmTemplate+greenops%2Fvm-1+deleted"]
-    dry = review(op="DELETE", old=placed)
-    dry["request"]["dryRun"] = True
-    assert admit(opa, dry)["response"]["allowed"] and len(scheduler.released) == 1  # a dry run releases nothing
+    assert scheduler.released == [] and len(scheduler.requests) == calls  # the scheduler was not called
 
 
-def test_a_spec_tenant_not_the_namespaces_is_denied(opa, scheduler):
-    answer = admit(opa, review(obj=vmtemplate(tenant="media")))
+def test_a_create_asks_for_a_new_key(webhook, scheduler):
+    admit(webhook, review(obj=vmtemplate()))
+    assert scheduler.requests[-1]["new_key"] is True and scheduler.requests[-1]["key"].endswith(UID)
+
+
+def test_the_decisions_opa_serves_no_review(opa):
+    for headers in ({}, opa.query_headers, opa.admin_headers):
+        r = httpx.post(f"{opa.url}/", json=review(obj=vmtemplate()), headers=headers, timeout=10)
+        assert r.status_code == 401 and "served only by the webhook's own OPA listener" in r.text
+
+
+def test_a_spec_tenant_not_the_namespaces_is_denied(webhook, scheduler):
+    answer = admit(webhook, review(obj=vmtemplate(tenant="media")))
     assert answer["response"]["status"]["message"] == (
         'VmTemplate greenops/vm-1: spec.tenant "media" disagrees with namespace greenops\'s label greenops.io/tenant '
         '"t1": '
@@ -278,7 +288,7 @@ def test_the_tenant_label_is_the_one_python_sets(opa):
 # tests/policies/test_visibility_with_real_scheduler.py.
 
 
-def test_unchanged_update_keeps_the_decision_without_calling_the_scheduler(opa, scheduler):
+def test_unchanged_update_keeps_the_decision_without_calling_the_scheduler(webhook, scheduler):
     decision = {
         "provider": "azure",
         "schedulingLocation": "italynorth",
@@ -288,7 +298,7 @@ def test_unchanged_update_keeps_the_decision_without_calling_the_scheduler(opa, 
     decided = vmtemplate(**decision)
     decided["metadata"]["annotations"] = {"greenops.io/decision": json.dumps(decision)}
     before = len(scheduler.requests)
-    answer = admit(opa, review(op="UPDATE", obj=vmtemplate(), old=decided))
+    answer = admit(webhook, review(op="UPDATE", obj=vmtemplate(), old=decided))
     assert patch_of(answer)["schedulingLocation"] == "italynorth"
     assert len(scheduler.requests) == before
 
@@ -310,8 +320,8 @@ def test_unchanged_update_keeps_the_decision_without_calling_the_scheduler(opa, 
         ),
     ],
 )
-def test_malformed_reviews_get_a_clean_answer(opa, body, message):
-    answer = admit(opa, body)
+def test_malformed_reviews_get_a_clean_answer(webhook, body, message):
+    answer = admit(webhook, body)
     assert answer["response"]["allowed"] is False and answer["response"]["status"]["message"] == message
 
 
@@ -327,18 +337,18 @@ def test_malformed_reviews_get_a_clean_answer(opa, body, message):
         ({"originRegion": "atlantis"}, 'originRegion: unknown region "atlantis"'),
     ],
 )
-def test_wrong_types_in_the_spec_are_named(opa, spec_patch, fragment):
-    answer = admit(opa, review(obj=vmtemplate(**spec_patch)))
+def test_wrong_types_in_the_spec_are_named(webhook, spec_patch, fragment):
+    answer = admit(webhook, review(obj=vmtemplate(**spec_patch)))
     assert answer["response"]["allowed"] is False and fragment in answer["response"]["status"]["message"]
 
 
-def test_vmtemplate_without_spec(opa):
-    answer = admit(opa, review(obj={"metadata": {"name": "vm-1", "namespace": "greenops"}}))
+def test_vmtemplate_without_spec(webhook):
+    answer = admit(webhook, review(obj={"metadata": {"name": "vm-1", "namespace": "greenops"}}))
     assert answer["response"]["status"]["message"] == "VmTemplate greenops/vm-1: spec must be an object"
 
 
-def test_unknown_kinds_pass_unchanged(opa):
-    answer = admit(opa, review(obj={"metadata": {"name": "cm"}, "data": {}}, kind="ConfigMap"))
+def test_unknown_kinds_pass_unchanged(webhook):
+    answer = admit(webhook, review(obj={"metadata": {"name": "cm"}, "data": {}}, kind="ConfigMap"))
     assert answer["response"] == {"uid": UID, "allowed": True}
 
 

@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from greenops.local.opa import OpaServer
 from greenops.local.webhook import namespace_manifest, put_namespaces
-from greenops.policies import metrics_token
+from greenops.policies import metrics_token, webhook_token
 from tests.policies.test_opa_authz import DECISION, WORKLOAD, bearer
 from tests.policies.test_opa_integration import review, vmtemplate
 
@@ -22,18 +22,22 @@ pytestmark = [pytest.mark.tools, pytest.mark.integration]
 QUERY, ADMIN = "query-t0ken-0bs", "admin-t0ken-0bs"
 METRICS = metrics_token(ADMIN)  # as the platform derives it (components/policy_engine.py)
 SCHEDULER = "scheduler-t0ken-0bs"  # OPA's own credential at the scheduler, in http.send's headers
+WEBHOOK = webhook_token(ADMIN)  # the API server's on the webhook's OPA, as the platform derives it
 PLANTED = ("planted-secret-1", "planted-secret-2", "planted-secret-3")  # credentials a caller put in an input
+
+
+TOKENS = {"scheduler_token": SCHEDULER, "query_token": QUERY, "admin_token": ADMIN, "metrics_token": METRICS}
 
 
 @pytest.fixture(scope="module")
 def opa(opa_binary, scheduler):
-    with OpaServer(
-        scheduler_url=scheduler.url,
-        scheduler_token=SCHEDULER,
-        query_token=QUERY,
-        admin_token=ADMIN,
-        metrics_token=METRICS,
-    ) as server:
+    with OpaServer(scheduler_url=scheduler.url, **TOKENS) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def webhook(opa_binary, scheduler):
+    with OpaServer(scheduler_url=scheduler.url, serves="webhook", webhook_token=WEBHOOK, **TOKENS) as server:
         put_namespaces(server.url, {"greenops": namespace_manifest("greenops", "t1")}, token=ADMIN)
         yield server
 
@@ -60,22 +64,22 @@ def test_the_metrics_answer_the_scrapers_token_and_only_it(opa):
             assert r.status_code == 401, (method, path, r.text)
 
 
-def test_decisions_are_logged_with_every_credential_erased(opa):
+def test_decisions_are_logged_with_every_credential_erased(opa, webhook):
+    # the webhook's call, on its own OPA: admission asks the scheduler with OPA's own token (http.send)
+    vm = vmtemplate()
+    vm["metadata"]["annotations"] = {"example.com/api-key": PLANTED[2]}
+    answer = httpx.post(f"{webhook.url}/", json=review(obj=vm), headers=bearer(WEBHOOK), timeout=10).json()
+    assert answer["response"]["allowed"] is True, answer
     with httpx.Client(base_url=opa.url, timeout=10) as http:
         planted = {"workload": {**WORKLOAD, "token": PLANTED[0]}, "headers": {"Authorization": f"Bearer {PLANTED[1]}"}}
         assert http.post(DECISION, json={"input": planted}, headers=bearer(QUERY)).json()["result"]["allowed"]
-        # the webhook's call: admission asks the scheduler with OPA's own token (http.send)
-        vm = vmtemplate()
-        vm["metadata"]["annotations"] = {"example.com/api-key": PLANTED[2]}
-        answer = http.post("/", json=review(obj=vm)).json()
-        assert answer["response"]["allowed"] is True, answer
         # an admin's ad-hoc query of OPA's environment: every token is in its result
         env = http.post("/v1/query", json={"query": "x := opa.runtime().env"}, headers=bearer(ADMIN))
         assert env.status_code == 200 and env.json()["result"][0]["x"]["GREENOPS_OPA_QUERY_TOKEN"] == QUERY
 
-    events = _decision_log(opa, 3)
-    text = opa.log.read_text()
-    for secret in (QUERY, ADMIN, METRICS, SCHEDULER, *PLANTED):
+    events = _decision_log(opa, 2) + _decision_log(webhook, 1)
+    text = opa.log.read_text() + webhook.log.read_text()
+    for secret in (QUERY, ADMIN, METRICS, SCHEDULER, WEBHOOK, *PLANTED):
         assert secret not in text, f"a credential ({secret[:8]}...) is in OPA's log"
     placement = [e for e in events if e.get("path") == "greenops/placement/decision"][-1]  # this test's
     assert set(placement["erased"]) == {"/input/workload/token", "/input/headers/Authorization"}

@@ -115,15 +115,15 @@ def test_python_and_helms_schema_read_every_rule_alike(tmp_path):
         ("namespace", "kube-system", 'spec.namespace: "kube-system" is not this VmTemplate\'s namespace "greenops"'),
     ],
 )
-def test_admission_refuses_a_hostile_string_before_booking(opa, scheduler, field, value, says):
+def test_admission_refuses_a_hostile_string_before_booking(webhook, scheduler, field, value, says):
     asked = len(scheduler.requests)
-    answer = admit(opa, review(obj=vmtemplate(**{field: value})))["response"]
+    answer = admit(webhook, review(obj=vmtemplate(**{field: value})))["response"]
     assert answer["allowed"] is False and answer["status"]["code"] == 403
     assert answer["status"]["message"].startswith(f"VmTemplate greenops/vm-1: {says}"), answer["status"]["message"]
     assert len(scheduler.requests) == asked  # nothing was booked
 
 
 @pytest.mark.integration
-def test_admission_takes_the_objects_own_namespace(opa, scheduler):
-    answer = admit(opa, review(obj=vmtemplate(namespace="greenops", adminUsername="ops")))["response"]
+def test_admission_takes_the_objects_own_namespace(webhook, scheduler):
+    answer = admit(webhook, review(obj=vmtemplate(namespace="greenops", adminUsername="ops")))["response"]
     assert answer["allowed"], answer

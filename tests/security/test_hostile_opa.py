@@ -1,9 +1,12 @@
-"""A hostile caller against the real OPA, with the real scheduler behind it: OPA's policy and data
-APIs are never writable anonymously (nor with the query token), and a forged admission review,
-which needs no credential, cannot release or rebook what is not the cluster path's."""
+"""A hostile caller against the real OPA, with the real scheduler behind it, as the platform runs
+OPA: a decisions' process and the webhook's own. OPA's policy and data APIs are never writable
+anonymously (nor with the query token); an admission review is served only by the webhook's
+process and only to the API server's token; and even a review sent with that token cannot rebook a
+reservation already made, nor release one."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import httpx
@@ -16,7 +19,6 @@ from tests.support.bookings import booking
 from tests.support.tenancy import Tenancy
 
 pytestmark = pytest.mark.integration
-
 EVIL = """package evil
 import rego.v1
 leak := opa.runtime().env.GREENOPS_SCHEDULER_TOKEN
@@ -25,7 +27,15 @@ leak := opa.runtime().env.GREENOPS_SCHEDULER_TOKEN
 
 @pytest.fixture(scope="module")
 def opa(tenancy: Tenancy) -> Iterator[OpaServer]:
+    """The decisions' OPA: the Data API, reachable by workload pods."""
     with OpaServer(scheduler_url=tenancy.sched.url, scheduler_token=tenancy.opa) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def webhook(tenancy: Tenancy) -> Iterator[OpaServer]:
+    """The webhook's OPA: admission reviews, with the API server's token only."""
+    with OpaServer(scheduler_url=tenancy.sched.url, scheduler_token=tenancy.opa, serves="webhook") as server:
         put_namespaces(
             server.url,
             {ns: namespace_manifest(ns, ns) for ns in ("team-a", "team-b", "attacker")},
@@ -35,7 +45,8 @@ def opa(tenancy: Tenancy) -> Iterator[OpaServer]:
 
 
 @pytest.mark.parametrize("who", ["anonymous", "query token"])
-def test_policy_and_data_writes_need_the_admin_token(opa: OpaServer, who: str):
+def test_policy_and_data_writes_need_the_admin_token(webhook: OpaServer, who: str):
+    opa = webhook  # kube-mgmt writes the namespaces into the webhook's process
     headers = {} if who == "anonymous" else opa.query_headers
     put_policy = httpx.put(f"{opa.url}/v1/policies/evil", content=EVIL, headers=headers, timeout=10)
     assert put_policy.status_code == 401, put_policy.text
@@ -63,20 +74,76 @@ def delete_review(namespace: str, key: str) -> dict:
     return admission_review("forged-1", "DELETE", namespace=namespace, name="z", oldObject=vm)
 
 
-def test_a_forged_delete_review_cannot_release_a_pulumi_path_booking(tenancy: Tenancy, opa: OpaServer):
-    assert tenancy.call("PUT", "/reservations/team-a/prod-stack/db", tenancy.team_a, json=booking()).status_code == 200
-    before = tenancy.row("team-a/prod-stack/db")
-    answer = httpx.post(f"{opa.url}/", json=delete_review("attacker", "team-a/prod-stack/db"), timeout=20).json()
-    assert answer["response"]["allowed"] is True  # a deletion is never blocked
-    assert tenancy.row("team-a/prod-stack/db") == before
-    assert before is not None and before["phase"] == "Scheduled"
+def create_review(namespace: str, uid: str, cpu: int) -> dict:
+    vm = {
+        "apiVersion": "composition.krateo.io/v1",
+        "kind": "VmTemplate",
+        "metadata": {"name": "vm", "namespace": namespace},
+        "spec": {
+            "vmName": "vm",
+            "cpu": cpu,
+            "memory": 4,
+            "duration": "2h",
+            "deadline": "2027-01-11T03:00:00Z",
+            "maxLatency": 2000,
+            "originRegion": "westeurope",
+        },
+    }
+    return admission_review(uid, "CREATE", namespace=namespace, name="vm", object=vm)
 
 
-def test_a_forged_delete_review_cannot_release_another_namespaces_booking(tenancy: Tenancy, opa: OpaServer):
-    key = "team-b/vm/uid-42"
+def send(opa: OpaServer, review: dict, headers: dict | None = None) -> httpx.Response:
+    return httpx.post(f"{opa.url}/", json=review, headers=headers or {}, timeout=20)
+
+
+def test_a_review_on_the_decisions_listener_books_nothing(tenancy: Tenancy, opa: OpaServer):
+    # the listener tenant pods may reach: no review is served there, whatever the credential
+    uid = str(uuid.uuid4())
+    for headers in ({}, opa.query_headers, opa.admin_headers):
+        r = send(opa, create_review("attacker", uid, 2), headers)
+        assert r.status_code == 401 and "served only by the webhook's own OPA listener" in r.text, r.text
+    assert tenancy.row(f"attacker/vm/{uid}") is None
+
+
+def test_an_anonymous_or_forged_review_on_the_webhook_listener_is_refused(
+    tenancy: Tenancy, opa: OpaServer, webhook: OpaServer
+):
+    uid = str(uuid.uuid4())
+    for headers in ({}, {"Authorization": "Bearer guess"}, opa.query_headers, webhook.query_headers):
+        r = send(webhook, create_review("attacker", uid, 2), headers)
+        assert r.status_code == 401, (headers, r.text)
+    assert tenancy.row(f"attacker/vm/{uid}") is None
+
+
+def test_a_create_reusing_a_victims_request_uid_cannot_rebook_it(tenancy: Tenancy, webhook: OpaServer):
+    # Defence in depth: even a review that reaches the webhook with its token (a compromised API
+    # server's path, a replay) cannot change a reservation already made under its key.
+    uid = str(uuid.uuid4())
+    placed = send(webhook, create_review("team-b", uid, 2), webhook.webhook_headers).json()["response"]
+    assert placed["allowed"], placed
+    key = f"team-b/vm/{uid}"
+    before = tenancy.row(key)
+    assert before is not None and before["milli_cpu"] == 2000
+    again = send(webhook, create_review("team-b", uid, 2), webhook.webhook_headers).json()["response"]
+    assert again["allowed"]  # the very same review, re-sent: the same answer
+    forged = send(webhook, create_review("team-b", uid, 48), webhook.webhook_headers).json()["response"]
+    assert forged["allowed"] is False
+    assert f"reservation {key} exists" in forged["status"]["message"], forged
+    assert tenancy.row(key) == before  # cpu 2, the same revision: nothing changed
+
+
+def test_a_delete_review_releases_nothing(tenancy: Tenancy, webhook: OpaServer):
+    # only the controller releases, on the deletion it observes on the API server
+    key = "team-b/vm/6f1d2c3b-4a59-4e8d-9c7b-0a1b2c3d4e5f"
     made = tenancy.call("PUT", f"/reservations/{key}", tenancy.opa, json=booking(tenant="team-b", path="cluster"))
     assert made.status_code == 200, made.text
-    before = tenancy.row(key)
-    answer = httpx.post(f"{opa.url}/", json=delete_review("attacker", key), timeout=20).json()
-    assert answer["response"]["allowed"] is True
-    assert tenancy.row(key) == before
+    assert tenancy.call("PUT", "/reservations/team-a/prod-stack/db", tenancy.team_a, json=booking()).status_code == 200
+    before = {k: tenancy.row(k) for k in (key, "team-a/prod-stack/db")}
+    for namespace, named in (("team-b", key), ("attacker", key), ("attacker", "team-a/prod-stack/db")):
+        for headers in ({}, webhook.webhook_headers):
+            r = send(webhook, delete_review(namespace, named), headers)
+            assert r.status_code == (200 if headers else 401), r.text
+            if headers:
+                assert r.json()["response"]["allowed"] is True  # a deletion is never blocked
+    assert {k: tenancy.row(k) for k in before} == before
+    assert all(row is not None and row["phase"] == "Scheduled" for row in before.values())

@@ -20,7 +20,7 @@ from greenops.local.controller import ControllerProcess
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
-from greenops.local.webhook import GROUP, VERSION, install_admission, loopback_tls
+from greenops.local.webhook import GROUP, VERSION, WebhookAccess, install_admission, loopback_tls
 from tests.support.bookings import booking
 from tests.support.common import require_tool
 
@@ -92,10 +92,14 @@ def cluster_path(workdir: Path) -> Iterator[Cluster]:
         require_tool(tool)
     tls = loopback_tls(workdir)
     env = {"GREENOPS_SCHEDULER_HOLD_SECONDS": str(HOLD_SECONDS)}
-    with LocalControlPlane(with_controller_manager=True) as cp, SchedulerServer(env=env) as sched:
+    access = WebhookAccess()  # the cluster path's OPA is the webhook's: only the API server's token
+    with (
+        LocalControlPlane(with_controller_manager=True, webhook_tokens=access.tokens) as cp,
+        SchedulerServer(env=env) as sched,
+    ):
         opa_token = sched.issue("opa", None, paths=["cluster"])
         controller_token = sched.issue("controller", None, paths=["cluster"], role="report")
-        with OpaServer(
+        with access.opa(
             scheduler_url=sched.url, scheduler_token=opa_token, tls_cert=tls.cert_file, tls_key=tls.key_file
         ) as opa:
             install_admission(cp, opa.url, tls.ca_pem, NAMESPACES, token=opa.admin_token)

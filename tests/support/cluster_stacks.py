@@ -15,7 +15,7 @@ from greenops.engine import automation
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
-from greenops.local.webhook import install_admission, loopback_tls
+from greenops.local.webhook import WebhookAccess, install_admission, loopback_tls
 from greenops.policies.bundle import build, default_revision
 from greenops.policies.settings import load_policy_settings
 from tests.support.common import require_tool
@@ -44,19 +44,22 @@ def webhook_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     # one policy: the scheduler reads the tenants' quotas from the same settings the bundle ships
     settings = folder / "policy.yaml"
     settings.write_text(yaml.safe_dump(config.model_dump(mode="json")))
+    access = WebhookAccess()
     with (
-        LocalControlPlane(with_controller_manager=True) as cp,
+        LocalControlPlane(with_controller_manager=True, webhook_tokens=access.tokens) as cp,
         SchedulerServer(capacity_vcpu=4, env={"GREENOPS_SCHEDULER_POLICY_CONFIG": str(settings)}) as sched,
-        OpaServer(
-            scheduler_url=sched.url,
-            scheduler_token=sched.issue("opa", None, paths=["cluster"]),  # OPA's principal: the cluster path
-            tls_cert=tls.cert_file,
-            tls_key=tls.key_file,
-            bundle=bundle,
-        ) as opa,
     ):
-        install_admission(cp, opa.url, tls.ca_pem, NAMESPACES, token=opa.admin_token)
-        yield {"cp": cp, "scheduler": sched, "opa": opa, "tls": tls}
+        served = {
+            "scheduler_url": sched.url,
+            "scheduler_token": sched.issue("opa", None, paths=["cluster"]),  # OPA's principal: the cluster path
+            "tls_cert": tls.cert_file,
+            "tls_key": tls.key_file,
+            "bundle": bundle,
+        }
+        # the Pulumi program's decisions go to one OPA, the API server's reviews to the webhook's own
+        with OpaServer(**served) as opa, access.opa(**served) as webhook:
+            install_admission(cp, webhook.url, tls.ca_pem, NAMESPACES, token=webhook.admin_token)
+            yield {"cp": cp, "scheduler": sched, "opa": opa, "webhook": webhook, "tls": tls}
 
 
 def cluster_stack(

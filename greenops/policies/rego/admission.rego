@@ -8,9 +8,12 @@
 # reservation's key under greenops.io/reservation. Conflicts, a tenant that is not the namespace's,
 # malformed specs, strings that break their rule (spec_fields.rego), a spec.namespace other than the
 # object's own and scheduler failures (quota included: the scheduler counts both paths) are denied
-# with a reason (fail closed). A dry run books nothing. DELETE releases the reservation (only a
-# cluster-path key of the review's own namespace) and is always allowed. Any other kind or
-# operation passes unchanged. Served as system.main (see system.rego).
+# with a reason (fail closed). A dry run books nothing. A CREATE books only a key that is new (or
+# replays the same review): it never changes a reservation already made. A DELETE is allowed and
+# releases nothing: a review is not proof that the object is gone, so the cluster path's controller
+# releases the reservation once it observes the deletion on the API server. Any other kind or
+# operation passes unchanged. Served as system.main (see system.rego), by the webhook's own OPA
+# process, which only the API server can call (system.authz).
 # METADATA
 # title: VmTemplate admission
 # description: >-
@@ -47,10 +50,8 @@ else := {"allowed": true} if {
 	not _targets_vmtemplate
 }
 
-else := _deleted if request.operation == "DELETE"
-
 else := {"allowed": true} if {
-	_terminating
+	_never_placed
 }
 
 else := _deny(sprintf("%v: spec must be an object", [_subject])) if {
@@ -173,8 +174,14 @@ _namespace := ns if {
 
 _subject := sprintf("VmTemplate %v/%v", [_namespace, object.get(_metadata, "name", object.get(request, "name", ""))])
 
-# An object being deleted (deletionTimestamp set; finalizers still to run) is never blocked and
-# never placed again: its reservation went back at the DELETE.
+# Passed unchanged, never blocked: a DELETE (the controller releases the reservation once it sees
+# the object gone), and an object being deleted (deletionTimestamp set; finalizers still to run),
+# which is never placed again.
+_never_placed if request.operation == "DELETE"
+
+_never_placed if _terminating
+
+# An object being deleted.
 _terminating if {
 	request.operation == "UPDATE"
 	_field(_metadata, "deletionTimestamp") != null
@@ -253,14 +260,15 @@ _tenant_problem := e if {
 # http.send attempt and every re-send of this webhook call (same AdmissionReview), new for a
 # re-created object. The annotation greenops.io/reservation records it, and UPDATE and DELETE read
 # it from the stored object (oldObject), never from the user's copy; an object admitted before the
-# annotation existed is keyed "<namespace>/<name>/<metadata.uid>". Why, and what it costs: the
+# annotation existed is keyed "<namespace>/<name>/<metadata.uid>". A DELETE reads none: the
+# controller releases on the deletion it observes. Why, and what it costs: the
 # README, "The cluster path's reservations and tenants".
 #
-# A review books and releases only keys of the cluster form with its own namespace first and a
-# Kubernetes uid (a UUID: the API server's request and object uids are UUIDs) last: a recorded key
-# that is not one (a Pulumi-path key "<stack>/<workload>/<spec digest>", even of a stack named like
-# the namespace, another namespace's, a forged review's) is never used. An UPDATE then falls back
-# to the uid key and records it; a DELETE releases nothing and warns, naming the key and why.
+# A review books only keys of the cluster form with its own namespace first and a Kubernetes uid
+# (a UUID: the API server's request and object uids are UUIDs) last: a recorded key that is not one
+# (a Pulumi-path key "<stack>/<workload>/<spec digest>", even of a stack named like the namespace,
+# another namespace's, a forged review's) is never used. An UPDATE then falls back to the uid key
+# and records it.
 reservation_annotation := "greenops.io/reservation"
 
 _old_name := object.get(_old_metadata, "name", object.get(request, "name", ""))
@@ -268,9 +276,10 @@ _old_name := object.get(_old_metadata, "name", object.get(request, "name", ""))
 reservation_key := sprintf("%v/%v/%v", [_namespace, _created_name, request.uid]) if {
 	request.operation == "CREATE"
 } else := _recorded_key if {
+	request.operation == "UPDATE"
 	not _recorded_key_problem
 } else := sprintf("%v/%v/%v", [_namespace, _old_name, uid]) if {
-	not _refused_delete
+	request.operation == "UPDATE"
 	uid := _field(_old_metadata, "uid")
 	is_string(uid)
 	uid != ""
@@ -282,13 +291,6 @@ _recorded_key := _field(_field(_old_metadata, "annotations"), reservation_annota
 _recorded_key_problem := "there is none" if _recorded_key == null
 
 else := cluster_key_problem(_recorded_key, _namespace, object.get(_old_metadata, "namespace", _namespace))
-
-# A DELETE whose stored object records a key that is not this namespace's: nothing is released.
-_refused_delete if {
-	request.operation == "DELETE"
-	_recorded_key != null
-	_recorded_key_problem
-}
 
 # cluster_key_problem(key, ns, stored_ns): why key is not a cluster-path key "<ns>/<name>/<uid>"
 # of namespace ns, the review's, for an object stored in stored_ns; undefined when it is one.
@@ -344,8 +346,11 @@ dry_run if request.dryRun == true
 
 # What the scheduler records with the booking, beyond the thesis body: the key, whose quota it
 # counts against (the scheduler sums the tenant's active reservations of both paths), the zones'
-# provider/region, the workload as policy saw it; a dry run decides and books nothing.
+# provider/region, the workload as policy saw it; a dry run decides and books nothing. A CREATE's
+# key must be new: the scheduler refuses (409) to change a reservation under it, so a review that
+# reuses another object's request uid cannot rebook that object's reservation.
 _booking := object.union(_key_field, {
+	"new_key": request.operation == "CREATE",
 	"tenant": _tenant,
 	"path": "cluster",
 	"tenant_quota_vcpu": _decision.tenantQuotaVcpu,
@@ -391,33 +396,6 @@ else := sprintf(
 )
 
 _release_denied := scheduler.release(reservation_key, "admission denied: the scheduler's zone is not eligible")
-
-# DELETE: give the reservation back and always allow. A scheduler failure must not block the
-# deletion; the user is warned and the booking ends with its window (or a sweep of the record
-# against the cluster's VmTemplates releases it, see the README). A dry run releases nothing.
-_deleted := {"allowed": true} if dry_run
-
-else := {"allowed": true, "warnings": [sprintf(
-	"%v deleted; its recorded reservation %v was not released: %v",
-	[_subject, json.marshal(_recorded_key), _recorded_key_problem],
-)]} if {
-	_refused_delete
-}
-
-else := {"allowed": true} if {
-	not reservation_key
-}
-
-else := {"allowed": true} if {
-	_release_deleted.ok
-}
-
-else := {"allowed": true, "warnings": [sprintf(
-	"%v deleted, but its reservation %v was not released: %v",
-	[_subject, reservation_key, _release_deleted.error],
-)]}
-
-_release_deleted := scheduler.release(reservation_key, sprintf("%v deleted", [_subject]))
 
 # --- Whose fields: the user's requests or the webhook's own decision -------------------------
 # The decision is written into the same spec fields a user may set to pin a placement, and

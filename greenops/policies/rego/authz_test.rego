@@ -32,11 +32,64 @@ test_probes_are_open if {
 	not allowed(anonymous("POST", "/health"))
 }
 
-test_the_webhook_call_is_open if {
-	allowed(anonymous("POST", "/"))
-	allowed(request("POST", "/", "anything"))
-	not allowed(anonymous("GET", "/"))
-	not allowed(anonymous("PUT", "/"))
+webhook_env := {"env": object.union(env.env, {
+	"GREENOPS_OPA_SERVES": "webhook",
+	"GREENOPS_OPA_WEBHOOK_TOKEN": "w-token",
+})}
+
+on_webhook(req) if {
+	authz.allow.allowed with input as req with opa.runtime as webhook_env
+}
+
+on_webhook_reason(req) := r if {
+	r := authz.allow.reason with input as req with opa.runtime as webhook_env
+}
+
+test_the_decisions_listener_serves_no_review if {
+	not allowed(anonymous("POST", "/"))
+	not allowed(request("POST", "/", "anything"))
+	not allowed(request("POST", "/", "q-token"))
+	not allowed(request("POST", "/", "a-token"))
+	contains(reason(anonymous("POST", "/")), "served only by the webhook's own OPA listener")
+
+	# a webhook token in the decisions' environment is no key to it either
+	not authz.allow.allowed with input as request("POST", "/", "w-token")
+		with opa.runtime as {"env": object.union(env.env, {"GREENOPS_OPA_WEBHOOK_TOKEN": "w-token"})}
+}
+
+test_the_webhook_listener_needs_the_api_servers_token if {
+	on_webhook(request("POST", "/", "w-token"))
+	not on_webhook(anonymous("POST", "/"))
+	not on_webhook(request("POST", "/", "guess"))
+	not on_webhook(request("POST", "/", "q-token"))
+	not on_webhook(request("GET", "/", "w-token"))
+	contains(on_webhook_reason(anonymous("POST", "/")), "needs a bearer token")
+	on_webhook_reason(request("POST", "/", "guess")) == "POST /: the bearer token was refused"
+}
+
+test_the_webhook_listener_serves_nothing_else if {
+	not on_webhook(request("POST", decision, "q-token"))
+	not on_webhook(request("POST", decision, "w-token"))
+	not on_webhook(request("GET", "/v1/data", "w-token"))
+	not on_webhook(request("PUT", "/v1/data/kubernetes/namespaces", "w-token"))
+	contains(on_webhook_reason(request("POST", decision, "w-token")), "may only send admission reviews")
+	contains(on_webhook_reason(request("POST", decision, "q-token")), "on the decisions' listener")
+
+	# its probes, its scraper and kube-mgmt's writes (the namespaces) stay
+	on_webhook(anonymous("GET", "/health"))
+	on_webhook(request("GET", "/metrics", "m-token"))
+	on_webhook(request("PUT", "/v1/data/kubernetes/namespaces", "a-token"))
+}
+
+test_a_webhook_token_equal_to_another_grants_nothing if {
+	same := {"env": {
+		"GREENOPS_OPA_SERVES": "webhook",
+		"GREENOPS_OPA_QUERY_TOKEN": "q-token",
+		"GREENOPS_OPA_ADMIN_TOKEN": "same",
+		"GREENOPS_OPA_WEBHOOK_TOKEN": "same",
+	}}
+	not authz.allow.allowed with input as request("POST", "/", "same") with opa.runtime as same
+	not authz.allow.allowed with input as request("PUT", "/v1/data/x", "same") with opa.runtime as same
 }
 
 test_the_data_api_needs_a_token if {
@@ -97,7 +150,9 @@ test_unset_tokens_match_nobody if {
 		with opa.runtime as {"env": {"GREENOPS_OPA_QUERY_TOKEN": "", "GREENOPS_OPA_ADMIN_TOKEN": ""}}
 	not authz.allow.allowed with input as anonymous("POST", decision) with opa.runtime as {"env": {}}
 	authz.allow.allowed with input as anonymous("GET", "/health") with opa.runtime as {"env": {}}
-	authz.allow.allowed with input as anonymous("POST", "/") with opa.runtime as {"env": {}}
+	not authz.allow.allowed with input as anonymous("POST", "/") with opa.runtime as {"env": {}}
+	not authz.allow.allowed with input as anonymous("POST", "/")
+		with opa.runtime as {"env": {"GREENOPS_OPA_SERVES": "webhook"}}
 }
 
 test_one_token_unset_leaves_the_other_working if {
