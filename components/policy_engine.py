@@ -1,6 +1,13 @@
 """PolicyEngine: OPA with the kube-mgmt sidecar, the policy bundle service, webhook TLS and the
 MutatingWebhookConfiguration for VmTemplate (thesis §3.5-3.6).
 
+Two OPA processes in each pod, because one `opa run` serves its whole API on every address it
+listens on: "opa" answers decision queries (OPA_PORT; Placement's, through the Ingress), and
+"opa-webhook" answers the API server's admission reviews (WEBHOOK_PORT) and nothing else, only to
+the bearer token the API server presents through its admission kubeconfig (the output
+``apiServerAdmissionKubeconfig``; see docs/security.md). kube-mgmt replicates the namespaces into
+the webhook's process, the only one whose policy reads them.
+
 OPA never serves an empty policy: the bundle built from this release (greenops.policies.bundle.pack)
 ships in a ConfigMap. Without a bundle service OPA loads it with --bundle; with one, it is copied
 into OPA's persistence directory before OPA starts, so OPA boots with it, and the service's newer
@@ -10,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import json
+import urllib.parse
 from dataclasses import dataclass, field
 
 import pulumi
@@ -33,16 +41,24 @@ from greenops.policies import (
     DECISION_LOG_FLAGS,
     METRICS_TOKEN_VARIABLE,
     QUERY_TOKEN_VARIABLE,
+    SERVES_VARIABLE,
+    WEBHOOK_TOKEN_VARIABLE,
     metrics_token,
+    webhook_token,
 )
 from greenops.policies.bundle import pack
-from greenops.policies.webhook import VMTEMPLATE_GROUP, VMTEMPLATE_RESOURCE, VMTEMPLATE_VERSION, webhook_configuration
+from greenops.policies.webhook import (
+    VMTEMPLATE_GROUP,
+    VMTEMPLATE_RESOURCE,
+    VMTEMPLATE_VERSION,
+    webhook_configuration,
+    webhook_kubeconfig,
+)
 
 OPA_PORT = 8443  # OPA's API: decision queries (Placement, through the Ingress) and kube-mgmt
 SERVICE_PORT = 443  # the Service (and an Ingress) reach OPA's API here
-# A second listener for the API server's admission calls (POST /). Both listeners serve OPA's whole
-# API (opa run has no per-listener routes); the split is for the NetworkPolicy, which admits only
-# the API server to this port and only the ingress controller and workload callers to OPA_PORT.
+# The webhook's own OPA process, for the API server's admission calls (POST /) only: system.authz
+# serves nothing else there, and the NetworkPolicy admits only the API server to this port.
 WEBHOOK_PORT = 8444
 KUBE_MGMT_UNPROBED = (
     "kube-mgmt serves no endpoint to probe; it exits when it loses OPA or the API server and the kubelet "
@@ -63,6 +79,7 @@ BUNDLE_NAME = "greenops"
 ADMIN_TOKEN_DIR = "/var/run/secrets/greenops/opa-admin"  # kube-mgmt's --opa-auth-token-file lives here
 ADMIN_TOKEN_VOLUME = "opa-admin-token"
 METRICS_TOKEN_SECRET = "greenops-opa-metrics-token"  # key GREENOPS_OPA_METRICS_TOKEN: GET /metrics's bearer token
+WEBHOOK_TOKEN_SECRET = "greenops-opa-webhook-token"  # key GREENOPS_OPA_WEBHOOK_TOKEN: the API server's
 LABELS = {"app.kubernetes.io/name": "opa", "app.kubernetes.io/part-of": "greenops"}
 
 
@@ -112,6 +129,7 @@ class ApiTokens:
 
     secrets: list[k8s.core.v1.Secret] = field(default_factory=list)
     env: list[k8s.core.v1.EnvVarArgs] = field(default_factory=list)
+    webhook_env: list[k8s.core.v1.EnvVarArgs] = field(default_factory=list)  # the webhook's process only
     opa_args: list[str] = field(default_factory=list)
     mgmt_args: list[str] = field(default_factory=list)
     mgmt_mounts: list[k8s.core.v1.VolumeMountArgs] = field(default_factory=list)
@@ -125,7 +143,7 @@ class BundleSource:
     ConfigMap with --bundle."""
 
     opa_arg: str
-    opa_mount: k8s.core.v1.VolumeMountArgs
+    mounts: dict[str, k8s.core.v1.VolumeMountArgs]  # by OPA container: each persists bundles apart
     volumes: list[k8s.core.v1.VolumeArgs]
     init: list[k8s.core.v1.ContainerArgs]
 
@@ -135,10 +153,10 @@ def _mount(name: str, path: str, read_only: bool | None = None) -> k8s.core.v1.V
 
 
 def _health(
-    path: str, period_seconds: int | None = None, failure_threshold: int | None = None
+    path: str, port: int, period_seconds: int | None = None, failure_threshold: int | None = None
 ) -> k8s.core.v1.ProbeArgs:
     return k8s.core.v1.ProbeArgs(
-        http_get=k8s.core.v1.HTTPGetActionArgs(path=path, port=OPA_PORT, scheme="HTTPS"),
+        http_get=k8s.core.v1.HTTPGetActionArgs(path=path, port=port, scheme="HTTPS"),
         period_seconds=period_seconds,
         failure_threshold=failure_threshold,
     )
@@ -149,42 +167,69 @@ def bundle_source(c: PolicyEngineConfig, init_image: str) -> BundleSource:
         name="shipped-bundle", config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name="opa-bundle")
     )
     if not c.bundle_service_url:
+        shared = _mount("shipped-bundle", SHIPPED_DIR, read_only=True)
         return BundleSource(
             opa_arg=f"--bundle={SHIPPED_DIR}/bundle.tar.gz",
-            opa_mount=_mount("shipped-bundle", SHIPPED_DIR, read_only=True),
+            mounts={name: shared for name in OPA_CONTAINERS},
             volumes=[shipped],
             init=[],
         )
-    target = f"{PERSIST_DIR}/bundles/{BUNDLE_NAME}"
+    # each OPA process persists the bundles it downloads in a directory of its own: two writers of
+    # one file could leave either a torn copy to boot from
+    persist = {name: f"persist-{name}" for name in OPA_CONTAINERS}
+    target = f"bundles/{BUNDLE_NAME}"
+    copies = " && ".join(
+        f"mkdir -p /{volume}/{target} && cp {SHIPPED_DIR}/bundle.tar.gz /{volume}/{target}/bundle.tar.gz"
+        for volume in persist.values()
+    )
     copy = k8s.core.v1.ContainerArgs(
         name="shipped-bundle",
         image=init_image,
-        command=["sh", "-c", f"mkdir -p {target} && cp {SHIPPED_DIR}/bundle.tar.gz {target}/bundle.tar.gz"],
+        command=["sh", "-c", copies],
         image_pull_policy=pull_policy(init_image),
-        volume_mounts=[_mount("shipped-bundle", SHIPPED_DIR, read_only=True), _mount("persist", PERSIST_DIR)],
+        volume_mounts=[
+            _mount("shipped-bundle", SHIPPED_DIR, read_only=True),
+            *(_mount(volume, f"/{volume}") for volume in persist.values()),
+        ],
         resources=INIT_RESOURCES.args(),
         security_context=container_security_context(),
     )
     return BundleSource(
         opa_arg=CONFIG_ARG,
-        opa_mount=_mount("persist", PERSIST_DIR),
-        volumes=[shipped, k8s.core.v1.VolumeArgs(name="persist", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs())],
+        mounts={name: _mount(volume, PERSIST_DIR) for name, volume in persist.items()},
+        volumes=[
+            shipped,
+            *(
+                k8s.core.v1.VolumeArgs(name=volume, empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs())
+                for volume in persist.values()
+            ),
+        ],
         init=[copy],
     )
 
 
+OPA_CONTAINERS = ("opa", "opa-webhook")  # the decisions' process and the webhook's
+
+
 def opa_container(
-    args: PolicyEngineArgs, tokens: ApiTokens, bundle: BundleSource, scheduler_env: list[k8s.core.v1.EnvVarArgs]
+    args: PolicyEngineArgs,
+    tokens: ApiTokens,
+    bundle: BundleSource,
+    scheduler_env: list[k8s.core.v1.EnvVarArgs],
+    webhook: bool = False,
 ) -> k8s.core.v1.ContainerArgs:
+    """One OPA process: the decisions' (OPA_PORT), or with ``webhook`` the webhook's (WEBHOOK_PORT),
+    which alone holds the webhook token and serves admission reviews."""
+    name, port = ("opa-webhook", WEBHOOK_PORT) if webhook else ("opa", OPA_PORT)
+    serves = k8s.core.v1.EnvVarArgs(name=SERVES_VARIABLE, value="webhook" if webhook else "decisions")
     return k8s.core.v1.ContainerArgs(
-        name="opa",
+        name=name,
         image=args.opa_image,
         image_pull_policy=pull_policy(args.opa_image),
         args=[
             "run",
             "--server",
-            f"--addr=0.0.0.0:{OPA_PORT}",
-            f"--addr=0.0.0.0:{WEBHOOK_PORT}",
+            f"--addr=0.0.0.0:{port}",
             "--tls-cert-file=/certs/tls.crt",
             "--tls-private-key-file=/certs/tls.key",
             "--optimize-store-for-read-speed",
@@ -198,24 +243,23 @@ def opa_container(
         env=[
             k8s.core.v1.EnvVarArgs(name="SCHEDULER_URL", value=args.config.scheduler_url),
             k8s.core.v1.EnvVarArgs(name="GOGC", value="400"),
+            serves,
             *scheduler_env,
             *tokens.env,
+            *(tokens.webhook_env if webhook else []),
         ],
-        ports=[
-            k8s.core.v1.ContainerPortArgs(name="https", container_port=OPA_PORT),
-            k8s.core.v1.ContainerPortArgs(name="webhook", container_port=WEBHOOK_PORT),
-        ],
-        readiness_probe=_health("/health?bundles"),
-        liveness_probe=_health("/health"),
+        ports=[k8s.core.v1.ContainerPortArgs(name="webhook" if webhook else "https", container_port=port)],
+        readiness_probe=_health("/health?bundles", port),
+        liveness_probe=_health("/health", port),
         # With authorization on, even /health answers 500 until the bundle brings system.authz:
         # liveness waits for that (up to 5 minutes) instead of restarting.
-        startup_probe=_health("/health", period_seconds=5, failure_threshold=60) if tokens.opa_args else None,
+        startup_probe=_health("/health", port, period_seconds=5, failure_threshold=60) if tokens.opa_args else None,
         resources=Resources(args.config.cpu, args.config.memory, args.config.cpu_limit).args(),
         security_context=container_security_context(),
         volume_mounts=[
             _mount("certs", "/certs", read_only=True),
             _mount("config", "/config", read_only=True),
-            bundle.opa_mount,
+            bundle.mounts[name],
         ],
     )
 
@@ -225,9 +269,10 @@ def kube_mgmt_container(args: PolicyEngineArgs, tokens: ApiTokens) -> k8s.core.v
         name="kube-mgmt",
         image=args.kube_mgmt_image,
         image_pull_policy=pull_policy(args.kube_mgmt_image),
-        # Same pod: the sidecar talks to OPA over loopback, through OPA's serving cert.
+        # Same pod: the sidecar writes the namespaces into the webhook's OPA (the only one whose
+        # policy reads them) over loopback, through OPA's serving cert.
         args=[
-            f"--opa-url=https://127.0.0.1:{OPA_PORT}/v1",
+            f"--opa-url=https://127.0.0.1:{WEBHOOK_PORT}/v1",
             "--opa-allow-insecure",
             "--enable-policies=false",
             "--enable-data=false",
@@ -319,7 +364,20 @@ class PolicyEngine(pulumi.ComponentResource):
             opts=in_ns,
         )
         self.webhook = self._webhook(name, c)
-        self.register_outputs({"caCert": self.ca.cert_pem, "webhook": self.webhook.metadata["name"]})
+        # What the platform team gives its API server (--admission-control-config-file's kubeConfigFile):
+        # the token it presents to the webhook's OPA, by the webhook's Service address
+        self.admission_kubeconfig = pulumi.Output.secret(
+            pulumi.Output.from_input(args.admin_token).apply(
+                lambda admin: json.dumps(webhook_kubeconfig({webhook_address(c): webhook_token(admin)}))
+            )
+        )
+        self.register_outputs(
+            {
+                "caCert": self.ca.cert_pem,
+                "webhook": self.webhook.metadata["name"],
+                "apiServerAdmissionKubeconfig": self.admission_kubeconfig,
+            }
+        )
 
     def _certificates(self, name: str, host: str, child: pulumi.ResourceOptions) -> None:
         """A CA and a serving certificate kept in state: stable across `up` runs, secret in state."""
@@ -386,9 +444,20 @@ class PolicyEngine(pulumi.ComponentResource):
             pulumi.Output.from_input(args.admin_token).apply(metrics_token),
             in_ns,
         )
+        # the API server's, on the webhook's process only, derived from the admin token too: the
+        # component's output apiServerAdmissionKubeconfig carries it to the API server's configuration
+        self.webhook_token, webhook_env = secret_env(
+            f"{name}-webhook-token",
+            WEBHOOK_TOKEN_SECRET,
+            ns,
+            WEBHOOK_TOKEN_VARIABLE,
+            pulumi.Output.from_input(args.admin_token).apply(webhook_token),
+            in_ns,
+        )
         return ApiTokens(
-            secrets=[self.query_token, self.admin_token, self.metrics_token],
+            secrets=[self.query_token, self.admin_token, self.metrics_token, self.webhook_token],
             env=[query_env, admin_env, metrics_env],
+            webhook_env=[webhook_env],
             opa_args=["--authentication=token", "--authorization=basic"],
             mgmt_args=[f"--opa-auth-token-file={ADMIN_TOKEN_DIR}/token"],
             mgmt_mounts=[_mount(ADMIN_TOKEN_VOLUME, ADMIN_TOKEN_DIR, read_only=True)],
@@ -450,7 +519,11 @@ class PolicyEngine(pulumi.ComponentResource):
                 automount_service_account_token=True,
                 security_context=pod_security_context(),
                 init_containers=bundle.init or None,
-                containers=[opa_container(args, tokens, bundle, scheduler_env), kube_mgmt_container(args, tokens)],
+                containers=[
+                    opa_container(args, tokens, bundle, scheduler_env),
+                    opa_container(args, tokens, bundle, scheduler_env, webhook=True),
+                    kube_mgmt_container(args, tokens),
+                ],
                 volumes=[
                     k8s.core.v1.VolumeArgs(
                         name="certs", secret=k8s.core.v1.SecretVolumeSourceArgs(secret_name="opa-server-tls")
@@ -484,3 +557,12 @@ class PolicyEngine(pulumi.ComponentResource):
             webhooks=hook["webhooks"],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.service]),
         )
+
+
+def webhook_address(c: PolicyEngineConfig) -> str:
+    """The webhook's "host:port" as the API server looks its credential up: the URL's, else the
+    Service's (the name the API server calls it by)."""
+    if c.webhook_url:
+        parsed = urllib.parse.urlsplit(c.webhook_url)
+        return str(parsed.hostname) if parsed.port in (None, 443) else f"{parsed.hostname}:{parsed.port}"
+    return f"opa.{c.namespace}.svc:{WEBHOOK_PORT}"

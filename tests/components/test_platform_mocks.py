@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from components.platform_config import VERSIONS_FILE
-from greenops.policies import metrics_token
+from greenops.policies import metrics_token, webhook_token
 from greenops.policies.webhook import CONFIGURATION_NAME
 
 CA_PEM = "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n"
@@ -213,31 +213,41 @@ def test_webhook_configuration():
     [hook] = of(m, "kubernetes:admissionregistration.k8s.io/v1:MutatingWebhookConfiguration")
     # the one definition the local control plane uses too (greenops/policies/webhook.py)
     assert hook.inputs["metadata"] == {"name": CONFIGURATION_NAME}
-    place, release = hook.inputs["webhooks"]
-    assert [w["rules"][0]["operations"] for w in (place, release)] == [["CREATE", "UPDATE"], ["DELETE"]]
-    for w in (place, release):
-        assert w["rules"] == [
-            {
-                "apiGroups": ["composition.krateo.io"],
-                "apiVersions": ["*"],
-                "operations": w["rules"][0]["operations"],
-                "resources": ["vmtemplates"],
-                "scope": "Namespaced",
-            }
-        ]
-        # dry runs book and release nothing (request.dryRun), so the API server may send them
-        assert w["sideEffects"] == "NoneOnDryRun" and w["timeoutSeconds"] == 10
-        assert w["admissionReviewVersions"] == ["v1"] and w["reinvocationPolicy"] == "Never"
-        assert base64.b64decode(w["clientConfig"]["caBundle"]).decode() == CA_PEM  # the CA resource's own cert
-        # OPA's webhook listener, apart from its decision API (the NetworkPolicy admits only the API server to it)
-        assert w["clientConfig"]["service"] == {"name": "opa", "namespace": "opa", "path": "/", "port": 8444}
-        assert w["namespaceSelector"]["matchExpressions"][0]["values"] == ["kube-system", "opa"]
-    # placing fails closed; deleting is never blocked, not even by an OPA outage
-    assert place["failurePolicy"] == "Fail" and release["failurePolicy"] == "Ignore"
+    # one webhook: DELETE is not sent (the controller releases on the deletion it observes)
+    [place] = hook.inputs["webhooks"]
+    assert place["rules"] == [
+        {
+            "apiGroups": ["composition.krateo.io"],
+            "apiVersions": ["*"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["vmtemplates"],
+            "scope": "Namespaced",
+        }
+    ]
+    # dry runs book nothing (request.dryRun), so the API server may send them
+    assert place["sideEffects"] == "NoneOnDryRun" and place["timeoutSeconds"] == 10
+    assert place["admissionReviewVersions"] == ["v1"] and place["reinvocationPolicy"] == "Never"
+    assert base64.b64decode(place["clientConfig"]["caBundle"]).decode() == CA_PEM  # the CA resource's own cert
+    # the webhook's own OPA process (the NetworkPolicy admits only the API server to it)
+    assert place["clientConfig"]["service"] == {"name": "opa", "namespace": "opa", "path": "/", "port": 8444}
+    assert place["namespaceSelector"]["matchExpressions"][0]["values"] == ["kube-system", "opa"]
+    assert place["failurePolicy"] == "Fail"  # placing fails closed
     [deploy] = [r for r in of(m, "kubernetes:apps/v1:Deployment") if r.inputs["metadata"]["name"] == "opa"]
-    opa, mgmt = deploy.inputs["spec"]["template"]["spec"]["containers"]
-    assert {"name": "SCHEDULER_URL", "value": "http://greenops-scheduler.greenops.svc:8080"} in opa["env"]
-    assert "--config-file=/config/config.json" in opa["args"]
+    opa, webhook, mgmt = deploy.inputs["spec"]["template"]["spec"]["containers"]
+    for c in (opa, webhook):
+        assert {"name": "SCHEDULER_URL", "value": "http://greenops-scheduler.greenops.svc:8080"} in c["env"]
+        assert "--config-file=/config/config.json" in c["args"]
+    # each process serves one thing, on one address; only the webhook's holds the API server's token
+    assert [a for a in opa["args"] if a.startswith("--addr")] == ["--addr=0.0.0.0:8443"]
+    assert [a for a in webhook["args"] if a.startswith("--addr")] == ["--addr=0.0.0.0:8444"]
+    assert {"name": "GREENOPS_OPA_SERVES", "value": "decisions"} in opa["env"]
+    assert {"name": "GREENOPS_OPA_SERVES", "value": "webhook"} in webhook["env"]
+    names = {c["name"]: {e["name"] for e in c["env"]} for c in (opa, webhook)}
+    assert "GREENOPS_OPA_WEBHOOK_TOKEN" in names["opa-webhook"] and "GREENOPS_OPA_WEBHOOK_TOKEN" not in names["opa"]
+    # two processes, two persistence directories: no two writers of one persisted bundle
+    mounts = {c["name"]: {m["name"] for m in c["volumeMounts"]} for c in (opa, webhook)}
+    assert "persist-opa" in mounts["opa"] and "persist-opa-webhook" in mounts["opa-webhook"]
+    assert "--opa-url=https://127.0.0.1:8444/v1" in mgmt["args"]  # the namespaces go to the webhook's process
     assert "--replicate=composition.krateo.io/v1-0-0/vmtemplates" in mgmt["args"]
     assert "--replicate-cluster=v1/namespaces" in mgmt["args"]  # the tenant is the namespace's label
     [role] = [r for r in of(m, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole") if r.name == "opa-replicate"]
@@ -454,8 +464,9 @@ def test_opa_requires_tokens_and_kube_mgmt_presents_its_own():
     m = collect(PROD)
     [deploy] = [r for r in of(m, "kubernetes:apps/v1:Deployment") if r.inputs["metadata"]["name"] == "opa"]
     pod = deploy.inputs["spec"]["template"]["spec"]
-    opa, mgmt = pod["containers"]
-    assert "--authentication=token" in opa["args"] and "--authorization=basic" in opa["args"]
+    opa, webhook, mgmt = pod["containers"]
+    for c in (opa, webhook):
+        assert "--authentication=token" in c["args"] and "--authorization=basic" in c["args"]
     # OPA reads both tokens from Secrets; the probes stay on the open GET /health
     secrets = {
         r.inputs["metadata"]["name"]: r
@@ -467,11 +478,15 @@ def test_opa_requires_tokens_and_kube_mgmt_presents_its_own():
         ("greenops-opa-admin-token", "GREENOPS_OPA_ADMIN_TOKEN", "A9z-admin-s3cret"),
         # the scraper's, for GET /metrics only: derived from the admin token, set by nobody
         ("greenops-opa-metrics-token", "GREENOPS_OPA_METRICS_TOKEN", metrics_token("A9z-admin-s3cret")),
+        # the API server's, on the webhook's process: derived likewise, in the component's output
+        ("greenops-opa-webhook-token", "GREENOPS_OPA_WEBHOOK_TOKEN", webhook_token("A9z-admin-s3cret")),
     ):
         assert SECRET_SIG in secrets[name].inputs["stringData"]
         assert unwrap(secrets[name].inputs["stringData"]) == {variable: value}
-        assert {"name": variable, "valueFrom": {"secretKeyRef": {"name": name, "key": variable}}} in opa["env"]
+        holder = webhook if variable == "GREENOPS_OPA_WEBHOOK_TOKEN" else opa
+        assert {"name": variable, "valueFrom": {"secretKeyRef": {"name": name, "key": variable}}} in holder["env"]
     assert opa["livenessProbe"]["httpGet"]["path"] == "/health"
+    assert [c["livenessProbe"]["httpGet"]["port"] for c in (opa, webhook)] == [8443, 8444]
     assert opa["readinessProbe"]["httpGet"]["path"] == "/health?bundles"
     assert opa["startupProbe"]["httpGet"]["path"] == "/health"  # 500 until the bundle brings system.authz
     assert "--set=decision_logs.console=true" in opa["args"]  # decision logs on stdout, masked by system.log
@@ -640,9 +655,10 @@ def test_opa_boots_from_the_bundle_shipped_with_the_release():
     pod = opa_pod(m)
     assert pod["metadata"]["annotations"]["greenops.io/bundle-revision"] == pack()[1]
     [init] = pod["spec"]["initContainers"]
-    assert (
-        init["command"][-1] == "mkdir -p /var/opa/bundles/greenops && cp /shipped/bundle.tar.gz "
-        "/var/opa/bundles/greenops/bundle.tar.gz"
+    # into each OPA process's own persistence directory (both mounted at /var/opa in their container)
+    assert init["command"][-1] == " && ".join(
+        f"mkdir -p /{v}/bundles/greenops && cp /shipped/bundle.tar.gz /{v}/bundles/greenops/bundle.tar.gz"
+        for v in ("persist-opa", "persist-opa-webhook")
     )
     opa = pod["spec"]["containers"][0]
     assert not [a for a in opa["args"] if a.startswith("--bundle")]

@@ -98,6 +98,7 @@ def test_the_scheduler_token_is_a_file_and_only_opa_keeps_secrets_in_its_environ
                 "GREENOPS_OPA_QUERY_TOKEN",
                 "GREENOPS_OPA_ADMIN_TOKEN",
                 "GREENOPS_OPA_METRICS_TOKEN",
+                "GREENOPS_OPA_WEBHOOK_TOKEN",  # the webhook's process only
             }
         elif label == "Deployment greenops/greenops-scheduler":  # no file option for the database URL
             assert variables == {"GREENOPS_SCHEDULER_DATABASE"}
