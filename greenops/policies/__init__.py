@@ -21,7 +21,7 @@ DECISION_LOG_FLAGS = ("--set=decision_logs.console=true",)
 
 # The packages a query-token holder may evaluate: system.authz's query_packages (rego/authz.rego; a
 # test holds the two equal), and the only OPA paths the external Ingress routes.
-QUERY_PACKAGES = ("placement", "quota", "visibility", "workload")
+QUERY_PACKAGES = ("placement", "quota", "workload")
 DECISION_API_PATHS = tuple(f"/v1/data/greenops/{package}" for package in QUERY_PACKAGES)
 
 

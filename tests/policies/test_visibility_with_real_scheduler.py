@@ -61,7 +61,7 @@ def ask(opa, rule="", region=None) -> dict:
     r = httpx.post(
         f"{opa.url}{VISIBILITY}{rule}",
         json={"input": {"region": region} if region else {}},
-        headers=opa.query_headers,
+        headers=opa.admin_headers,  # the platform's query: every tenant's reservations
         timeout=20,
     )
     assert r.status_code == 200, r.text

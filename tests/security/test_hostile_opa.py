@@ -147,3 +147,24 @@ def test_a_delete_review_releases_nothing(tenancy: Tenancy, webhook: OpaServer):
                 assert r.json()["response"]["allowed"] is True  # a deletion is never blocked
     assert {k: tenancy.row(k) for k in before} == before
     assert all(row is not None and row["phase"] == "Scheduled" for row in before.values())
+
+
+def test_the_query_token_reads_no_tenants_reservations_through_opa(tenancy: Tenancy, opa: OpaServer):
+    # OPA reads the record with its own every-tenant credential; the query token every Placement
+    # presents names no tenant, so visibility is not a decision it may ask for
+    key = "team-b/secret-project/db"
+    assert tenancy.call("PUT", f"/reservations/{key}", tenancy.team_b, json=booking()).status_code == 200
+    for rule in ("", "/placed", "/placed_in_eu", "/affected"):
+        r = httpx.post(
+            f"{opa.url}/v1/data/greenops/visibility{rule}",
+            json={"input": {"region": "francecentral"}},
+            headers=opa.query_headers,
+            timeout=20,
+        )
+        assert r.status_code == 401 and key not in r.text, (rule, r.text)
+    # team-a's own credential at the scheduler does not list it either
+    mine = tenancy.call("GET", "/reservations", tenancy.team_a).json()["reservations"]
+    assert key not in {row["key"] for row in mine}
+    # the platform's (the admin token) still sees every tenant's
+    seen = httpx.post(f"{opa.url}/v1/data/greenops/visibility/placed", json={}, headers=opa.admin_headers, timeout=20)
+    assert key in {row["key"] for row in seen.json()["result"]}

@@ -41,8 +41,12 @@ import rego.v1
 
 # The packages a query-token holder may evaluate. greenops.scheduler and greenops.admission are
 # left out: evaluating them calls the scheduler (which books), and the scheduler package holds the
-# scheduler's own bearer token.
-query_packages := {"placement", "visibility", "quota", "workload"}
+# scheduler's own bearer token. greenops.visibility is left out too: it reads every tenant's
+# reservations with OPA's own (every-tenant) credential, and the query token, shared by every
+# stack, names no tenant, so OPA cannot tell what its holder may read. Tenants read their own
+# reservations from the scheduler with their own token (greenops placements, GET /reservations);
+# visibility through OPA is the platform's, with the admin token.
+query_packages := {"placement", "quota", "workload"}
 
 default allow := {"allowed": false, "reason": "request denied by system.authz"}
 

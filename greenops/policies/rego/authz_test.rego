@@ -108,12 +108,16 @@ test_a_wrong_token_is_refused if {
 test_the_query_token_reads_decisions if {
 	allowed(request("POST", decision, "q-token"))
 	allowed(request("GET", "/v1/data/greenops/placement/eligible", "q-token"))
-	allowed(request("POST", "/v1/data/greenops/visibility/affected", "q-token"))
 	allowed(request("POST", "/v1/data/greenops/quota", "q-token"))
 	allowed(request("POST", "/v1/data/greenops/workload/errors", "q-token"))
 }
 
 test_the_query_token_reads_nothing_else if {
+	# visibility reads every tenant's reservations with OPA's credential: the platform's, not a tenant's
+	not allowed(request("POST", "/v1/data/greenops/visibility/affected", "q-token"))
+	not allowed(request("POST", "/v1/data/greenops/visibility", "q-token"))
+	allowed(request("POST", "/v1/data/greenops/visibility", "a-token"))
+
 	# the scheduler package holds the scheduler's token; admission calls the scheduler
 	not allowed(request("GET", "/v1/data/greenops/scheduler", "q-token"))
 	not allowed(request("POST", "/v1/data/greenops/admission/main", "q-token"))

@@ -1,4 +1,6 @@
-# Visibility queries over the scheduler's record of placements (GET $SCHEDULER_URL/reservations,
+# Visibility queries over the scheduler's record of placements, for the platform: only OPA's admin
+# token may ask them (system.authz), since they read every tenant's reservations with OPA's own
+# credential; a tenant reads its own from the scheduler with its own token (GET $SCHEDULER_URL/reservations,
 # through greenops.scheduler: its URL and bearer token). Every placement of either path, Pulumi
 # (Placement) and cluster (admission webhook), is a reservation there, so these see both; the VmTemplates
 # kube-mgmt replicates would miss the Pulumi path's.
