@@ -274,7 +274,7 @@ def demo(once: bool = True, record: Path = RECORD, start: datetime | None = None
         cp = running.enter_context(LocalControlPlane(with_controller_manager=True, webhook_tokens=access.tokens))
         sched = running.enter_context(SchedulerServer(database=f"sqlite:///{record}"))
         creds = issue_credentials(sched, dev_tenants)
-        served = {
+        served: dict[str, Any] = {
             "scheduler_url": sched.url,
             "scheduler_token": creds.opa,
             "tls_cert": tls.cert_file,

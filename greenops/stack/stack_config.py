@@ -323,13 +323,18 @@ def parse_stack_config(raw: dict[str, Any], now: datetime | None = None, root: P
     if shard is not None:  # every shard reads all files and keeps its own: names stay unique stack-wide
         workloads = [w for w in workloads if shard_of(w.name, shard.count) == shard.index]
     # shard is passed only when configured, as before
-    return StackConfig(
-        workloads=tuple(workloads),
-        render=render,
-        endpoints=endpoints_config,
-        kubernetes=kubernetes,
-        reconcile=reconcile,
-        provisioning=provisioning,
-        direct=direct,
-        **({} if shard is None else {"shard": shard}),
+    # pydantic validates the workloads again here: with the same context, so that again no deadline
+    # is checked against the wall clock (a declaration valid at ``now`` stays valid)
+    return StackConfig.model_validate(
+        {
+            "workloads": tuple(workloads),
+            "render": render,
+            "endpoints": endpoints_config,
+            "kubernetes": kubernetes,
+            "reconcile": reconcile,
+            "provisioning": provisioning,
+            "direct": direct,
+            **({} if shard is None else {"shard": shard}),
+        },
+        context=ctx,
     )
