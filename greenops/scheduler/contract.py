@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from greenops.common.instants import UtcInstant
 from greenops.models.workload import DEFAULT_TENANT
 from greenops.scheduler.recorded import MAX_EXPLANATION_BYTES, MAX_WORKLOAD_BYTES, RecordedWorkload, bounded
 from greenops.search.algorithm import Rule
@@ -26,7 +27,7 @@ class SchedulingRequest(BaseModel):
 
     number_of_jobs: Annotated[int, Field(strict=True, ge=1, le=10000)] = 1
     eligible_regions: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(min_length=1, max_length=500)
-    deadline: AwareDatetime
+    deadline: UtcInstant
     duration: Annotated[float, Field(strict=True, gt=0, le=24 * 31, description="hours")]
     # The record counts whole milli-vCPUs: less than one would book nothing (1e-300 x 10 000 jobs
     # booked 0.0 vCPU) and a memory below a megabyte is no VM.
@@ -34,7 +35,7 @@ class SchedulingRequest(BaseModel):
     memory: Annotated[float, Field(strict=True, ge=0.001, le=1000000, description="GB")]
     req_timeout: Annotated[float, Field(strict=True, gt=0, le=300, description="seconds")] = 10
     origin_zone: str | None = Field(default=None, description="zone of the origin region, for the baseline")
-    earliest_start: AwareDatetime | None = Field(
+    earliest_start: UtcInstant | None = Field(
         default=None,
         description="no start before this instant: the caller's clock, e.g. when a workload that "
         "missed its window is placed again from the time its reconcile ran",
