@@ -90,8 +90,8 @@ class SchedulingRequest(BaseModel):
         # Checked against the schema but kept as sent: the record serves it back, and its spec hash
         # (what a retry is matched by) is the caller's document, not a re-serialisation of it.
         if v is not None:
+            bounded(v, MAX_WORKLOAD_BYTES, "workload")  # first: its bounds keep the schema's check short
             RecordedWorkload.model_validate(v)
-            bounded(v, MAX_WORKLOAD_BYTES, "workload")
         return v
 
     @field_validator("explanation")
