@@ -221,3 +221,13 @@ def test_every_stored_field_is_bounded(hostile: Tenancy, method: str, path: str,
     r = hostile.call(method, path, hostile.team_a, json=body)
     refused(r, field)
     assert record(hostile) == before
+
+
+def test_the_dashboards_empty_filters_still_mean_every_value(hostile: Tenancy):
+    """The page's form sends every filter, an empty one for "all": that is no 422."""
+    everything = hostile.call("GET", "/dashboard/api/placements", hostile.reader)
+    empty = hostile.call("GET", "/dashboard/api/placements?tenant=&provider=&region=&phase=", hostile.reader)
+    assert everything.status_code == empty.status_code == 200
+    assert empty.json() == everything.json() and empty.json()["placements"]
+    page = hostile.call("GET", "/dashboard?tenant=&phase=", hostile.reader)
+    assert page.status_code == 200, page.text[:300]
