@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy import RowMapping, bindparam, insert, select, update
 
 from greenops.common.errors import GreenOpsError
+from greenops.common.instants import UtcInstant
 from greenops.reservations import ReservationStore
 from greenops.reservations.tables import api_tokens, stored_utc
 
@@ -52,7 +53,7 @@ class TokenRequest(BaseModel):
         description="the tenants it acts for; null (read and admin tokens only) for every tenant",
     )
     paths: list[PathName] = Field(default_factory=lambda: list(DEFAULT_PATHS), min_length=1, max_length=3)
-    expires_at: AwareDatetime | None = None
+    expires_at: UtcInstant | None = None
 
     @model_validator(mode="after")
     def _writers_name_their_tenants(self) -> TokenRequest:

@@ -7,19 +7,23 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .text import Word
+
 
 class ListingFilter(BaseModel):
-    """Without ``all``, the active reservations; a field left None filters nothing."""
+    """Without ``all``, the active reservations; a field left None filters nothing. A value is a
+    ``Word`` (greenops.reservations.text), as every value of its column is: a NUL byte or a 10 kB
+    filter is refused by name before any database sees it."""
 
     model_config = ConfigDict(frozen=True)
 
-    tenant: str | None = None
-    zone: str | None = None
-    region: str | None = None
-    provider: str | None = None
-    path: str | None = None
-    phase: str | None = None
-    key_prefix: str | None = Field(default=None, max_length=512, description="keys starting so")
+    tenant: Word | None = None
+    zone: Word | None = None
+    region: Word | None = None
+    provider: Word | None = None
+    path: Word | None = None
+    phase: Word | None = None
+    key_prefix: Word | None = Field(default=None, description="keys starting so")
     ended_after: datetime | None = Field(
         default=None, description="with all: the active ones and those ending after this instant"
     )

@@ -5,42 +5,44 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from greenops.common.instants import UtcInstant
 from greenops.models.workload import DEFAULT_TENANT
+from greenops.reservations.text import Word
 from greenops.scheduler.recorded import MAX_EXPLANATION_BYTES, MAX_WORKLOAD_BYTES, RecordedWorkload, bounded
 from greenops.search.algorithm import Rule
 
 # A Kubernetes label value, as tenants are on both paths
 Name = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")]
-
-
-# A reservation key, in a body and in a path alike: printable ASCII without spaces, 512 at most (the
-# record's column); a NUL byte or a 10 kB key is refused by name before any database sees it.
-KEY_PATTERN = r"^[\x21-\x7e]+$"
-KEY_MAX = 512
+# An Electricity Maps zone; a request names at most MAX_ZONES of them
+Zone = Annotated[str, Field(min_length=1, max_length=64)]
+MAX_ZONES = 500
 
 
 class SchedulingRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     number_of_jobs: Annotated[int, Field(strict=True, ge=1, le=10000)] = 1
-    eligible_regions: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(min_length=1, max_length=500)
-    deadline: AwareDatetime
+    eligible_regions: list[Zone] = Field(min_length=1, max_length=MAX_ZONES)
+    deadline: UtcInstant
     duration: Annotated[float, Field(strict=True, gt=0, le=24 * 31, description="hours")]
     # The record counts whole milli-vCPUs: less than one would book nothing (1e-300 x 10 000 jobs
     # booked 0.0 vCPU) and a memory below a megabyte is no VM.
     cpu: Annotated[float, Field(strict=True, ge=0.001, le=100000, description="vCPUs; at least one millicore")]
     memory: Annotated[float, Field(strict=True, ge=0.001, le=1000000, description="GB")]
     req_timeout: Annotated[float, Field(strict=True, gt=0, le=300, description="seconds")] = 10
-    origin_zone: str | None = Field(default=None, description="zone of the origin region, for the baseline")
-    earliest_start: AwareDatetime | None = Field(
+    origin_zone: Zone | None = Field(default=None, description="zone of the origin region, for the baseline")
+    earliest_start: UtcInstant | None = Field(
         default=None,
         description="no start before this instant: the caller's clock, e.g. when a workload that "
         "missed its window is placed again from the time its reconcile ran",
     )
     # Beyond the thesis contract: the reservation record (all optional, so thesis clients still work).
-    key: Annotated[str, Field(min_length=1, max_length=KEY_MAX, pattern=KEY_PATTERN)] | None = Field(
+    # A reservation key, in a body and in a path alike (greenops.scheduler.api.keys): the record's Word,
+    # printable ASCII without spaces, 512 at most (its column); a NUL byte or a 10 kB key is refused by
+    # name before any database sees it.
+    key: Word | None = Field(
         default=None,
         description="the placement's stable key (stack/workload, or namespace/name/uid): the same "
         "key with the same request is answered from the record and books nothing new; "
@@ -61,8 +63,11 @@ class SchedulingRequest(BaseModel):
         description="optional: the quota is policy's, which the scheduler reads itself; a value above it "
         "is refused (403), a lower one is kept",
     )
-    regions: dict[str, Annotated[str, Field(pattern=r"^(azure|gcp|aws)/[a-z0-9-]+$")]] = Field(
-        default_factory=dict, description="zone -> provider/region the caller maps it to, recorded with the booking"
+    # the first placement's provider and region are the record's columns (16 and 64 at most)
+    regions: dict[Zone, Annotated[str, Field(pattern=r"^(azure|gcp|aws)/[a-z0-9-]{1,64}$")]] = Field(
+        default_factory=dict,
+        max_length=MAX_ZONES,
+        description="zone -> provider/region the caller maps it to, recorded with the booking",
     )
     dry_run: bool = Field(default=False, description="decide without booking (a dry-run admission)")
     new_key: bool = Field(
@@ -94,8 +99,8 @@ class SchedulingRequest(BaseModel):
         # Checked against the schema but kept as sent: the record serves it back, and its spec hash
         # (what a retry is matched by) is the caller's document, not a re-serialisation of it.
         if v is not None:
+            bounded(v, MAX_WORKLOAD_BYTES, "workload")  # first: its bounds keep the schema's check short
             RecordedWorkload.model_validate(v)
-            bounded(v, MAX_WORKLOAD_BYTES, "workload")
         return v
 
     @field_validator("explanation")

@@ -6,16 +6,19 @@ import json
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
+from fastapi import Path as PathParameter
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse
+from pydantic import BaseModel, field_validator
 
 from greenops.common.clock import stamp
 from greenops.common.errors import GreenOpsError
 from greenops.insight import explain
 from greenops.insight.dashboard import views
 from greenops.insight.dashboard.data import DashboardData
+from greenops.reservations.text import KEY_MAX, KEY_PATTERN, Word
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -23,6 +26,30 @@ if TYPE_CHECKING:
     from greenops.common.clock import Clock
 
 TEMPLATES = Path(__file__).parent / "templates"
+
+# A reservation key in the explain page's path: the record's rule (greenops.reservations.text), so a
+# key no booking has (a NUL byte: a 500 on PostgreSQL) is a 422 naming it before any database sees it.
+RecordKey = Annotated[str, PathParameter(min_length=1, max_length=KEY_MAX, pattern=KEY_PATTERN)]
+
+
+class PageFilters(BaseModel):
+    """The page's filters (views.FILTERS) as its form sends them: an empty one filters nothing, any
+    other value is a ``Word`` of the record's, as every value of its column is (a NUL byte, or a
+    10 kB value, is a 422 naming the parameter)."""
+
+    tenant: Word | None = None
+    provider: Word | None = None
+    region: Word | None = None
+    phase: Word | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _empty_is_all(cls, value: object) -> object:
+        return None if value == "" else value
+
+
+def chosen(filters: Annotated[PageFilters, Query()]) -> dict[str, str]:
+    return filters.model_dump(exclude_none=True)
 
 
 def _plotly_js() -> Path:
@@ -66,16 +93,15 @@ def dashboard_router(
     # not find a local alias by name.
     data_dep = Depends(data_for)
 
-    def chosen(request: Request) -> dict[str, str]:
-        return {k: v for k in views.FILTERS if (v := request.query_params.get(k, ""))}
+    filters_dep = Depends(chosen)
 
-    def rows_for(request: Request, data: DashboardData, now: datetime) -> list[dict[str, Any]]:
-        return views.placement_rows(data.reservations(chosen(request), now - views.HISTORY))
+    def rows_for(filters: dict[str, str], data: DashboardData, now: datetime) -> list[dict[str, Any]]:
+        return views.placement_rows(data.reservations(filters, now - views.HISTORY))
 
     @router.get("", response_class=HTMLResponse, summary="the dashboard page")
-    def page(request: Request, data: DashboardData = data_dep) -> HTMLResponse:
+    def page(request: Request, data: DashboardData = data_dep, filters: dict[str, str] = filters_dep) -> HTMLResponse:
         now = clock()
-        every = rows_for(request, data, now)
+        every = rows_for(filters, data, now)
         rows = sorted(every, key=lambda r: r["start"], reverse=True)[: views.MAX_ROWS]
         return templates.TemplateResponse(
             request,
@@ -85,7 +111,7 @@ def dashboard_router(
                 "total_rows": len(every),
                 "totals": views.totals(every),
                 "options": views.options(every),
-                "chosen": {k: chosen(request).get(k, "") for k in views.FILTERS},
+                "chosen": {k: filters.get(k, "") for k in views.FILTERS},
                 "history_days": views.HISTORY.days,
                 "now": stamp(now),
                 "timeline": _plain(views.timeline_figure(rows, now)) if rows else None,
@@ -94,12 +120,12 @@ def dashboard_router(
         )
 
     @router.get("/api/placements", summary="the page's rows as JSON, with the same filters")
-    def placements(request: Request, data: DashboardData = data_dep) -> dict[str, Any]:
-        rows = rows_for(request, data, clock())
+    def placements(data: DashboardData = data_dep, filters: dict[str, str] = filters_dep) -> dict[str, Any]:
+        rows = rows_for(filters, data, clock())
         return {"placements": rows, "totals": views.totals(rows)}
 
     @router.get("/explain/{key:path}", response_class=HTMLResponse, summary="why one placement is what it is")
-    def explain_page(request: Request, key: str, data: DashboardData = data_dep) -> Response:
+    def explain_page(request: Request, key: RecordKey, data: DashboardData = data_dep) -> Response:
         row = data.reservation(key)
         if row is None or not row.get("answer"):
             return PlainTextResponse(f"reservation {key}: not in the record", status_code=404)

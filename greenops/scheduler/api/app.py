@@ -23,6 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from greenops.common.clock import Clock
+from greenops.common.errors import cut
 from greenops.identity import Forbidden, Invisible
 from greenops.identity.kubernetes import TokenReviewer
 from greenops.identity.principals import Declared
@@ -153,7 +154,11 @@ async def _invisible(request: Request, exc: Exception) -> JSONResponse:
 
 async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
     # Pydantic's errors, reduced to what a caller needs: each field's path and message (registered for
-    # RequestValidationError alone; Starlette types every handler for Exception)
-    errors = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in cast(RequestValidationError, exc).errors()]
+    # RequestValidationError alone; Starlette types every handler for Exception). A dict's key is
+    # part of the path and comes from the caller, of any length, so each part is cut.
+    errors = [
+        {"loc": [p if isinstance(p, int) else cut(str(p)) for p in e["loc"]], "msg": e["msg"]}
+        for e in cast(RequestValidationError, exc).errors()
+    ]
     detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {e['msg']}" for e in errors)
     return JSONResponse(status_code=422, content={"detail": detail, "errors": errors})

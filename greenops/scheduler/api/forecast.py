@@ -7,8 +7,9 @@ from datetime import datetime, timedelta
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
-from pydantic import AwareDatetime, BaseModel, Field
+from pydantic import BaseModel, Field
 
+from greenops.common.instants import UtcInstant
 from greenops.intensity.base import SourceUnavailable, UnknownZone
 from greenops.intensity.series import ceil_second, to_epoch
 from greenops.scheduler.state import ClockDep, SourceDep
@@ -33,7 +34,7 @@ router = APIRouter(prefix="/forecast", tags=["forecast"])
     responses={404: {"description": "unknown zone"}, 422: {"description": "a bad span, named"}},
 )
 def forecast(
-    zone: str, start: AwareDatetime, end: AwareDatetime, source: SourceDep, clock: ClockDep
+    zone: str, start: UtcInstant, end: UtcInstant, source: SourceDep, clock: ClockDep
 ) -> ForecastOut | JSONResponse:
     if end <= start or end - start > MAX_SPAN:
         return JSONResponse(

@@ -1,4 +1,4 @@
-"""The reservation key as a route's path parameter: the body key's schema (greenops.scheduler.contract),
+"""The reservation key as a route's path parameter: the body key's schema (greenops.reservations.text),
 so that a key no booking could have (a NUL byte, a space, longer than the record's column) is a 422
 naming it, before any database sees it."""
 
@@ -8,6 +8,6 @@ from typing import Annotated
 
 from fastapi import Path
 
-from greenops.scheduler.contract import KEY_MAX, KEY_PATTERN
+from greenops.reservations.text import KEY_MAX, KEY_PATTERN
 
 ReservationKey = Annotated[str, Path(min_length=1, max_length=KEY_MAX, pattern=KEY_PATTERN)]

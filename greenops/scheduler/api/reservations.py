@@ -20,16 +20,21 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from greenops.intensity.series import ceil_second
-from greenops.placing.lifecycle import Lifecycle
+from greenops.placing.lifecycle import MAX_EVENTS, Event, Lifecycle
 from greenops.reservations import ListingFilter, UnknownReservation
 from greenops.reservations.tables import stored_utc
+from greenops.reservations.text import Text
 from greenops.scheduler.api.keys import ReservationKey
 from greenops.scheduler.auth import Reader, Reporter
-from greenops.scheduler.recorded import explanation_of, workload_of
+from greenops.scheduler.recorded import bounded, explanation_of, workload_of
 from greenops.scheduler.state import ClockDep, StoreDep
+
+MAX_REASON = 1024  # the record's reason column
+# A lifecycle's reasons quote what an operator reported; twenty of them fit many times over.
+MAX_LIFECYCLE_BYTES = 64 * 1024
 
 
 class ReservationOut(BaseModel):
@@ -75,13 +80,32 @@ class ReservationList(BaseModel):
     reservations: list[ReservationOut]
 
 
+class ReportedLifecycle(Lifecycle):
+    """A lifecycle as a report sends it: at most the MAX_EVENTS newest transitions a lifecycle keeps
+    (Lifecycle.to never keeps more). More is refused (422 naming lifecycle.events), not cut: a
+    report of more events than its own lifecycle keeps is not one the record should take in part."""
+
+    events: tuple[Event, ...] = Field(default=(), max_length=MAX_EVENTS)
+
+
 class PhaseReport(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     phase: Literal["Provisioning", "Running", "Completed", "Failed"] | None = None
-    reason: str = Field(default="", max_length=1024)
+    reason: Text = Field(default="", max_length=MAX_REASON)
     confirm: bool = Field(default=False, description="the hold's object was seen stored: it is a reservation now")
-    lifecycle: Lifecycle | None = Field(default=None, description="the phases and the times they really happened")
+    lifecycle: ReportedLifecycle | None = Field(
+        default=None,
+        description="the phases and the times they really happened "
+        f"(at most {MAX_EVENTS} events, {MAX_LIFECYCLE_BYTES} bytes of JSON)",
+    )
+
+    @field_validator("lifecycle")
+    @classmethod
+    def _lifecycle_fits(cls, v: ReportedLifecycle | None) -> ReportedLifecycle | None:
+        if v is not None:
+            bounded(v.document(), MAX_LIFECYCLE_BYTES, "lifecycle")
+        return v
 
     @model_validator(mode="after")
     def _says_something(self) -> PhaseReport:
@@ -185,7 +209,7 @@ def release(
     store: StoreDep,
     clock: ClockDep,
     principal: Reporter,
-    reason: str = Query("released by its owner", max_length=1024),
+    reason: Annotated[Text, Query(max_length=MAX_REASON)] = "released by its owner",
 ) -> ReservationOut | JSONResponse:
     try:
         return out(store.report(key, "Released", reason, clock(), authorize=principal.may_report))
