@@ -1,6 +1,6 @@
 """The whole cluster path on loopback for the end-to-end suites (etcd + kube-apiserver with its
-controller manager, the scheduler, OPA over HTTPS as the webhook, tenants' namespaces), and a
-cluster-mode stack on it, run by the real engine."""
+controller manager, the scheduler, OPA over HTTPS as the webhook, the cluster path's controller,
+tenants' namespaces), and a cluster-mode stack on it, run by the real engine."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from datetime import datetime
 import pytest
 import yaml
 
+from greenops.charts.vmplacement import placement_crd
 from greenops.engine import automation
+from greenops.local.controller import ControllerProcess
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.opa import OpaServer
 from greenops.local.scheduler import SchedulerServer
@@ -59,7 +61,17 @@ def webhook_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         # the Pulumi program's decisions go to one OPA, the API server's reviews to the webhook's own
         with OpaServer(**served) as opa, access.opa(**served) as webhook:
             install_admission(cp, webhook.url, tls.ca_pem, NAMESPACES, token=webhook.admin_token)
-            yield {"cp": cp, "scheduler": sched, "opa": opa, "webhook": webhook, "tls": tls}
+            cp.create_crd(placement_crd())
+            # as the platform runs it: it confirms holds and releases on the deletions it observes
+            with ControllerProcess(
+                scheduler_url=sched.url,
+                token=sched.issue("controller", None, paths=["cluster"], role="report"),
+                kubeconfig=cp.kubeconfig_path,
+                identity="e2e-controller",
+                log=folder / "controller.log",
+            ) as controller:
+                controller.wait_leading()
+                yield {"cp": cp, "scheduler": sched, "opa": opa, "webhook": webhook, "tls": tls}
 
 
 def cluster_stack(
