@@ -217,6 +217,7 @@ def test_a_denial_after_booking_releases_the_booking(opa, scheduler):
     assert msg.endswith(f"its reservation greenops/vm-1/{UID} was released")
     [released] = scheduler.released
     assert released.startswith(f"/reservations/greenops/vm-1/{UID}?reason=admission+denied")
+    assert "&tenant=" in released  # the namespace's tenant, which the booking was made under
 
 
 def test_the_pulumi_path_releases_a_booking_it_cannot_map(opa, scheduler):
@@ -242,6 +243,7 @@ def test_the_pulumi_path_releases_a_booking_it_cannot_map(opa, scheduler):
     )
     [released] = scheduler.released
     assert released.startswith("/reservations/dev/etl/abc?reason=zone+US-CAL-CISO+maps+to+no+eligible+region")
+    assert released.endswith(f"&tenant={workload.tenant}")
 
 
 def test_delete_releases_and_is_allowed(opa, scheduler):
@@ -251,7 +253,8 @@ def test_delete_releases_and_is_allowed(opa, scheduler):
     scheduler.released.clear()
     answer = admit(opa, review(op="DELETE", old=placed))
     assert answer["response"] == {"uid": UID, "allowed": True}
-    assert scheduler.released == [f"/reservations/{key}?reason=VmTemplate+greenops%2Fvm-1+deleted"]
+    # a key is its tenant's in the record: the release names the tenant admission recorded in the spec
+    assert scheduler.released == [f"/reservations/{key}?reason=VmTemplate+greenops%2Fvm-1+deleted&tenant=t1"]
     dry = review(op="DELETE", old=placed)
     dry["request"]["dryRun"] = True
     assert admit(opa, dry)["response"]["allowed"] and len(scheduler.released) == 1  # a dry run releases nothing

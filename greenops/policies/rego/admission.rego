@@ -390,11 +390,10 @@ else := sprintf(
 	[reservation_key, _release_denied.error],
 )
 
-_release_denied := scheduler.release(reservation_key, "admission denied: the scheduler's zone is not eligible")
+_release_denied := _release("admission denied: the scheduler's zone is not eligible")
 
-# DELETE: give the reservation back and always allow. A scheduler failure must not block the
-# deletion; the user is warned and the booking ends with its window (or a sweep of the record
-# against the cluster's VmTemplates releases it, see the README). A dry run releases nothing.
+# DELETE: give the reservation back and always allow; a dry run releases nothing. A scheduler failure
+# never blocks it: the user is warned and the booking ends with its window (or a sweep releases it, README).
 _deleted := {"allowed": true} if dry_run
 
 else := {"allowed": true, "warnings": [sprintf(
@@ -417,7 +416,8 @@ else := {"allowed": true, "warnings": [sprintf(
 	[_subject, reservation_key, _release_deleted.error],
 )]}
 
-_release_deleted := scheduler.release(reservation_key, sprintf("%v deleted", [_subject]))
+_release_deleted := _release(sprintf("%v deleted", [_subject]))
+_release(reason) := scheduler.release(tenancy.booked(request, _tenancy), reservation_key, reason) # its tenant's
 
 # --- Whose fields: the user's requests or the webhook's own decision -------------------------
 # The decision is written into the same spec fields a user may set to pin a placement, and

@@ -75,6 +75,17 @@ mock(req) := mock_down(req) if {
 	req.method == "DELETE"
 }
 
+# The scheduler answers a zone it was not asked for, and reports the release it is then sent.
+mock(req) := mock_us(req) if {
+	data.test.scheduler == "us, then echo"
+	req.method == "POST"
+}
+
+mock(req) := echo_any(req) if {
+	data.test.scheduler == "us, then echo"
+	req.method == "DELETE"
+}
+
 # Fails every call on purpose, reporting what it was sent.
 echo_any(req) := {"status_code": 418, "body": {"detail": sprintf(
 	"%v %v %v",
@@ -400,8 +411,15 @@ test_delete_releases_the_recorded_reservation if {
 		"greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51 was not released: ",
 		"scheduler at http://127.0.0.1:9 answered HTTP 418: ",
 		"DELETE http://127.0.0.1:9/reservations/greenops/vm-1/0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51",
-		"?reason=VmTemplate+greenops%2Fvm-1+deleted null",
+		"?reason=VmTemplate+greenops%2Fvm-1+deleted&tenant=t1 null",
 	])]
+}
+
+# A key is its tenant's in the record: a release names the tenant the object was booked under.
+test_a_denied_booking_is_released_under_the_namespaces_tenant if {
+	r := answer(review("CREATE", vm(spec), null), "us, then echo")
+	not r.response.allowed
+	contains(r.response.status.message, "?reason=admission+denied%3A+the+scheduler%27s+zone+is+not+eligible&tenant=t1 ")
 }
 
 test_a_scheduler_failure_does_not_block_the_delete if {

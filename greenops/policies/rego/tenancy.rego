@@ -59,3 +59,14 @@ mismatch(ns, spec_tenant, tenant, namespaces) := sprintf(
 	]),
 	[spec_tenant, ns, label, tenant],
 )
+
+# booked(request, tenancy): the tenant whose reservation admission request `request` gives back (a
+# key is its tenant's in the scheduler's record). A deleted object's was booked under the tenant
+# admission wrote into its spec (the namespace's then: the label may have changed since); a denied
+# booking, just made, under the namespace's (`tenancy`, of_namespace's answer). null when neither is
+# known: the scheduler then takes the one tenant's that holds the key.
+booked(request, tenancy) := t if {
+	request.operation == "DELETE"
+	t := object.get(request, ["oldObject", "spec", "tenant"], null)
+	is_string(t)
+} else := object.get(tenancy, "tenant", null)
