@@ -7,10 +7,14 @@ says who else holds the key."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 
 import httpx
 import pytest
 
+from greenops.common.clock import parse_time
+from greenops.controller.record import Record
+from greenops.controller.record_keeper import RESERVATION_ANNOTATION, RecordKeeper
 from greenops.local.postgres import PostgresServer
 from greenops.local.scheduler import SchedulerServer
 from greenops.reservations import ReservationStore
@@ -207,3 +211,31 @@ def test_a_completion_token_reports_for_its_own_tenants_row(tenancy: Tenancy):
     assert tenancy.row(key, tenant="team-a")["completion"] is None
     r = tenancy.call("POST", f"/reservations/{key}/completion", tokens["team-a"], json={"exitStatus": 0})
     assert r.status_code == 200 and (r.json()["tenant"], r.json()["completion"]["exitStatus"]) == ("team-a", 0)
+
+
+def test_the_controller_keeps_each_objects_own_tenants_reservation(tenancy: Tenancy):
+    """Two tenants hold one cluster key: the controller confirms and releases by the object's tenant
+    (its spec.tenant, as admission wrote it), never the other's row of the key, nor both as one."""
+    key = "shop/vm/7c1d2e3f"
+    for tenant in ("team-a", "team-b"):
+        r = tenancy.call("POST", "/scheduling", tenancy.opa, json=booking(key=key, tenant=tenant, path="cluster"))
+        assert r.status_code == 200, r.text
+    obj = {
+        "metadata": {"namespace": "shop", "name": "vm", "annotations": {RESERVATION_ANNOTATION: key}},
+        "spec": {"tenant": "team-a"},
+    }
+    controller = tenancy.sched.issue("controller", None, ["cluster"], role="report")
+    record = Record(tenancy.sched.url, lambda: controller)
+    try:
+        soon = RecordKeeper(record, lambda: parse_time(NOW) + timedelta(seconds=5), lambda: True)
+        soon.sweep(lambda: ([obj], "7"))
+        assert tenancy.row(key, tenant="team-a")["held_until"] is None  # its object is stored: confirmed
+        assert tenancy.row(key, tenant="team-b")["held_until"] is not None  # another tenant's hold, left alone
+        later = RecordKeeper(record, lambda: parse_time(NOW) + timedelta(hours=1), lambda: True)
+        later.sweep(lambda: ([obj], "8"))
+        assert tenancy.row(key, tenant="team-b")["phase"] == "Released"  # no object of team-b's: expired
+        assert tenancy.row(key, tenant="team-a")["phase"] == "Scheduled"
+        later.deleted(obj)
+        assert tenancy.row(key, tenant="team-a")["phase"] == "Released"
+    finally:
+        record.close()
