@@ -158,7 +158,7 @@ class Progress:
         if after.phase is not Phase.SCHEDULED:
             body["phase"] = after.phase.value
             body["reason"] = after.reason[:1024]
-        self.record.patch(row["key"], body)
+        self.record.patch(row["key"], body, tenant=row["tenant"])
         self.show(template, row, after)
         self.metrics.moved(before.events, after.events)
         if not row.get("lifecycle") and after.phase is Phase.SCHEDULED:  # kubectl describe: why it waits

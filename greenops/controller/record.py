@@ -1,6 +1,7 @@
 """The scheduler's reservation record, as the controller uses it: its own credential (the report
 role on the cluster path, every tenant), re-read from its file on every call so a rotated
-ServiceAccount token or Secret is picked up."""
+ServiceAccount token or Secret is picked up. A key is its tenant's, and this credential spans every
+tenant: each keyed call names the tenant when the caller knows it (``?tenant=``)."""
 
 from __future__ import annotations
 
@@ -57,26 +58,33 @@ class Record:
         rows: list[dict[str, Any]] = r.json()["reservations"]
         return rows
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        r = self._call("GET", f"/reservations/{key}")
+    def get(self, key: str, *, tenant: str | None = None) -> dict[str, Any] | None:
+        """``tenant``'s reservation ``key``; with None, the one tenant's that holds it."""
+        r = self._call("GET", f"/reservations/{key}", params=_whose(tenant))
         return None if r.status_code == 404 else r.json()
 
-    def patch(self, key: str, body: dict[str, Any]) -> dict[str, Any] | None:
-        r = self._call("PATCH", f"/reservations/{key}", json=body)
+    def patch(self, key: str, body: dict[str, Any], *, tenant: str | None = None) -> dict[str, Any] | None:
+        r = self._call("PATCH", f"/reservations/{key}", json=body, params=_whose(tenant))
         return None if r.status_code == 404 else r.json()
 
-    def completion_token(self, key: str) -> str | None:
+    def completion_token(self, key: str, *, tenant: str | None = None) -> str | None:
         """The reservation's completion token (greenops.reservations.completion); None when one was
         issued already (an earlier pass, before a restart) or the reservation has ended."""
-        r = self._call("POST", f"/reservations/{key}/completion-token", answers=(404, 409))
+        r = self._call("POST", f"/reservations/{key}/completion-token", answers=(404, 409), params=_whose(tenant))
         if r.status_code in (404, 409):
             return None
         token: str = r.json()["token"]
         return token
 
-    def release(self, key: str, reason: str) -> dict[str, Any] | None:
-        r = self._call("DELETE", f"/reservations/{key}", params={"reason": reason[:1024]})
+    def release(self, key: str, reason: str, *, tenant: str | None = None) -> dict[str, Any] | None:
+        r = self._call("DELETE", f"/reservations/{key}", params={"reason": reason[:1024], **_whose(tenant)})
         return None if r.status_code == 404 else r.json()
+
+
+def _whose(tenant: str | None) -> dict[str, str]:
+    # without a tenant the scheduler takes the one of the controller's tenants that holds the key
+    # (a 409, RecordRefused, when several do)
+    return {} if tenant is None else {"tenant": tenant}
 
 
 def held_until(row: dict[str, Any]) -> datetime | None:

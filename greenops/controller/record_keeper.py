@@ -11,6 +11,9 @@ a second look by a new leader changes nothing that was already right.
   controller restarting) and is released; a hold past its time whose object never appeared was a
   forged, failed or abandoned CREATE and is released with that reason. A hold still within its
   time is left alone: its CREATE may be in flight.
+
+A key is its tenant's in the record: an object's reservation is its tenant's (the ``spec.tenant``
+admission writes, the namespace's) reservation of its key, and every call names that tenant.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
@@ -59,6 +63,21 @@ def reservation_key(obj: dict[str, Any]) -> str | None:
     return key
 
 
+def tenant_of(obj: dict[str, Any]) -> str | None:
+    """The object's tenant as admission recorded it (``spec.tenant``: the namespace's when the spec
+    named none); None when it has none, and the record then takes the one tenant's that holds the key."""
+    tenant = (obj.get("spec") or {}).get("tenant")
+    return tenant if isinstance(tenant, str) and tenant else None
+
+
+def owned(rows_of_key: list[dict[str, Any]], obj: dict[str, Any]) -> dict[str, Any] | None:
+    """Of the rows of the object's key, its own reservation: its tenant's (with no tenant recorded on
+    the object, the only row of that key)."""
+    tenant = tenant_of(obj)
+    mine = [r for r in rows_of_key if tenant is None or r["tenant"] == tenant]
+    return mine[0] if len(mine) == 1 else None
+
+
 class RecordKeeper:
     def __init__(
         self,
@@ -87,20 +106,22 @@ class RecordKeeper:
         key = reservation_key(obj)
         if key is None:
             return
-        row = self.record.get(key)
+        tenant = tenant_of(obj)
+        row = self.record.get(key, tenant=tenant)
         if row is None or row["phase"] not in ("Scheduled", "Provisioning", "Running"):
             return
         if held_until(row) is not None:
-            self._act("confirmed", key, lambda: self.record.patch(key, {"confirm": True}))
+            whose = row["tenant"]
+            self._act("confirmed", key, lambda: self.record.patch(key, {"confirm": True}, tenant=whose))
 
     def deleted(self, obj: dict[str, Any]) -> None:
         key = reservation_key(obj)
         if key is None:
             return
-        row = self.record.get(key)
+        row = self.record.get(key, tenant=tenant_of(obj))
         if row is None or row["phase"] not in ("Scheduled", "Provisioning", "Running"):
             return  # released already: a replayed DELETED changes nothing
-        self._release(key, f"VmTemplate {key_of(obj)} deleted (observed by the controller)", "deleted")
+        self._release(row, f"VmTemplate {key_of(obj)} deleted (observed by the controller)", "deleted")
 
     def progress(self, templates: list[dict[str, Any]]) -> None:
         """A lifecycle pass over every VmTemplate whose reservation is active. One object's failure
@@ -108,17 +129,21 @@ class RecordKeeper:
         if self._progress is None:
             return
         began = time.monotonic()
-        rows = {r["key"]: r for r in self.record.active(detail=True)}
+        rows = self.record.active(detail=True)
+        by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in rows:
+            by_key[r["key"]].append(r)
         changed = 0
         for template in templates:
             key = reservation_key(template)
-            if key is None or key not in rows:
+            row = None if key is None else owned(by_key.get(key, []), template)
+            if key is None or row is None:
                 continue
             if not self.acting():
                 log.info("not leading: lifecycle pass left to the leader")
                 return
             try:
-                after = self._progress.step(template, rows[key])
+                after = self._progress.step(template, row)
             except RecordUnavailable:
                 raise  # the scheduler is down: the whole pass waits for the next one
             except Exception as exc:
@@ -137,7 +162,8 @@ class RecordKeeper:
         rows = self.record.active()
         objects, version = list_objects()
         now = self.clock()
-        live = {k for o in objects if (k := reservation_key(o)) is not None}
+        # each object's own reservation: its tenant's of its key (any tenant's when it records none)
+        live = {(tenant_of(o), k) for o in objects if (k := reservation_key(o)) is not None}
         for obj in objects:
             if reservation_key(obj) is None and annotated(obj):
                 self._skip(obj, "malformed_key", "its greenops.io/reservation annotation is no key of its namespace")
@@ -145,7 +171,7 @@ class RecordKeeper:
             self._isolated(obj, partial(self.stored, obj))
         for row in rows:
             key = row["key"]
-            if key in live:
+            if (row["tenant"], key) in live or (None, key) in live:
                 continue
             until = held_until(row)
             if until is not None and until > now:
@@ -155,13 +181,13 @@ class RecordKeeper:
                     f"hold expired at {stamp(until)}: no VmTemplate was stored under it (a forged, denied "
                     "or abandoned CREATE)"
                 )
-                self._isolated(row, partial(self._release, key, reason, "hold_expired"))
+                self._isolated(row, partial(self._release, row, reason, "hold_expired"))
             else:
                 reason = (
                     f"VmTemplate {'/'.join(key.split('/')[:2])} is gone: absent from the API server's list "
                     f"at resourceVersion {version} (deleted while nobody watched)"
                 )
-                self._isolated(row, partial(self._release, key, reason, "gone"))
+                self._isolated(row, partial(self._release, row, reason, "gone"))
 
     def _isolated(self, what: dict[str, Any], step: Callable[[], Any]) -> None:
         """One object's (or row's) step of a pass. Its own failure (the record refused its request,
@@ -180,7 +206,9 @@ class RecordKeeper:
         name = f"VmTemplate {meta.get('namespace')}/{meta.get('name')}" if meta else f"reservation {what.get('key')}"
         log.warning("%s skipped (%s): %s; the pass goes on", name, reason, why[:300])
 
-    def _release(self, key: str, reason: str, cause: str) -> None:
-        """Release ``key``; counted by ``cause`` (deleted, gone, hold_expired) when the record had it."""
-        if self._act("released", key, lambda: self.record.release(key, reason)) is not None:
+    def _release(self, row: dict[str, Any], reason: str, cause: str) -> None:
+        """Release the reservation ``row``; counted by ``cause`` (deleted, gone, hold_expired) when
+        the record had it."""
+        key, tenant = row["key"], row["tenant"]
+        if self._act("released", key, lambda: self.record.release(key, reason, tenant=tenant)) is not None:
             self.metrics.released(cause)

@@ -42,7 +42,7 @@ class RunReport:
         if not isinstance(spec.get("run"), dict):
             return  # it runs nothing, so it reports nothing
         where = f"VmTemplate {meta['namespace']}/{meta['name']}"
-        token = self.record.completion_token(row["key"])
+        token = self.record.completion_token(row["key"], tenant=row["tenant"])
         if token is None:
             log.warning("%s: its completion token was issued already; its VM reports its end by powering off", where)
             return

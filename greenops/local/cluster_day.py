@@ -32,10 +32,11 @@ class ClusterDay:
     scheduler: RetryingClient
     say: Callable[[str], None]
 
-    def rows(self) -> dict[str, dict[str, Any]]:
-        return {r["key"]: r for r in listed(self.scheduler, path="cluster")}
+    def rows(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """The cluster path's rows by tenant and key: two tenants' reservations of one key are two."""
+        return {(r["tenant"], r["key"]): r for r in listed(self.scheduler, path="cluster")}
 
-    def next_change(self, rows: dict[str, dict[str, Any]]) -> datetime | None:
+    def next_change(self, rows: dict[tuple[str, str], dict[str, Any]]) -> datetime | None:
         """The next instant the clock alone moves a VmTemplate: its gate, or the end of its run."""
         due = []
         for r in rows.values():
@@ -62,7 +63,7 @@ class ClusterDay:
                 if (before.get(key, {}).get("phase"), before.get(key, {}).get("reason"))
                 != (row["phase"], row["reason"])
             ]
-            for key, row in changed:
+            for (_, key), row in changed:
                 self.say(f"      {VERB.get(row['phase'], row['phase'].lower()):8} {key.split('/')[1]}: {row['reason']}")
             if not changed:
                 self.say("      nothing changed: the controller is not following (see its log)")

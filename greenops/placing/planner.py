@@ -84,7 +84,7 @@ def _place(
     if not selection:
         given_back = ""
         if key is not None:  # booked, but unusable: give it back before failing
-            scheduler.release(key, f"zone {zone} maps to no eligible region of {workload.name}")
+            scheduler.release(key, f"zone {zone} maps to no eligible region of {workload.name}", tenant=workload.tenant)
             given_back = f"; its reservation {key} was released"
         raise PlacementError(f"the scheduler chose zone {zone}, which maps to no eligible region{given_back}")
     start = parse_time(answer["scheduling_time"])

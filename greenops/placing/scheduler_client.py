@@ -1,4 +1,6 @@
-"""The scheduler's HTTP contract, from the Pulumi side."""
+"""The scheduler's HTTP contract, from the Pulumi side. A reservation is its tenant's key: each keyed
+call names the tenant it booked under (``?tenant=``), so a credential of several tenants acts on
+that tenant's reservation and on no other's of the same key."""
 
 from __future__ import annotations
 
@@ -75,31 +77,30 @@ class SchedulerClient(RetryingClient):
                 body["tenant_quota_vcpu"] = float(reservation.quota_vcpu)
         return self._answer(self.post("/scheduling", body))
 
-    def report(self, key: str, phase: str, reason: str = "") -> dict[str, Any]:
+    def report(self, key: str, phase: str, reason: str = "", *, tenant: str) -> dict[str, Any]:
         """Record the placement's phase; Completed and Failed give its zone-hours back."""
-        return self._answer(
-            self.request("PATCH", f"/reservations/{quote(key, safe='/')}", {"phase": phase, "reason": reason[:1024]})
-        )
+        body = {"phase": phase, "reason": reason[:1024]}
+        return self._answer(self.request("PATCH", _keyed(key), body, params={"tenant": tenant}))
 
-    def completion_token(self, key: str) -> str:
+    def completion_token(self, key: str, *, tenant: str) -> str:
         """A new completion token for the reservation (greenops.reservations.completion): the
         placement's own state is where its one token lives, so a token issued to a pass that did not
         save it is replaced."""
-        r = self.request("POST", f"/reservations/{quote(key, safe='/')}/completion-token", params={"replace": "true"})
+        r = self.request("POST", f"{_keyed(key)}/completion-token", params={"replace": "true", "tenant": tenant})
         if r is not None and r.status_code == 201:
             token: str = r.json()["token"]
             return token
         return str(self._answer(r)["token"])
 
-    def completion(self, key: str) -> dict[str, Any] | None:
+    def completion(self, key: str, *, tenant: str) -> dict[str, Any] | None:
         """What the reservation's run reported of its end, as the record holds it; None: nothing yet."""
-        answer = self._answer(self.request("GET", f"/reservations/{quote(key, safe='/')}"))
+        answer = self._answer(self.request("GET", _keyed(key), params={"tenant": tenant}))
         completion: dict[str, Any] | None = answer.get("completion")
         return completion
 
-    def release(self, key: str, reason: str) -> None:
+    def release(self, key: str, reason: str, *, tenant: str) -> None:
         """Give the reservation back (a key the record does not know is already released)."""
-        r = self.request("DELETE", f"/reservations/{quote(key, safe='/')}", params={"reason": reason[:1024]})
+        r = self.request("DELETE", _keyed(key), params={"reason": reason[:1024], "tenant": tenant})
         if r is not None and r.status_code == 404:
             return
         self._answer(r)
@@ -112,3 +113,8 @@ class SchedulerClient(RetryingClient):
             waited = f" (after waiting {self.waited:.0f} s as it asked)" if r.status_code == 429 and self.waited else ""
             raise SchedulerRefused(f"scheduler refused the request (HTTP {r.status_code}){waited}: {detail(r)}")
         raise SchedulerUnavailable(f"scheduler at {self.url} did not answer ({self.last_error})")
+
+
+def _keyed(key: str) -> str:
+    """The route of reservation ``key``: each of its segments URL-encoded, the slashes kept."""
+    return f"/reservations/{quote(key, safe='/')}"

@@ -66,6 +66,7 @@ from greenops.common.endpoints import OPA_TOKEN_VARIABLE
 from greenops.common.errors import GreenOpsError, field_errors
 from greenops.direct.records import observation, pass_instant
 from greenops.models import Decision, Provisioning, Workload, spec_digest
+from greenops.models.workload import DEFAULT_TENANT
 from greenops.observability import spans
 from greenops.placing import SchedulerClient, place
 from greenops.placing.lifecycle import (
@@ -127,6 +128,12 @@ def _lead(props: dict[str, Any]) -> timedelta:
 
 def reservation_key(props: dict[str, Any]) -> str:
     return f"{props.get('stack') or 'stack'}/{_name(props)}/{spec_digest(props['workload'])}"
+
+
+def _tenant(props: dict[str, Any]) -> str:
+    """The tenant the placement booked under (the workload's, as the planner sends it): its
+    reservation is that tenant's key."""
+    return str((props.get("workload") or {}).get("tenant") or DEFAULT_TENANT)
 
 
 def _direct(props: dict[str, Any]) -> bool:
@@ -289,7 +296,8 @@ class PlacementProvider(ResourceProvider):
         key = (props.get("reservation") or {}).get("key") or reservation_key(props)
         with self._scheduler(props) as scheduler:
             try:
-                scheduler.release(key, f"workload {_name(props)} removed from stack {props.get('stack')}")
+                removed = f"workload {_name(props)} removed from stack {props.get('stack')}"
+                scheduler.release(key, removed, tenant=_tenant(props))
             except GreenOpsError as exc:
                 raise GreenOpsError(
                     f"workload {_name(props)!r}: its reservation {key} was not released: {exc}"
@@ -336,7 +344,7 @@ class PlacementProvider(ResourceProvider):
             return props
         key = reservation_key(props)
         with self._scheduler(props) as scheduler:
-            token = scheduler.completion_token(key)
+            token = scheduler.completion_token(key, tenant=_tenant(props))
         url = f"{str(props['completionUrl']).rstrip('/')}/reservations/{quote(key, safe='/')}/completion"
         return {**props, "report": report_script(url, token)}
 
@@ -348,7 +356,8 @@ class PlacementProvider(ResourceProvider):
         key = reservation_key(props)
         try:
             with self._scheduler(props) as scheduler:
-                phase: str | None = scheduler.report(key, lifecycle.phase.value, lifecycle.reason)["phase"]
+                answer = scheduler.report(key, lifecycle.phase.value, lifecycle.reason, tenant=_tenant(props))
+                phase: str | None = answer["phase"]
                 return phase
         except GreenOpsError as exc:
             pulumi.log.warn(
@@ -373,7 +382,8 @@ class PlacementProvider(ResourceProvider):
         window = _window(props, workload, decision)
         if props.get("report") and lifecycle.phase.materialised:  # its run may have reported its end
             with self._scheduler(props) as scheduler:
-                window = replace(window, reported=Reported.of(scheduler.completion(reservation_key(props))))
+                done = scheduler.completion(reservation_key(props), tenant=_tenant(props))
+                window = replace(window, reported=Reported.of(done))
         if just_placed and window.start < now:
             # The scheduler's clock may run a little behind ours: a start it just chose is never "missed".
             window = replace(window, start=now)

@@ -1,11 +1,13 @@
 """The durable record of placements, shared by the Pulumi and the cluster path."""
 
-from .errors import Conflict, QuotaExceeded, UnknownReservation
+from .errors import AmbiguousKey, Conflict, QuotaExceeded, UnknownReservation
+from .keyed import resolve
 from .listing import ListingFilter
 from .store import ACTIVE, TERMINAL, Booking, ReservationStore, Seen, milli
 
 __all__ = [
     "ACTIVE",
+    "AmbiguousKey",
     "TERMINAL",
     "Booking",
     "Conflict",
@@ -15,4 +17,5 @@ __all__ = [
     "Seen",
     "UnknownReservation",
     "milli",
+    "resolve",
 ]

@@ -14,4 +14,9 @@ class QuotaExceeded(GreenOpsError):
 
 
 class UnknownReservation(GreenOpsError):
-    """No reservation has this key."""
+    """No reservation has this key (among the tenants the caller reads)."""
+
+
+class AmbiguousKey(GreenOpsError):
+    """A caller of several tenants named a key that more than one of them holds, without saying
+    whose (HTTP 409): it names the tenant (``?tenant=``)."""

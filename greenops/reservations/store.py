@@ -1,8 +1,12 @@
-"""The record of placements: one reservation per key, in SQLite (embedded) or PostgreSQL.
+"""The record of placements: one reservation per tenant and key, in SQLite (embedded) or PostgreSQL.
+
+A key is its tenant's own: another tenant's row of the same key is another reservation, which a
+booking never reads, replaces or counts as its own (``get`` takes both; ``find`` is for a caller
+of several tenants that names a key alone: greenops.reservations.keyed).
 
 Booking is optimistic. The caller searches a snapshot of the calendar with no lock held, then
 ``commit`` applies the booking in one short transaction:
-- the key's row is created, or updated only if its revision is still the one the search saw;
+- the (tenant, key) row is created, or updated only if its revision is still the one the search saw;
 - the tenant's row is locked and its active reservations summed against the quota;
 - every zone-hour is incremented only where it stays within capacity (greenops.reservations.zone_hours).
 Any of these failing because somebody else got there first raises ``Conflict`` and the caller
@@ -239,10 +243,19 @@ class ReservationStore:
 
     # --- reads -----------------------------------------------------------------------------
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, tenant: str, key: str) -> dict[str, Any] | None:
+        """Tenant ``tenant``'s reservation ``key``, None when it has none."""
         with self._read_one("get") as conn:
-            row = conn.execute(_ROW, {"key": key}).mappings().first()
+            row = conn.execute(_ROW, {"tenant": tenant, "key": key}).mappings().first()
         return dict(row) if row else None
+
+    def find(self, key: str, tenants: Collection[str] | None = None) -> list[dict[str, Any]]:
+        """The reservations of ``key`` among ``tenants`` (None: every tenant), by tenant."""
+        q = select(reservations).where(reservations.c.key == key).order_by(reservations.c.tenant)
+        if tenants is not None:
+            q = q.where(reservations.c.tenant.in_(list(tenants)))
+        with self._read_one("find") as conn:
+            return [dict(r) for r in conn.execute(q).mappings()]
 
     def seen(self, row: dict[str, Any] | None) -> Seen:
         if row is None:
@@ -255,8 +268,8 @@ class ReservationStore:
         )
 
     def calendar(self, zones: list[str], first_slot: int, last_slot: int, seen: Seen) -> dict[str, dict[int, int]]:
-        """Booked milli-vCPUs per zone and slot in ``[first_slot, last_slot)``, without the key's
-        own active booking (a changed spec may reuse its own slots)."""
+        """Booked milli-vCPUs per zone and slot in ``[first_slot, last_slot)``, without the (tenant,
+        key)'s own active booking that ``seen`` describes (a changed spec may reuse its own slots)."""
         used: dict[str, dict[int, int]] = defaultdict(dict)
         with self._read_one("calendar") as conn:
             rows = conn.execute(_CALENDAR, {"zones": zones, "first": first_slot, "last": last_slot})
@@ -280,7 +293,7 @@ class ReservationStore:
         those whose run ends after it (a dashboard's recent history, not years of it). ``tenants``
         keeps only those tenants' rows (a caller's scope; None: every tenant)."""
         where = ListingFilter() if where is None else where
-        q = select(reservations).order_by(reservations.c.start_at, reservations.c.key)
+        q = select(reservations).order_by(reservations.c.start_at, reservations.c.key, reservations.c.tenant)
         if tenants is not None:
             q = q.where(reservations.c.tenant.in_(list(tenants)))
         for column, value in (
@@ -308,7 +321,7 @@ class ReservationStore:
     # --- writes ----------------------------------------------------------------------------
 
     def commit(self, booking: Booking, seen: Seen, capacity_milli: int, now: datetime) -> dict[str, Any]:
-        """Store ``booking`` as the key's reservation, replacing its previous booking. Raises
+        """Store ``booking`` as its tenant's reservation of its key, replacing its previous booking. Raises
         Conflict (search again) or QuotaExceeded; on any error nothing is changed."""
         deltas = zone_hours.deltas(booking.placements, booking.milli_cpu)
         if seen.active:
@@ -320,7 +333,7 @@ class ReservationStore:
                 self._check_quota(conn, booking, now)
                 zone_hours.apply(conn, deltas, capacity_milli)
         except IntegrityError as exc:
-            raise Conflict(f"key {booking.key} was booked meanwhile") from exc
+            raise Conflict(f"key {booking.key} of tenant {booking.tenant} was booked meanwhile") from exc
         except DBAPIError as exc:
             if _retryable(exc):
                 raise Conflict(f"the database asked to retry: {exc.orig}") from exc
@@ -330,6 +343,7 @@ class ReservationStore:
 
     def report(
         self,
+        tenant: str,
         key: str,
         phase: str | None,
         reason: str,
@@ -339,17 +353,15 @@ class ReservationStore:
         confirm: bool = False,
         lifecycle: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Record what happened to an active reservation: an active phase (Provisioning, Running),
-        or a terminal one (Completed, Failed, Released) that gives its zone-hours back; ``confirm``
-        turns a hold into a reservation (its object was seen stored), ``lifecycle`` records the
-        phases' real times. ``phase`` None keeps the phase. A reservation already terminal is
-        returned as it is: a retried release or a late report changes nothing. ``authorize`` sees
-        the row under its lock, before anything changes, and raises to refuse."""
+        """Record what happened to tenant ``tenant``'s active reservation ``key``: an active phase
+        (Provisioning, Running), or a terminal one (Completed, Failed, Released) that gives its
+        zone-hours back; ``confirm`` turns a hold into a reservation (its object was seen stored),
+        ``lifecycle`` records the phases' real times. ``phase`` None keeps the phase. A reservation
+        already terminal is returned as it is: a retried release or a late report changes nothing.
+        ``authorize`` sees the row under its lock, before anything changes, and raises to refuse."""
         assert phase is None or phase in ACTIVE or phase in TERMINAL
         with self._write("report") as conn:
-            row = (
-                conn.execute(select(reservations).where(reservations.c.key == key).with_for_update()).mappings().first()
-            )
+            row = conn.execute(_ROW.with_for_update(), {"tenant": tenant, "key": key}).mappings().first()
             if row is None:
                 raise UnknownReservation(f"reservation {key}: no such key")
             if authorize is not None:
@@ -367,7 +379,8 @@ class ReservationStore:
                 seen = self.seen(dict(row))
                 zone_hours.apply(conn, zone_hours.deltas(seen.placements, -seen.milli_cpu), capacity_milli=0)
                 values["revision"] = row["revision"] + 1
-            conn.execute(update(reservations).where(reservations.c.key == key).values(**values))
+            mine = and_(reservations.c.tenant == tenant, reservations.c.key == key)
+            conn.execute(update(reservations).where(mine).values(**values))
             return {**dict(row), **values}
 
     # --- inside a write transaction --------------------------------------------------------
@@ -400,9 +413,9 @@ class ReservationStore:
             conn.execute(_NEW_ROW, {"key": b.key, "revision": 1, "created_at": now, "held_until": held, **values})
             return
         changed = {"b_key": b.key, "b_seen": seen.revision, "revision": seen.revision + 1, **values}
-        done = conn.execute(_NEXT_REVISION, changed)
+        done = conn.execute(_NEXT_REVISION, {**changed, "b_tenant": b.tenant})
         if done.rowcount != 1:
-            raise Conflict(f"key {b.key} changed meanwhile")
+            raise Conflict(f"key {b.key} of tenant {b.tenant} changed meanwhile")
 
     def _check_quota(self, conn: Connection, b: Booking, now: datetime) -> None:
         if b.quota_milli is None:
@@ -432,7 +445,9 @@ class ReservationStore:
 
 # The booking path's reads, built once: a statement object keeps its cache key, so each execution
 # skips building the statement and deriving the key of its compiled form again.
-_ROW = select(reservations).where(reservations.c.key == bindparam("key"))
+# One reservation is one tenant's key (its primary key).
+_IS_ROW = and_(reservations.c.tenant == bindparam("tenant"), reservations.c.key == bindparam("key"))
+_ROW = select(reservations).where(_IS_ROW)
 _CALENDAR = select(slot_usage).where(
     and_(
         slot_usage.c.zone.in_(bindparam("zones", expanding=True)),
@@ -441,10 +456,14 @@ _CALENDAR = select(slot_usage).where(
     )
 )
 # The booking's own statements, inside its write transaction. The update sets the columns its
-# parameters name; the key and the revision seen are bound under other names.
+# parameters name; the tenant, the key and the revision seen are bound under other names.
 _NEW_ROW = insert(reservations)
 _NEXT_REVISION = update(reservations).where(
-    and_(reservations.c.key == bindparam("b_key"), reservations.c.revision == bindparam("b_seen"))
+    and_(
+        reservations.c.tenant == bindparam("b_tenant"),
+        reservations.c.key == bindparam("b_key"),
+        reservations.c.revision == bindparam("b_seen"),
+    )
 )
 _TENANT_USE = select(func.coalesce(func.sum(reservations.c.milli_cpu * reservations.c.jobs), 0)).where(
     and_(

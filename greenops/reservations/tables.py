@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import JSON, Column, DateTime, Index, Integer, MetaData, String, Table
+from sqlalchemy import JSON, Column, DateTime, Index, Integer, MetaData, PrimaryKeyConstraint, String, Table
 
 metadata = MetaData()
 
@@ -19,12 +19,15 @@ def stored_utc(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-# One row per placement key: what was asked, what was answered, and what happened since.
+# One row per tenant and placement key: what was asked, what was answered, and what happened since.
+# A key is the tenant's own (migration 0006): a Pulumi-path key is predictable, and another tenant's
+# booking of it is a reservation of that tenant's, never a claim on this one.
 reservations = Table(
     "reservations",
     metadata,
-    Column("key", String(512), primary_key=True),
-    Column("tenant", String(128), nullable=False, index=True),
+    # the key alone is looked up too: a principal of several tenants may name a key without its tenant
+    Column("key", String(512), nullable=False, index=True),
+    Column("tenant", String(128), nullable=False),  # the primary key's first column: no index of its own
     Column("path", String(16), nullable=False),  # pulumi | cluster | api
     Column("phase", String(16), nullable=False, index=True),
     Column("spec_hash", String(64), nullable=False),
@@ -52,6 +55,7 @@ reservations = Table(
     Column("updated_at", DateTime(timezone=True), nullable=False),
     # the reservations still Scheduled past their start, read at every scrape (greenops.reservations.census)
     Index("ix_reservations_phase_start_at", "phase", "start_at"),
+    PrimaryKeyConstraint("tenant", "key", name="reservations_pkey"),
 )
 
 # vCPUs booked per zone and hourly slot (hours since the epoch): the capacity calendar. Updated in

@@ -3,7 +3,8 @@
 The search runs on a snapshot of the calendar with nothing locked; the booking is then committed
 under the database's concurrency control, and the search runs again if somebody took the slot
 first. A key already booked with the same request gets its stored answer back: a client's retry
-never books twice.
+never books twice. A key is its tenant's: everything here reads and writes the asking tenant's
+reservation of it.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def book(
     authorize: Callable[[dict[str, Any]], None] = lambda row: None,
     retried: Callable[[], None] = lambda: None,
 ) -> Outcome:
-    """``row`` is the key's record as the caller read it; after a conflict it is read again, and
+    """``row`` is the tenant's record of the key as the caller read it; after a conflict it is read again, and
     ``authorize`` (which raises to refuse) judges every version of it the booking could replace:
     the commit only replaces the revision that was judged. ``retried`` is told of every commit
     that met a conflict and is tried again."""
@@ -100,7 +101,7 @@ def book(
     last_conflict = ""
     for attempt in range(MAX_ATTEMPTS):
         if attempt:
-            row = store.get(ask.key)
+            row = store.get(ask.tenant, ask.key)
         if row is not None:
             authorize(row)
         if done := _replayed(row, digest, ask.request.get("earliest_start")):

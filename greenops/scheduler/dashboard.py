@@ -14,7 +14,7 @@ from greenops.common.clock import Clock
 from greenops.identity import Principal
 from greenops.insight.dashboard import Forecast, dashboard_router
 from greenops.intensity.base import CarbonSource
-from greenops.reservations import ListingFilter, ReservationStore
+from greenops.reservations import ListingFilter, ReservationStore, resolve
 from greenops.scheduler.api.reservations import out
 from greenops.scheduler.auth import requires
 from greenops.scheduler.state import SchedulerState
@@ -33,9 +33,10 @@ class RecordData:
         rows = self._store.list(ListingFilter(**filters, all=True, ended_after=ended_after), tenants=self._tenants)
         return [out(r, detail=True).model_dump(mode="json") for r in rows]
 
-    def reservation(self, key: str) -> dict[str, Any] | None:
-        row = self._store.get(key)
-        if row is None or (self._tenants is not None and row["tenant"] not in self._tenants):
+    def reservation(self, key: str, tenant: str | None = None) -> dict[str, Any] | None:
+        # among the caller's tenants only; AmbiguousKey when several hold the key and none is named
+        row = resolve(self._store, key, self._tenants, tenant)
+        if row is None:
             return None
         return out(row, detail=True).model_dump(mode="json")
 

@@ -159,7 +159,9 @@ class Decider:
         request = req.model_dump(mode="json", exclude={"key", "new_key"} | ({"rule"} if req.rule == "point" else set()))
         request.update(tenant=tenant, path=path)
         authorize = _authorizer(principal, key, request, req.new_key)
-        row = self.store.get(key)
+        # the key is the tenant's own: another tenant's booking of it is not this one's to see,
+        # replace or be refused over (a Pulumi-path key is predictable: anyone could book it first)
+        row = self.store.get(tenant, key)
         if row is not None:
             authorize(row)
         if not req.dry_run and (done := replay(row, request)):

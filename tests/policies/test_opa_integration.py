@@ -217,6 +217,7 @@ def test_a_denial_after_booking_releases_the_booking(webhook, scheduler):
     assert msg.endswith(f"its reservation greenops/vm-1/{UID} was released")
     [released] = scheduler.released
     assert released.startswith(f"/reservations/greenops/vm-1/{UID}?reason=admission+denied")
+    assert "&tenant=" in released  # the namespace's tenant, which the booking was made under
 
 
 def test_the_pulumi_path_releases_a_booking_it_cannot_map(opa, scheduler):
@@ -242,6 +243,7 @@ def test_the_pulumi_path_releases_a_booking_it_cannot_map(opa, scheduler):
     )
     [released] = scheduler.released
     assert released.startswith("/reservations/dev/etl/abc?reason=zone+US-CAL-CISO+maps+to+no+eligible+region")
+    assert released.endswith(f"&tenant={workload.tenant}")
 
 
 def test_a_delete_is_allowed_and_releases_nothing(webhook, scheduler):

@@ -63,7 +63,7 @@ def booking(key: str, zone: str, first_hour: int, hours: int, milli_cpu: int, qu
 
 
 def commit(store: ReservationStore, b: Booking) -> dict:
-    return store.commit(b, store.seen(store.get(b.key)), CAPACITY, NOW)
+    return store.commit(b, store.seen(store.get(b.tenant, b.key)), CAPACITY, NOW)
 
 
 def hours(store: ReservationStore, zone: str) -> dict[int, int]:
@@ -76,7 +76,7 @@ def test_a_zone_hour_that_would_go_over_capacity_is_named_and_nothing_of_the_boo
     commit(store, booking("a", "FR", 0, 2, 6000))
     with pytest.raises(Conflict, match=f"zone FR hour {FIRST + 1} filled up meanwhile"):
         commit(store, booking("b", "FR", 1, 2, 6000))
-    assert store.get("b") is None
+    assert store.get("t", "b") is None
     assert hours(store, "FR") == {0: 6000, 1: 6000}  # hour 2, created by b's statement, rolled back with it
 
 
@@ -90,10 +90,10 @@ def test_a_changed_booking_gives_back_its_hours_and_takes_new_ones_in_one_transa
     commit(store, booking("c", "FR", 6, 1, 8000))
     # hours 1 and 2 would be given back and hours 5 and 7 are free, but hour 6 is not: the change
     # is refused whole, and the booking and every hour stay as they were
-    before = store.get("a")
+    before = store.get("t", "a")
     with pytest.raises(Conflict, match=f"zone FR hour {FIRST + 6} filled up meanwhile"):
         commit(store, booking("a", "FR", 3, 5, 4000))
-    assert store.get("a") == before
+    assert store.get("t", "a") == before
     assert hours(store, "FR") == {0: 0, 1: 4000, 2: 9000, 3: 9000, 4: 4000, 6: 8000}
 
 
@@ -105,7 +105,7 @@ def test_a_held_connection_serves_a_booking_and_its_retries_each_as_on_its_own(s
         with store.held():
             commit(store, booking("a", "FR", 0, 2, 4000))  # a read of the key, a read, a commit
             assert hours(store, "FR") == {0: 4000, 1: 4000}
-            assert other.get("a") is not None  # committed at once, not when the held connection goes back
+            assert other.get("t", "a") is not None  # committed at once, not when the held connection goes back
             assert len(checkouts) == 1
             # the held connection keeps no transaction open between operations: the other replica
             # writes meanwhile, and the held one reads what it wrote
@@ -114,7 +114,7 @@ def test_a_held_connection_serves_a_booking_and_its_retries_each_as_on_its_own(s
             with pytest.raises(Conflict):  # rolled back whole; the next operation takes a fresh connection
                 commit(store, booking("c", "FR", 1, 1, 2000))
             commit(store, booking("c", "FR", 2, 1, 2000))
-            assert store.get("c") is not None and other.get("c") is not None
+            assert store.get("t", "c") is not None and other.get("t", "c") is not None
         assert len(checkouts) == 2
         assert hours(other, "FR") == {0: 4000, 1: 9000, 2: 2000}
     finally:
@@ -126,8 +126,8 @@ def test_a_release_does_not_bring_back_the_hours_already_pruned(store):
     commit(store, booking("b", "DE", 0, 2, 4000))
     with store.writing("test") as conn:  # as the prune does once the hours have passed
         conn.execute(slot_usage.delete().where(slot_usage.c.zone == "FR"))
-    store.report("a", "Completed", "done", NOW)
-    store.report("b", "Completed", "done", NOW)
+    store.report("t", "a", "Completed", "done", NOW)
+    store.report("t", "b", "Completed", "done", NOW)
     assert hours(store, "FR") == {}
     assert hours(store, "DE") == {0: 0, 1: 0}
 
@@ -137,7 +137,7 @@ def test_the_quota_counts_the_tenants_other_reservations_not_the_key_it_replaces
     with pytest.raises(QuotaExceeded, match="tenant t would use 12 vCPU, above its quota of 10"):
         commit(store, booking("b", "DE", 0, 2, 6000, quota=10_000))
     commit(store, booking("a", "DE", 0, 2, 8000, quota=10_000))  # its own 6 are replaced, not added
-    assert store.get("b") is None and store.get("a")["milli_cpu"] == 8000
+    assert store.get("t", "b") is None and store.get("t", "a")["milli_cpu"] == 8000
 
 
 def test_concurrent_changes_of_overlapping_bookings_never_deadlock_nor_overbook(store):

@@ -78,7 +78,7 @@ def test_a_bad_row_already_in_the_record_never_takes_the_views_down(tenancy: Ten
     # explanation a list
     store = ReservationStore(tenancy.sched.database or "")
     try:
-        row = store.get("team-a/legacy")
+        row = store.get("team-a", "team-a/legacy")
         assert row is not None
         request = {
             **row["request"],

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import httpx
+from sqlalchemy import select
 
 from greenops.local.scheduler import SchedulerServer
 from greenops.reservations import ReservationStore
+from greenops.reservations.tables import reservations
 
 
 @dataclass
@@ -24,9 +26,17 @@ class Tenancy:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return httpx.request(method, f"{self.sched.url}{path}", headers=headers, timeout=15, **kw)  # type: ignore[arg-type]
 
-    def row(self, key: str) -> dict | None:
+    def row(self, key: str, tenant: str | None = None) -> dict | None:
+        """The record's row of ``key``, read from its database: ``tenant``'s, or with none the one
+        row of that key (a key two tenants hold is an error of the test: name the tenant)."""
+        query = select(reservations).where(reservations.c.key == key)
+        if tenant is not None:
+            query = query.where(reservations.c.tenant == tenant)
         store = ReservationStore(self.sched.database or "")
         try:
-            return store.get(key)
+            with store.reading("test") as conn:
+                rows = [dict(r) for r in conn.execute(query).mappings()]
         finally:
             store.close()
+        assert len(rows) <= 1, f"{key} is held by tenants {sorted(r['tenant'] for r in rows)}: name one"
+        return rows[0] if rows else None

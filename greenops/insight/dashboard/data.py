@@ -12,6 +12,7 @@ from urllib.parse import quote
 from greenops.common.clock import parse_time
 from greenops.common.errors import GreenOpsError
 from greenops.common.httpclient import RetryingClient, detail
+from greenops.reservations import AmbiguousKey
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,9 @@ class DashboardData(Protocol):
         """The reservations matching ``filters`` (tenant, provider, region, phase) that are active
         or ended after ``ended_after``, with their decision-time detail (the listing's shape)."""
 
-    def reservation(self, key: str) -> dict[str, Any] | None:
-        """One reservation with its decision-time detail, None for an unknown key."""
+    def reservation(self, key: str, tenant: str | None = None) -> dict[str, Any] | None:
+        """One reservation with its decision-time detail, None for an unknown key: ``tenant``'s, or
+        the one tenant's that holds it (AmbiguousKey when several do)."""
 
     def forecast(self, zone: str, start: datetime, end: datetime) -> Forecast:
         """The carbon source's series for ``zone`` over [start, end)."""
@@ -54,10 +56,13 @@ class SchedulerData:
         rows: list[dict[str, Any]] = self._get("/reservations", params)["reservations"]
         return rows
 
-    def reservation(self, key: str) -> dict[str, Any] | None:
-        r = self._client.request("GET", f"/reservations/{quote(key, safe='/')}")
+    def reservation(self, key: str, tenant: str | None = None) -> dict[str, Any] | None:
+        params = {"tenant": tenant} if tenant is not None else None
+        r = self._client.request("GET", f"/reservations/{quote(key, safe='/')}", params=params)
         if r is not None and r.status_code == 404:
             return None
+        if r is not None and r.status_code == 409:
+            raise AmbiguousKey(detail(r))
         if r is None or r.status_code != 200:
             why = detail(r) if r is not None else self._client.last_error
             raise GreenOpsError(f"the scheduler at {self._client.url} did not answer GET /reservations/{key} ({why})")

@@ -18,6 +18,7 @@ from greenops.common.errors import GreenOpsError
 from greenops.insight import explain
 from greenops.insight.dashboard import views
 from greenops.insight.dashboard.data import DashboardData
+from greenops.reservations import AmbiguousKey
 from greenops.reservations.text import KEY_MAX, KEY_PATTERN, Word
 
 if TYPE_CHECKING:
@@ -125,8 +126,13 @@ def dashboard_router(
         return {"placements": rows, "totals": views.totals(rows)}
 
     @router.get("/explain/{key:path}", response_class=HTMLResponse, summary="why one placement is what it is")
-    def explain_page(request: Request, key: RecordKey, data: DashboardData = data_dep) -> Response:
-        row = data.reservation(key)
+    def explain_page(
+        request: Request, key: RecordKey, tenant: Word | None = None, data: DashboardData = data_dep
+    ) -> Response:
+        try:
+            row = data.reservation(key, tenant)  # the page's rows link with their tenant
+        except AmbiguousKey as exc:
+            return PlainTextResponse(str(exc), status_code=409)
         if row is None or not row.get("answer"):
             return PlainTextResponse(f"reservation {key}: not in the record", status_code=404)
         return templates.TemplateResponse(

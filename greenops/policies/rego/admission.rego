@@ -395,7 +395,10 @@ else := sprintf(
 	[reservation_key, _release_denied.error],
 )
 
-_release_denied := scheduler.release(reservation_key, "admission denied: the scheduler's zone is not eligible")
+_release_denied := _release("admission denied: the scheduler's zone is not eligible")
+
+# A booking just made is its tenant's in the scheduler's record: the namespace's.
+_release(reason) := scheduler.release(object.get(_tenancy, "tenant", null), reservation_key, reason)
 
 # --- Whose fields: the user's requests or the webhook's own decision -------------------------
 # The decision is written into the same spec fields a user may set to pin a placement, and

@@ -75,6 +75,17 @@ mock(req) := mock_down(req) if {
 	req.method == "DELETE"
 }
 
+# The scheduler answers a zone it was not asked for, and reports the release it is then sent.
+mock(req) := mock_us(req) if {
+	data.test.scheduler == "us, then echo"
+	req.method == "POST"
+}
+
+mock(req) := echo_any(req) if {
+	data.test.scheduler == "us, then echo"
+	req.method == "DELETE"
+}
+
 # Fails every call on purpose, reporting what it was sent.
 echo_any(req) := {"status_code": 418, "body": {"detail": sprintf(
 	"%v %v %v",
@@ -388,6 +399,13 @@ test_other_kinds_pass_unchanged if {
 	}])
 	r := answer(rev, "down")
 	r.response == {"uid": "0f8e7b1c-5a2d-4e61-9b3a-7c1d2e3f4a51", "allowed": true}
+}
+
+# A key is its tenant's in the record: a release names the tenant the object was booked under.
+test_a_denied_booking_is_released_under_the_namespaces_tenant if {
+	r := answer(review("CREATE", vm(spec), null), "us, then echo")
+	not r.response.allowed
+	contains(r.response.status.message, "?reason=admission+denied%3A+the+scheduler%27s+zone+is+not+eligible&tenant=t1 ")
 }
 
 # --- DELETE is never blocked and releases nothing: the controller releases on the deletion it sees

@@ -86,27 +86,34 @@ call(body) := result if {
 	result := {"ok": false, "error": _failure(r)}
 }
 
-# release(key, reason) gives the reservation `key` back (DELETE /reservations/{key}): a booking
-# whose admission was denied, or a deleted VmTemplate's. A key the record does not know counts as
-# released. {"ok": true} or {"ok": false, "error": "..."}; a DELETE is safe to repeat, so it gets the
-# same attempts as a booking.
-release(key, reason) := {"ok": true} if {
-	_released(_delete(key, reason, 1))
+# release(tenant, key, reason) gives tenant `tenant`'s reservation `key` back (DELETE
+# /reservations/{key}?tenant=): a booking whose admission was denied, or a deleted VmTemplate's. A
+# key is its tenant's, and OPA's credential spans every tenant, so the tenant is named (null: the
+# one tenant's that holds the key). A key the record does not know counts as released. {"ok": true}
+# or {"ok": false, "error": "..."}; a DELETE is safe to repeat, so it gets the same attempts as a
+# booking.
+release(tenant, key, reason) := {"ok": true} if {
+	_released(_delete(tenant, key, reason, 1))
 } else := {"ok": true} if {
 	settings.attempts >= 2
-	_released(_delete(key, reason, 2))
+	_released(_delete(tenant, key, reason, 2))
 } else := {"ok": false, "error": "SCHEDULER_URL is not set in OPA's environment"} if {
 	not url
-} else := {"ok": false, "error": _failure(_delete(key, reason, settings.attempts))}
+} else := {"ok": false, "error": _failure(_delete(tenant, key, reason, settings.attempts))}
 
 _released(resp) if resp.status_code in {200, 404}
 
 # A key's segments, each URL-encoded, joined by "/" again (the route takes the key as a path).
 _path_of(key) := concat("/", [urlquery.encode(s) | some s in split(key, "/")])
 
-_delete(key, reason, attempt) := http.send({
+# The release's query: its reason, and the tenant when it is known.
+_release_query(tenant, reason) := urlquery.encode_object({"reason": reason}) if tenant == null
+
+else := urlquery.encode_object({"reason": reason, "tenant": tenant})
+
+_delete(tenant, key, reason, attempt) := http.send({
 	"method": "DELETE",
-	"url": sprintf("%v/reservations/%v?reason=%v", [url, _path_of(key), urlquery.encode(reason)]),
+	"url": sprintf("%v/reservations/%v?%v", [url, _path_of(key), _release_query(tenant, reason)]),
 	"headers": object.union({"X-GreenOps-Attempt": sprintf("%v", [attempt])}, _auth(opa.runtime().env)),
 	"timeout": sprintf("%vs", [settings.timeout_seconds]),
 	"raise_error": false,

@@ -32,7 +32,7 @@ from greenops.intensity.base import CarbonSource
 from greenops.intensity.cached import CachedSource
 from greenops.observability import tracing
 from greenops.policies.settings import PolicySettings, load_policy_settings
-from greenops.reservations import ReservationStore
+from greenops.reservations import AmbiguousKey, ReservationStore
 from greenops.scheduler.api import completion, credentials, forecast, health, prometheus, reservations, scheduling
 from greenops.scheduler.api.prometheus import RequestTimer
 from greenops.scheduler.auth import ADMIN, Authenticator, requires
@@ -117,6 +117,7 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(Forbidden, _forbidden)
     app.add_exception_handler(Invisible, _invisible)
+    app.add_exception_handler(AmbiguousKey, _ambiguous)
     app.include_router(health.router)
     # Each route asks for the role it needs (greenops.scheduler.auth); reads need only read.
     app.include_router(scheduling.router)
@@ -150,6 +151,10 @@ async def _forbidden(request: Request, exc: Exception) -> JSONResponse:
 
 async def _invisible(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(status_code=404, content={"detail": str(exc)})
+
+
+async def _ambiguous(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse(status_code=409, content={"detail": str(exc)})
 
 
 async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:

@@ -1,16 +1,21 @@
 """``/reservations``: the record of placements, as the scheduler keeps it.
 
     GET    /reservations?tenant=&zone=&region=&provider=&path=&all=   active ones (all: every phase)
-    GET    /reservations/{key}
-    PATCH  /reservations/{key}  {"phase"?: "Provisioning"|"Running"|"Completed"|"Failed", "reason",
-                                 "confirm"?: true, "lifecycle"?: {...}}
-    DELETE /reservations/{key}?reason=                                 released; its zone-hours freed
+    GET    /reservations/{key}?tenant=
+    PATCH  /reservations/{key}?tenant=  {"phase"?: "Provisioning"|"Running"|"Completed"|"Failed",
+                                         "reason", "confirm"?: true, "lifecycle"?: {...}}
+    DELETE /reservations/{key}?tenant=&reason=                         released; its zone-hours freed
 Completed, Failed and Released are terminal and free the zone-hours; a retried release or a late
 report changes nothing. A cluster-path booking is a hold (``held_until``) until ``confirm``: its
 VmTemplate was seen stored. Reads need the read role and show the tenants the caller reads; PATCH
 and DELETE need the report role (the cluster path's controller has it; write implies it) and touch
 only reservations whose tenant and path the caller owns (403 otherwise, naming the reservation's
 owner and the caller).
+
+A key is its tenant's: the keyed routes act on the caller's own tenant's reservation of it. A caller
+of several tenants names whose with ``?tenant=``; without it, the one of its tenants that holds the
+key, and a 409 when several do (greenops.reservations.keyed). A reservation of a tenant the caller
+may not read is answered 404, byte for byte as an absent key.
 """
 
 from __future__ import annotations
@@ -22,12 +27,13 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from greenops.identity import Principal
 from greenops.intensity.series import ceil_second
 from greenops.placing.lifecycle import MAX_EVENTS, Event, Lifecycle
-from greenops.reservations import ListingFilter, UnknownReservation
+from greenops.reservations import ListingFilter, ReservationStore, UnknownReservation, resolve
 from greenops.reservations.tables import stored_utc
 from greenops.reservations.text import Text
-from greenops.scheduler.api.keys import ReservationKey
+from greenops.scheduler.api.keys import KeyTenant, ReservationKey
 from greenops.scheduler.auth import Reader, Reporter
 from greenops.scheduler.recorded import bounded, explanation_of, workload_of
 from greenops.scheduler.state import ClockDep, StoreDep
@@ -157,6 +163,16 @@ def _unknown(exc: UnknownReservation) -> JSONResponse:
     return JSONResponse(status_code=404, content={"detail": str(exc)})
 
 
+def absent(key: str) -> JSONResponse:
+    """An absent key's answer; a reservation the caller may not read gets it too, byte for byte."""
+    return _unknown(UnknownReservation(f"reservation {key}: no such key"))
+
+
+def resolved(store: ReservationStore, principal: Principal, key: str, tenant: str | None) -> dict[str, Any] | None:
+    """The reservation the caller means by ``key`` (and ``?tenant=``), among the tenants it reads."""
+    return resolve(store, key, principal.readable(None), tenant)
+
+
 router = APIRouter(prefix="/reservations", tags=["reservations"])
 
 
@@ -174,22 +190,38 @@ def list_reservations(
     return ReservationList(reservations=[out(r, query.detail) for r in rows])
 
 
-@router.get("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
-def get_reservation(key: ReservationKey, store: StoreDep, principal: Reader) -> ReservationOut | JSONResponse:
-    row = store.get(key)
+KEYED: dict[int | str, dict[str, Any]] = {
+    404: {"description": "no such key among the caller's tenants"},
+    409: {"description": "several of the caller's tenants hold the key: name one with ?tenant="},
+}
+
+
+@router.get("/{key:path}", response_model=ReservationOut, responses=KEYED)
+def get_reservation(
+    key: ReservationKey, store: StoreDep, principal: Reader, tenant: KeyTenant = None
+) -> ReservationOut | JSONResponse:
+    row = resolved(store, principal, key, tenant)
     # another tenant's row is answered as an absent one: its existence is not the caller's to know
     if row is None or not principal.may_read(row):
-        return JSONResponse(status_code=404, content={"detail": f"reservation {key}: no such key"})
+        return absent(key)
     return out(row, detail=True)
 
 
-@router.patch("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
+@router.patch("/{key:path}", response_model=ReservationOut, responses=KEYED)
 def report_phase(
-    key: ReservationKey, report: PhaseReport, store: StoreDep, clock: ClockDep, principal: Reporter
+    key: ReservationKey,
+    report: PhaseReport,
+    store: StoreDep,
+    clock: ClockDep,
+    principal: Reporter,
+    tenant: KeyTenant = None,
 ) -> ReservationOut | JSONResponse:
     lifecycle = None if report.lifecycle is None else report.lifecycle.document()
+    if (found := resolved(store, principal, key, tenant)) is None:
+        return absent(key)
     try:
         row = store.report(
+            found["tenant"],
             key,
             report.phase,
             report.reason,
@@ -203,15 +235,18 @@ def report_phase(
         return _unknown(exc)
 
 
-@router.delete("/{key:path}", response_model=ReservationOut, responses={404: {"description": "no such key"}})
+@router.delete("/{key:path}", response_model=ReservationOut, responses=KEYED)
 def release(
     key: ReservationKey,
     store: StoreDep,
     clock: ClockDep,
     principal: Reporter,
     reason: Annotated[Text, Query(max_length=MAX_REASON)] = "released by its owner",
+    tenant: KeyTenant = None,
 ) -> ReservationOut | JSONResponse:
+    if (found := resolved(store, principal, key, tenant)) is None:
+        return absent(key)
     try:
-        return out(store.report(key, "Released", reason, clock(), authorize=principal.may_report))
+        return out(store.report(found["tenant"], key, "Released", reason, clock(), authorize=principal.may_report))
     except UnknownReservation as exc:
         return _unknown(exc)

@@ -21,7 +21,10 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
     422: {"description": "invalid request, naming the field"},
     503: {"description": "carbon source unavailable or req_timeout exceeded"},
     401: {"description": "no credential, or one the scheduler does not accept"},
-    403: {"description": "the body names a tenant, path or quota, or the key a reservation, the caller does not own"},
+    403: {
+        "description": "the body names a tenant, path or quota the caller does not own, or the key is its "
+        "tenant's reservation on a path the caller does not book on"
+    },
     413: {"description": "the body is larger than the scheduler accepts"},
     429: {"description": "the caller sent more requests than its rate limit; Retry-After says when"},
 }
