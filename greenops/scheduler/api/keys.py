@@ -17,6 +17,7 @@ KeyTenant = Annotated[
     Query(
         min_length=1,
         max_length=128,  # the record's column
+        pattern=KEY_PATTERN,  # as every value of it: a NUL byte never reaches the database
         description="whose reservation of the key: needed when several of the caller's tenants hold it (409)",
     ),
 ]
