@@ -160,8 +160,7 @@ class Controller:
     def handle(self, item: Listed | Changed) -> None:
         if isinstance(item, Listed):  # the whole truth: what it lacks was deleted meanwhile
             self.templates = {key_of(o): o for o in item.objects}
-            for obj in item.objects:
-                self.reconciler.stored(obj)
+            self.reconciler.listed(item.objects)
         elif item.type == "DELETED":
             self.templates.pop(key_of(item.object), None)
             self.placements.forget(item.object)

@@ -101,6 +101,12 @@ class RecordKeeper:
         log.info("%s %s", what, key, extra={"action": what, "key": key})
         return result
 
+    def listed(self, objects: list[dict[str, Any]]) -> None:
+        """A watch's list: each object's hold confirmed on its own, so one tenant's bad object (a
+        request the record refuses) is skipped and counted, never in the way of the rest."""
+        for obj in objects:
+            self._isolated(obj, partial(self.stored, obj))
+
     def stored(self, obj: dict[str, Any]) -> None:
         """An object is in the API server (listed, added or modified): confirm its hold."""
         key = reservation_key(obj)

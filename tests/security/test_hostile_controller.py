@@ -69,3 +69,20 @@ def test_a_key_no_url_can_carry_is_this_requests_refusal_not_the_schedulers(sche
     with pytest.raises(RecordRefused, match="answered 422"):
         record.patch("team-c/evil/x", {"phase": "NotAPhase"})
     record.close()
+
+
+def test_a_watch_list_with_a_bad_object_confirms_the_rest(sched):
+    # A watch's first list: an object whose spec.tenant no record holds (the record refuses the
+    # request: 422) came first and ended the list's handling; the good hold waited for a sweep.
+    s, opa, controller = sched
+    record = Record(s.url, lambda: controller)
+    metrics = ControllerMetrics()
+    good = "team-a/listed-good/uid"
+    book(s, opa, good, "team-a")
+    keeper = RecordKeeper(record, lambda: parse_time(NOW) + timedelta(seconds=5), lambda: True, metrics=metrics)
+    bad = vmtemplate("team-c", "evil", "team-c/evil/uid")
+    bad["spec"] = {"tenant": "team\x00c"}
+    keeper.listed([bad, vmtemplate("team-a", "listed-good", good)])
+    assert record.get(good, tenant="team-a")["held_until"] is None  # confirmed
+    assert metrics.skipped.labels("refused")._value.get() == 1
+    record.close()
