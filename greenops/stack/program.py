@@ -212,6 +212,9 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
         # the CA a workloads stack trusts for OPA: greenops:endpoints.caCertificate
         policy = cast(PolicyEngine, installed.parts["policy"])
         pulumi.export("opaCaCertificate", policy.ca.cert_pem)
+        # the API server's credential for the webhook (its --admission-control-config-file's
+        # kubeConfigFile), a secret: `pulumi stack output apiServerAdmissionKubeconfig --show-secrets`
+        pulumi.export("apiServerAdmissionKubeconfig", policy.admission_kubeconfig)
     if "externalAccess" in installed.parts:
         # a workloads stack run from CI: greenops:endpoints.opaUrl and schedulerUrl
         external = cast(ExternalAccess, installed.parts["externalAccess"])

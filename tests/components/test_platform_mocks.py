@@ -703,3 +703,16 @@ def test_our_own_images_run_as_versions_yaml_pins_them():
         assert containers[key]["image"] == image, key
         policy = containers[key].get("imagePullPolicy")
         assert policy == (None if "@sha256:" in image else "Always"), key
+
+
+def test_the_api_servers_webhook_credential_names_the_webhooks_address():
+    from components.platform_config import PolicyEngineConfig
+    from components.policy_engine import webhook_address
+    from greenops.policies.webhook import webhook_kubeconfig
+
+    # the API server looks a webhook's credential up by the "host:port" it calls
+    assert webhook_address(PolicyEngineConfig(namespace="opa")) == "opa.opa.svc:8444"
+    assert webhook_address(PolicyEngineConfig(webhook_url="https://opa.example.com/")) == "opa.example.com"
+    assert webhook_address(PolicyEngineConfig(webhook_url="https://10.0.0.5:8444/")) == "10.0.0.5:8444"
+    config = webhook_kubeconfig({"opa.opa.svc:8444": webhook_token("A9z-admin-s3cret")})
+    assert config["users"] == [{"name": "opa.opa.svc:8444", "user": {"token": webhook_token("A9z-admin-s3cret")}}]
