@@ -266,8 +266,8 @@ def test_a_malformed_webhook_configuration_is_rejected(judged):
         in judge.submit(side_effects)
     )
     no_client = copy.deepcopy(hook)
-    del no_client["webhooks"][1]["clientConfig"]
-    assert "webhooks[1].clientConfig: Required value: exactly one of url or service is required" in judge.submit(
+    del no_client["webhooks"][0]["clientConfig"]
+    assert "webhooks[0].clientConfig: Required value: exactly one of url or service is required" in judge.submit(
         no_client
     )
     misspelt = copy.deepcopy(hook)
