@@ -16,12 +16,4 @@ from tests.support.tenancy import Tenancy
 def tenancy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenancy]:
     log = tmp_path_factory.mktemp("hostile") / "scheduler.log"
     with SchedulerServer(log=log, env={"GREENOPS_NOW": NOW}) as sched:
-        yield Tenancy(
-            sched,
-            team_a=sched.issue("team-a-ci", ["team-a"], paths=["pulumi"]),
-            team_b=sched.issue("team-b-ci", ["team-b"], paths=["pulumi"]),
-            media=sched.issue("media-ci", ["media"], paths=["pulumi"]),
-            opa=sched.issue("opa", None, paths=["cluster"]),
-            reader=sched.issue("dashboard", None, paths=["api"], role="read"),
-            reader_a=sched.issue("team-a-viewer", ["team-a"], paths=["api"], role="read"),
-        )
+        yield Tenancy.issued(sched)

@@ -35,15 +35,7 @@ def tenancy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     with PostgresServer() if request.param == "postgresql" else _no_server() as pg:
         database = pg.url if pg is not None else None
         with SchedulerServer(log=log, env={"GREENOPS_NOW": NOW}, database=database, capacity_vcpu=CAPACITY) as sched:
-            yield Tenancy(
-                sched,
-                team_a=sched.issue("team-a-ci", ["team-a"], paths=["pulumi"]),
-                team_b=sched.issue("team-b-ci", ["team-b"], paths=["pulumi"]),
-                media=sched.issue("media-ci", ["media"], paths=["pulumi"]),
-                opa=sched.issue("opa", None, paths=["cluster"]),
-                reader=sched.issue("dashboard", None, paths=["api"], role="read"),
-                reader_a=sched.issue("team-a-viewer", ["team-a"], paths=["api"], role="read"),
-            )
+            yield Tenancy.issued(sched)
 
 
 class _no_server:

@@ -22,6 +22,19 @@ class Tenancy:
     reader: str  # reads every tenant, writes nothing
     reader_a: str  # reads team-a only
 
+    @classmethod
+    def issued(cls, sched: SchedulerServer) -> Tenancy:
+        """A token issued on ``sched`` for each principal the hostile suites play."""
+        return cls(
+            sched,
+            team_a=sched.issue("team-a-ci", ["team-a"], paths=["pulumi"]),
+            team_b=sched.issue("team-b-ci", ["team-b"], paths=["pulumi"]),
+            media=sched.issue("media-ci", ["media"], paths=["pulumi"]),
+            opa=sched.issue("opa", None, paths=["cluster"]),
+            reader=sched.issue("dashboard", None, paths=["api"], role="read"),
+            reader_a=sched.issue("team-a-viewer", ["team-a"], paths=["api"], role="read"),
+        )
+
     def call(self, method: str, path: str, token: str | None, **kw: object) -> httpx.Response:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return httpx.request(method, f"{self.sched.url}{path}", headers=headers, timeout=15, **kw)  # type: ignore[arg-type]
