@@ -161,7 +161,7 @@ def test_a_trace_of_one_zone_is_enough(by_minute):
     assert truth["actual"] == round(mean_over(by_minute["DE"], RAN_FROM, RAN_FROM + RUN), 2)
 
 
-def booking(zones: list[str]) -> dict:
+def recorded_reservation(zones: list[str]) -> dict:
     """A reservation as the scheduler's record lists it, with policy's explanation kept."""
     return {
         "key": "dev/etl/abc",
@@ -182,7 +182,9 @@ def test_policy_zones_from_the_scheduler_record_widen_the_oracle(history, by_min
         raise GreenOpsError(f"workload {name!r}: no reservation under dev/{name}/…")
 
     rows = [row("etl", Phase.COMPLETED), row("waiting", Phase.SCHEDULED, since=None, done=None)]
-    booked = hindsight.with_allowed_zones(rows, lambda name: explain.account(booking(["GB", "DE"]))["eligibleZones"])
+    booked = hindsight.with_allowed_zones(
+        rows, lambda name: explain.account(recorded_reservation(["GB", "DE"]))["eligibleZones"]
+    )
     assert booked[0]["eligibleZones"] == ["DE", "GB"] and "eligibleZones" not in booked[1]  # only completed runs
     truth = hindsight.truth(booked[0], history)
     assert truth["oracle"] == pytest.approx(oracle_by_pandas(by_minute, ["DE", "GB"]), abs=0.005)
@@ -192,5 +194,7 @@ def test_policy_zones_from_the_scheduler_record_widen_the_oracle(history, by_min
     assert hindsight.truth(missing, history)["truthNote"] == (
         f"{hindsight.PLACED_ZONE_ONLY}; policy's zones not read: workload 'etl': no reservation under dev/etl/…"
     )
-    (unexplained,) = hindsight.with_allowed_zones(rows[:1], lambda name: explain.account(booking([]))["eligibleZones"])
+    (unexplained,) = hindsight.with_allowed_zones(
+        rows[:1], lambda name: explain.account(recorded_reservation([]))["eligibleZones"]
+    )
     assert "policy's zones not read: its booking holds none" in hindsight.truth(unexplained, history)["truthNote"]

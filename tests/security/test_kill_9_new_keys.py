@@ -17,7 +17,7 @@ import pytest
 
 from greenops.local.scheduler import SchedulerServer
 from greenops.reservations import ListingFilter, ReservationStore
-from tests.support.bookings import NOW
+from tests.support.bookings import NOW, burst_booking, send_until_answered
 
 pytestmark = pytest.mark.integration
 
@@ -26,30 +26,12 @@ BURST = 90  # new CREATEs during the burst
 
 
 def create(key: str, cpu: float) -> dict:
-    return {
-        "eligible_regions": ["FR", "DE", "PL", "NL"],
-        "deadline": "2027-01-10T15:00:00Z",
-        "duration": 2,
-        "cpu": cpu,
-        "memory": 2,
-        "key": key,
-        "tenant": key.split("/")[0],
-        "path": "cluster",
-        "new_key": True,
-    }
+    """An admission CREATE as OPA's webhook sends it: a new key of the cluster path."""
+    return burst_booking(key.split("/")[0], cpu, key=key, path="cluster", new_key=True)
 
 
 def send(url: str, token: str, body: dict, give_up: float) -> httpx.Response:
-    """Retried on connection errors and 503, as OPA's http.send attempts are."""
-    while True:
-        try:
-            r = httpx.post(f"{url}/scheduling", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=10)
-            if r.status_code != 503:
-                return r
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < give_up, "the scheduler did not come back"
-        time.sleep(0.05)
+    return send_until_answered(url, "POST", "/scheduling", token, body, give_up)
 
 
 def test_kill_9_mid_burst_rebooks_nothing_and_every_create_replays(tmp_path):

@@ -16,39 +16,13 @@ import pytest
 
 from greenops.local.scheduler import SchedulerServer
 from greenops.reservations import ListingFilter, ReservationStore
-from tests.support.bookings import NOW
+from tests.support.bookings import NOW, burst_booking, send_until_answered
 
 pytestmark = pytest.mark.integration
 
 TENANTS = ["team-a", "team-b", "team-c"]
 BOOKED = 30  # owned before the burst: what the attacker goes for
 BURST = 120  # new bookings of the owners during the burst
-
-
-def body(tenant: str, cpu: float = 1) -> dict:
-    return {
-        "eligible_regions": ["FR", "DE", "PL", "NL"],
-        "deadline": "2027-01-10T15:00:00Z",
-        "duration": 2,
-        "cpu": cpu,
-        "memory": 2,
-        "tenant": tenant,
-    }
-
-
-def send(url: str, method: str, path: str, token: str, json: dict | None, give_up: float) -> httpx.Response:
-    """Retried on connection errors and 503, as Placement's client does."""
-    with httpx.Client(timeout=15) as client:
-        while True:
-            try:
-                r = client.request(method, f"{url}{path}", json=json, headers={"Authorization": f"Bearer {token}"})
-                if r.status_code != 503:
-                    return r
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > give_up:
-                raise AssertionError(f"{method} {path}: no answer before the test's deadline")
-            time.sleep(0.05)
 
 
 def key(n: int) -> str:
@@ -66,8 +40,13 @@ def test_kill_9_mid_burst_changes_no_owner(tmp_path):
         give_up = time.monotonic() + 240
         answers: dict[str, httpx.Response] = {}
         for n in range(BOOKED):
-            answers[key(n)] = send(
-                first.url, "PUT", f"/reservations/{key(n)}", tokens[TENANTS[n % 3]], body(TENANTS[n % 3]), give_up
+            answers[key(n)] = send_until_answered(
+                first.url,
+                "PUT",
+                f"/reservations/{key(n)}",
+                tokens[TENANTS[n % 3]],
+                burst_booking(TENANTS[n % 3]),
+                give_up,
             )
         assert {r.status_code for r in answers.values()} == {200}
         attacks: list[httpx.Response] = []
@@ -76,7 +55,9 @@ def test_kill_9_mid_burst_changes_no_owner(tmp_path):
 
         def owner(n: int) -> None:
             tenant = TENANTS[n % 3]
-            r = send(first.url, "PUT", f"/reservations/{key(n)}", tokens[tenant], body(tenant), give_up)
+            r = send_until_answered(
+                first.url, "PUT", f"/reservations/{key(n)}", tokens[tenant], burst_booking(tenant), give_up
+            )
             with lock:
                 answers[key(n)] = r
                 answered[0] += 1
@@ -84,11 +65,11 @@ def test_kill_9_mid_burst_changes_no_owner(tmp_path):
         def attacker(n: int) -> None:
             target = key(n % BOOKED)
             method, json = (
-                ("PUT", body("mallory", cpu=2)),
+                ("PUT", burst_booking("mallory", cpu=2)),
                 ("PATCH", {"phase": "Failed", "reason": "mine now"}),
                 ("DELETE", None),
             )[n % 3]
-            r = send(first.url, method, f"/reservations/{target}", mallory, json, give_up)
+            r = send_until_answered(first.url, method, f"/reservations/{target}", mallory, json, give_up)
             with lock:
                 attacks.append(r)
 
@@ -130,7 +111,9 @@ def test_kill_9_mid_burst_changes_no_owner(tmp_path):
                     assert row["phase"] == "Scheduled" and row["answer"] == answers[k].json(), k
                 for k, first_answer in answers.items():
                     tenant = k.split("/")[0]
-                    again = send(second.url, "PUT", f"/reservations/{k}", tokens[tenant], body(tenant), give_up)
+                    again = send_until_answered(
+                        second.url, "PUT", f"/reservations/{k}", tokens[tenant], burst_booking(tenant), give_up
+                    )
                     assert again.status_code == 200 and again.json() == first_answer.json(), k
                     assert again.headers.get("idempotent-replayed") == "true", k
                 print(f"\nkill -9 after {killed_at} of {BURST} owner answers; {len(attacks)} takeovers, all refused")

@@ -3,6 +3,7 @@ scheduler holding one booking whose gate is now (for the lateness and alert test
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,6 +16,37 @@ from greenops.common.clock import parse_time, set_clock_file
 from greenops.local.scheduler import SchedulerServer
 
 NOW = "2027-01-10T03:00:00Z"  # GREENOPS_NOW of the schedulers these bookings go to
+
+
+def burst_booking(tenant: str, cpu: float = 1, **over: object) -> dict:
+    """A two-hour booking of the kill -9 bursts: four zones and one deadline, on the clock NOW."""
+    return {
+        "eligible_regions": ["FR", "DE", "PL", "NL"],
+        "deadline": "2027-01-10T15:00:00Z",
+        "duration": 2,
+        "cpu": cpu,
+        "memory": 2,
+        "tenant": tenant,
+        **over,
+    }
+
+
+def send_until_answered(
+    url: str, method: str, path: str, token: str, json: dict | None, give_up: float
+) -> httpx.Response:
+    """Retried on connection errors and 503 (a scheduler killed or restarting), as Placement's client
+    and OPA's http.send attempts are, until the test's deadline."""
+    with httpx.Client(timeout=15) as client:
+        while True:
+            try:
+                r = client.request(method, f"{url}{path}", json=json, headers={"Authorization": f"Bearer {token}"})
+                if r.status_code != 503:
+                    return r
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > give_up:
+                raise AssertionError(f"{method} {path}: no answer before the test's deadline")
+            time.sleep(0.05)
 
 
 def booking(**over: object) -> dict:
