@@ -139,6 +139,7 @@ scheduler: setup
 eval: setup
 	$(VENV)/bin/greenops-eval --out build/eval
 	$(VENV)/bin/greenops-eval --scenario lwa --out build/eval
+	$(VENV)/bin/greenops-eval --scenario capacity --out build/eval
 
 # Forecasters: train per zone + generic on the public traces, evaluate on the held-out period,
 # log and register in MLflow (build/mlflow unless MLFLOW_TRACKING_URI) -> build/forecast/report.*

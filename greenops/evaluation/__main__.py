@@ -4,6 +4,7 @@
                   [--holdout-from 2023-11-01] [--holdout-jobs 600]
     greenops-eval --scenario lwa [--lwa-steps 0 4 8 12 16] [--lwa-seeds 10]
     greenops-eval --scenario geo-constrained [--jobs 2000]
+    greenops-eval --scenario capacity [--capacity-weeks 4] [--capacity-seed 2025] [--capacity-from 2025-03-03]
 
 With --oip, model forecasts served over OIP v2 (greenops-forecast serve) join the comparison; the
 held-out scenario then measures them only on the period their training left out.
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from greenops.common.progress import progress
-from greenops.evaluation import capture, geo_constrained_report, lwa, lwa_report
+from greenops.evaluation import capacity_report, capture, geo_constrained_report, lwa, lwa_report
 from greenops.evaluation.scenarios import (
     burst_arrivals,
     geo_arrivals,
@@ -194,11 +195,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--holdout-jobs", type=int, default=600)
     parser.add_argument(
         "--scenario",
-        choices=["all", "lwa", "geo-constrained", "capture"],
+        choices=["all", "lwa", "geo-constrained", "capture", "capacity"],
         default="all",
         help="all: every scenario below; lwa: Let's Wait Awhile's Scenario I replicated (and the nightly gap); "
         "geo-constrained: --jobs jobs with residency, latency and provider constraints (geo_constrained.py); "
-        "capture: each forecaster's share of the oracle's saving on LWA's set-up, point vs sure rule (capture.py)",
+        "capture: each forecaster's share of the oracle's saving on LWA's set-up, point vs sure rule (capture.py); "
+        "capacity: carbon under tight capacity against round-robin and an offline LP bound (capacity.py)",
+    )
+    parser.add_argument("--capacity-weeks", type=int, default=4, help="with --scenario capacity: weeks of VMs")
+    parser.add_argument("--capacity-seed", type=int, default=2025, help="with --scenario capacity: the stream's seed")
+    parser.add_argument(
+        "--capacity-from", default="2025-03-03", help="with --scenario capacity: the first day (2025, from January 8)"
     )
     parser.add_argument(
         "--lwa-steps",
@@ -224,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
         return capture.cli(args.data, args.out, args.oip, args.holdout_from, args.holdout_jobs)
     if args.scenario == "geo-constrained":
         return geo_constrained_report.cli(args.data, args.out, args.jobs)
+    if args.scenario == "capacity":
+        first = datetime.fromisoformat(args.capacity_from).replace(tzinfo=UTC)
+        return capacity_report.cli(args.data, args.out, args.capacity_weeks, args.capacity_seed, first)
     if not (args.data / "greendcc_ci_2023").is_dir():
         print(f"greenops-eval: the public traces are not in {args.data} (use --data)", file=sys.stderr)
         return 2

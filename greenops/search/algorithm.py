@@ -46,6 +46,7 @@ from greenops.common.errors import GreenOpsError
 from greenops.intensity.base import Bands
 from greenops.intensity.series import Series
 from greenops.reservations.slots import SLOT, slots_of
+from greenops.search.scarcity import ScarcityPrice
 
 Rule = Literal["point", "interval", "sure"]
 RULES: tuple[Rule, ...] = ("point", "interval", "sure")
@@ -162,37 +163,52 @@ def best_placement(
     ledger: CapacityLedger | None = None,
     give_up_at: float | None = None,
     weighed: list[Assignment] | None = None,
+    price: ScarcityPrice | None = None,
 ) -> Assignment:
     """The (zone, start) with the lowest mean intensity over the run; ties go to the earliest
     start, then to the zone that sorts first, so equal inputs give equal answers. ``weighed``, when
-    given, receives each zone's best window with room: the alternatives the answer beat."""
+    given, receives each zone's best window with room: the alternatives the answer beat. With
+    ``price``, each window also pays the scarcity price of the hours it would fill
+    (greenops.search.scarcity), scaled by the spread of the windows' means; the answer's
+    ``mean_intensity`` stays the forecast's."""
     latest = deadline - job.duration
     if latest < now:
         raise NoFeasibleWindow("the deadline leaves no time to run the job")
     ledger = ledger or CapacityLedger()
-    best: tuple[float, float, str] | None = None
+    fitting: list[tuple[str, np.ndarray, np.ndarray]] = []
     for zone in sorted(forecasts):
         if give_up_at is not None and time.monotonic() > give_up_at:
             raise DecisionTimeout("the decision took longer than req_timeout")
-        s = forecasts[zone]
-        starts, means = candidates(s, now, latest, job.duration)
+        starts, means = candidates(forecasts[zone], now, latest, job.duration)
         if len(starts) == 0:
             continue
         # rounded so that equal windows (a flat profile) tie exactly and the earliest start wins
         means = np.round(means, 9)
         ok = _feasible(ledger, zone, starts, job.duration, job.cpu)
-        if not ok.any():
-            continue
-        means = np.where(ok, means, np.inf)
-        i = int(np.argmin(means))  # argmin returns the first (earliest) minimum
-        candidate = (float(means[i]), float(starts[i]), zone)
-        if weighed is not None and np.isfinite(candidate[0]):
-            weighed.append(Assignment(zone, candidate[1], candidate[0]))
-        if best is None or candidate < best:
+        if ok.any():
+            fitting.append((zone, starts, np.where(ok, means, np.inf)))
+    scale = _spread(fitting) if price is not None else 0.0
+    best: tuple[float, float, str, float] | None = None
+    for zone, starts, means in fitting:
+        score = means
+        if price is not None and scale > 0:
+            score = np.round(means + scale * price.of(ledger, zone, starts, job.duration, job.cpu, now), 9)
+        i = int(np.argmin(score))  # argmin returns the first (earliest) minimum
+        candidate = (float(score[i]), float(starts[i]), zone, float(means[i]))
+        if weighed is not None:
+            weighed.append(Assignment(zone, candidate[1], candidate[3]))
+        if best is None or candidate[:3] < best[:3]:
             best = candidate
     if best is None:
         raise NoFeasibleWindow("every eligible zone is at capacity for every start before the deadline")
-    return Assignment(best[2], best[1], best[0])
+    return Assignment(best[2], best[1], best[3])
+
+
+def _spread(fitting: list[tuple[str, np.ndarray, np.ndarray]]) -> float:
+    """The worst minus the best mean of the windows with room: what the request stands to gain."""
+    finite = [m[np.isfinite(m)] for _, _, m in fitting]
+    values = np.concatenate(finite) if finite else np.empty(0)
+    return float(values.max() - values.min()) if values.size else 0.0
 
 
 def window_bounds(bands: Bands | None, p: Assignment, duration: float) -> tuple[float, float]:
@@ -263,6 +279,7 @@ def decide(
     give_up_at: float | None = None,
     weighed: list[Assignment] | None = None,
     track: np.ndarray | None = None,
+    price: ScarcityPrice | None = None,
 ) -> Assignment:
     """One job by ``rule``: ``point`` is best_placement; ``interval`` and ``sure`` keep the default
     run (from ``default_start``, the earliest start unless given, in ``default_zone``) unless the best
@@ -270,7 +287,7 @@ def decide(
     ``sure_enough``."""
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}: one of {', '.join(RULES)}")
-    best = best_placement(forecasts, job, now, deadline, ledger, give_up_at, weighed)
+    best = best_placement(forecasts, job, now, deadline, ledger, give_up_at, weighed, price)
     if rule == "point":
         return best
     start = now if default_start is None else default_start
