@@ -163,8 +163,10 @@ class Outcome:
     missed: int = 0
     unplaced: int = 0
     by_zone: dict[str, int] = field(default_factory=dict)
+    placements: list[tuple[Request, str, int]] = field(default_factory=list)  # in the order decided
 
     def add(self, traces: Traces, r: Request, zone: str, start: int) -> None:
+        self.placements.append((r, zone, start))
         self.grams += traces.grams(zone, start, r)
         self.missed += start > r.latest_start
         self.by_zone[zone] = self.by_zone.get(zone, 0) + 1
