@@ -6,6 +6,7 @@ tenancy audit: each was a 500, or written unbounded, before)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 
@@ -36,21 +37,13 @@ OTHER_END = {
 def hostile(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenancy]:
     """A real scheduler on each backend, holding one booking of team-a's (team-a/held)."""
     log = tmp_path_factory.mktemp(f"bounds-{request.param}") / "scheduler.log"
-    with PostgresServer() if request.param == "postgresql" else _no_server() as pg:
+    with PostgresServer() if request.param == "postgresql" else contextlib.nullcontext() as pg:
         database = pg.url if pg is not None else None
         with SchedulerServer(log=log, database=database, env={"GREENOPS_NOW": NOW}) as sched:
             tenancy = Tenancy.issued(sched)
             held = tenancy.call("PUT", "/reservations/team-a/held", tenancy.team_a, json=booking())
             assert held.status_code == 200, held.text
             yield tenancy
-
-
-class _no_server:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def record(t: Tenancy) -> tuple[object, object]:

@@ -6,6 +6,7 @@ says who else holds the key."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -32,18 +33,10 @@ DUE_NOW = {"eligible_regions": ["PL"], "deadline": "2027-01-10T05:00:00Z", "dura
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def tenancy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenancy]:
     log = tmp_path_factory.mktemp(f"keys-{request.param}") / "scheduler.log"
-    with PostgresServer() if request.param == "postgresql" else _no_server() as pg:
+    with PostgresServer() if request.param == "postgresql" else contextlib.nullcontext() as pg:
         database = pg.url if pg is not None else None
         with SchedulerServer(log=log, env={"GREENOPS_NOW": NOW}, database=database, capacity_vcpu=CAPACITY) as sched:
             yield Tenancy.issued(sched)
-
-
-class _no_server:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def book(tenancy: Tenancy, token: str, key: str, **over: object) -> httpx.Response:
