@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import tempfile
 import time
@@ -69,12 +68,6 @@ class ControllerProcess(ProcessService):
                 **({"GREENOPS_CLOCK_FILE": str(self.clock_file)} if self.clock_file else {}),
             },
         )
-
-    def kill(self) -> None:
-        """SIGKILL: no clean hand-over of the Lease, nothing flushed."""
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGKILL)
-            self._proc.wait()
 
     def wait_leading(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -76,6 +78,14 @@ class ProcessService(LoopbackService):
                 pass
             time.sleep(0.1)
         raise GreenOpsError(f"{self.name} did not become ready within {self.startup_timeout:.0f}s")
+
+    def kill(self) -> None:
+        """kill -9 of the process and everything it started (its session: a scheduler's workers too),
+        reaped: nothing handed over, nothing flushed."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
     def stop(self) -> None:
         proc = self._proc

@@ -8,8 +8,6 @@ Reporting the phase clears it. Killing the scheduler (SIGKILL) then turns GreenO
 
 from __future__ import annotations
 
-import os
-import signal
 from datetime import timedelta
 from pathlib import Path
 
@@ -68,7 +66,7 @@ def test_an_overdue_gate_fires_its_alert_on_a_real_prometheus_and_a_report_clear
             assert prom.wait_for(OVERDUE, lambda r: r == [], timeout=30) == []
 
             # the scheduler dies: its scrape fails, and its down alert turns on
-            os.killpg(sched._proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
+            sched.kill()
             down = prom.wait_for(DOWN, lambda r: states(r) == {"": "pending"}, timeout=30)  # `for: 2m`
             assert states(down) == {"": "pending"}, down
             assert prom.query(OVERDUE) == []  # a dead scheduler's lateness is not invented

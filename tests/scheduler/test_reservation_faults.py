@@ -9,8 +9,6 @@ clients got, and no zone-hour may be over capacity.
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
 import time
 from collections import defaultdict
@@ -144,8 +142,7 @@ def test_kill_9_mid_burst_on_sqlite_loses_and_doubles_nothing(tmp_path):
             while len(answered) < 100:
                 assert not pending.done(), "the burst finished before the kill"
                 time.sleep(0.01)
-            os.killpg(first._proc.pid, signal.SIGKILL)
-            first._proc.wait()
+            first.kill()
             killed_at = len(answered)
             second = SchedulerServer(
                 capacity_vcpu=CAPACITY, database=database, env=env, port=first.port, log=tmp_path / "second.log"

@@ -5,8 +5,6 @@ refused (409), and every CREATE's retry replays its answer."""
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
 import time
 import uuid
@@ -66,8 +64,7 @@ def test_kill_9_mid_burst_rebooks_nothing_and_every_create_replays(tmp_path):
             work = [pool.submit(owner, k) for k in fresh] + [pool.submit(forger, n) for n in range(BURST)]
             while len(answers) < BURST // 3:
                 time.sleep(0.002)
-            os.killpg(first._proc.pid, signal.SIGKILL)
-            first._proc.wait()
+            first.kill()
             killed_at = len(answers)
             with SchedulerServer(database=database, env=env, port=first.port, log=tmp_path / "second.log") as second:
                 for w in work:

@@ -5,8 +5,6 @@ another's key is hers), and every owner's retry replays its answer."""
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -80,8 +78,7 @@ def test_kill_9_mid_burst_changes_no_owner(tmp_path):
                 work.append(pool.submit(attacker, n))
             while answered[0] < BURST // 3:
                 time.sleep(0.002)
-            os.killpg(first._proc.pid, signal.SIGKILL)
-            first._proc.wait()
+            first.kill()
             killed_at = answered[0]
             second = SchedulerServer(database=database, env=env, port=first.port, log=tmp_path / "second.log")
             with second:
