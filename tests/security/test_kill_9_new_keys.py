@@ -14,8 +14,7 @@ import httpx
 import pytest
 
 from greenops.local.scheduler import SchedulerServer
-from greenops.reservations import ListingFilter, ReservationStore
-from tests.support.bookings import NOW, burst_booking, send_until_answered
+from tests.support.bookings import NOW, burst_booking, every_reservation, send_until_answered
 
 pytestmark = pytest.mark.integration
 
@@ -72,11 +71,7 @@ def test_kill_9_mid_burst_rebooks_nothing_and_every_create_replays(tmp_path):
                 assert killed_at < BURST, "the burst finished before the kill"
                 assert {r.status_code for r in answers.values()} == {200}
                 assert {r.status_code for r in forged} == {409}, {r.text for r in forged if r.status_code != 409}
-                store = ReservationStore(database)
-                try:
-                    rows = {(r["tenant"], r["key"]): r for r in store.list(ListingFilter(all=True))}
-                finally:
-                    store.close()
+                rows = {(r["tenant"], r["key"]): r for r in every_reservation(database)}
                 for k, answer in made.items():
                     row = rows[("team-a", k)]
                     assert (row["milli_cpu"], row["revision"], row["answer"]) == (2000, 1, answer), k

@@ -13,8 +13,7 @@ import httpx
 import pytest
 
 from greenops.local.scheduler import SchedulerServer
-from greenops.reservations import ListingFilter, ReservationStore
-from tests.support.bookings import NOW, burst_booking, send_until_answered
+from tests.support.bookings import NOW, burst_booking, every_reservation, send_until_answered
 
 pytestmark = pytest.mark.integration
 
@@ -85,13 +84,9 @@ def test_kill_9_mid_burst_changes_no_owner(tmp_path):
                 for w in work:
                     w.result()
                 assert killed_at < BURST, "the burst finished before the kill"
-                store = ReservationStore(database)
-                try:
-                    every = store.list(ListingFilter(all=True))
-                    rows = {r["key"]: r for r in every if r["tenant"] != "mallory"}
-                    hers = [r for r in every if r["tenant"] == "mallory"]
-                finally:
-                    store.close()
+                every = every_reservation(database)
+                rows = {r["key"]: r for r in every if r["tenant"] != "mallory"}
+                hers = [r for r in every if r["tenant"] == "mallory"]
                 assert {r.status_code for r in answers.values()} == {200}
                 # PUT: her own reservation of the key, beside the owner's; PATCH and DELETE: hers when
                 # she booked one, else 404, as for an absent key (the owner's is not hers to know of)

@@ -14,6 +14,7 @@ import httpx
 
 from greenops.common.clock import parse_time, set_clock_file
 from greenops.local.scheduler import SchedulerServer
+from greenops.reservations import ListingFilter, ReservationStore
 
 NOW = "2027-01-10T03:00:00Z"  # GREENOPS_NOW of the schedulers these bookings go to
 
@@ -47,6 +48,15 @@ def send_until_answered(
             if time.monotonic() > give_up:
                 raise AssertionError(f"{method} {path}: no answer before the test's deadline")
             time.sleep(0.05)
+
+
+def every_reservation(database: str) -> list[dict]:
+    """Every row of the record at ``database``, in any phase, read directly (as after a kill -9)."""
+    store = ReservationStore(database)
+    try:
+        return store.list(ListingFilter(all=True))
+    finally:
+        store.close()
 
 
 def booking(**over: object) -> dict:
