@@ -2,8 +2,8 @@
 actual trace in advance (scipy's HiGHS).
 
 Variables ``x[r, zone, start]`` in [0, 1]: the share of request r run in ``zone`` from hour ``start``,
-over every start from its arrival to its latest start, and, for missed deadlines, on to
-``capacity.LATE_HOURS`` later at a penalty. Each request is run once in all (its shares sum to 1);
+over every start from its arrival to its latest start, and, only when that plan is infeasible, on
+to ``late_hours`` later at a penalty (a missed deadline). Each request is run once in all (its shares sum to 1);
 in every zone-hour the vCPUs of the runs that cover it stay within the capacity. The objective is
 lexicographic through the penalty: fewest missed deadlines first, then the least carbon. Shares make
 it a relaxation of the whole-VM plan, so its carbon is a lower bound on any plan's, online or not
@@ -42,7 +42,8 @@ def _solve(requests: list[Request], traces: Traces, capacity: float, late: int) 
     cost, rows, cols, vals, eq_rows, is_late = [], [], [], [], [], []
     column = 0
     hours = max(r.latest_start for r in requests) + late + 13
-    penalty = 10 * max(float(np.max(v)) for v in traces.hourly.values()) * 16 * 12
+    # more than any run's grams anywhere: one missed deadline outweighs every carbon difference
+    penalty = 10 * max(float(np.max(v)) for v in traces.hourly.values()) * max(r.cpu * r.duration for r in requests)
     for j, r in enumerate(requests):
         for zi, zone in enumerate(ZONES):
             for k, g in enumerate(_window_grams(traces, zone, r, late)):
@@ -68,8 +69,7 @@ def _solve(requests: list[Request], traces: Traces, capacity: float, late: int) 
     )
     if result.status != 0:
         return Bound(float("nan"), float("nan"), result.message)
-    x = result.x
-    late_share = float(x[np.array(is_late)].sum())
+    late_share = float(result.x[np.array(is_late)].sum())
     grams = float(result.fun - penalty * late_share)
     return Bound(grams, late_share, "optimal")
 

@@ -133,7 +133,7 @@ class Ledger:
 
     capacity: float
     hours: int
-    used: dict[str, np.ndarray] = field(default_factory=dict)
+    used: dict[str, np.ndarray] = field(init=False)
 
     def __post_init__(self) -> None:
         self.used = {z: np.zeros(self.hours) for z in ZONES}
@@ -142,7 +142,8 @@ class Ledger:
         return bool((self.used[zone][start : start + r.duration] + r.cpu <= self.capacity + 1e-9).all())
 
     def book(self, zone: str, start: int, r: Request) -> None:
-        assert self.fits(zone, start, r), f"{zone}@{start} over capacity"
+        if not self.fits(zone, start, r):  # a policy's bug, never a result: the scenario stops
+            raise ValueError(f"{zone} from hour {start}: {r.cpu} vCPU more is over the capacity")
         self.used[zone][start : start + r.duration] += r.cpu
 
     def earliest(self, r: Request, zones: tuple[str, ...] = ZONES, after: int | None = None) -> tuple[str, int] | None:

@@ -47,6 +47,7 @@ from greenops.intensity.base import Bands
 from greenops.intensity.series import Series
 from greenops.reservations.slots import SLOT, slots_of
 from greenops.search.scarcity import ScarcityPrice
+from greenops.search.spans import Spans
 
 Rule = Literal["point", "interval", "sure"]
 RULES: tuple[Rule, ...] = ("point", "interval", "sure")
@@ -145,13 +146,9 @@ def _feasible(ledger: CapacityLedger, zone: str, starts: np.ndarray, duration: f
         return np.zeros(len(starts), dtype=bool)
     if not ledger.booked(zone):
         return np.ones(len(starts), dtype=bool)
-    first = int(starts.min() // SLOT)
-    last = int(math.ceil((starts.max() + duration) / SLOT))
-    full = ledger.used(zone, first, last - first) + cpu > ledger.capacity_vcpu
-    blocked = np.concatenate(([0], np.cumsum(full)))
-    a = (starts // SLOT).astype(int) - first
-    z = np.ceil((starts + duration) / SLOT).astype(int) - first
-    free: np.ndarray = (blocked[z] - blocked[a]) == 0
+    spans = Spans.of(starts, duration)
+    full = ledger.used(zone, spans.first, spans.count) + cpu > ledger.capacity_vcpu
+    free: np.ndarray = spans.sums(full) == 0
     return free
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from greenops.reservations.slots import SLOT
+from greenops.search.spans import Spans
 
 if TYPE_CHECKING:
     from greenops.search.algorithm import CapacityLedger
@@ -37,14 +38,14 @@ Outlook = Callable[[str, int, int, float], np.ndarray]
 @dataclass(frozen=True)
 class ScarcityPrice:
     steepness: float = 1024.0  # B: how late in filling an hour the price rises (higher: later and sharper)
+    outlook: Outlook | None = None  # the vCPUs that requests yet to come will need in each hour
 
     def curve(self, utilisation: np.ndarray) -> np.ndarray:
-        """The price of an hour at ``utilisation`` (0..1) as a share of the scale."""
+        """The price of an hour at ``utilisation`` as a share of the scale: 0 when empty, 1 when full, and
+        more past full, where the outlook expects more than the hour holds."""
         u = np.clip(utilisation, 0.0, 1.0)
         over = np.maximum(utilisation - 1.0, 0.0)  # an hour the outlook overfills: dearer the more it does
         return np.asarray((self.steepness**u - 1.0) / (self.steepness - 1.0) + over)
-
-    outlook: Outlook | None = None  # the vCPUs that requests yet to come will need in each hour
 
     def of(
         self, ledger: CapacityLedger, zone: str, starts: np.ndarray, duration: float, cpu: float, now: float
@@ -52,16 +53,12 @@ class ScarcityPrice:
         """For each start, the mean price share over the hours the run would fill."""
         if math.isinf(ledger.capacity_vcpu) or len(starts) == 0:
             return np.zeros(len(starts))
-        first = int(starts.min() // SLOT)
-        last = int(math.ceil((starts.max() + duration) / SLOT))
-        used = ledger.used(zone, first, last - first) + cpu
+        spans = Spans.of(starts, duration)
+        used = ledger.used(zone, spans.first, spans.count) + cpu
         if self.outlook is not None:
-            used = used + self.outlook(zone, first, last - first, now)
+            used = used + self.outlook(zone, spans.first, spans.count, now)
         share = self.curve(used / ledger.capacity_vcpu)
-        summed = np.concatenate(([0.0], np.cumsum(share)))
-        a = (starts // SLOT).astype(int) - first
-        z = np.ceil((starts + duration) / SLOT).astype(int) - first
-        return np.asarray((summed[z] - summed[a]) / np.maximum(z - a, 1))
+        return np.asarray(spans.sums(share) / np.maximum(spans.end - spans.begin, 1))
 
 
 @dataclass(frozen=True)
