@@ -51,7 +51,7 @@ def test_up_gate_second_up_clock_and_destroy(tmp_path):
             up = stack.up()
             rows = {r["workload"]: r for r in up.outputs["placements"].value}
             assert rows["urgent"]["phase"] == "Running"
-            assert rows["patient"]["provider"] == "gcp" and rows["patient"]["region"] == "europe-west9"
+            assert rows["patient"]["provider"] == "gcp" and rows["patient"]["region"] == workloads[1]["region"]
             running = {n for n, r in rows.items() if r["phase"] == "Running"}
             assert rendered_workloads(out) == running  # nothing exists before its start time
 

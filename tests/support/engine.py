@@ -67,19 +67,44 @@ def small_job(name: str, deadline: str, tenant: str = "ops", **fields) -> dict:
     }
 
 
+# GCP regions of Europe whose embedded profile changes over the day (most are flat, and a flat
+# profile's best run is at once), cleanest at different hours (Paris at 03:00-05:00 UTC in December,
+# Frankfurt at 23:00): patient_job tries them in this order
+PATIENT_REGIONS = ("europe-west9", "europe-west3")
+
+
 def patient_job(now: datetime) -> dict:
-    """Pinned to one GCP region with a deadline days away: a job the scheduler starts later."""
+    """Pinned to one GCP region with a deadline days away: a job the scheduler starts later. The
+    region is the first of PATIENT_REGIONS whose best run on the embedded profiles starts more than an
+    hour from ``now``: within a zone's cleanest hour of the day, starting at once is the best run (in
+    Paris in December, 03:00 to 04:00 UTC), and the job would not wait."""
+    deadline = now + timedelta(days=5)
     return {
         "name": "patient",
         "cpu": 4,
         "memory": 8,
         "duration": "1h",
-        "deadline": iso(now + timedelta(days=5)),
+        "deadline": iso(deadline),
         "originRegion": "italynorth",
         "eligibleProviders": ["gcp"],
-        "region": "europe-west9",
+        "region": _waiting_region(now, deadline),
         "tenant": "ml",
     }
+
+
+def _waiting_region(now: datetime, deadline: datetime) -> str:
+    from greenops.catalog import load_catalog
+    from greenops.intensity.profiles import ProfileSource
+    from greenops.search.algorithm import Job, best_placement
+
+    zones = {r.name: r.zone for r in load_catalog().regions() if r.provider == "gcp"}
+    source, t0, t1 = ProfileSource(), now.timestamp(), deadline.timestamp()
+    for region in PATIENT_REGIONS:
+        zone = str(zones[region])
+        best = best_placement({zone: source.series(zone, t0, t1, t0)}, Job(4, 8, 3600.0), t0, t1)
+        if best.start > t0 + 3600.0:
+            return region
+    raise AssertionError(f"every one of {PATIENT_REGIONS} is at its cleanest hour at {iso(now)}")
 
 
 def engine_stack(tmp_path: Path, name: str, now: datetime, config: dict, secrets: dict[str, str] | None = None):
