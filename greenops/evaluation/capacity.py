@@ -164,6 +164,7 @@ class Outcome:
     missed: int = 0
     unplaced: int = 0
     by_zone: dict[str, int] = field(default_factory=dict)
+    moves: int = 0  # bookings moved before their start (re-optimisation), counted per move
     placements: list[tuple[Request, str, int]] = field(default_factory=list)  # in the order decided
 
     def add(self, traces: Traces, r: Request, zone: str, start: int) -> None:
@@ -243,10 +244,14 @@ class Forecasts:
         self._cache: dict[tuple[int, int], dict[str, Series]] = {}
 
     def of(self, r: Request) -> dict[str, Series]:
-        key = (r.arrival, r.deadline)
+        return self.at(r.arrival, r.deadline)
+
+    def at(self, hour: int, deadline: int) -> dict[str, Series]:
+        """The series from ``hour`` to ``deadline``, as issued at ``hour``."""
+        key = (hour, deadline)
         if key not in self._cache:
-            now = self.traces.epoch(r.arrival)
-            self._cache[key] = {z: self.source.series(z, now, self.traces.epoch(r.deadline), now) for z in ZONES}
+            now = self.traces.epoch(hour)
+            self._cache[key] = {z: self.source.series(z, now, self.traces.epoch(deadline), now) for z in ZONES}
         return self._cache[key]
 
 

@@ -108,6 +108,20 @@ class CapacityLedger:
         for slot in slots_of(start, start + duration):
             row[slot] = row.get(slot, 0.0) + cpu
 
+    def release(self, zone: str, start: float, duration: float, cpu: float) -> None:
+        """Undo ``reserve`` (a booking that moves gives its hours back first)."""
+        row = self._used[zone]
+        for slot in slots_of(start, start + duration):
+            left = row.get(slot, 0.0) - cpu
+            if left > 1e-9:
+                row[slot] = left
+            else:
+                row.pop(slot, None)
+
+    def fits(self, zone: str, start: float, duration: float, cpu: float) -> bool:
+        """Whether one run from ``start`` has room in every hour it overlaps."""
+        return bool(_feasible(self, zone, np.array([start]), duration, cpu)[0])
+
     def forget_before(self, t: float) -> None:
         """Drop slots that ended before ``t`` (they can no longer constrain anything)."""
         last = int(t // SLOT)
