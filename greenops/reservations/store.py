@@ -16,6 +16,7 @@ concurrent bookings on PostgreSQL never deadlock; SQLite serialises writers with
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import threading
 import time
@@ -54,7 +55,7 @@ from .errors import Conflict, QuotaExceeded, UnknownReservation
 from .held import Held, Mode
 from .held import options as held_modes
 from .listing import ListingFilter
-from .tables import reservations, slot_usage, tenants
+from .tables import reservations, slot_usage, stored_utc, tenants
 
 if TYPE_CHECKING:
     import sqlite3
@@ -317,6 +318,31 @@ class ReservationStore:
             q = q.where(or_(reservations.c.phase.in_(ACTIVE), reservations.c.end_at > where.ended_after))
         with self._read("list") as conn:
             return [dict(r) for r in conn.execute(q).mappings()]
+
+    def made_since(self, since: datetime) -> tuple[datetime | None, builtins.list[dict[str, Any]]]:
+        """When the record's first booking was made, and the bookings made since ``since`` (every
+        phase): what was asked and when, for the scarcity price's outlook (greenops.scheduler.outlook)."""
+        columns = (
+            reservations.c.created_at,
+            reservations.c.start_at,
+            reservations.c.end_at,
+            reservations.c.milli_cpu,
+            reservations.c.jobs,
+            reservations.c.request,
+        )
+        with self._read("made_since") as conn:
+            first = conn.execute(select(func.min(reservations.c.created_at))).scalar()
+            rows = conn.execute(select(*columns).where(reservations.c.created_at >= since)).mappings()
+            made = [
+                {
+                    **r,
+                    "created_at": stored_utc(r["created_at"]),
+                    "start_at": stored_utc(r["start_at"]),
+                    "end_at": stored_utc(r["end_at"]),
+                }
+                for r in rows
+            ]
+            return (None if first is None else stored_utc(first)), made
 
     # --- writes ----------------------------------------------------------------------------
 

@@ -136,6 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="for ServiceAccount principals, the API server to review tokens with (default: in-cluster)",
     )
     parser.add_argument(
+        "--scarcity-price",
+        action="store_const",
+        const=True,
+        help="price the capacity a booking fills, so that flexible requests leave the clean hours urgent "
+        "ones need (env GREENOPS_SCHEDULER_SCARCITY_PRICE; off by default)",
+    )
+    parser.add_argument(
         "--policy-config",
         help="the policy settings the bundle ships, for the tenants' quotas (default: the packaged ones)",
     )
@@ -194,6 +201,7 @@ def main(argv: list[str] | None = None) -> None:
             principals=declared,
             reviewer=reviewer,
             policy=policy,
+            scarcity_price=settings.scarcity_price,
         )
         mount_dashboard(app)  # the service's own page over its record (greenops.scheduler.dashboard)
     except (GreenOpsError, InsecureConfiguration) as exc:

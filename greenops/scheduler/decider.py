@@ -33,6 +33,7 @@ from greenops.scheduler.answer import answered, field_error, response, rfc3339
 from greenops.scheduler.booking import Ask, Outcome, book, replay
 from greenops.scheduler.contract import SchedulingRequest
 from greenops.scheduler.metrics import SchedulerMetrics, Tally, result_of
+from greenops.scheduler.outlook import RecordedOutlook
 from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.search.algorithm import (
     TRACK_DAYS,
@@ -126,6 +127,7 @@ class Decider:
     searches: SearchPool
     policy: PolicySettings
     metrics: SchedulerMetrics
+    price: RecordedOutlook | None = None  # the scarcity price (point rule), when switched on
 
     def schedule(self, req: SchedulingRequest, key: str, principal: Principal) -> JSONResponse:
         """Decide and book, counting the request's result by path and tenant."""
@@ -289,10 +291,20 @@ class Decider:
         job = Job(req.cpu, req.memory, window.duration)
         weighed: list[Assignment] = []  # what the latest search's first job weighed, for its answer
 
+        price = self.price.at(window.now_dt) if self.price is not None and req.rule == "point" else None
+
         def search(ledger: CapacityLedger) -> list[Assignment]:
             if req.rule == "point":
                 placements, weighed[:] = self.searches.place(
-                    window.work, forecasts.series, job, req.number_of_jobs, ask.begin, ask.deadline, ledger, give_up_at
+                    window.work,
+                    forecasts.series,
+                    job,
+                    req.number_of_jobs,
+                    ask.begin,
+                    ask.deadline,
+                    ledger,
+                    give_up_at,
+                    price,
                 )
             else:
                 # the worker pool runs the point search only; a rule's search runs in this thread

@@ -29,6 +29,7 @@ FLAGS = {
     "principals": "--principals",
     "kubeconfig": "--kubeconfig",
     "policy_config": "--policy-config",
+    "scarcity_price": "--scarcity-price",
 }
 ENV_PREFIX = "GREENOPS_SCHEDULER_"
 SOURCE_KINDS = ("profiles", "traces", "oip", "electricitymaps")  # what __main__.build_source builds
@@ -83,6 +84,11 @@ class SchedulerSettings(BaseSettings):
     policy_config: str | None = Field(
         default=None,
         description="the policy settings the bundle ships (tenant quotas); None: the packaged defaults",
+    )
+    scarcity_price: bool = Field(
+        default=False,
+        description="weigh the scarcity of the hours a booking fills, with the record's urgent requests "
+        "of the last four weeks as the outlook (greenops.scheduler.outlook); point rule only",
     )
     electricitymaps_token: SecretStr | None = Field(
         default=None,

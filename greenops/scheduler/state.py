@@ -21,6 +21,7 @@ from greenops.policies.settings import PolicySettings
 from greenops.reservations import ReservationStore
 from greenops.scheduler.auth import Authenticator
 from greenops.scheduler.metrics import SchedulerMetrics
+from greenops.scheduler.outlook import RecordedOutlook
 from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.search.offload import SearchPool
 
@@ -36,6 +37,7 @@ class SchedulerState:
     rate_limit: PrincipalRateLimit | None
     searches: SearchPool
     metrics: SchedulerMetrics  # this app's instruments, on its own registry
+    price: RecordedOutlook | None = None  # the scarcity price, when switched on
 
 
 async def get_state(request: Request) -> SchedulerState:

@@ -329,9 +329,11 @@ def place_batch(
     bands: dict[str, Bands | None] | None = None,
     default_zone: str | None = None,
     track: np.ndarray | None = None,
+    price: ScarcityPrice | None = None,
 ) -> list[Assignment]:
     """``n`` identical jobs, greedily: each takes the best window left by the ones before it (by
-    ``rule``, see decide). ``weighed`` receives what the first job weighed (see best_placement)."""
+    ``rule``, see decide; with ``price``, the scarcity price of the hours each fills). ``weighed``
+    receives what the first job weighed (see best_placement)."""
     out = []
     for i in range(n):
         p = decide(
@@ -347,6 +349,7 @@ def place_batch(
             give_up_at,
             weighed if i == 0 else None,
             track,
+            price,
         )
         ledger.reserve(p.zone, p.start, job.duration, job.cpu)
         out.append(p)
@@ -365,12 +368,13 @@ def search(
     bands: dict[str, Bands | None] | None = None,
     default_zone: str | None = None,
     track: np.ndarray | None = None,
+    price: ScarcityPrice | None = None,
 ) -> tuple[list[Assignment], list[Assignment]]:
     """``place_batch``, and what its first job weighed: each zone's best window with room, best
     first (recorded with the answer, so a decision can be explained without recomputing it)."""
     weighed: list[Assignment] = []
     placements = place_batch(
-        forecasts, job, n, now, deadline, ledger, give_up_at, weighed, rule, bands, default_zone, track
+        forecasts, job, n, now, deadline, ledger, give_up_at, weighed, rule, bands, default_zone, track, price
     )
     return placements, sorted(weighed, key=lambda p: (p.mean_intensity, p.start, p.zone))
 

@@ -15,6 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from greenops.intensity.series import Series
 from greenops.search.algorithm import Assignment, CapacityLedger, Job, search
+from greenops.search.scarcity import ScarcityPrice
 
 SMALL_WORK = 20_000  # jobs x zones x horizon hours; a one-job week over 16 zones is 2 688
 
@@ -35,12 +36,14 @@ class SearchPool:
         deadline: float,
         ledger: CapacityLedger,
         give_up_at: float,
+        price: ScarcityPrice | None = None,
     ) -> tuple[list[Assignment], list[Assignment]]:
-        """The placements, and what the first job weighed (algorithm.search)."""
+        """The placements, and what the first job weighed (algorithm.search, by the point rule)."""
         if work <= SMALL_WORK:
-            return search(forecasts, job, n, begin, deadline, ledger, give_up_at)
+            return search(forecasts, job, n, begin, deadline, ledger, give_up_at, price=price)
         # CLOCK_MONOTONIC is system-wide, so the worker honours the same give_up_at
-        return self._executor().submit(search, forecasts, job, n, begin, deadline, ledger, give_up_at).result()
+        future = self._executor().submit(search, forecasts, job, n, begin, deadline, ledger, give_up_at, price=price)
+        return future.result()
 
     def _executor(self) -> ProcessPoolExecutor:
         with self._lock:

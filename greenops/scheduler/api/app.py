@@ -38,6 +38,7 @@ from greenops.scheduler.api.prometheus import RequestTimer
 from greenops.scheduler.auth import ADMIN, Authenticator, requires
 from greenops.scheduler.limits import BodyLimit
 from greenops.scheduler.metrics import SchedulerMetrics
+from greenops.scheduler.outlook import RecordedOutlook
 from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.scheduler.state import SchedulerState
 from greenops.search.offload import SearchPool
@@ -59,6 +60,7 @@ def create_app(
     principals: Declared | None = None,
     reviewer: TokenReviewer | None = None,
     policy: PolicySettings | None = None,
+    scarcity_price: bool = False,
 ) -> FastAPI:
     """The service around one carbon source and one reservation record (in memory when none is
     given: tests and one-off runs). What it holds is set on ``app.state``; the routes receive it
@@ -67,7 +69,8 @@ def create_app(
     Every route but the health probes needs a credential: ``admin_tokens`` (the bootstrap admin's,
     from a Secret), the static tokens and ServiceAccounts ``principals`` declares (the latter checked
     through ``reviewer``), or the API tokens it issues. With none of the first two there would be no
-    caller it could serve, so it refuses to be built."""
+    caller it could serve, so it refuses to be built. ``scarcity_price`` weighs the capacity each
+    booking fills (greenops.scheduler.outlook)."""
     declared = principals or Declared()
     if declared.by_account and reviewer is None:
         raise InsecureConfiguration("ServiceAccount principals need a TokenReview client to check their tokens")
@@ -108,6 +111,7 @@ def create_app(
         rate_limit=PrincipalRateLimit(rate_limit) if rate_limit else None,
         searches=SearchPool(),
         metrics=metrics,
+        price=RecordedOutlook(record) if scarcity_price else None,
     )
     app.state.scheduler = state
     # Bodies are bounded before they are read into memory (413 naming the limit).
