@@ -105,6 +105,10 @@ class SchedulerClient(RetryingClient):
             return
         self._answer(r)
 
+    def stack_seen(self, stack: str, *, tenant: str) -> None:
+        """Tell the record that a Pulumi pass over ``stack`` runs now (greenops.reservations.orphans)."""
+        self._answer(self.request("PUT", f"/stacks/{quote(stack, safe='/')}", params={"tenant": tenant}))
+
     def _answer(self, r: httpx.Response | None) -> dict[str, Any]:
         if r is not None and r.status_code == 200:
             answer: dict[str, Any] = r.json()

@@ -82,6 +82,8 @@ from greenops.placing.lifecycle import (
     next_change,
 )
 from greenops.policies.client import OpaClient
+from greenops.provider import heartbeat
+from greenops.provider.heartbeat import mark_stack_seen
 from greenops.provider.traced import traced
 from greenops.renderers import Rendered, RenderSettings, render_set
 from greenops.renderers.user_data import report_script
@@ -220,6 +222,7 @@ class PlacementProvider(ResourceProvider):
     # -- diff / update ------------------------------------------------------------------------
     @traced("diff", _about)
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        self._seen(news)
         if olds.get("workload") != news.get("workload"):
             return DiffResult(changes=True, replaces=["workload"], delete_before_replace=False)
         if not olds.get("decision"):
@@ -304,6 +307,10 @@ class PlacementProvider(ResourceProvider):
                 ) from None
 
     # -- the pieces ---------------------------------------------------------------------------
+    def _seen(self, props: dict[str, Any]) -> None:
+        """This pass runs over the placement's stack: the record's orphan sweep leaves it alone."""
+        mark_stack_seen(props, _tenant(props), lambda: self._scheduler(props, heartbeat.TIMEOUT_SECONDS, 1))
+
     def _place(self, props: dict[str, Any], workload: Workload, now: datetime) -> Decision:
         timeout = float(props.get("timeoutSeconds") or endpoints.TIMEOUT_SECONDS)
         attempts = int(props.get("attempts") or endpoints.ATTEMPTS)
@@ -324,11 +331,11 @@ class PlacementProvider(ResourceProvider):
             scheduler.close()
 
     @staticmethod
-    def _scheduler(props: dict[str, Any]) -> SchedulerClient:
+    def _scheduler(props: dict[str, Any], timeout: float | None = None, attempts: int | None = None) -> SchedulerClient:
         return SchedulerClient(
             props["schedulerUrl"],
-            timeout=float(props.get("timeoutSeconds") or endpoints.TIMEOUT_SECONDS),
-            attempts=int(props.get("attempts") or endpoints.ATTEMPTS),
+            timeout=timeout or float(props.get("timeoutSeconds") or endpoints.TIMEOUT_SECONDS),
+            attempts=attempts or int(props.get("attempts") or endpoints.ATTEMPTS),
             # the stack's credential, else the ambient one (a CI step's secret, `greenops serve`'s
             # export, a pod's projected ServiceAccount token), like KUBECONFIG; never in the state
             token=props.get("schedulerToken") or endpoints.ambient_scheduler_token(),

@@ -1,5 +1,6 @@
 """The durable record of placements, shared by the Pulumi and the cluster path."""
 
+from . import orphans
 from .errors import AmbiguousKey, Conflict, QuotaExceeded, UnknownReservation
 from .keyed import resolve
 from .listing import ListingFilter
@@ -17,5 +18,6 @@ __all__ = [
     "Seen",
     "UnknownReservation",
     "milli",
+    "orphans",
     "resolve",
 ]

@@ -43,7 +43,7 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
@@ -55,7 +55,7 @@ from .errors import Conflict, QuotaExceeded, UnknownReservation
 from .held import Held, Mode
 from .held import options as held_modes
 from .listing import ListingFilter
-from .tables import reservations, slot_usage, stored_utc, tenants
+from .tables import reservations, slot_usage, stacks, stored_utc, tenants
 
 if TYPE_CHECKING:
     import sqlite3
@@ -344,6 +344,18 @@ class ReservationStore:
             ]
             return (None if first is None else stored_utc(first)), made
 
+    def stacks_seen(self) -> dict[tuple[str, str], datetime]:
+        """When each (tenant, stack) was last seen by a Pulumi pass."""
+        with self._read("stacks_seen") as conn:
+            rows = conn.execute(select(stacks.c.tenant, stacks.c.stack, stacks.c.last_seen_at)).mappings()
+            return {(str(r["tenant"]), str(r["stack"])): stored_utc(r["last_seen_at"]) for r in rows}
+
+    def waiting(self, path: str) -> builtins.list[dict[str, Any]]:
+        """The ``path``'s reservations still Scheduled: those an orphan sweep weighs."""
+        q = select(reservations).where(and_(reservations.c.path == path, reservations.c.phase == "Scheduled"))
+        with self._read("waiting") as conn:
+            return [dict(r) for r in conn.execute(q).mappings()]
+
     # --- writes ----------------------------------------------------------------------------
 
     def commit(self, booking: Booking, seen: Seen, capacity_milli: int, now: datetime) -> dict[str, Any]:
@@ -408,6 +420,13 @@ class ReservationStore:
             mine = and_(reservations.c.tenant == tenant, reservations.c.key == key)
             conn.execute(update(reservations).where(mine).values(**values))
             return {**dict(row), **values}
+
+    def stack_seen(self, tenant: str, stack: str, now: datetime) -> None:
+        """Record that a Pulumi pass over tenant ``tenant``'s stack ``stack`` ran at ``now`` (never
+        moved back: a pass with a slower clock does not make the stack look older)."""
+        insert = _UPSERT_STACK[self.dialect]
+        with self._write("stack_seen") as conn:
+            conn.execute(insert, {"tenant": tenant, "stack": stack, "at": now})
 
     # --- inside a write transaction --------------------------------------------------------
 
@@ -504,6 +523,18 @@ _NEW_TENANT = postgresql.insert(tenants).values(tenant=bindparam("tenant"))
 _LOCK_TENANT = _NEW_TENANT.on_conflict_do_update(
     index_elements=[tenants.c.tenant], set_={"tenant": _NEW_TENANT.excluded.tenant}
 )
+
+
+def _upsert_stack(insert: Any) -> Any:
+    new = insert(stacks).values(tenant=bindparam("tenant"), stack=bindparam("stack"), last_seen_at=bindparam("at"))
+    return new.on_conflict_do_update(
+        index_elements=[stacks.c.tenant, stacks.c.stack],
+        set_={"last_seen_at": new.excluded.last_seen_at},
+        where=stacks.c.last_seen_at < new.excluded.last_seen_at,
+    )
+
+
+_UPSERT_STACK = {"postgresql": _upsert_stack(postgresql.insert), "sqlite": _upsert_stack(sqlite.insert)}
 # How each database runs a statement outside a transaction (ReservationStore._read_one): psycopg in
 # autocommit mode; SQLite where the begin listener (_engine) leaves out the BEGIN.
 _NO_TRANSACTION: dict[str, dict[str, Any]] = {

@@ -68,6 +68,18 @@ slot_usage = Table(
     Column("milli_cpu", Integer, nullable=False),
 )
 
+# When each tenant's Pulumi stack was last seen: a Pulumi pass over its placements marks it
+# (PUT /stacks/{stack}). A stack not seen for the orphan grace leaves bookings nobody will release:
+# the sweep releases them (greenops.reservations.orphans).
+stacks = Table(
+    "stacks",
+    metadata,
+    Column("tenant", String(128), nullable=False),
+    Column("stack", String(256), nullable=False),
+    Column("last_seen_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("tenant", "stack", name="stacks_pkey"),
+)
+
 # One row per tenant, locked while a booking of that tenant checks its quota.
 tenants = Table(
     "tenants",

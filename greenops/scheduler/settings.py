@@ -85,6 +85,17 @@ class SchedulerSettings(BaseSettings):
         default=None,
         description="the policy settings the bundle ships (tenant quotas); None: the packaged defaults",
     )
+    orphan_grace_seconds: float = Field(
+        default=86400.0,
+        ge=60,
+        le=90 * 86400,
+        description="how long a Pulumi stack may go unseen before the sweep releases its Scheduled bookings",
+    )
+    orphan_sweep_seconds: float = Field(
+        default=600.0,
+        ge=0,
+        description="how often the service sweeps orphaned bookings; 0: never (an admin's POST /sweeps/orphans only)",
+    )
     scarcity_price: bool = Field(
         default=False,
         description="weigh the scarcity of the hours a booking fills, with the record's urgent requests "

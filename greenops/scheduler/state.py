@@ -10,7 +10,7 @@ hop through the thread pool.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -21,6 +21,7 @@ from greenops.policies.settings import PolicySettings
 from greenops.reservations import ReservationStore
 from greenops.scheduler.auth import Authenticator
 from greenops.scheduler.metrics import SchedulerMetrics
+from greenops.scheduler.orphan_sweep import OrphanSweep
 from greenops.scheduler.outlook import RecordedOutlook
 from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.search.offload import SearchPool
@@ -38,6 +39,7 @@ class SchedulerState:
     searches: SearchPool
     metrics: SchedulerMetrics  # this app's instruments, on its own registry
     price: RecordedOutlook | None = None  # the scarcity price, when switched on
+    orphan_sweep: OrphanSweep = field(default_factory=OrphanSweep)  # the grace and how often it runs
 
 
 async def get_state(request: Request) -> SchedulerState:

@@ -33,11 +33,21 @@ from greenops.intensity.cached import CachedSource
 from greenops.observability import tracing
 from greenops.policies.settings import PolicySettings, load_policy_settings
 from greenops.reservations import AmbiguousKey, ReservationStore
-from greenops.scheduler.api import completion, credentials, forecast, health, prometheus, reservations, scheduling
+from greenops.scheduler.api import (
+    completion,
+    credentials,
+    forecast,
+    health,
+    prometheus,
+    reservations,
+    scheduling,
+    stacks,
+)
 from greenops.scheduler.api.prometheus import RequestTimer
 from greenops.scheduler.auth import ADMIN, Authenticator, requires
 from greenops.scheduler.limits import BodyLimit
 from greenops.scheduler.metrics import SchedulerMetrics
+from greenops.scheduler.orphan_sweep import OrphanSweep
 from greenops.scheduler.outlook import RecordedOutlook
 from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.scheduler.state import SchedulerState
@@ -61,6 +71,7 @@ def create_app(
     reviewer: TokenReviewer | None = None,
     policy: PolicySettings | None = None,
     scarcity_price: bool = False,
+    orphan_sweep: OrphanSweep | None = None,
 ) -> FastAPI:
     """The service around one carbon source and one reservation record (in memory when none is
     given: tests and one-off runs). What it holds is set on ``app.state``; the routes receive it
@@ -87,7 +98,7 @@ def create_app(
         title="GreenOps scheduler",
         version="1.1.0",
         description="Carbon-aware geographic and temporal placement of delay-tolerant jobs.",
-        lifespan=_close_searches,
+        lifespan=_lifespan,
         # only the health probes answer without a credential: the schema is served below to a
         # reader, and the interactive pages (which load scripts from a CDN) are not served at all
         docs_url=None,
@@ -112,6 +123,7 @@ def create_app(
         searches=SearchPool(),
         metrics=metrics,
         price=RecordedOutlook(record) if scarcity_price else None,
+        orphan_sweep=orphan_sweep or OrphanSweep(),
     )
     app.state.scheduler = state
     # Bodies are bounded before they are read into memory (413 naming the limit).
@@ -128,6 +140,7 @@ def create_app(
     app.include_router(reservations.router)
     app.include_router(completion.router)  # its own credential: the run's completion token
     app.include_router(credentials.router)
+    app.include_router(stacks.router)
     app.include_router(forecast.router, dependencies=[Depends(requires("read"))])
     app.include_router(prometheus.router)  # a read credential for every tenant (api/prometheus.py)
     app.add_api_route(
@@ -144,9 +157,14 @@ def create_app(
 
 
 @asynccontextmanager
-async def _close_searches(app: FastAPI) -> AsyncIterator[None]:
-    yield
-    app.state.scheduler.searches.close()  # the worker process of large searches, if one was started
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    state: SchedulerState = app.state.scheduler
+    sweeping = state.orphan_sweep.start(state.store, state.clock)
+    try:
+        yield
+    finally:
+        sweeping.stop()
+        state.searches.close()  # the worker process of large searches, if one was started
 
 
 async def _forbidden(request: Request, exc: Exception) -> JSONResponse:
