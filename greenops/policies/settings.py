@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -22,6 +22,25 @@ class SchedulerCall(BaseModel):
     req_timeout: int = Field(default=3, gt=0, description="req_timeout sent to the scheduler, seconds")
 
 
+ProviderName = Literal["azure", "gcp", "aws"]
+ProviderRegion = Annotated[str, Field(pattern=r"^(azure|gcp|aws)/[a-z0-9-]{1,64}$")]
+
+
+class TenantRules(BaseModel):
+    """What the platform team allows one tenant, whatever its workloads ask (policies/rego/tenant_rules.rego;
+    the scheduler checks it again, greenops/scheduler/tenant_rules.py). None: no rule."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    providers: list[ProviderName] | None = Field(default=None, min_length=1, description="allowed providers")
+    regions: list[ProviderRegion] | None = Field(
+        default=None, min_length=1, description="allowed provider/region pairs, e.g. azure/francecentral"
+    )
+    residency: Literal["eu"] | None = Field(default=None, description="eu: every workload's data stays in the EU")
+    max_cpu: float | None = Field(default=None, gt=0, description="vCPUs per VM at most")
+    max_memory_gb: float | None = Field(default=None, gt=0, description="GB of memory per VM at most")
+
+
 class PolicySettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -33,7 +52,14 @@ class PolicySettings(BaseModel):
     default_tenant_vcpu_quota: int | None = Field(
         default=None, gt=0, description="cap for tenants not listed; null = none"
     )
+    tenant_rules: dict[str, TenantRules] = Field(
+        default_factory=dict, description="per-tenant rules a workload cannot override (providers, regions, ...)"
+    )
     scheduler: SchedulerCall = Field(default_factory=SchedulerCall)
+
+    def rules(self, tenant: str) -> TenantRules:
+        """The tenant's rules (none set: every field None)."""
+        return self.tenant_rules.get(tenant) or TenantRules()
 
     def cap(self, tenant: str) -> float | None:
         """The tenant's vCPU quota, as greenops.quota.cap reads the same settings in the bundle."""

@@ -29,6 +29,7 @@ from greenops.intensity.series import Series, to_epoch
 from greenops.models.workload import DEFAULT_TENANT
 from greenops.policies.settings import PolicySettings
 from greenops.reservations import QuotaExceeded, ReservationStore
+from greenops.scheduler import tenant_rules
 from greenops.scheduler.answer import answered, field_error, response, rfc3339
 from greenops.scheduler.booking import Ask, Outcome, book, replay
 from greenops.scheduler.contract import SchedulingRequest
@@ -156,6 +157,7 @@ class Decider:
         if self.rate_limit and (refused := self.rate_limit.refuse(principal.bucket_for(tenant, path), principal.name)):
             return refused
         quota = self._quota(tenant, req.tenant_quota_vcpu)
+        tenant_rules.check(self.policy.rules(tenant), tenant, req)
         # the default rule stays out of the request as stored, so bookings made before the field
         # existed still replay (their spec hash has no rule in it)
         request = req.model_dump(mode="json", exclude={"key", "new_key"} | ({"rule"} if req.rule == "point" else set()))

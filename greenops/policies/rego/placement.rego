@@ -35,6 +35,7 @@ import rego.v1
 
 import data.greenops.constraints
 import data.greenops.quota
+import data.greenops.tenant_rules
 import data.greenops.workload
 
 # METADATA
@@ -84,9 +85,8 @@ _decided(spec, zone, catalog, config) := {
 	narrowed := narrowing(spec, catalog, config)
 	best := zone_best(spec, catalog, config)
 	matches := {m.zone: m | some m in best}
-	errors := sort({_labelled(spec.name, msg) |
-		some msg in constraints.errors(spec, allowed, narrowed, catalog, config)
-	})
+	refused := constraints.errors(spec, allowed, narrowed, catalog, config) | tenant_rules.errors(spec, config)
+	errors := sort({_labelled(spec.name, msg) | some msg in refused})
 }
 
 # Errors are ordered by their text; every message of one decision starts with the same label.
@@ -98,7 +98,11 @@ _tenant_quota(tenant, config) := q if {
 } else := null
 
 # --- Eligible providers: the workload's wish intersected with the platform's default --------
-eligible_providers(spec, config) := {p | some p in spec.eligibleProviders; p in config.default_providers}
+# (and with the tenant's rule, when it has one)
+eligible_providers(spec, config) := tenant_rules.allowed_providers(spec.tenant, config, {p |
+	some p in spec.eligibleProviders
+	p in config.default_providers
+})
 
 # --- Eligible regions ----------------------------------------------------------------------
 # narrowing(spec, catalog, config): for each eligible provider, how the constraints narrow its
@@ -126,7 +130,7 @@ narrowing(spec, catalog, config) := {p: {
 	# each dataResidency allows: the first three steps are lookups.
 	resident := {q: catalog.resident[spec.dataResidency][q] | some q in eligible_providers(spec, config)}
 	near := _near(spec, catalog, resident)
-	requested := _requested(spec, catalog, near)
+	requested := tenant_rules.allowed_regions(spec.tenant, config, _requested(spec, catalog, near))
 	sizes := _sizes(spec, catalog, requested)
 	some p, regions in _sized(catalog, requested, sizes)
 }
