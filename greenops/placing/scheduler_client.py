@@ -105,6 +105,11 @@ class SchedulerClient(RetryingClient):
             return
         self._answer(r)
 
+    def active(self, key_prefix: str, *, tenant: str) -> list[dict[str, Any]]:
+        """The tenant's active reservations whose keys start with ``key_prefix``."""
+        r = self.request("GET", "/reservations", params={"key_prefix": key_prefix, "tenant": tenant})
+        return list(self._answer(r).get("reservations") or [])
+
     def stack_seen(self, stack: str, *, tenant: str) -> None:
         """Tell the record that a Pulumi pass over ``stack`` runs now (greenops.reservations.orphans)."""
         self._answer(self.request("PUT", f"/stacks/{quote(stack, safe='/')}", params={"tenant": tenant}))

@@ -132,6 +132,21 @@ def reservation_key(props: dict[str, Any]) -> str:
     return f"{props.get('stack') or 'stack'}/{_name(props)}/{spec_digest(props['workload'])}"
 
 
+def _release_reason(scheduler: SchedulerClient, props: dict[str, Any], key: str) -> str:
+    """Why a deleted Placement gives its booking back: a replacement (its workload's spec changed;
+    Pulumi creates the new Placement, under its new key, before it deletes the old) or a removal."""
+    name, stack = _name(props), props.get("stack")
+    try:
+        newer = [
+            r["key"] for r in scheduler.active(f"{stack or 'stack'}/{name}/", tenant=_tenant(props)) if r["key"] != key
+        ]
+    except GreenOpsError:  # the release itself says whether the scheduler can be reached
+        newer = []
+    if newer:
+        return f"workload {name} replaced in stack {stack}: its spec changed, and its new placement is {newer[0]}"
+    return f"workload {name} removed from stack {stack}"
+
+
 def _tenant(props: dict[str, Any]) -> str:
     """The tenant the placement booked under (the workload's, as the planner sends it): its
     reservation is that tenant's key."""
@@ -299,8 +314,7 @@ class PlacementProvider(ResourceProvider):
         key = (props.get("reservation") or {}).get("key") or reservation_key(props)
         with self._scheduler(props) as scheduler:
             try:
-                removed = f"workload {_name(props)} removed from stack {props.get('stack')}"
-                scheduler.release(key, removed, tenant=_tenant(props))
+                scheduler.release(key, _release_reason(scheduler, props, key), tenant=_tenant(props))
             except GreenOpsError as exc:
                 raise GreenOpsError(
                     f"workload {_name(props)!r}: its reservation {key} was not released: {exc}"

@@ -88,6 +88,10 @@ def test_a_replacement_books_its_new_key_before_the_old_is_released(servers):
     assert set(record(scheduler)) == {reservation_key(old), reservation_key(new)}
     provider.delete("greenvm-etl", old_out)  # ... then deletes the old one
     assert set(record(scheduler)) == {reservation_key(new)}
+    released = record(scheduler, all=True)[reservation_key(old)]
+    assert released["reason"] == (
+        f"workload etl replaced in stack dev: its spec changed, and its new placement is {reservation_key(new)}"
+    )
 
 
 def test_a_report_the_scheduler_missed_is_made_on_the_next_pass(servers, tmp_path):
