@@ -59,8 +59,8 @@ def run_reoptimised(
         now = traces.epoch(hour)
         for i in [i for i, q in booked.items() if q.booked is not None and q.booked.start <= now]:
             del booked[i]  # its gate has opened: from here on it is what ran
-        new = [_request(i, requests[i], traces) for i in arriving.get(hour, [])]
-        step = ro.reoptimise(list(booked.values()), new, series, now, 0.0, ledger, price, max_moves)
+        new = {i: _request(i, requests[i], traces) for i in arriving.get(hour, [])}
+        step = ro.reoptimise(list(booked.values()), list(new.values()), series, now, 0.0, ledger, price, max_moves)
         for m in step.moves:
             i = cast(int, m.key)  # the scenario keys its requests by index
             booked[i] = replace(booked[i], booked=m.after, moves=booked[i].moves + 1)
@@ -68,7 +68,7 @@ def run_reoptimised(
             moves += 1
         for key, a in step.placed.items():
             i = cast(int, key)
-            booked[i] = replace(new[arriving[hour].index(i)], booked=a)
+            booked[i] = replace(new[i], booked=a)
             final[i] = (a.zone, _hour(traces, a.start))
         for key in step.unplaced:  # nothing before its deadline: the earliest hour with room, late
             i = cast(int, key)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from .errors import UnknownReservation
+from .listing import ListingFilter
 from .store import ReservationStore
 from .tables import stored_utc
 
@@ -50,9 +51,7 @@ def orphans(
     """The orphans of ``tenants`` (None: every tenant)."""
     seen = store.stacks_seen()
     out = []
-    for row in store.waiting("pulumi"):
-        if tenants is not None and row["tenant"] not in tenants:
-            continue
+    for row in store.list(ListingFilter(path="pulumi", phase="Scheduled"), tenants=tenants):
         stack = stack_of(row["key"])
         changed = stored_utc(row["updated_at"])
         last = max(changed, seen.get((row["tenant"], stack), changed))

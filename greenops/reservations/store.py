@@ -350,12 +350,6 @@ class ReservationStore:
             rows = conn.execute(select(stacks.c.tenant, stacks.c.stack, stacks.c.last_seen_at)).mappings()
             return {(str(r["tenant"]), str(r["stack"])): stored_utc(r["last_seen_at"]) for r in rows}
 
-    def waiting(self, path: str) -> builtins.list[dict[str, Any]]:
-        """The ``path``'s reservations still Scheduled: those an orphan sweep weighs."""
-        q = select(reservations).where(and_(reservations.c.path == path, reservations.c.phase == "Scheduled"))
-        with self._read("waiting") as conn:
-            return [dict(r) for r in conn.execute(q).mappings()]
-
     # --- writes ----------------------------------------------------------------------------
 
     def commit(self, booking: Booking, seen: Seen, capacity_milli: int, now: datetime) -> dict[str, Any]:

@@ -24,10 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from greenops.intensity.series import Series
-from greenops.search.algorithm import Assignment, CapacityLedger, Job, NoFeasibleWindow, decide
+from greenops.search.algorithm import Assignment, CapacityLedger, Job, NoFeasibleWindow, decide, run_now_mean
 from greenops.search.scarcity import ScarcityPrice
 
 MAX_MOVES = 3  # per booking: after this many moves it stays where it is
@@ -150,7 +148,7 @@ def _choose(
 def _mean(series: dict[str, Series], a: Assignment, duration: float) -> float:
     if a.zone not in series:
         return a.mean_intensity
-    return float(series[a.zone].window_means(np.array([a.start]), duration)[0])
+    return run_now_mean(series[a.zone], a.start, duration)
 
 
 def _undo(done: list[tuple[Request, Assignment]], movable: list[Request], ledger: CapacityLedger) -> None:
