@@ -42,7 +42,17 @@ REQUEST_SECONDS = Metric(
 # is down or no decision within req_timeout). A request refused before its tenant or path is decided
 # (a 429, a 403 for a tenant the caller does not act for) counts under the caller's only tenant or
 # path, else under UNRESOLVED: a label value no tenant can have, never the body's string.
-BOOKING_RESULTS = ("placed", "replayed", "dry_run", "refused", "invalid", "conflict", "rate_limited", "unavailable")
+BOOKING_RESULTS = (
+    "placed",
+    "queued",
+    "replayed",
+    "dry_run",
+    "refused",
+    "invalid",
+    "conflict",
+    "rate_limited",
+    "unavailable",
+)
 UNRESOLVED = "(unresolved)"
 BOOKINGS = Metric(
     "greenops_scheduler_bookings",
@@ -51,6 +61,21 @@ BOOKINGS = Metric(
     ("path", "tenant", "result"),
 )
 RESERVATIONS = Metric("greenops_scheduler_reservations", "gauge", "Reservations in the record by phase", ("phase",))
+# The queue (greenops.scheduler.queueing): how long an admitted request waited, and how each left it
+# (admitted: placed; expired: Failed, no room freed before its deadline; refused: a rule changed since).
+QUEUE_OUTCOMES = ("admitted", "expired", "refused")
+QUEUE_WAIT_SECONDS = Metric(
+    "greenops_scheduler_queue_wait_seconds",
+    "histogram",
+    "How long each request admitted from the queue waited in it",
+    ("path",),
+)
+QUEUE_LEFT = Metric(
+    "greenops_scheduler_queue_left",
+    "counter",
+    "Requests that left the queue, by path and outcome (" + ", ".join(QUEUE_OUTCOMES) + ")",
+    ("path", "outcome"),
+)
 CAPACITY_USED = Metric(
     "greenops_scheduler_capacity_used_ratio",
     "gauge",

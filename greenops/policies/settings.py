@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from greenops.common.errors import GreenOpsError, field_errors
 from greenops.common.user_yaml import load_yaml_file
@@ -39,6 +39,11 @@ class TenantRules(BaseModel):
     residency: Literal["eu"] | None = Field(default=None, description="eu: every workload's data stays in the EU")
     max_cpu: float | None = Field(default=None, gt=0, description="vCPUs per VM at most")
     max_memory_gb: float | None = Field(default=None, gt=0, description="GB of memory per VM at most")
+    priority_class: str | None = Field(
+        default=None,
+        description="the tenant's priority class: its requests' default and their ceiling (a request may ask "
+        "for a lower class, never a higher one)",
+    )
 
 
 class PolicySettings(BaseModel):
@@ -56,6 +61,41 @@ class PolicySettings(BaseModel):
         default_factory=dict, description="per-tenant rules a workload cannot override (providers, regions, ...)"
     )
     scheduler: SchedulerCall = Field(default_factory=SchedulerCall)
+    priority_classes: dict[str, int] = Field(
+        default_factory=lambda: {"batch": 0, "standard": 100, "critical": 1000},
+        min_length=1,
+        description="the queue's priority classes and their values: a higher value is admitted first",
+    )
+    default_priority_class: str = Field(default="standard", description="the class of a tenant without one")
+    preemption: bool = Field(
+        default=False,
+        description="a request of a higher class may send Scheduled (never started) bookings of a lower class "
+        "back to the queue to make room; off: it waits its turn like any other",
+    )
+
+    @model_validator(mode="after")
+    def _classes_known(self) -> PolicySettings:
+        named = {"default_priority_class": self.default_priority_class} | {
+            f"tenant_rules.{t}.priority_class": r.priority_class for t, r in self.tenant_rules.items()
+        }
+        for where, name in named.items():
+            if name is not None and name not in self.priority_classes:
+                raise ValueError(f"{where}: {name} is not one of priority_classes {sorted(self.priority_classes)}")
+        return self
+
+    def priority_of(self, tenant: str, asked: str | None) -> tuple[str, int]:
+        """The class a request of ``tenant`` is queued in, and its value: the one asked for, at most
+        the tenant's own (the default class when it has none). Raises ValueError naming the rule."""
+        ceiling = self.rules(tenant).priority_class or self.default_priority_class
+        name = asked or ceiling
+        if name not in self.priority_classes:
+            raise ValueError(f"{name} is not one of the priority classes {sorted(self.priority_classes)}")
+        if self.priority_classes[name] > self.priority_classes[ceiling]:
+            raise ValueError(
+                f"tenant {tenant}'s rule priority_class {ceiling} ({self.priority_classes[ceiling]}) is below "
+                f"{name} ({self.priority_classes[name]})"
+            )
+        return name, self.priority_classes[name]
 
     def rules(self, tenant: str) -> TenantRules:
         """The tenant's rules (none set: every field None)."""

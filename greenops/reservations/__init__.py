@@ -1,14 +1,19 @@
 """The durable record of placements, shared by the Pulumi and the cluster path."""
 
-from . import orphans
-from .errors import AmbiguousKey, Conflict, QuotaExceeded, UnknownReservation
+from . import orphans, queue
+from .errors import AmbiguousKey, Conflict, NotPlaced, QueueFull, QuotaExceeded, UnknownReservation
 from .keyed import resolve
 from .listing import ListingFilter
-from .store import ACTIVE, TERMINAL, Booking, ReservationStore, Seen, milli
+from .store import ACTIVE, LISTED, PENDING, TERMINAL, Booking, Queued, ReservationStore, Seen, milli
 
 __all__ = [
     "ACTIVE",
+    "LISTED",
+    "PENDING",
     "AmbiguousKey",
+    "NotPlaced",
+    "QueueFull",
+    "Queued",
     "TERMINAL",
     "Booking",
     "Conflict",
@@ -19,5 +24,6 @@ __all__ = [
     "UnknownReservation",
     "milli",
     "orphans",
+    "queue",
     "resolve",
 ]

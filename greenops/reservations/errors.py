@@ -20,3 +20,11 @@ class UnknownReservation(GreenOpsError):
 class AmbiguousKey(GreenOpsError):
     """A caller of several tenants named a key that more than one of them holds, without saying
     whose (HTTP 409): it names the tenant (``?tenant=``)."""
+
+
+class QueueFull(GreenOpsError):
+    """The tenant already has as many requests waiting in the queue as it may (HTTP 409)."""
+
+
+class NotPlaced(GreenOpsError):
+    """A report of a placed phase for a reservation still Pending in the queue (HTTP 409)."""

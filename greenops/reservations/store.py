@@ -34,6 +34,7 @@ from sqlalchemy import (
     Engine,
     and_,
     bindparam,
+    case,
     create_engine,
     event,
     func,
@@ -51,7 +52,7 @@ from greenops.reservations.slots import SLOT
 
 from . import zone_hours
 from .checkpoints import CHECKPOINT_EVERY, SQLITE_AUTOCHECKPOINT, Checkpoints
-from .errors import Conflict, QuotaExceeded, UnknownReservation
+from .errors import Conflict, NotPlaced, QueueFull, QuotaExceeded, UnknownReservation
 from .held import Held, Mode
 from .held import options as held_modes
 from .listing import ListingFilter
@@ -64,6 +65,10 @@ if TYPE_CHECKING:
 
 ACTIVE = ("Scheduled", "Provisioning", "Running")
 TERMINAL = ("Completed", "Failed", "Released")
+# In the queue: no window had room, but one could before the deadline (greenops.reservations.queue).
+# Not active (it holds no zone-hours and counts against no quota), not ended: listed with the active.
+PENDING = "Pending"
+LISTED = (*ACTIVE, PENDING)
 PRUNE_EVERY = 600.0  # seconds between sweeps of zone-hours that have passed
 # How long an admission's booking waits for its VmTemplate to be stored: well above the API server's
 # webhook timeout (30 s at most) plus a controller's resync, so only a CREATE that never stored its
@@ -105,6 +110,27 @@ class Booking:
     provider: str | None = None
     region: str | None = None
     quota_milli: int | None = None
+    priority: int | None = None  # its priority class's value
+    admitted: bool = False  # it replaces a Pending revision: it leaves the queue placed
+
+
+@dataclass(frozen=True)
+class Queued:
+    """A request recorded as Pending: what was asked, why it waits, and its search window."""
+
+    key: str
+    spec_hash: str
+    tenant: str
+    path: str
+    milli_cpu: int  # per job
+    jobs: int
+    request: dict[str, Any]
+    answer: dict[str, Any]  # what the caller was told (greenops.scheduler.queueing)
+    reason: str
+    begin: float  # epoch seconds: no start before
+    deadline: float  # epoch seconds: every job ends by
+    priority: int
+    max_per_tenant: int  # the tenant's waiting requests at most (QueueFull beyond)
 
 
 class ReservationStore:
@@ -130,6 +156,9 @@ class ReservationStore:
         # the checkpoints' own connection (_checkpoint), made now rather than when the first one
         # falls due, in the middle of a booking
         self._checkpointer = self._one_statement.connect() if wal else None
+        # told after each transaction that ended a reservation or gave zone-hours back: the queue's
+        # admitter is woken by it (greenops.scheduler.queueing)
+        self.freed: Callable[[], None] = lambda: None
 
     @property
     def dialect(self) -> str:
@@ -289,10 +318,11 @@ class ReservationStore:
         now: datetime | None = None,
         tenants: Collection[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Rows by start, filtered in the database: the active ones (still running at ``now``, when
-        given), or with ``where.all`` every phase, where ``ended_after`` keeps the active ones and
-        those whose run ends after it (a dashboard's recent history, not years of it). ``tenants``
-        keeps only those tenants' rows (a caller's scope; None: every tenant)."""
+        """Rows by start, filtered in the database: the active and the Pending ones (still running,
+        or still able to, at ``now``, when given), or with ``where.all`` every phase, where
+        ``ended_after`` keeps the active ones and those whose run ends after it (a dashboard's recent
+        history, not years of it). ``tenants`` keeps only those tenants' rows (a caller's scope;
+        None: every tenant)."""
         where = ListingFilter() if where is None else where
         q = select(reservations).order_by(reservations.c.start_at, reservations.c.key, reservations.c.tenant)
         if tenants is not None:
@@ -311,11 +341,11 @@ class ReservationStore:
             # substr, not LIKE: exact and case-sensitive on SQLite and PostgreSQL alike
             q = q.where(func.substr(reservations.c.key, 1, len(key_prefix)) == key_prefix)
         if not where.all:
-            q = q.where(reservations.c.phase.in_(ACTIVE))
+            q = q.where(reservations.c.phase.in_(LISTED))
             if now is not None:
                 q = q.where(reservations.c.end_at > now)
         elif where.ended_after is not None:
-            q = q.where(or_(reservations.c.phase.in_(ACTIVE), reservations.c.end_at > where.ended_after))
+            q = q.where(or_(reservations.c.phase.in_(LISTED), reservations.c.end_at > where.ended_after))
         with self._read("list") as conn:
             return [dict(r) for r in conn.execute(q).mappings()]
 
@@ -343,6 +373,16 @@ class ReservationStore:
                 for r in rows
             ]
             return (None if first is None else stored_utc(first)), made
+
+    def shares(self, now: datetime) -> dict[str, tuple[int, datetime | None]]:
+        """Each tenant's active milli-vCPUs at ``now``, and when a request of its last left the queue
+        placed: what the queue's fairness weighs (greenops.reservations.queue)."""
+        active = and_(reservations.c.phase.in_(ACTIVE), reservations.c.end_at > now)
+        held = func.sum(case((active, reservations.c.milli_cpu * reservations.c.jobs), else_=0))
+        q = select(reservations.c.tenant, held, func.max(reservations.c.admitted_at)).group_by(reservations.c.tenant)
+        with self._read_one("shares") as conn:
+            rows = cast("Iterable[tuple[str, int | None, datetime | None]]", conn.execute(q))
+            return {t: (int(m or 0), None if at is None else stored_utc(at)) for t, m, at in rows}
 
     def stacks_seen(self) -> dict[tuple[str, str], datetime]:
         """When each (tenant, stack) was last seen by a Pulumi pass."""
@@ -398,7 +438,9 @@ class ReservationStore:
                 raise UnknownReservation(f"reservation {key}: no such key")
             if authorize is not None:
                 authorize(dict(row))
-            if row["phase"] not in ACTIVE:
+            if row["phase"] == PENDING and phase in ACTIVE:
+                raise NotPlaced(f"reservation {key} is Pending in the queue: it has no placement to be {phase}")
+            if row["phase"] not in LISTED:
                 return dict(row)
             values: dict[str, Any] = {"updated_at": now}
             if phase is not None:
@@ -413,7 +455,10 @@ class ReservationStore:
                 values["revision"] = row["revision"] + 1
             mine = and_(reservations.c.tenant == tenant, reservations.c.key == key)
             conn.execute(update(reservations).where(mine).values(**values))
-            return {**dict(row), **values}
+            done = {**dict(row), **values}
+        if phase in TERMINAL:
+            self.freed()
+        return done
 
     def stack_seen(self, tenant: str, stack: str, now: datetime) -> None:
         """Record that a Pulumi pass over tenant ``tenant``'s stack ``stack`` ran at ``now`` (never
@@ -421,6 +466,63 @@ class ReservationStore:
         insert = _UPSERT_STACK[self.dialect]
         with self._write("stack_seen") as conn:
             conn.execute(insert, {"tenant": tenant, "stack": stack, "at": now})
+
+    def enqueue(self, q: Queued, seen: Seen, now: datetime) -> dict[str, Any]:
+        """Record ``q`` as its tenant's Pending reservation of its key, replacing the version ``seen``
+        (an active one gives its zone-hours back). Raises Conflict (the key changed meanwhile: decide
+        again) or QueueFull; on any error nothing is changed."""
+        values = {
+            "tenant": q.tenant,
+            "path": q.path,
+            "phase": PENDING,
+            "spec_hash": q.spec_hash,
+            "milli_cpu": q.milli_cpu,
+            "jobs": q.jobs,
+            "zone": "",
+            "provider": None,
+            "region": None,
+            "start_at": _utc(q.begin),
+            "end_at": _utc(q.deadline),
+            "placements": [],
+            "request": q.request,
+            "answer": q.answer,
+            "reason": q.reason[:1024],
+            "updated_at": now,
+            "lifecycle": None,
+            "completion_token_sha256": None,
+            "completion": None,
+            "priority": q.priority,
+            "queued_at": now,
+            # an admission's request waits as a hold too: released if its VmTemplate is never stored
+            "held_until": now + self.hold if q.path == HELD_PATH else None,
+        }
+        try:
+            with self._write("enqueue") as conn:
+                if seen.revision is None:
+                    conn.execute(_NEW_ROW, {"key": q.key, "revision": 1, "created_at": now, **values})
+                else:
+                    changed = {"b_key": q.key, "b_seen": seen.revision, "b_tenant": q.tenant, **values}
+                    if conn.execute(_NEXT_REVISION, {**changed, "revision": seen.revision + 1}).rowcount != 1:
+                        raise Conflict(f"key {q.key} of tenant {q.tenant} changed meanwhile")
+                    if seen.active:  # a changed request gives its booking's hours back while it waits
+                        zone_hours.apply(conn, zone_hours.deltas(seen.placements, -seen.milli_cpu), capacity_milli=0)
+                if self.dialect == "postgresql":
+                    conn.execute(_LOCK_TENANT, {"tenant": q.tenant})  # the tenant's enqueues count in turn
+                waiting = conn.execute(_TENANT_WAITING, {"tenant": q.tenant}).scalar_one()
+                if waiting > q.max_per_tenant:
+                    raise QueueFull(
+                        f"tenant {q.tenant} has {q.max_per_tenant} requests waiting in the queue, its most: "
+                        "this one is refused until some are placed"
+                    )
+        except IntegrityError as exc:
+            raise Conflict(f"key {q.key} of tenant {q.tenant} was booked meanwhile") from exc
+        except DBAPIError as exc:
+            if _retryable(exc):
+                raise Conflict(f"the database asked to retry: {exc.orig}") from exc
+            raise
+        if seen.active:
+            self.freed()
+        return values
 
     # --- inside a write transaction --------------------------------------------------------
 
@@ -446,7 +548,12 @@ class ReservationStore:
             "lifecycle": None,  # a new decision starts a new life
             "completion_token_sha256": None,  # and the old run's credential reports nothing for it
             "completion": None,
+            "priority": b.priority,
         }
+        if b.admitted:
+            values["admitted_at"] = now
+        else:
+            values["queued_at"] = None  # a new decision, not one of the queue's
         if seen.revision is None:
             held = now + self.hold if b.path == HELD_PATH else None
             conn.execute(_NEW_ROW, {"key": b.key, "revision": 1, "created_at": now, "held_until": held, **values})
@@ -511,6 +618,9 @@ _TENANT_USE = select(func.coalesce(func.sum(reservations.c.milli_cpu * reservati
         reservations.c.end_at > bindparam("now"),
         reservations.c.key != bindparam("key"),
     )
+)
+_TENANT_WAITING = select(func.count()).where(
+    and_(reservations.c.tenant == bindparam("tenant"), reservations.c.phase == PENDING)
 )
 # The tenant's row, created or not, locked in one statement (PostgreSQL only: see _check_quota).
 _NEW_TENANT = postgresql.insert(tenants).values(tenant=bindparam("tenant"))

@@ -51,6 +51,12 @@ reservations = Table(
     # (greenops.reservations.completion); both cleared by a new decision
     Column("completion_token_sha256", String(64)),
     Column("completion", JSON),
+    # the value of its priority class (migration 0008); when it joined the queue (kept once
+    # admitted) and when it left it placed. A Pending row holds no zone-hours: its placements are []
+    # and its zone "", its start and end its search window (greenops.reservations.queue).
+    Column("priority", Integer),
+    Column("queued_at", DateTime(timezone=True)),
+    Column("admitted_at", DateTime(timezone=True)),  # when it left the queue placed
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
     # the reservations still Scheduled past their start, read at every scrape (greenops.reservations.census)

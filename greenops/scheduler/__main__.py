@@ -45,6 +45,7 @@ from greenops.reservations import ReservationStore
 from greenops.scheduler.api import InsecureConfiguration, create_app
 from greenops.scheduler.dashboard import mount_dashboard
 from greenops.scheduler.orphan_sweep import OrphanSweep
+from greenops.scheduler.queueing import QueueSettings
 from greenops.scheduler.settings import FLAGS, SchedulerSettings, SettingsError, load_settings
 
 
@@ -204,6 +205,7 @@ def main(argv: list[str] | None = None) -> None:
             policy=policy,
             scarcity_price=settings.scarcity_price,
             orphan_sweep=OrphanSweep(timedelta(seconds=settings.orphan_grace_seconds), settings.orphan_sweep_seconds),
+            queue=QueueSettings(settings.queue_max_per_tenant, settings.queue_seconds),
         )
         mount_dashboard(app)  # the service's own page over its record (greenops.scheduler.dashboard)
     except (GreenOpsError, InsecureConfiguration) as exc:

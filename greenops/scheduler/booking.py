@@ -28,7 +28,8 @@ MAX_ATTEMPTS = 25
 # What does not change the placement a request asks for: a retry may send other values. The
 # earliest start is the caller's clock, later on every retry: it is checked against the stored
 # answer instead (see _replayed). The explanation is an account of the spec, not the spec.
-_NOT_THE_SPEC = {"req_timeout", "key", "dry_run", "earliest_start", "explanation"}
+# Whether it may wait in the queue is how to answer, not what to place.
+_NOT_THE_SPEC = {"req_timeout", "key", "dry_run", "earliest_start", "explanation", "queue"}
 
 
 def spec_hash(request: dict[str, Any]) -> str:
@@ -58,6 +59,8 @@ class Ask:
     quota_vcpu: float | None
     regions: dict[str, str]
     dry_run: bool
+    priority: int | None = None  # its priority class's value
+    admitted: bool = False  # the queue's admitter books it (greenops.scheduler.queueing)
 
 
 def replay(row: dict[str, Any] | None, request: dict[str, Any]) -> Outcome | None:
@@ -128,6 +131,8 @@ def book(
             provider=provider or None,
             region=region or None,
             quota_milli=None if ask.quota_vcpu is None else milli(ask.quota_vcpu),
+            priority=ask.priority,
+            admitted=ask.admitted,
         )
         try:
             with tracing.tracer(__name__).start_as_current_span(

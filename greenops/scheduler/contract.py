@@ -86,6 +86,17 @@ class SchedulingRequest(BaseModel):
         f"maps back to), kept with the booking for `greenops explain`; not part of the spec (at most "
         f"{MAX_EXPLANATION_BYTES} bytes of JSON)",
     )
+    queue: bool = Field(
+        default=False,
+        description="when no window has room now, but one could before the deadline once capacity or quota "
+        "frees, record the request as Pending in the queue and answer 202 with its position (not part "
+        "of the spec: a retry with or without it is the same request); false: 409 as the thesis contract",
+    )
+    priority_class: Name | None = Field(
+        default=None,
+        description="the queue's class of this request: one of the policy's priority_classes, at most the "
+        "tenant's own (403 above it); when absent, the tenant's",
+    )
     rule: Rule = Field(
         default="point",
         description="point: the lowest forecast wins; sure: move away from running at once (at the "
@@ -141,3 +152,17 @@ class SchedulingResponse(PlacementOut):
         description="each eligible zone's best window with room, best first: the alternatives the "
         "(first) job's placement beat; absent from answers recorded before it was kept",
     )
+
+
+class PendingResponse(BaseModel):
+    """The answer of a request recorded as Pending in the queue (HTTP 202)."""
+
+    key: str | None = Field(description="the reservation's key (none for a dry run)")
+    phase: Literal["Pending"] = "Pending"
+    position: int | None = Field(description="1 for the next to be admitted, across every tenant (none for a dry run)")
+    reason: str = Field(description="why no window has room now")
+    priority_class: str
+    priority: int
+    queued_at: str | None = Field(description="when it joined the queue (none for a dry run)")
+    deadline: str
+    searched_from: str = Field(description="the later of now and earliest_start: no start before it")

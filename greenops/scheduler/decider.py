@@ -11,12 +11,13 @@ so a test can replace any one of them, the clock above all, with ``app.dependenc
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import structlog
@@ -28,10 +29,11 @@ from greenops.intensity.base import Bands, CarbonSource, SourceUnavailable, Unkn
 from greenops.intensity.series import Series, to_epoch
 from greenops.models.workload import DEFAULT_TENANT
 from greenops.policies.settings import PolicySettings
-from greenops.reservations import QuotaExceeded, ReservationStore
-from greenops.scheduler import tenant_rules
+from greenops.reservations import PENDING, Conflict, QueueFull, QuotaExceeded, ReservationStore
+from greenops.reservations.tables import stored_utc
+from greenops.scheduler import queueing, tenant_rules
 from greenops.scheduler.answer import answered, field_error, response, rfc3339
-from greenops.scheduler.booking import Ask, Outcome, book, replay
+from greenops.scheduler.booking import Ask, Outcome, book, replay, spec_hash
 from greenops.scheduler.contract import SchedulingRequest
 from greenops.scheduler.metrics import SchedulerMetrics, Tally, result_of
 from greenops.scheduler.outlook import RecordedOutlook
@@ -48,6 +50,9 @@ from greenops.search.algorithm import (
 from greenops.search.algorithm import search as search_by_rule
 from greenops.search.offload import SMALL_WORK, SearchPool
 from greenops.search.track import track_record
+
+if TYPE_CHECKING:
+    from greenops.scheduler.state import SchedulerState
 
 log = structlog.get_logger("greenops.scheduler")
 
@@ -92,6 +97,10 @@ class Forecasts:
         return self._run_now[zone]
 
 
+class _NotWaiting(Exception):
+    """The request being admitted is no longer the Pending revision the admitter read."""
+
+
 class KeyInUse(Exception):
     """A booking that must be new (an admission CREATE's) met a reservation under its key (409)."""
 
@@ -129,6 +138,24 @@ class Decider:
     policy: PolicySettings
     metrics: SchedulerMetrics
     price: RecordedOutlook | None = None  # the scarcity price (point rule), when switched on
+    queue: queueing.QueueSettings = field(default_factory=queueing.QueueSettings)
+
+    @classmethod
+    def of(cls, state: SchedulerState) -> Decider:
+        """The decider of the app's own collaborators (the queue's admitter; a route's come from its
+        dependencies, which a test may override)."""
+        return cls(
+            state.source,
+            state.store,
+            state.clock,
+            state.capacity_vcpu,
+            state.rate_limit,
+            state.searches,
+            state.policy,
+            state.metrics,
+            state.price,
+            state.queue,
+        )
 
     def schedule(self, req: SchedulingRequest, key: str, principal: Principal) -> JSONResponse:
         """Decide and book, counting the request's result by path and tenant."""
@@ -158,9 +185,14 @@ class Decider:
             return refused
         quota = self._quota(tenant, req.tenant_quota_vcpu)
         tenant_rules.check(self.policy.rules(tenant), tenant, req)
-        # the default rule stays out of the request as stored, so bookings made before the field
-        # existed still replay (their spec hash has no rule in it)
-        request = req.model_dump(mode="json", exclude={"key", "new_key"} | ({"rule"} if req.rule == "point" else set()))
+        klass = self._priority(tenant, req.priority_class)
+        if isinstance(klass, JSONResponse):
+            return klass
+        # the default rule and class stay out of the request as stored, so bookings made before the
+        # fields existed still replay (their spec hash has neither in it)
+        left_out = {"key", "new_key"} | ({"rule"} if req.rule == "point" else set())
+        left_out |= {"priority_class"} if req.priority_class is None else set()
+        request = req.model_dump(mode="json", exclude=left_out)
         request.update(tenant=tenant, path=path)
         authorize = _authorizer(principal, key, request, req.new_key)
         # the key is the tenant's own: another tenant's booking of it is not this one's to see,
@@ -170,6 +202,10 @@ class Decider:
             authorize(row)
         if not req.dry_run and (done := replay(row, request)):
             return answered(done)
+        if not req.dry_run and row is not None and row["phase"] == PENDING and row["spec_hash"] == spec_hash(request):
+            return queueing.still_waiting(
+                self.store, row, self.clock()
+            )  # a retry of a request that waits: its place is kept
         window = self._window(req)
         if isinstance(window, JSONResponse):
             return window
@@ -186,11 +222,16 @@ class Decider:
             quota_vcpu=quota,
             regions=req.regions,
             dry_run=req.dry_run,
+            priority=klass[1],
         )
         try:
             forecasts = self._forecast(req, window, give_up_at)
             done = self._search_and_book(req, ask, row, authorize, window, forecasts, give_up_at)
-        except (UnknownZone, NoFeasibleWindow, QuotaExceeded, SourceUnavailable, DecisionTimeout) as exc:
+        except (NoFeasibleWindow, QuotaExceeded) as exc:
+            if req.queue and self._could_fit(req, ask, window, forecasts, give_up_at):
+                return self._enqueue(req, ask, authorize, window, str(exc), klass)
+            return self._refusal(exc, req, tally)
+        except (UnknownZone, SourceUnavailable, DecisionTimeout) as exc:
             return self._refusal(exc, req, tally)
         log.info(
             "scheduling.placed",
@@ -354,6 +395,132 @@ class Decider:
                 authorize=authorize,
                 retried=self.metrics.retries.labels("commit").inc,
             )
+
+    def _priority(self, tenant: str, asked: str | None) -> tuple[str, int] | JSONResponse:
+        """The request's priority class and its value (greenops.policies.settings.priority_of)."""
+        if asked is not None and asked not in self.policy.priority_classes:
+            return field_error("priority_class", f"{asked} is not one of {sorted(self.policy.priority_classes)}")
+        try:
+            return self.policy.priority_of(tenant, asked)
+        except ValueError as exc:
+            raise Forbidden(f"priority_class: {exc}") from None
+
+    def _could_fit(
+        self, req: SchedulingRequest, ask: Ask, window: Window, forecasts: Forecasts, give_up_at: float
+    ) -> bool:
+        """Whether the request could be placed before its deadline once every other booking is gone:
+        within its quota, and with a window on an empty calendar. Only such a request may wait."""
+        if ask.quota_vcpu is not None and req.cpu * req.number_of_jobs > ask.quota_vcpu:
+            return False
+        job = Job(req.cpu, req.memory, window.duration)
+        empty = CapacityLedger(self.capacity_vcpu)
+        try:
+            search_by_rule(forecasts.series, job, req.number_of_jobs, ask.begin, ask.deadline, empty, give_up_at)
+        except (NoFeasibleWindow, DecisionTimeout):
+            return False
+        return True
+
+    def _enqueue(
+        self,
+        req: SchedulingRequest,
+        ask: Ask,
+        authorize: Authorize,
+        window: Window,
+        reason: str,
+        klass: tuple[str, int],
+    ) -> JSONResponse:
+        """Record the request as Pending (202 with its place in the queue), or the 409 of a full queue."""
+        for _ in range(3):
+            row = self.store.get(ask.tenant, ask.key)
+            if row is not None:
+                authorize(row)
+                if done := replay(row, ask.request):
+                    return answered(done)  # booked meanwhile by a retry that overtook this request
+            pending = queueing.Waiting.of(ask, reason, klass, window.begin, spec_hash(ask.request))
+            if req.dry_run:
+                return pending.response(None, None)
+            try:
+                queued = pending.queued(self.queue.max_per_tenant)
+                stored = self.store.enqueue(queued, self.store.seen(row), window.now_dt)
+            except QueueFull as exc:
+                return field_error("queue", str(exc), code=409)
+            except Conflict:
+                continue
+            log.info("scheduling.queued", key=ask.key, tenant=ask.tenant, priority_class=klass[0], reason=reason)
+            return queueing.still_waiting(self.store, {**stored, "key": ask.key}, window.now_dt)
+        return JSONResponse(
+            status_code=503,
+            headers={"Retry-After": "5"},
+            content={"detail": "no decision: the key kept changing while the request was queued"},
+        )
+
+    def admit(self, row: dict[str, Any]) -> bool:
+        """Place one waiting request of the queue, from the later of now and its earliest start
+        (greenops.scheduler.queueing); True when it left the queue: placed, or Failed because its run
+        no longer fits before its deadline or a rule set since refuses it. The booking replaces only
+        the Pending revision read here: a request another replica admitted, or its owner changed or
+        released meanwhile, is left as it is."""
+        tenant, path, key, revision = row["tenant"], row["path"], row["key"], row["revision"]
+        now_dt = self.clock()
+        waited = (now_dt - stored_utc(row["queued_at"])).total_seconds()
+
+        def still_pending(current: dict[str, Any]) -> None:
+            if current["phase"] != PENDING or current["revision"] != revision:
+                raise _NotWaiting
+
+        def leave(outcome: str, why: str) -> bool:
+            try:
+                self.store.report(tenant, key, "Failed", why, now_dt, authorize=still_pending)
+            except _NotWaiting:
+                return False
+            log.info("queue.left", key=key, tenant=tenant, outcome=outcome, reason=why)
+            self.metrics.left_queue(path, outcome, waited)
+            return True
+
+        req = SchedulingRequest.model_validate(row["request"])
+        window = self._window(req)
+        if isinstance(window, JSONResponse):
+            return leave(
+                "expired",
+                f"waited in the queue from {stored_utc(row['queued_at']).isoformat(timespec='seconds')} "
+                f"({row['reason']}); no room freed in time: {json.loads(bytes(window.body))['detail']}",
+            )
+        try:
+            quota = self._quota(tenant, req.tenant_quota_vcpu)
+            tenant_rules.check(self.policy.rules(tenant), tenant, req)
+        except Forbidden as exc:
+            return leave("refused", f"refused while it waited in the queue: {exc}")
+        ask = Ask(
+            key=key,
+            request=row["request"],
+            tenant=tenant,
+            path=path,
+            cpu=req.cpu,
+            duration=window.duration,
+            zones=req.eligible_regions,
+            begin=window.begin,
+            deadline=window.deadline,
+            quota_vcpu=quota,
+            regions=req.regions,
+            dry_run=False,
+            priority=row["priority"],
+            admitted=True,
+        )
+        give_up_at = time.monotonic() + req.req_timeout
+        try:
+            forecasts = self._forecast(req, window, give_up_at)
+            done = self._search_and_book(req, ask, row, still_pending, window, forecasts, give_up_at)
+        except (NoFeasibleWindow, QuotaExceeded, _NotWaiting):
+            return False  # still no room (it keeps its place), or no longer waiting
+        except (UnknownZone, SourceUnavailable, DecisionTimeout) as exc:
+            log.warning("queue.admission_failed", key=key, tenant=tenant, reason=str(exc))
+            return False
+        if done.replayed:
+            return False
+        log.info("queue.left", key=key, tenant=tenant, outcome="admitted", waited_seconds=round(waited, 3))
+        self.metrics.left_queue(path, "admitted", waited)
+        self.metrics.placed(path, req.cpu, req.memory, req.duration, done.answer, req.regions)
+        return True
 
     def _refusal(self, exc: Exception, req: SchedulingRequest, tally: Tally) -> JSONResponse:
         """What the caller gets when the decision cannot be made or booked."""

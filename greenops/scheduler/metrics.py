@@ -26,13 +26,15 @@ from greenops.intensity.base import CarbonSource
 from greenops.intensity.measured import MeasuredSource
 from greenops.observability import names
 from greenops.observability.instruments import counter, counter_family, gauge_family, histogram, registry
-from greenops.reservations import ACTIVE, TERMINAL, ReservationStore
+from greenops.reservations import ACTIVE, PENDING, TERMINAL, ReservationStore
 from greenops.reservations.census import census
 
 log = structlog.get_logger("greenops.scheduler")
 
 # Requests and forecasts: the library's default buckets (5 ms to 10 s), with 1 and 2.5 ms below
 # them, where a decision from the bundled profiles lands.
+# A wait in the queue: from a second (a release frees room at once) to a day.
+QUEUE_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 4 * 3600.0, 12 * 3600.0, 86400.0)
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
 
 
@@ -58,6 +60,8 @@ def result_of(status: int, replayed: bool, dry_run: bool) -> str:
     """A booking request's result from its answer (names.BOOKING_RESULTS)."""
     if status == 200:
         return "replayed" if replayed else "dry_run" if dry_run else "placed"
+    if status == 202:
+        return "dry_run" if dry_run else "queued"
     return {403: "refused", 409: "conflict", 429: "rate_limited"}.get(status) or (
         "unavailable" if status >= 500 else "invalid"
     )
@@ -79,11 +83,18 @@ class SchedulerMetrics:
         self.forecast_seconds = histogram(names.FORECAST_SECONDS, self.registry, BUCKETS)
         self.forecast_errors = counter(names.FORECAST_ERRORS, self.registry)
         self.retries = counter(names.DATABASE_RETRIES, self.registry)
+        self.queue_wait = histogram(names.QUEUE_WAIT_SECONDS, self.registry, QUEUE_BUCKETS)
+        self.queue_left = counter(names.QUEUE_LEFT, self.registry)
         self._power = power_model()
 
     def measured(self, source: CarbonSource) -> CarbonSource:
         """``source``, its forecasts timed and its failures counted."""
         return MeasuredSource(source, self.forecast_seconds, self.forecast_errors)
+
+    def left_queue(self, path: str, outcome: str, waited_seconds: float) -> None:
+        self.queue_left.labels(path, outcome).inc()
+        if outcome == "admitted":
+            self.queue_wait.labels(path).observe(waited_seconds)
 
     def booked(self, tally: Tally) -> None:
         self.bookings.labels(tally.path, tally.tenant, tally.result).inc()
@@ -127,7 +138,7 @@ class SchedulerMetrics:
             log.warning("metrics.record_unreadable", error=str(exc).splitlines()[0])
         else:
             phases = gauge_family(names.RESERVATIONS)
-            for phase in (*ACTIVE, *TERMINAL):
+            for phase in (PENDING, *ACTIVE, *TERMINAL):
                 phases.add_metric([phase], seen.phases.get(phase, 0))
             yield phases
             used = gauge_family(names.CAPACITY_USED)

@@ -96,6 +96,14 @@ class SchedulerSettings(BaseSettings):
         ge=0,
         description="how often the service sweeps orphaned bookings; 0: never (an admin's POST /sweeps/orphans only)",
     )
+    queue_max_per_tenant: int = Field(
+        default=1000, ge=1, le=100000, description="requests of one tenant that may wait in the queue at once"
+    )
+    queue_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="how often the service tries the queue besides each release it records; 0: only then",
+    )
     scarcity_price: bool = Field(
         default=False,
         description="weigh the scarcity of the hours a booking fills, with the record's urgent requests "

@@ -23,6 +23,7 @@ from greenops.scheduler.auth import Authenticator
 from greenops.scheduler.metrics import SchedulerMetrics
 from greenops.scheduler.orphan_sweep import OrphanSweep
 from greenops.scheduler.outlook import RecordedOutlook
+from greenops.scheduler.queueing import Admitter, QueueSettings
 from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.search.offload import SearchPool
 
@@ -40,6 +41,8 @@ class SchedulerState:
     metrics: SchedulerMetrics  # this app's instruments, on its own registry
     price: RecordedOutlook | None = None  # the scarcity price, when switched on
     orphan_sweep: OrphanSweep = field(default_factory=OrphanSweep)  # the grace and how often it runs
+    queue: QueueSettings = field(default_factory=QueueSettings)  # its bound per tenant, how often it is tried
+    admitter: Admitter = field(default_factory=Admitter)  # started with the app (its lifespan)
 
 
 async def get_state(request: Request) -> SchedulerState:

@@ -45,10 +45,12 @@ from greenops.scheduler.api import (
 )
 from greenops.scheduler.api.prometheus import RequestTimer
 from greenops.scheduler.auth import ADMIN, Authenticator, requires
+from greenops.scheduler.decider import Decider
 from greenops.scheduler.limits import BodyLimit
 from greenops.scheduler.metrics import SchedulerMetrics
 from greenops.scheduler.orphan_sweep import OrphanSweep
 from greenops.scheduler.outlook import RecordedOutlook
+from greenops.scheduler.queueing import QueueSettings
 from greenops.scheduler.ratelimit import PrincipalRateLimit
 from greenops.scheduler.state import SchedulerState
 from greenops.search.offload import SearchPool
@@ -72,6 +74,7 @@ def create_app(
     policy: PolicySettings | None = None,
     scarcity_price: bool = False,
     orphan_sweep: OrphanSweep | None = None,
+    queue: QueueSettings | None = None,
 ) -> FastAPI:
     """The service around one carbon source and one reservation record (in memory when none is
     given: tests and one-off runs). What it holds is set on ``app.state``; the routes receive it
@@ -124,6 +127,7 @@ def create_app(
         metrics=metrics,
         price=RecordedOutlook(record) if scarcity_price else None,
         orphan_sweep=orphan_sweep or OrphanSweep(),
+        queue=queue or QueueSettings(),
     )
     app.state.scheduler = state
     # Bodies are bounded before they are read into memory (413 naming the limit).
@@ -160,9 +164,11 @@ def create_app(
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     state: SchedulerState = app.state.scheduler
     sweeping = state.orphan_sweep.start(state.store, state.clock)
+    state.admitter.start(state.store, state.clock, lambda row: Decider.of(state).admit(row), state.queue.every)
     try:
         yield
     finally:
+        state.admitter.stop()
         sweeping.stop()
         state.searches.close()  # the worker process of large searches, if one was started
 

@@ -30,7 +30,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from greenops.identity import Principal
 from greenops.intensity.series import ceil_second
 from greenops.placing.lifecycle import MAX_EVENTS, Event, Lifecycle
-from greenops.reservations import ListingFilter, ReservationStore, UnknownReservation, resolve
+from greenops.reservations import (
+    PENDING,
+    ListingFilter,
+    NotPlaced,
+    ReservationStore,
+    UnknownReservation,
+    queue,
+    resolve,
+)
 from greenops.reservations.tables import stored_utc
 from greenops.reservations.text import Text
 from greenops.scheduler.api.keys import KeyTenant, ReservationKey
@@ -65,6 +73,12 @@ class ReservationOut(BaseModel):
     lifecycle: dict[str, Any] | None = Field(default=None, description="the recorded phases and their real times")
     completion: dict[str, Any] | None = Field(
         default=None, description="what the run reported of its end: exitStatus, reportedAt (the scheduler's clock)"
+    )
+    priority_class: str | None = Field(default=None, description="its class in the queue")
+    priority: int | None = Field(default=None, description="its class's value")
+    queued_at: datetime | None = Field(default=None, description="when it joined the queue (a Pending one)")
+    position: int | None = Field(
+        default=None, description="a Pending one's place in the queue, 1 for the next to be admitted, across tenants"
     )
     created_at: datetime | None = Field(default=None, description="when it was booked (with detail)")
     searched_from: datetime | None = Field(
@@ -122,9 +136,10 @@ class PhaseReport(BaseModel):
         return self
 
 
-def out(row: dict[str, Any], detail: bool = False) -> ReservationOut:
-    """The row as the API shows it; ``detail`` adds what was recorded at decision time."""
-    first = min(row["placements"], key=lambda p: p["start"])
+def out(row: dict[str, Any], detail: bool = False, position: int | None = None) -> ReservationOut:
+    """The row as the API shows it; ``detail`` adds what was recorded at decision time. A Pending
+    one has no placement: its start and end are its search window, and ``position`` its place."""
+    first = min(row["placements"], key=lambda p: p["start"], default=None)
     recorded = {}
     if detail:
         booked = stored_utc(row["created_at"])
@@ -145,8 +160,8 @@ def out(row: dict[str, Any], detail: bool = False) -> ReservationOut:
         zone=row["zone"],
         provider=row["provider"],
         region=row["region"],
-        start=ceil_second(first["start"]),
-        end=ceil_second(max(p["end"] for p in row["placements"])),
+        start=ceil_second(first["start"]) if first else stored_utc(row["start_at"]),
+        end=ceil_second(max(p["end"] for p in row["placements"])) if first else stored_utc(row["end_at"]),
         cpu=row["milli_cpu"] / 1000,
         jobs=row["jobs"],
         revision=row["revision"],
@@ -155,6 +170,10 @@ def out(row: dict[str, Any], detail: bool = False) -> ReservationOut:
         held_until=stored_utc(row["held_until"]) if row.get("held_until") else None,
         lifecycle=row.get("lifecycle"),
         completion=row.get("completion"),
+        priority_class=row["answer"].get("priority_class") or row["request"].get("priority_class"),
+        priority=row.get("priority"),
+        queued_at=stored_utc(row["queued_at"]) if row.get("queued_at") else None,
+        position=position,
         **recorded,
     )
 
@@ -186,8 +205,10 @@ class ListingQuery(ListingFilter):
 def list_reservations(
     store: StoreDep, clock: ClockDep, query: Annotated[ListingQuery, Query()], principal: Reader
 ) -> ReservationList:
-    rows = store.list(query, now=clock(), tenants=principal.readable(query.tenant))
-    return ReservationList(reservations=[out(r, query.detail) for r in rows])
+    now = clock()
+    rows = store.list(query, now=now, tenants=principal.readable(query.tenant))
+    places = queue.positions(store, now) if any(r["phase"] == PENDING for r in rows) else {}
+    return ReservationList(reservations=[out(r, query.detail, places.get((r["tenant"], r["key"]))) for r in rows])
 
 
 KEYED: dict[int | str, dict[str, Any]] = {
@@ -198,13 +219,14 @@ KEYED: dict[int | str, dict[str, Any]] = {
 
 @router.get("/{key:path}", response_model=ReservationOut, responses=KEYED)
 def get_reservation(
-    key: ReservationKey, store: StoreDep, principal: Reader, tenant: KeyTenant = None
+    key: ReservationKey, store: StoreDep, clock: ClockDep, principal: Reader, tenant: KeyTenant = None
 ) -> ReservationOut | JSONResponse:
     row = resolved(store, principal, key, tenant)
     # another tenant's row is answered as an absent one: its existence is not the caller's to know
     if row is None or not principal.may_read(row):
         return absent(key)
-    return out(row, detail=True)
+    place = queue.positions(store, clock()).get((row["tenant"], row["key"])) if row["phase"] == PENDING else None
+    return out(row, detail=True, position=place)
 
 
 @router.patch("/{key:path}", response_model=ReservationOut, responses=KEYED)
@@ -233,6 +255,8 @@ def report_phase(
         return out(row)
     except UnknownReservation as exc:
         return _unknown(exc)
+    except NotPlaced as exc:
+        return JSONResponse(status_code=409, content={"detail": str(exc)})
 
 
 @router.delete("/{key:path}", response_model=ReservationOut, responses=KEYED)

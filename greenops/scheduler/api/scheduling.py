@@ -12,12 +12,20 @@ from fastapi.responses import JSONResponse
 from greenops.scheduler.answer import field_error
 from greenops.scheduler.api.keys import ReservationKey
 from greenops.scheduler.auth import Writer
-from greenops.scheduler.contract import SchedulingRequest, SchedulingResponse
+from greenops.scheduler.contract import PendingResponse, SchedulingRequest, SchedulingResponse
 from greenops.scheduler.decider import Decider
 from greenops.scheduler.state import ClockDep, SourceDep, StateDep, StoreDep
 
 RESPONSES: dict[int | str, dict[str, Any]] = {
-    409: {"description": "no capacity before the deadline, or the tenant's quota is used up"},
+    202: {
+        "model": PendingResponse,
+        "description": "with queue: no window has room now, but one could before the deadline; the request "
+        "waits in the queue as Pending, at the position given",
+    },
+    409: {
+        "description": "no capacity before the deadline, or the tenant's quota is used up (with queue: not even "
+        "once every other booking is gone, or the tenant's queue is full)"
+    },
     422: {"description": "invalid request, naming the field"},
     503: {"description": "carbon source unavailable or req_timeout exceeded"},
     401: {"description": "no credential, or one the scheduler does not accept"},
@@ -41,6 +49,7 @@ async def get_decider(state: StateDep, source: SourceDep, store: StoreDep, clock
         state.policy,
         state.metrics,
         state.price,
+        state.queue,
     )
 
 
