@@ -19,6 +19,23 @@ class PlacementError(GreenOpsError):
     """The workload cannot be placed; the message names it and says why."""
 
 
+class Waiting(Exception):
+    """No window has room now, but one could before the deadline: the workload waits in the
+    scheduler's queue as Pending (``answer``: its key, position, reason and priority class)."""
+
+    def __init__(self, answer: dict[str, Any]):
+        super().__init__(answer.get("reason", ""))
+        self.answer = answer
+
+    @property
+    def position(self) -> int | None:
+        position: int | None = self.answer.get("position")
+        return position
+
+    def describe(self) -> str:
+        return f"waiting in the scheduler's queue at position {self.position}: {self.answer.get('reason', '')}"
+
+
 def place(
     workload: Workload,
     opa: OpaClient,
@@ -30,8 +47,9 @@ def place(
     """Ask OPA for the eligible zones, the scheduler for zone and time (not before
     ``earliest_start``, the caller's clock), OPA again to map the zone back to a provider region
     and size; the image comes from the catalog. With ``key`` the scheduler books it as that
-    reservation, counted against the tenant's quota from policy. Raises PlacementError (or the
-    clients' errors) and creates nothing."""
+    reservation, counted against the tenant's quota from policy, and it may wait in the scheduler's
+    queue (Waiting) when no window has room now. Raises PlacementError (or the clients' errors) and
+    creates nothing."""
     attributes = {spans.WORKLOAD: workload.name, spans.TENANT: workload.tenant, **({spans.KEY: key} if key else {})}
     with tracing.tracer(__name__).start_as_current_span(spans.PLACE, attributes=attributes) as span:
         decision = _place(workload, opa, scheduler, catalog or load_catalog(), earliest_start, key)
@@ -78,7 +96,10 @@ def _place(
         origin_zone=origin,
         earliest_start=earliest_start,
         reservation=reservation,
+        queue=key is not None,  # a keyed booking can wait: its next pass finds it admitted
     )
+    if answer.get("phase") == "Pending":
+        raise Waiting(answer)
     zone = answer["scheduling_location"]
     selection = opa.decision(spec, zone=zone).get("selection")
     if not selection:

@@ -49,7 +49,11 @@ class SchedulerClient(RetryingClient):
         jobs: int = 1,
         earliest_start: datetime | None = None,
         reservation: Reservation | None = None,
+        queue: bool = False,
     ) -> dict[str, Any]:
+        """The scheduler's answer: a placement, or with ``queue`` possibly a Pending one (``phase``
+        Pending, its ``position`` and ``reason``: no window has room now, but one could before the
+        deadline, and the request waits in the scheduler's queue)."""
         body: dict[str, Any] = {
             "number_of_jobs": jobs,
             "eligible_regions": zones,
@@ -59,6 +63,8 @@ class SchedulerClient(RetryingClient):
             "memory": float(memory),
             "req_timeout": max(1.0, self.timeout - 0.5),
         }
+        if queue:
+            body["queue"] = True
         if origin_zone:
             body["origin_zone"] = origin_zone
         if earliest_start:
@@ -115,7 +121,7 @@ class SchedulerClient(RetryingClient):
         self._answer(self.request("PUT", f"/stacks/{quote(stack, safe='/')}", params={"tenant": tenant}))
 
     def _answer(self, r: httpx.Response | None) -> dict[str, Any]:
-        if r is not None and r.status_code == 200:
+        if r is not None and r.status_code in (200, 202):  # 202: a request waiting in the queue
             answer: dict[str, Any] = r.json()
             return answer
         if r is not None and 400 <= r.status_code < 500:

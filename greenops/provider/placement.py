@@ -81,6 +81,7 @@ from greenops.placing.lifecycle import (
     from_outputs,
     next_change,
 )
+from greenops.placing.planner import Waiting
 from greenops.policies.client import OpaClient
 from greenops.provider import heartbeat
 from greenops.provider.heartbeat import mark_stack_seen
@@ -89,6 +90,11 @@ from greenops.renderers import Rendered, RenderSettings, render_set
 from greenops.renderers.user_data import report_script
 
 # Credentials for OPA, the scheduler and the cluster: kept as secrets in the state.
+# A workload waiting in the scheduler's queue (greenops.scheduler.queueing): not a lifecycle phase
+# (nothing is decided yet), the Placement's own until the queue admits it; each pass asks again, and
+# one is due this long after the last so that a reconciler asks soon after room frees.
+PENDING = "Pending"
+QUEUE_POLL = timedelta(seconds=60)
 SECRET_INPUTS = ["opaToken", "schedulerToken", "kubeconfig", "runSecrets"]
 SETTINGS_KEYS = (
     "stack",
@@ -223,16 +229,24 @@ class PlacementProvider(ResourceProvider):
                 "`greenops up` once, which reads the record from the state itself"
             )
         workload = _workload(props, now)
-        decision = self._place(props, workload, now)
+        return CreateResult(
+            # the id prefix predates the rename to Placement; kept so new and existing ids look alike
+            id_=f"greenvm-{workload.name}",
+            outs=self._first_placement(props, workload, now),
+        )
+
+    def _first_placement(self, props: dict[str, Any], workload: Workload, now: datetime) -> dict[str, Any]:
+        """The outputs of a first decision: placed (Scheduled, and on through its gate when due), or
+        waiting in the scheduler's queue (Pending: each later pass asks again, until it is admitted)."""
+        try:
+            decision = self._place(props, workload, now)
+        except Waiting as waiting:
+            return _waiting_outputs(props, waiting, now)
         lifecycle = Lifecycle.placed(now, f"placed: {decision.provider}/{decision.region} from {_stamp(decision)}")
         step, reported = self._advance(props, workload, decision, lifecycle, now, manifests=[], just_placed=True)
         props = self._with_report(props, step.lifecycle)
         recorded = self._report(props, step.lifecycle, Phase.SCHEDULED.value)
-        return CreateResult(
-            # the id prefix predates the rename to Placement; kept so new and existing ids look alike
-            id_=f"greenvm-{workload.name}",
-            outs=self._outputs(props, workload, decision, step.lifecycle, recorded, reported),
-        )
+        return self._outputs(props, workload, decision, step.lifecycle, recorded, reported)
 
     # -- diff / update ------------------------------------------------------------------------
     @traced("diff", _about)
@@ -240,6 +254,8 @@ class PlacementProvider(ResourceProvider):
         self._seen(news)
         if olds.get("workload") != news.get("workload"):
             return DiffResult(changes=True, replaces=["workload"], delete_before_replace=False)
+        if olds.get("phase") == PENDING:
+            return DiffResult(changes=True, replaces=[])  # every pass asks whether the queue admitted it
         if not olds.get("decision"):
             return DiffResult(changes=True, replaces=["workload"])
         settings_changed = any(olds.get(k) != news.get(k) for k in SETTINGS_KEYS)
@@ -257,6 +273,9 @@ class PlacementProvider(ResourceProvider):
 
     @traced("update", _about)
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        if olds.get("phase") == PENDING:
+            now = self.pass_now(news)
+            return UpdateResult(outs=self._first_placement(news, _workload(news, now, check_deadline=False), now))
         news = _carried(olds, news)
         now, workload, decision, before, step, reported = self._this_pass(olds, news)
         if step.replace:
@@ -455,6 +474,32 @@ class PlacementProvider(ResourceProvider):
             "held": rendered.held,
             "reservation": {"key": reservation_key(props), "phase": recorded},
         }
+
+
+def _waiting_outputs(props: dict[str, Any], waiting: Waiting, now: datetime) -> dict[str, Any]:
+    """A workload waiting in the scheduler's queue: no decision and no objects yet, its position and
+    reason recorded, and due again soon (the next pass finds it admitted, or still waiting)."""
+    reason = waiting.describe()
+    return {
+        **props,
+        "decision": None,
+        "phase": PENDING,
+        "lifecycle": {
+            "phase": PENDING,
+            "reason": reason,
+            "events": [{"at": stamp(now), "phase": PENDING, "reason": reason}],
+        },
+        "nextChangeAt": stamp(now + QUEUE_POLL),
+        "manifests": [],
+        "resolved": {},
+        "held": [],
+        "reservation": {
+            "key": reservation_key(props),
+            "phase": PENDING,
+            "position": waiting.position,
+            "priorityClass": waiting.answer.get("priority_class"),
+        },
+    }
 
 
 def _operator_step(
