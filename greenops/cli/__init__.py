@@ -636,10 +636,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = _command(
         sub,
         "placements",
-        "active placements of both paths, from the scheduler's reservation record "
-        "(tokens: GREENOPS_SCHEDULER_TOKEN, GREENOPS_OPA_TOKEN)",
+        "active placements of both paths, and those waiting in the queue (Pending #position), from the "
+        "scheduler's reservation record (tokens: GREENOPS_SCHEDULER_TOKEN, GREENOPS_OPA_TOKEN)",
         ["greenops placements --eu", "greenops placements --without-region swedencentral -o json"],
-        "placements (a list: " + ", ".join(placement_fields.COLUMNS) + "; start ISO-8601 UTC) and withoutRegion "
+        "placements (a list: " + ", ".join(placement_fields.FIELDS) + "; start ISO-8601 UTC, a Pending one's "
+        "earliest; position: its place in the queue, 1 for the next admitted) and withoutRegion "
         "(null, or region and affected: a list of " + ", ".join(placement_fields.IMPACT_FIELDS) + ")",
     )
     output.add_output_argument(p)

@@ -105,19 +105,29 @@ def _matches(provider_region: str, region: str) -> bool:
 
 
 COLUMNS = ("key", "tenant", "path", "phase", "provider", "region", "zone", "start", "cpu")
+FIELDS = (*COLUMNS, "position", "reason")  # -o json: a Pending one's place in the queue and why it waits
 IMPACT_FIELDS = ("verdict", "key", "tenant", "placed", "remaining")
 
 
 def document(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows as ``-o json`` prints them: the table's columns, times in ISO-8601 UTC."""
-    return [{c: output.utc(r.get(c)) if c == "start" else r.get(c) for c in COLUMNS} for r in rows]
+    return [{c: output.utc(r.get(c)) if c == "start" else r.get(c) for c in FIELDS} for r in rows]
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     """The rows within 100 columns: keys whole, the start to the minute (``-o json`` has every field
     whole, the start to the second)."""
-    shown = [{**r, "start": _minute(r["start"])} for r in document(rows)]
-    return output.table(COLUMNS, [[r[c] for c in COLUMNS] for r in shown]) + f"\n{len(rows)} active placement(s)"
+    shown = [{**r, "start": _minute(r["start"]), "phase": _phase(r)} for r in document(rows)]
+    waiting = sum(r["phase"] == "Pending" for r in rows)
+    queued = f", {waiting} of them waiting in the queue" if waiting else ""
+    return (
+        output.table(COLUMNS, [[r[c] for c in COLUMNS] for r in shown]) + f"\n{len(rows)} active placement(s){queued}"
+    )
+
+
+def _phase(row: dict[str, Any]) -> str:
+    # a waiting one's place in the queue, 1 for the next admitted (its start is its earliest start)
+    return f"Pending #{row['position']}" if row["phase"] == "Pending" and row.get("position") else row["phase"]
 
 
 def _minute(start: str | None) -> str | None:

@@ -69,6 +69,10 @@ def placement_row(r: dict[str, Any]) -> dict[str, Any]:
         "eligibleZones": zones,
         **({} if zones or not r.get("answer") else {"allowedZonesNote": hindsight.NO_POLICY_ZONES}),
         "considered": a.get("considered") or [],
+        # a Pending one's place in the queue (1: the next admitted), its class and since when it waits
+        "position": r.get("position"),
+        "priorityClass": r.get("priority_class"),
+        "queuedAt": r.get("queued_at"),
     }
 
 

@@ -14,7 +14,7 @@ from greenops.common.clock import Clock
 from greenops.identity import Principal
 from greenops.insight.dashboard import Forecast, dashboard_router
 from greenops.intensity.base import CarbonSource
-from greenops.reservations import ListingFilter, ReservationStore, resolve
+from greenops.reservations import PENDING, ListingFilter, ReservationStore, queue, resolve
 from greenops.scheduler.api.reservations import out
 from greenops.scheduler.auth import requires
 from greenops.scheduler.state import SchedulerState
@@ -31,7 +31,8 @@ class RecordData:
 
     def reservations(self, filters: dict[str, str], ended_after: datetime) -> list[dict[str, Any]]:
         rows = self._store.list(ListingFilter(**filters, all=True, ended_after=ended_after), tenants=self._tenants)
-        return [out(r, detail=True).model_dump(mode="json") for r in rows]
+        places = queue.positions(self._store, self._clock()) if any(r["phase"] == PENDING for r in rows) else {}
+        return [out(r, True, places.get((r["tenant"], r["key"]))).model_dump(mode="json") for r in rows]
 
     def reservation(self, key: str, tenant: str | None = None) -> dict[str, Any] | None:
         # among the caller's tenants only; AmbiguousKey when several hold the key and none is named

@@ -143,6 +143,13 @@ def test_a_full_zone_queues_in_priority_and_fair_order_and_releases_admit_one_at
         assert [r["key"] for r in sorted(listed["reservations"], key=lambda r: r["position"])] == sorted(
             positions, key=positions.__getitem__
         )
+        # the dashboard shows the queue in admission order, apart from the placements
+        page = httpx.get(f"{s.url}/dashboard", headers=s.admin_headers, timeout=30)
+        assert page.status_code == 200, page.text
+        queue = page.text.split('<table id="queue">')[1].split("</table>")[0]
+        shown = [row.split('data-key="')[1].split('"')[0] for row in queue.split("<tr ")[1:]]
+        assert shown == sorted(positions, key=positions.__getitem__), shown
+        assert "critical" in queue and 'data-key="g1"' not in page.text.split('<table id="placements">')[1]
         # a retry of a waiting request keeps its place and records nothing new
         again = ask(record, s, tok["alpha"], "a1")
         assert again.status_code == 202 and again.json()["position"] == 2

@@ -100,6 +100,10 @@ def test_rows_of_the_previous_head_carry_over_under_tenant_and_key(url: str):
     store = ReservationStore(url)  # migrates to head as it opens
     try:
         stored = [_utc(r) for r in _stored(store)]
+        # the columns of later migrations than the one under test (0008's queue) come empty
+        later = ("priority", "queued_at", "admitted_at")
+        assert all(r[c] is None for r in stored for c in later)
+        stored = [{k: v for k, v in r.items() if k not in later} for r in stored]
         assert stored == sorted((_utc(r) for r in ROWS), key=lambda r: r["key"])
         found = inspect(store.engine)
         assert found.get_pk_constraint("reservations")["constrained_columns"] == ["tenant", "key"]

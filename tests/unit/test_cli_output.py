@@ -120,7 +120,7 @@ def test_report_document_keys_and_table_width():
 
 def test_placements_document_keys():
     doc = placements.document([{"key": "dev/etl/abc", "tenant": "t", "start": "2027-01-01T02:00:00Z", "extra": 1}])
-    assert list(doc[0]) == list(placements.COLUMNS)
+    assert list(doc[0]) == list(placements.FIELDS)
     impact = placements.Impact("dev/etl/abc", "t", "azure/swedencentral", "must move", ["gcp/europe-west3"])
     assert list(placements.impact_document([impact])[0]) == list(placements.IMPACT_FIELDS)
 
@@ -153,7 +153,7 @@ def test_every_documented_field_is_in_the_help():
     for name, fields in (
         ("catalog", cli.CATALOG_FIELDS),
         ("report", report.COLUMNS),
-        ("placements", placements.COLUMNS),
+        ("placements", placements.FIELDS),
         ("explain", cli.EXPLAIN_FIELDS),
     ):
         text = " ".join(subparser(parser, [name]).format_help().split())

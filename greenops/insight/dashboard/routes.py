@@ -103,13 +103,17 @@ def dashboard_router(
     def page(request: Request, data: DashboardData = data_dep, filters: dict[str, str] = filters_dep) -> HTMLResponse:
         now = clock()
         every = rows_for(filters, data, now)
-        rows = sorted(every, key=lambda r: r["start"], reverse=True)[: views.MAX_ROWS]
+        # what waits in the queue has no placement yet: its own table, in admission order
+        queue = sorted((r for r in every if r["phase"] == "Pending"), key=lambda r: r.get("position") or 0)
+        placed = [r for r in every if r["phase"] != "Pending"]
+        rows = sorted(placed, key=lambda r: r["start"], reverse=True)[: views.MAX_ROWS]
         return templates.TemplateResponse(
             request,
             "dashboard.html",
             {
                 "rows": rows,
-                "total_rows": len(every),
+                "queue": queue,
+                "total_rows": len(placed),
                 "totals": views.totals(every),
                 "options": views.options(every),
                 "chosen": {k: filters.get(k, "") for k in views.FILTERS},
