@@ -67,11 +67,6 @@ class PolicySettings(BaseModel):
         description="the queue's priority classes and their values: a higher value is admitted first",
     )
     default_priority_class: str = Field(default="standard", description="the class of a tenant without one")
-    preemption: bool = Field(
-        default=False,
-        description="a request of a higher class may send Scheduled (never started) bookings of a lower class "
-        "back to the queue to make room; off: it waits its turn like any other",
-    )
 
     @model_validator(mode="after")
     def _classes_known(self) -> PolicySettings:

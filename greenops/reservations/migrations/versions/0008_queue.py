@@ -1,8 +1,8 @@
 """The queue: a request that no window has room for now, but could have before its deadline once
 capacity or quota frees, is recorded as Pending (greenops.reservations.queue).
 
-``priority`` is the value of the request's priority class (every booking keeps it: preemption
-weighs it), ``queued_at`` when it joined the queue, ``admitted_at`` when it left it placed: the
+``priority`` is the value of the request's priority class (every booking keeps the class it was
+decided in), ``queued_at`` when it joined the queue, ``admitted_at`` when it left it placed: the
 queue's fairness serves first the tenant that holds least, then the one served least recently.
 
 Revision ID: 0008
