@@ -266,3 +266,38 @@ def test_a_quota_burst_completes_in_priority_order_before_its_deadlines():
     assert all(datetime.fromisoformat(r["end"]) <= deadline for r in rows.values()), rows
     # the standard ones that waited (job4, job5) were admitted before the batch ones (job2, job3)
     assert admitted == ["job0", "job1", "job4", "job5", "job2", "job3"], admitted
+
+
+def test_a_request_that_can_no_longer_run_before_its_deadline_leaves_the_queue_failed():
+    record = Record()
+    with record.at(T0, GREENOPS_SCHEDULER_QUEUE_SECONDS="0.2") as s:
+        alpha = record.token(s, "alpha")
+        assert ask(record, s, alpha, "holder").status_code == 200
+        assert ask(record, s, alpha, "late").status_code == 202
+        # still room for its 2 h run before T0 + 3 h: it keeps waiting
+        record.tick(50 * 60)
+        time.sleep(1)
+        assert reservation(s, "late", "alpha")["phase"] == "Pending"
+        # past the last start that fits: Failed, saying how long it waited and why
+        record.tick(20 * 60)
+        failed = wait_for(lambda: (r := reservation(s, "late", "alpha"))["phase"] == "Failed" and r)
+        assert "waited in the queue from 2026-11-23T09:00" in failed["reason"], failed["reason"]
+        assert "does not fit" in failed["reason"] and "deadline" in failed["reason"]
+        metrics = httpx.get(f"{s.url}/metrics", headers=s.admin_headers).text
+        assert 'greenops_scheduler_queue_left_total{outcome="expired",path="api"} 1.0' in metrics
+
+
+def test_a_rule_set_while_it_waits_refuses_it_by_name():
+    record = Record()
+    with record.at(T0) as s:
+        alpha = record.token(s, "alpha")
+        assert ask(record, s, alpha, "holder").status_code == 200
+        assert ask(record, s, alpha, "big").status_code == 202
+    # the platform team caps alpha's VMs at 4 vCPU; the service restarts with the new rules
+    (record.folder / "policy.yaml").write_text(
+        POLICY.replace("priority_class: standard\n  beta", "priority_class: standard\n    max_cpu: 4\n  beta", 1)
+    )
+    with record.at(record.now) as s:
+        refused = wait_for(lambda: (r := reservation(s, "big", "alpha"))["phase"] == "Failed" and r)
+        assert "refused while it waited in the queue" in refused["reason"]
+        assert "max_cpu 4" in refused["reason"], refused["reason"]
