@@ -454,12 +454,12 @@ class Decider:
             content={"detail": "no decision: the key kept changing while the request was queued"},
         )
 
-    def admit(self, row: dict[str, Any]) -> bool:
+    def admit(self, row: dict[str, Any]) -> str:
         """Place one waiting request of the queue, from the later of now and its earliest start
-        (greenops.scheduler.queueing); True when it left the queue: placed, or Failed because its run
-        no longer fits before its deadline or a rule set since refuses it. The booking replaces only
-        the Pending revision read here: a request another replica admitted, or its owner changed or
-        released meanwhile, is left as it is."""
+        (greenops.scheduler.queueing): LEFT when it left the queue (placed, or Failed because its run
+        no longer fits before its deadline or a rule set since refuses it), else why it stayed. The
+        booking replaces only the Pending revision read here: a request another replica admitted, or
+        its owner changed or released meanwhile, is left as it is."""
         tenant, path, key, revision = row["tenant"], row["path"], row["key"], row["revision"]
         now_dt = self.clock()
         waited = (now_dt - stored_utc(row["queued_at"])).total_seconds()
@@ -468,14 +468,14 @@ class Decider:
             if current["phase"] != PENDING or current["revision"] != revision:
                 raise _NotWaiting
 
-        def leave(outcome: str, why: str) -> bool:
+        def leave(outcome: str, why: str) -> str:
             try:
                 self.store.report(tenant, key, "Failed", why, now_dt, authorize=still_pending)
             except _NotWaiting:
-                return False
+                return queueing.STAYED
             log.info("queue.left", key=key, tenant=tenant, outcome=outcome, reason=why)
             self.metrics.left_queue(path, outcome, waited)
-            return True
+            return queueing.LEFT
 
         req = SchedulingRequest.model_validate(row["request"])
         window = self._window(req)
@@ -510,17 +510,21 @@ class Decider:
         try:
             forecasts = self._forecast(req, window, give_up_at)
             done = self._search_and_book(req, ask, row, still_pending, window, forecasts, give_up_at)
-        except (NoFeasibleWindow, QuotaExceeded, _NotWaiting):
-            return False  # still no room (it keeps its place), or no longer waiting
+        except NoFeasibleWindow:
+            return queueing.NO_ROOM  # it keeps its place
+        except QuotaExceeded:
+            return queueing.NO_QUOTA
+        except _NotWaiting:
+            return queueing.STAYED  # another replica admitted it, or its owner changed or released it
         except (UnknownZone, SourceUnavailable, DecisionTimeout) as exc:
             log.warning("queue.admission_failed", key=key, tenant=tenant, reason=str(exc))
-            return False
+            return queueing.STAYED
         if done.replayed:
-            return False
+            return queueing.STAYED
         log.info("queue.left", key=key, tenant=tenant, outcome="admitted", waited_seconds=round(waited, 3))
         self.metrics.left_queue(path, "admitted", waited)
         self.metrics.placed(path, req.cpu, req.memory, req.duration, done.answer, req.regions)
-        return True
+        return queueing.LEFT
 
     def _refusal(self, exc: Exception, req: SchedulingRequest, tally: Tally) -> JSONResponse:
         """What the caller gets when the decision cannot be made or booked."""

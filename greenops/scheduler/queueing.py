@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -34,6 +34,48 @@ if TYPE_CHECKING:
 log = structlog.get_logger("greenops.scheduler")
 
 MAX_PER_ROUND = 500  # admissions tried in one round: the rest wait for the next
+# What an admission attempt came to (Decider.admit)
+LEFT, NO_ROOM, NO_QUOTA, STAYED = "left", "no-room", "no-quota", "stayed"
+
+
+class Hopeless:
+    """What one round has learnt cannot be admitted, so that the requests after it that ask for as
+    much or more are not searched for in vain: the calendar only fills during a round. No room for
+    a request means none for one of the same zones that needs at least its vCPUs, jobs and hours in
+    a window no wider; no quota for a tenant's request means none for its requests that need at
+    least as many vCPUs."""
+
+    def __init__(self) -> None:
+        self._room: list[tuple[frozenset[str], float, int, float, str, str]] = []
+        self._quota: dict[str, float] = {}
+
+    @staticmethod
+    def _ask(row: dict[str, Any]) -> tuple[frozenset[str], float, int, float, str, str]:
+        r = row["request"]
+        return (
+            frozenset(r["eligible_regions"]),
+            float(r["cpu"]),
+            int(r.get("number_of_jobs", 1)),
+            float(r["duration"]),
+            r.get("earliest_start") or "",
+            r["deadline"],
+        )
+
+    def covers(self, row: dict[str, Any]) -> bool:
+        zones, cpu, jobs, hours, earliest, deadline = self._ask(row)
+        if cpu * jobs >= self._quota.get(row["tenant"], float("inf")):
+            return True
+        return any(
+            z == zones and cpu >= c and jobs >= j and hours >= h and earliest >= e and deadline <= d
+            for z, c, j, h, e, d in self._room
+        )
+
+    def learn(self, row: dict[str, Any], outcome: str) -> None:
+        if outcome == NO_ROOM:
+            self._room.append(self._ask(row))
+        elif outcome == NO_QUOTA:
+            _, cpu, jobs, *_ = self._ask(row)
+            self._quota[row["tenant"]] = min(self._quota.get(row["tenant"], float("inf")), cpu * jobs)
 
 
 @dataclass(frozen=True)
@@ -123,9 +165,13 @@ def still_waiting(store: ReservationStore, row: dict[str, Any], now: datetime) -
     )
 
 
+def _too_late(row: dict[str, Any], now: datetime) -> bool:
+    return now + timedelta(hours=float(row["request"]["duration"])) > stored_utc(row["end_at"])
+
+
 class Admitter:
-    """The thread that admits waiting requests, from ``start`` to ``stop``: ``admit(row)`` places one
-    (True when it left the queue: placed, or Failed)."""
+    """The thread that admits waiting requests, from ``start`` to ``stop``: ``admit(row)`` tries one
+    (LEFT when it left the queue: placed, or Failed; else why it stayed)."""
 
     def __init__(self) -> None:
         self._wake = threading.Event()
@@ -133,7 +179,7 @@ class Admitter:
         self._thread: threading.Thread | None = None
 
     def start(
-        self, store: ReservationStore, clock: Clock, admit: Callable[[dict[str, Any]], bool], every: float
+        self, store: ReservationStore, clock: Clock, admit: Callable[[dict[str, Any]], str], every: float
     ) -> None:
         self.store, self.clock, self.admit, self.every = store, clock, admit, every
         store.freed = self.wake
@@ -147,11 +193,16 @@ class Admitter:
 
     def once(self) -> int:
         """One round; how many requests left the queue."""
-        done = 0
-        for row in queue.waiting(self.store, self.clock())[:MAX_PER_ROUND]:
+        done, hopeless, now = 0, Hopeless(), self.clock()
+        for row in queue.waiting(self.store, now)[:MAX_PER_ROUND]:
             if self._stop.is_set():
                 break
-            done += self.admit(row)
+            # (one whose run no longer fits is tried all the same: the attempt fails it, with the reason)
+            if hopeless.covers(row) and not _too_late(row, now):
+                continue
+            outcome = self.admit(row)
+            hopeless.learn(row, outcome)
+            done += outcome == LEFT
         return done
 
     def _run(self) -> None:

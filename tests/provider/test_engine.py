@@ -250,3 +250,55 @@ def test_a_runs_completion_token_is_a_secret_in_the_state(tmp_path):
         finally:
             stack.destroy()
             stack.workspace.remove_stack("reports")
+
+
+def test_a_workload_with_no_room_waits_pending_and_the_update_succeeds(tmp_path):
+    """One flat zone of 4 vCPU: `first` must run now and fills it; `second` has no window before its
+    deadline while `first` holds the zone. `pulumi up` succeeds with `second` Pending (in the queue,
+    nothing rendered); once `first` leaves the stack (its delete releases the zone), the queue admits
+    `second` and the next pass places it from that booking."""
+    from pulumi import automation as auto
+
+    t0 = datetime.now(UTC).replace(microsecond=0)
+    quebec = {
+        "cpu": 4,
+        "memory": 8,
+        "originRegion": "canadaeast",
+        "eligibleProviders": ["azure"],
+        "region": "canadaeast",
+        "tenant": "batch",
+        "duration": "2h",
+    }
+    workloads = [
+        dict(quebec, name="first", deadline=iso(t0 + timedelta(hours=2, minutes=5))),
+        dict(quebec, name="second", deadline=iso(t0 + timedelta(hours=2, minutes=50))),
+    ]
+    out = tmp_path / "rendered"
+    with loopback.servers({"capacity_vcpu": 4, "env": {"GREENOPS_SCHEDULER_QUEUE_SECONDS": "0"}}) as (scheduler, opa):
+        stack = engine_stack(
+            tmp_path,
+            "queued",
+            t0,
+            render_mode_config(opa.url, scheduler.url, out, workloads=workloads[:1]),
+            secrets=loopback.stack_secrets(scheduler, opa, loopback.tenants_of(workloads)),
+        )
+        try:
+            stack.up()
+            stack.set_config("greenops:workloads", auto.ConfigValue(json.dumps(workloads)))
+            stack.up()  # succeeds: `second` waits
+            rows = {r["workload"]: r for r in automation.placements(stack)}
+            assert rows["first"]["phase"] == "Running"
+            second = rows["second"]
+            assert second["phase"] == "Pending" and second["provider"] is None, second
+            assert "waiting in the scheduler's queue at position 1" in second["reason"], second["reason"]
+            assert rendered_workloads(out) == {"first"}
+
+            stack.set_config("greenops:workloads", auto.ConfigValue(json.dumps(workloads[1:])))
+            stack.up()  # `first` is deleted (released): the queue admits `second` ...
+            stack.up()  # ... and this pass places it from the admission's booking
+            rows = {r["workload"]: r for r in automation.placements(stack)}
+            assert rows["second"]["phase"] in ("Scheduled", "Running"), rows["second"]
+            assert rows["second"]["region"] == "canadaeast"
+        finally:
+            stack.destroy()
+            stack.workspace.remove_stack("queued")
