@@ -436,7 +436,7 @@ class Decider:
                 authorize(row)
                 if done := replay(row, ask.request):
                     return answered(done)  # booked meanwhile by a retry that overtook this request
-            pending = queueing.Waiting.of(ask, reason, klass, window.begin, spec_hash(ask.request))
+            pending = queueing.Waiting(ask, reason, klass, window.begin, spec_hash(ask.request))
             if req.dry_run:
                 return pending.response(None, None)
             try:

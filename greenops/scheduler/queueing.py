@@ -94,10 +94,6 @@ class Waiting:
     begin: float
     digest: str
 
-    @classmethod
-    def of(cls, ask: Ask, reason: str, klass: tuple[str, int], begin: float, digest: str) -> Waiting:
-        return cls(ask, reason, klass, begin, digest)
-
     def response(self, position: int | None, queued_at: datetime | None) -> JSONResponse:
         return pending_response(
             None if position is None else self.ask.key,
