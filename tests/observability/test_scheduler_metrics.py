@@ -128,7 +128,15 @@ def test_request_latency_is_by_route_template_method_and_outcome(scraped: Scrape
 
 def test_the_record_gauges_read_the_record(traffic: Traffic, scraped: Scrape):
     phases = scraped.by("greenops_scheduler_reservations", "phase")
-    assert phases == {"Scheduled": 5, "Provisioning": 0, "Running": 0, "Completed": 0, "Failed": 0, "Released": 0}
+    assert phases == {
+        "Pending": 0,
+        "Scheduled": 5,
+        "Provisioning": 0,
+        "Running": 0,
+        "Completed": 0,
+        "Failed": 0,
+        "Released": 0,
+    }
     # nothing is late at NOW: every run starts at or after it
     assert scraped.by("greenops_scheduler_overdue_gates", "path") == {"pulumi": 0, "cluster": 0, "api": 0}
     # the busiest zone-hour, from the answers: every placed job's vCPUs over each hour it runs
