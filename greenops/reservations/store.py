@@ -399,17 +399,10 @@ class ReservationStore:
         if seen.active:
             for slot, delta in zone_hours.deltas(seen.placements, -seen.milli_cpu).items():
                 deltas[slot] += delta
-        try:
-            with self._write("commit") as conn:
-                self._claim_key(conn, booking, seen, now)
-                self._check_quota(conn, booking, now)
-                zone_hours.apply(conn, deltas, capacity_milli)
-        except IntegrityError as exc:
-            raise Conflict(f"key {booking.key} of tenant {booking.tenant} was booked meanwhile") from exc
-        except DBAPIError as exc:
-            if _retryable(exc):
-                raise Conflict(f"the database asked to retry: {exc.orig}") from exc
-            raise
+        with _conflicts(booking.key, booking.tenant), self._write("commit") as conn:
+            self._claim_key(conn, booking, seen, now)
+            self._check_quota(conn, booking, now)
+            zone_hours.apply(conn, deltas, capacity_milli)
         self._maybe_prune(now)
         return booking.answer
 
@@ -496,30 +489,17 @@ class ReservationStore:
             # an admission's request waits as a hold too: released if its VmTemplate is never stored
             "held_until": now + self.hold if q.path == HELD_PATH else None,
         }
-        try:
-            with self._write("enqueue") as conn:
-                if seen.revision is None:
-                    conn.execute(_NEW_ROW, {"key": q.key, "revision": 1, "created_at": now, **values})
-                else:
-                    changed = {"b_key": q.key, "b_seen": seen.revision, "b_tenant": q.tenant, **values}
-                    if conn.execute(_NEXT_REVISION, {**changed, "revision": seen.revision + 1}).rowcount != 1:
-                        raise Conflict(f"key {q.key} of tenant {q.tenant} changed meanwhile")
-                    if seen.active:  # a changed request gives its booking's hours back while it waits
-                        zone_hours.apply(conn, zone_hours.deltas(seen.placements, -seen.milli_cpu), capacity_milli=0)
-                if self.dialect == "postgresql":
-                    conn.execute(_LOCK_TENANT, {"tenant": q.tenant})  # the tenant's enqueues count in turn
-                waiting = conn.execute(_TENANT_WAITING, {"tenant": q.tenant}).scalar_one()
-                if waiting > q.max_per_tenant:
-                    raise QueueFull(
-                        f"tenant {q.tenant} has {q.max_per_tenant} requests waiting in the queue, its most: "
-                        "this one is refused until some are placed"
-                    )
-        except IntegrityError as exc:
-            raise Conflict(f"key {q.key} of tenant {q.tenant} was booked meanwhile") from exc
-        except DBAPIError as exc:
-            if _retryable(exc):
-                raise Conflict(f"the database asked to retry: {exc.orig}") from exc
-            raise
+        with _conflicts(q.key, q.tenant), self._write("enqueue") as conn:
+            self._write_key(conn, q.key, q.tenant, seen, now, values)
+            if seen.active:  # a changed request gives its booking's hours back while it waits
+                zone_hours.apply(conn, zone_hours.deltas(seen.placements, -seen.milli_cpu), capacity_milli=0)
+            self._lock_tenant(conn, q.tenant)  # the tenant's enqueues count in turn
+            waiting = conn.execute(_TENANT_WAITING, {"tenant": q.tenant}).scalar_one()
+            if waiting > q.max_per_tenant:
+                raise QueueFull(
+                    f"tenant {q.tenant} has {q.max_per_tenant} requests waiting in the queue, its most: "
+                    "this one is refused until some are placed"
+                )
         if seen.active:
             self.freed()
         return values
@@ -554,22 +534,31 @@ class ReservationStore:
             values["admitted_at"] = now
         else:
             values["queued_at"] = None  # a new decision, not one of the queue's
+        if seen.revision is None:  # a new key's booking is a hold until its object is seen (HELD_PATH)
+            values["held_until"] = now + self.hold if b.path == HELD_PATH else None
+        self._write_key(conn, b.key, b.tenant, seen, now, values)
+
+    @staticmethod
+    def _write_key(conn: Connection, key: str, tenant: str, seen: Seen, now: datetime, values: dict[str, Any]) -> None:
+        """The (tenant, key) row set to ``values``: inserted when ``seen`` is a new key, else updated
+        only at the revision ``seen`` read (Conflict otherwise)."""
         if seen.revision is None:
-            held = now + self.hold if b.path == HELD_PATH else None
-            conn.execute(_NEW_ROW, {"key": b.key, "revision": 1, "created_at": now, "held_until": held, **values})
+            conn.execute(_NEW_ROW, {"key": key, "revision": 1, "created_at": now, **values})
             return
-        changed = {"b_key": b.key, "b_seen": seen.revision, "revision": seen.revision + 1, **values}
-        done = conn.execute(_NEXT_REVISION, {**changed, "b_tenant": b.tenant})
-        if done.rowcount != 1:
-            raise Conflict(f"key {b.key} of tenant {b.tenant} changed meanwhile")
+        changed = {"b_key": key, "b_seen": seen.revision, "b_tenant": tenant, "revision": seen.revision + 1, **values}
+        if conn.execute(_NEXT_REVISION, changed).rowcount != 1:
+            raise Conflict(f"key {key} of tenant {tenant} changed meanwhile")
+
+    def _lock_tenant(self, conn: Connection, tenant: str) -> None:
+        """Lock the tenant's row (PostgreSQL): what counts a tenant's reservations runs in turn. SQLite
+        runs one writer at a time (BEGIN IMMEDIATE): there is nothing to lock."""
+        if self.dialect == "postgresql":
+            conn.execute(_LOCK_TENANT, {"tenant": tenant})
 
     def _check_quota(self, conn: Connection, b: Booking, now: datetime) -> None:
         if b.quota_milli is None:
             return
-        if self.dialect == "postgresql":
-            # Concurrent bookings of one tenant sum its reservations in turn, under its row's lock.
-            # SQLite runs one writer at a time (BEGIN IMMEDIATE): there is nothing to lock.
-            conn.execute(_LOCK_TENANT, {"tenant": b.tenant})
+        self._lock_tenant(conn, b.tenant)  # concurrent bookings of one tenant sum its reservations in turn
         used: int = conn.execute(_TENANT_USE, {"tenant": b.tenant, "now": now, "key": b.key}).scalar_one()
         wanted = b.milli_cpu * len(b.placements)
         if used + wanted > b.quota_milli:
@@ -645,6 +634,20 @@ _NO_TRANSACTION: dict[str, dict[str, Any]] = {
     "postgresql": {"isolation_level": "AUTOCOMMIT"},
     "sqlite": {"greenops_no_transaction": True},
 }
+
+
+@contextlib.contextmanager
+def _conflicts(key: str, tenant: str) -> Iterator[None]:
+    """A write of tenant ``tenant``'s key that lost a race to another (a duplicate key, or the
+    database's own serialization failure or busy lock) raises Conflict: decide again."""
+    try:
+        yield
+    except IntegrityError as exc:
+        raise Conflict(f"key {key} of tenant {tenant} was booked meanwhile") from exc
+    except DBAPIError as exc:
+        if _retryable(exc):
+            raise Conflict(f"the database asked to retry: {exc.orig}") from exc
+        raise
 
 
 def _retryable(exc: DBAPIError) -> bool:
