@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import structlog
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 
 from greenops.common.clock import Clock
+from greenops.common.errors import field_errors
 from greenops.identity import Forbidden, Principal
 from greenops.intensity.base import Bands, CarbonSource, SourceUnavailable, UnknownZone
 from greenops.intensity.series import Series, to_epoch
@@ -97,6 +99,36 @@ class Forecasts:
         return self._run_now[zone]
 
 
+def _ask(
+    req: SchedulingRequest,
+    window: Window,
+    key: str,
+    request: dict[str, Any],
+    tenant: str,
+    path: str,
+    quota: float | None,
+    priority: int | None,
+    admitted: bool = False,
+) -> Ask:
+    """The request as the record books it, in its window."""
+    return Ask(
+        key=key,
+        request=request,
+        tenant=tenant,
+        path=path,
+        cpu=req.cpu,
+        duration=window.duration,
+        zones=req.eligible_regions,
+        begin=window.begin,
+        deadline=window.deadline,
+        quota_vcpu=quota,
+        regions=req.regions,
+        dry_run=req.dry_run and not admitted,
+        priority=priority,
+        admitted=admitted,
+    )
+
+
 class _NotWaiting(Exception):
     """The request being admitted is no longer the Pending revision the admitter read."""
 
@@ -141,13 +173,19 @@ class Decider:
     queue: queueing.QueueSettings = field(default_factory=queueing.QueueSettings)
 
     @classmethod
-    def of(cls, state: SchedulerState) -> Decider:
-        """The decider of the app's own collaborators (the queue's admitter; a route's come from its
-        dependencies, which a test may override)."""
+    def of(
+        cls,
+        state: SchedulerState,
+        source: CarbonSource | None = None,
+        store: ReservationStore | None = None,
+        clock: Clock | None = None,
+    ) -> Decider:
+        """The decider of the app's collaborators; a route passes the source, store and clock its
+        dependencies gave it (which a test may override), the queue's admitter none."""
         return cls(
-            state.source,
-            state.store,
-            state.clock,
+            source or state.source,
+            store or state.store,
+            clock or state.clock,
             state.capacity_vcpu,
             state.rate_limit,
             state.searches,
@@ -203,27 +241,12 @@ class Decider:
         if not req.dry_run and (done := replay(row, request)):
             return answered(done)
         if not req.dry_run and row is not None and row["phase"] == PENDING and row["spec_hash"] == spec_hash(request):
-            return queueing.still_waiting(
-                self.store, row, self.clock()
-            )  # a retry of a request that waits: its place is kept
+            # a retry of a request that waits: its place is kept
+            return queueing.still_waiting(self.store, row, self.clock())
         window = self._window(req)
         if isinstance(window, JSONResponse):
             return window
-        ask = Ask(
-            key=key,
-            request=request,
-            tenant=tenant,
-            path=path,
-            cpu=req.cpu,
-            duration=window.duration,
-            zones=req.eligible_regions,
-            begin=window.begin,
-            deadline=window.deadline,
-            quota_vcpu=quota,
-            regions=req.regions,
-            dry_run=req.dry_run,
-            priority=klass[1],
-        )
+        ask = _ask(req, window, key, request, tenant, path, quota, klass[1])
         try:
             forecasts = self._forecast(req, window, give_up_at)
             done = self._search_and_book(req, ask, row, authorize, window, forecasts, give_up_at)
@@ -477,7 +500,11 @@ class Decider:
             self.metrics.left_queue(path, outcome, waited)
             return queueing.LEFT
 
-        req = SchedulingRequest.model_validate(row["request"])
+        try:
+            req = SchedulingRequest.model_validate(row["request"])
+        except ValidationError as exc:
+            problems = "; ".join(f"{loc}: {msg}" for loc, msg in field_errors(exc.errors()))
+            return leave("refused", f"its recorded request is no longer one the scheduler takes: {problems}")
         window = self._window(req)
         if isinstance(window, JSONResponse):
             return leave(
@@ -490,22 +517,7 @@ class Decider:
             tenant_rules.check(self.policy.rules(tenant), tenant, req)
         except Forbidden as exc:
             return leave("refused", f"refused while it waited in the queue: {exc}")
-        ask = Ask(
-            key=key,
-            request=row["request"],
-            tenant=tenant,
-            path=path,
-            cpu=req.cpu,
-            duration=window.duration,
-            zones=req.eligible_regions,
-            begin=window.begin,
-            deadline=window.deadline,
-            quota_vcpu=quota,
-            regions=req.regions,
-            dry_run=False,
-            priority=row["priority"],
-            admitted=True,
-        )
+        ask = _ask(req, window, key, row["request"], tenant, path, quota, row["priority"], admitted=True)
         give_up_at = time.monotonic() + req.req_timeout
         try:
             forecasts = self._forecast(req, window, give_up_at)

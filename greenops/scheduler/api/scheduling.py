@@ -39,18 +39,7 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 async def get_decider(state: StateDep, source: SourceDep, store: StoreDep, clock: ClockDep) -> Decider:
-    return Decider(
-        source,
-        store,
-        clock,
-        state.capacity_vcpu,
-        state.rate_limit,
-        state.searches,
-        state.policy,
-        state.metrics,
-        state.price,
-        state.queue,
-    )
+    return Decider.of(state, source, store, clock)
 
 
 DeciderDep = Annotated[Decider, Depends(get_decider)]
