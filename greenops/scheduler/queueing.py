@@ -161,8 +161,15 @@ def still_waiting(store: ReservationStore, row: dict[str, Any], now: datetime) -
     )
 
 
-def _too_late(row: dict[str, Any], now: datetime) -> bool:
-    return now + timedelta(hours=float(row["request"]["duration"])) > stored_utc(row["end_at"])
+def _skipped(hopeless: Hopeless, row: dict[str, Any], now: datetime) -> bool:
+    """Whether this round skips ``row``: what it asks for found no room already. One whose run no
+    longer fits is tried all the same (the attempt fails it, with the reason), and so is one whose
+    recorded request cannot be read (the attempt fails it too, saying why)."""
+    try:
+        late = now + timedelta(hours=float(row["request"]["duration"])) > stored_utc(row["end_at"])
+        return not late and hopeless.covers(row)
+    except (KeyError, TypeError, ValueError):
+        return False
 
 
 class Admitter:
@@ -193,10 +200,15 @@ class Admitter:
         for row in queue.waiting(self.store, now)[:MAX_PER_ROUND]:
             if self._stop.is_set():
                 break
-            # (one whose run no longer fits is tried all the same: the attempt fails it, with the reason)
-            if hopeless.covers(row) and not _too_late(row, now):
+            if _skipped(hopeless, row, now):
                 continue
-            outcome = self.admit(row)
+            try:
+                outcome = self.admit(row)
+            except SQLAlchemyError:
+                raise  # the record itself is down: the round ends, the next one tries again
+            except Exception:  # noqa: BLE001 - one request's bug must not keep the others waiting
+                log.exception("queue.admission_failed", key=row["key"], tenant=row["tenant"])
+                continue
             hopeless.learn(row, outcome)
             done += outcome == LEFT
         return done

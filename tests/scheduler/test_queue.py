@@ -6,6 +6,7 @@ a request that does not ask to wait gets the thesis contract's 409."""
 
 from __future__ import annotations
 
+import sqlite3
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -301,3 +302,24 @@ def test_a_rule_set_while_it_waits_refuses_it_by_name():
         refused = wait_for(lambda: (r := reservation(s, "big", "alpha"))["phase"] == "Failed" and r)
         assert "refused while it waited in the queue" in refused["reason"]
         assert "max_cpu 4" in refused["reason"], refused["reason"]
+
+
+def test_a_waiting_request_the_scheduler_can_no_longer_read_is_failed_and_the_queue_goes_on():
+    """A Pending row whose recorded request no longer validates (written by another version, or by
+    hand) is failed with the reason and counted, and the requests behind it are admitted."""
+    record = Record()
+    with record.at(T0) as s:
+        alpha = record.token(s, "alpha")
+        assert ask(record, s, alpha, "holder").status_code == 200
+        assert ask(record, s, alpha, "broken").status_code == 202
+        assert ask(record, s, alpha, "fine").status_code == 202
+        with sqlite3.connect(record.file) as db:  # first in the queue, and unreadable
+            db.execute(
+                "UPDATE reservations SET priority = 1000, request = json_remove(request, '$.cpu') WHERE key = 'broken'"
+            )
+        release(s, alpha, "holder")
+        wait_for(lambda: reservation(s, "fine", "alpha")["phase"] == "Scheduled")
+        broken = reservation(s, "broken", "alpha")
+        assert broken["phase"] == "Failed" and "cpu: Field required" in broken["reason"], broken["reason"]
+        metrics = httpx.get(f"{s.url}/metrics", headers=s.admin_headers).text
+        assert 'greenops_scheduler_queue_left_total{outcome="refused",path="api"} 1.0' in metrics
