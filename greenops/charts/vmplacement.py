@@ -4,7 +4,8 @@ Krateo's core-provider generates the VmTemplate CRD from the chart's values sche
 is Krateo's (the composition's conditions), closed to other fields, and its printer columns are
 Krateo's. So the platform installs this CRD beside the chart (components/controller.py), and the
 controller writes a VmPlacement of each VmTemplate's name (greenops.controller.placement_status).
-The API server prints PHASE, PROVIDER, REGION, START and EXPECTED from its status.
+The API server prints PHASE, POSITION (in the scheduler's queue, while Pending), PROVIDER, REGION,
+START and EXPECTED from its status.
 """
 
 from __future__ import annotations
@@ -24,7 +25,12 @@ _INSTANT = {"type": "string", "format": "date-time"}
 def placement_crd() -> dict[str, Any]:
     """The VmPlacement CRD: a status subresource the controller alone writes, and printer columns."""
     status = {
-        "phase": {"type": "string", "enum": ["Scheduled", "Provisioning", "Running", "Completed", "Failed"]},
+        "phase": {
+            "type": "string",
+            "enum": ["Pending", "Scheduled", "Provisioning", "Running", "Completed", "Failed"],
+        },
+        "position": {"type": "integer", "minimum": 1, "description": "its place in the scheduler's queue (Pending)"},
+        "queuedAt": {**_INSTANT, "description": "when it joined the scheduler's queue"},
         "provider": _STRING,
         "region": _STRING,
         "zone": _STRING,
@@ -40,6 +46,7 @@ def placement_crd() -> dict[str, Any]:
     }
     columns = [
         ("Phase", ".status.phase", "string", 0),
+        ("Position", ".status.position", "integer", 0),
         ("Provider", ".status.provider", "string", 0),
         ("Region", ".status.region", "string", 0),
         ("Start", ".status.start", "string", 0),

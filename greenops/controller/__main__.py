@@ -32,14 +32,16 @@ from .kube import api_client
 from .lease import LeaseElector
 from .metrics import ControllerMetrics
 from .objects import RenderedObjects
-from .placement_status import PlacementStatus, status_of
+from .placement_status import PlacementStatus, status_of, waiting_status_of
 from .progress import RENDER_FIELD, Progress
 from .record import Record, RecordUnavailable, token_reader
-from .record_keeper import RecordKeeper
+from .record_keeper import RecordKeeper, reservation_key
 from .run_report import RunReport
 from .watch import PLURAL, Changed, Listed, VmTemplateWatch, key_of
 
 log = logging.getLogger("greenops.controller")
+# touched on a VmTemplate the queue placed after its admission (Controller.readmit)
+ADMITTED = "greenops.io/admitted"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -106,6 +108,8 @@ class Controller:
             self.tell,
             self.show,
             report.prepare if report else lambda *_: None,
+            self.show_waiting,
+            self.readmit,
         )
         self.reconciler = RecordKeeper(self.record, system_clock, self.elector.leading, progress, self.metrics)
         self.templates: dict[str, dict[str, Any]] = {}  # the leader's view of every VmTemplate, from the stream
@@ -182,6 +186,23 @@ class Controller:
             meta["name"],
             {"spec": {RENDER_FIELD: value}},
         )
+
+    def readmit(self, template: dict[str, Any], value: str) -> None:
+        """Touch the VmTemplate (an annotation: no new generation for Krateo to render): its UPDATE
+        goes through admission, which asks the scheduler again and writes the decision of the
+        booking the queue made for it."""
+        from kubernetes import client
+
+        meta = template["metadata"]
+        client.CustomObjectsApi(self.api).patch_namespaced_custom_object(
+            GROUP, VERSION, meta["namespace"], PLURAL, meta["name"], {"metadata": {"annotations": {ADMITTED: value}}}
+        )
+        key = reservation_key(template)
+        log.info("readmitted %s", key, extra={"action": "readmitted", "key": key})
+
+    def show_waiting(self, template: dict[str, Any], row: dict[str, Any]) -> None:
+        """The VmPlacement of a VmTemplate whose reservation waits in the scheduler's queue."""
+        self.placements.show(template, waiting_status_of(row))
 
     def show(self, template: dict[str, Any], row: dict[str, Any], lifecycle: Lifecycle) -> None:
         """The VmTemplate's VmPlacement, with what the pass recorded (best effort, as Events)."""

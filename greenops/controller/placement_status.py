@@ -4,9 +4,10 @@ Krateo's core-provider generates the VmTemplate CRD from the chart's values sche
 is Krateo's (the composition's conditions), closed to other fields, and its printer columns are
 Krateo's. So the controller writes a VmPlacement of the same name, owned by the VmTemplate (the
 garbage collector deletes it with its VmTemplate), whose status subresource holds what the record
-says: phase, provider, region, zone, booked start and end, expected intensity, the reason, the
-times the lifecycle recorded and the digest of the decision. The API server prints PHASE,
-PROVIDER, REGION, START and EXPECTED from it (the CRD's printer columns).
+says: phase (Pending with its place in the queue while it waits), provider, region, zone, booked
+start and end, expected intensity, the reason, the times the lifecycle recorded and the digest of
+the decision. The API server prints PHASE, POSITION, PROVIDER, REGION, START and EXPECTED from it (the CRD's
+printer columns).
 
 Writing is best effort, as Events are: the record is the truth, a refused write is logged and done
 again at the next pass. What was last written is remembered, so an unchanged pass writes nothing.
@@ -47,6 +48,19 @@ def status_of(row: dict[str, Any], lifecycle: Lifecycle) -> dict[str, Any]:
         "endedAt": stamp(ended) if ended else None,
         "reservation": row["key"],
         "decision": _digest(answer) if answer else None,
+    }
+    return {k: v for k, v in status.items() if v is not None}
+
+
+def waiting_status_of(row: dict[str, Any]) -> dict[str, Any]:
+    """The VmPlacement's status while its reservation waits in the scheduler's queue (Pending): its
+    place, why it waits and since when; no placement yet."""
+    status = {
+        "phase": "Pending",
+        "position": row.get("position"),
+        "queuedAt": row.get("queued_at"),
+        "reason": (row.get("reason") or "waiting in the scheduler's queue")[:REASON_CHARS],
+        "reservation": row["key"],
     }
     return {k: v for k, v in status.items() if v is not None}
 
@@ -98,8 +112,12 @@ class PlacementStatus:
                 api.delete_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, name)
                 api.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, _placement(meta))
         # status is a subresource: a create ignores it, and a merge patch of it replaces only its fields
-        nulls = {k: None for k in ("gateOpenedAt", "runningSince", "endedAt") if k not in status}
+        nulls = {k: None for k in _CLEARED if k not in status}
         api.patch_namespaced_custom_object_status(GROUP, VERSION, ns, PLURAL, name, {"status": {**nulls, **status}})
+
+
+# what a merge patch must clear when a status no longer has it (the queue's fields once placed)
+_CLEARED = ("gateOpenedAt", "runningSince", "endedAt", "position", "queuedAt")
 
 
 def _placement(meta: dict[str, Any]) -> dict[str, Any]:

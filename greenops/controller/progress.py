@@ -26,6 +26,11 @@ only an admission decides:
   duration``; seen gone after that instant it is recorded Completed, retired by the chart, with how
   long it really ran, never Failed as if deleted by hand.
 
+A reservation waiting in the scheduler's queue (Pending) has no window yet: the pass shows its
+place on the VmPlacement. Once the queue places it, the VmTemplate (admitted without a decision) is
+touched, so that admission asks again and writes the decision the booking replays; the gate is
+judged from the next pass.
+
 Each write is compared with the record first, so a replayed pass writes nothing; the record is
 written last, so a pass cut short is done again whole by the next one.
 """
@@ -92,6 +97,14 @@ def window_of(template: dict[str, Any], row: dict[str, Any]) -> Window:
     )
 
 
+PENDING = "Pending"  # the scheduler's queue holds the reservation: no placement yet
+
+
+def decided(template: dict[str, Any]) -> bool:
+    """Whether admission wrote a decision into the VmTemplate (a queued one is admitted without)."""
+    return isinstance((template.get("spec") or {}).get("schedulingTime"), str)
+
+
 def recorded_lifecycle(row: dict[str, Any]) -> Lifecycle:
     if row.get("lifecycle"):
         return Lifecycle.from_document(row["lifecycle"])
@@ -112,11 +125,16 @@ class Progress:
         tell: Callable[[dict[str, Any], str, str], None] = lambda *_: None,
         show: Callable[[dict[str, Any], dict[str, Any], Lifecycle], None] = lambda *_: None,
         prepare: Callable[[dict[str, Any], dict[str, Any]], None] = lambda *_: None,
+        waiting: Callable[[dict[str, Any], dict[str, Any]], None] = lambda *_: None,
+        readmit: Callable[[dict[str, Any], str], None] = lambda *_: None,
     ):
         """``tell(template, reason, message)``: an Event on the VmTemplate for each phase it enters;
         ``show(template, row, lifecycle)``: its status on the object, after every pass
         (greenops.controller.placement_status); ``prepare(template, row)``: what the render at the
-        gate needs first (the run's report, greenops.controller.run_report)."""
+        gate needs first (the run's report, greenops.controller.run_report); ``waiting(template,
+        row)``: its status while its reservation waits in the scheduler's queue; ``readmit(template,
+        value)``: a touch of the VmTemplate (an UPDATE) once the queue has placed it, so that
+        admission writes the decision."""
         self.record = record
         self.clock = clock
         self.request_render = request_render
@@ -125,9 +143,19 @@ class Progress:
         self.tell = tell
         self.show = show
         self.prepare = prepare
+        self.waiting = waiting
+        self.readmit = readmit
 
     def step(self, template: dict[str, Any], row: dict[str, Any]) -> Lifecycle | None:
         """One pass for one reservation; the lifecycle written, or None when nothing changed."""
+        if row["phase"] == PENDING:
+            self.waiting(template, row)
+            return None
+        if row["phase"] == "Scheduled" and not decided(template):
+            # the queue placed it after its admission: only admission writes a decision, so the
+            # VmTemplate is touched and its UPDATE replays the booking; the gate waits for that
+            self.readmit(template, stamp(self.clock()))
+            return None
         if row["phase"] not in ("Scheduled", "Provisioning", "Running") or row.get("held_until"):
             return None  # ended, or a hold the sweep confirms first
         recorded = recorded_lifecycle(row)

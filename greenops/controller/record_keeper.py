@@ -36,6 +36,8 @@ from .record import Record, RecordRefused, RecordUnavailable, held_until
 from .watch import key_of
 
 RESERVATION_ANNOTATION = "greenops.io/reservation"  # written by admission (policies/rego/admission.rego)
+# the phases of a reservation its object holds: a queued one (Pending) included
+HELD_PHASES = ("Pending", "Scheduled", "Provisioning", "Running")
 log = logging.getLogger(__name__)
 passes = logging.getLogger("greenops.controller.passes")
 
@@ -114,7 +116,7 @@ class RecordKeeper:
             return
         tenant = tenant_of(obj)
         row = self.record.get(key, tenant=tenant)
-        if row is None or row["phase"] not in ("Scheduled", "Provisioning", "Running"):
+        if row is None or row["phase"] not in HELD_PHASES:
             return
         if held_until(row) is not None:
             whose = row["tenant"]
@@ -125,7 +127,7 @@ class RecordKeeper:
         if key is None:
             return
         row = self.record.get(key, tenant=tenant_of(obj))
-        if row is None or row["phase"] not in ("Scheduled", "Provisioning", "Running"):
+        if row is None or row["phase"] not in HELD_PHASES:
             return  # released already: a replayed DELETED changes nothing
         self._release(row, f"VmTemplate {key_of(obj)} deleted (observed by the controller)", "deleted")
 

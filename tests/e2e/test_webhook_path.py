@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from greenops.catalog import select_size
-from greenops.common.clock import stamp
+from greenops.common.clock import parse_time, stamp
 from greenops.local.scheduler import SchedulerServer
 from greenops.local.webhook import GROUP, VERSION
 from tests.support.cluster_stacks import THRIFTY_QUOTA_VCPU
@@ -42,6 +42,24 @@ def vmtemplate(name: str, **spec) -> dict:
 
 def in_namespace(ns: str) -> str:
     return f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/vmtemplates"
+
+
+def placement_table_row(k, ns: str, name: str, until, timeout: float = 30.0) -> dict:
+    """VmPlacement ``ns/name`` as ``kubectl get vmplacements`` prints it (the API server's Table,
+    by column name), once ``until(cells)`` holds."""
+    table = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+    deadline = time.monotonic() + timeout
+    cells: dict = {}
+    while time.monotonic() < deadline:
+        r = k.get(f"/apis/greenops.io/v1alpha1/namespaces/{ns}/vmplacements/{name}", headers=table)
+        if r.status_code == 200:
+            body = r.json()
+            names = [c["name"] for c in body["columnDefinitions"]]
+            cells = dict(zip(names, body["rows"][0]["cells"], strict=True))
+            if until(cells):
+                return cells
+        time.sleep(0.2)
+    raise AssertionError(f"VmPlacement {ns}/{name} never showed as expected: {cells}")
 
 
 def reservations(cluster, **query) -> list[dict]:
@@ -257,7 +275,8 @@ def test_a_spec_tenant_other_than_the_namespaces_is_denied(cluster):
 
 def test_quota_counts_both_paths(cluster):
     """Tenant thrifty (6 vCPU): 4 through the Pulumi path's client, then VmTemplates in its namespace
-    until the scheduler's record refuses one; a deleted VmTemplate frees its share."""
+    until one is over the quota: it is admitted Pending, and placed by the queue (its decision
+    written by admission) once a deleted VmTemplate frees its share."""
     import ssl
 
     from greenops.models import Workload
@@ -288,17 +307,35 @@ def test_quota_counts_both_paths(cluster):
     path = in_namespace("thrifty-batch")
     with cluster["cp"].client() as k:
         assert k.post(path, json=vmtemplate("fits", originRegion="westeurope", tenant=None)).status_code == 201
+        # over the quota now, within it once some frees: admitted Pending, without a decision
         over = k.post(path, json=vmtemplate("over", originRegion="westeurope", tenant=None))
-        assert over.status_code == 403
-        assert over.json()["message"].endswith(
-            f"answered HTTP 409: tenant: tenant thrifty would use 8 vCPU, above its quota of {THRIFTY_QUOTA_VCPU} "
+        assert over.status_code == 201, over.text
+        assert "waits in the scheduler's queue at position 1" in over.headers["warning"]
+        assert "schedulingLocation" not in over.json()["spec"]
+        key = over.json()["metadata"]["annotations"]["greenops.io/reservation"]
+        (waiting,) = [r for r in reservations(cluster, tenant="thrifty") if r["phase"] == "Pending"]
+        assert waiting["key"] == key and waiting["position"] == 1
+        assert waiting["reason"].endswith(
+            f"tenant thrifty would use 8 vCPU, above its quota of {THRIFTY_QUOTA_VCPU} "
             "(6 in active reservations of either path + 2 requested)"
         )
-        assert k.get(f"{path}/over").status_code == 404
-        assert sorted(x["path"] for x in reservations(cluster, tenant="thrifty")) == ["cluster", "pulumi"]
+        assert sorted(x["path"] for x in reservations(cluster, tenant="thrifty") if x["phase"] != "Pending") == [
+            "cluster",
+            "pulumi",
+        ]
+        # as `kubectl get vmplacements` prints it (the API server's Table): Pending, at position 1
+        row_of_over = placement_table_row(k, "thrifty-batch", "over", lambda cells: cells["Phase"] == "Pending")
+        assert row_of_over["Position"] == 1
 
         assert k.delete(f"{path}/fits").status_code == 200
-        # its share is free once the controller sees it gone
-        released_within(cluster, "thrifty", keep={"pulumi"})
-        assert k.post(path, json=vmtemplate("over", originRegion="westeurope", tenant=None)).status_code == 201
+        # its share frees once the controller sees it gone; the queue then places "over", and the
+        # controller's touch has admission write the booking's decision into it
+        deadline = time.monotonic() + 30
+        while "schedulingLocation" not in (spec := k.get(f"{path}/over").json()["spec"]):
+            assert time.monotonic() < deadline, "the queued VmTemplate was never given its decision"
+            time.sleep(0.2)
+    scheduler = cluster["scheduler"]
+    row = httpx.get(f"{scheduler.url}/reservations/{key}", headers=scheduler.admin_headers, timeout=10).json()
+    assert row["phase"] == "Scheduled" and row["revision"] == 2  # the Pending one, then the admission
+    assert parse_time(spec["schedulingTime"]) == parse_time(row["start"])
     assert sum(x["cpu"] * x["jobs"] for x in reservations(cluster, tenant="thrifty")) == THRIFTY_QUOTA_VCPU

@@ -8,7 +8,8 @@
 # reservation's key under greenops.io/reservation. Conflicts, a tenant that is not the namespace's,
 # malformed specs, strings that break their rule (spec_fields.rego), a spec.namespace other than the
 # object's own and scheduler failures (quota included: the scheduler counts both paths) are denied
-# with a reason (fail closed). A dry run books nothing. A CREATE books only a key that is new (or
+# with a reason (fail closed). A workload with no room now that could run before its deadline once
+# room frees is admitted Pending (queued in the scheduler, no decision yet). A dry run books nothing. A CREATE books only a key that is new (or
 # replays the same review): it never changes a reservation already made. A DELETE is allowed and
 # releases nothing: a review is not proof that the object is gone, so the cluster path's controller
 # releases the reservation once it observes the deletion on the API server. Any other kind or
@@ -73,6 +74,8 @@ else := _deny(sprintf("%v: %v", [_subject, concat("; ", _decision.errors)])) if 
 
 else := _deny(sprintf("%v: not placed, failing closed: %v", [_subject, _schedule.error])) if not _schedule.ok
 
+else := object.union(_patch({}, _tenant), {"warnings": [_waiting(_schedule.pending)]}) if _schedule.pending
+
 else := _deny(sprintf(
 	"%v: not placed, failing closed: the scheduler chose zone %v, which is not among the eligible zones %v; %v",
 	[_subject, _schedule.answer.scheduling_location, _decision.zones, _given_back],
@@ -88,6 +91,17 @@ else := _patch(
 		"vmSize": _selection.vmSize,
 	},
 	_tenant,
+)
+
+# Queued: admitted without a decision, its key recorded; the controller asks again once the
+# scheduler's queue has placed it (a touch of the object: an UPDATE that replays the booking), and
+# shows its place meanwhile on its VmPlacement. kubectl prints the warning at the CREATE.
+_waiting(p) := substring(
+	sprintf(
+		"%v waits in the scheduler's queue at position %v (priority class %v), placed when room frees before %v: %v",
+		[_subject, object.get(p, "position", "?"), object.get(p, "priority_class", "?"), object.get(p, "deadline", "?"), object.get(p, "reason", "")],
+	),
+	0, 480,
 )
 
 _deny(msg) := {"allowed": false, "status": {"code": 403, "reason": "Forbidden", "message": msg}}
@@ -351,6 +365,7 @@ dry_run if request.dryRun == true
 # reuses another object's request uid cannot rebook that object's reservation.
 _booking := object.union(_key_field, {
 	"new_key": request.operation == "CREATE",
+	"queue": true,
 	"tenant": _tenant,
 	"path": "cluster",
 	"tenant_quota_vcpu": _decision.tenantQuotaVcpu,

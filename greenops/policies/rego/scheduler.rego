@@ -62,25 +62,40 @@ _answered(resp) if {
 	is_string(resp.body.scheduling_time)
 }
 
-# call(body) is {"ok": true, "answer": {...}} or {"ok": false, "error": "..."}; at most
-# `settings.attempts` requests are made.
+# A request that asked to wait (`queue`) and was recorded Pending in the scheduler's queue (202).
+_queued(resp) if {
+	resp.status_code == 202
+	resp.body.phase == "Pending"
+}
+
+_accepted(resp) if _answered(resp)
+
+_accepted(resp) if _queued(resp)
+
+_outcome(resp) := {"ok": true, "answer": resp.body} if _answered(resp)
+
+else := {"ok": true, "pending": resp.body}
+
+# call(body) is {"ok": true, "answer": {...}}, {"ok": true, "pending": {...}} (queued: its key,
+# position and reason) or {"ok": false, "error": "..."}; at most `settings.attempts` requests are
+# made.
 call(body) := result if {
 	not url
 	result := {"ok": false, "error": "SCHEDULER_URL is not set in OPA's environment"}
 } else := result if {
 	r := _send(body, 1)
-	_answered(r)
-	result := {"ok": true, "answer": r.body}
+	_accepted(r)
+	result := _outcome(r)
 } else := result if {
 	settings.attempts >= 2
 	r := _send(body, 2)
-	_answered(r)
-	result := {"ok": true, "answer": r.body}
+	_accepted(r)
+	result := _outcome(r)
 } else := result if {
 	settings.attempts >= 3
 	r := _send(body, 3)
-	_answered(r)
-	result := {"ok": true, "answer": r.body}
+	_accepted(r)
+	result := _outcome(r)
 } else := result if {
 	r := _send(body, settings.attempts)
 	result := {"ok": false, "error": _failure(r)}
