@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: release-tools release audit cloud-init lint test-fast scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo docs docs-reference
+.PHONY: test-deps release-tools release audit cloud-init lint test-fast scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo docs docs-reference
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver, prometheus, promtool) -> .tools/bin
@@ -86,7 +86,10 @@ audit: setup
 	$(VENV)/bin/pip-audit --disable-pip --require-hashes -r release/requirements.lock
 	$(VENV)/bin/pip-audit --disable-pip --require-hashes -r release/mlserver.lock
 
-test: setup tools mlserver scanner postgres ingress browser cloud-init release-tools
+# everything the suite needs installed (CI times it apart from the tests)
+test-deps: setup tools mlserver scanner postgres ingress browser cloud-init release-tools
+
+test: test-deps
 	$(PY) -m pytest
 
 # Ruff (lint and format), mypy's strict check of greenops and import-linter's layers: what

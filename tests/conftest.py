@@ -1,9 +1,12 @@
-"""Fixtures only: what the suites share besides fixtures lives in tests/support."""
+"""Fixtures, and the run's timing on its own output: what the suites share besides fixtures lives in
+tests/support."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+
+import time
 
 import pytest
 
@@ -86,3 +89,15 @@ def offline_operator_bundles(monkeypatch):
     from tests.components.bundles import offline_fetch
 
     monkeypatch.setattr("components.operator_bundle.fetch", offline_fetch)
+
+
+SLOW_SECONDS = 45.0  # a test slower than this is named as it ends, with the run's elapsed time
+_began = time.monotonic()
+
+
+def pytest_runtest_logreport(report):
+    """A slow test is named in the progress output as it ends: a run cut short by its time limit
+    still shows where the time went (the durations table comes only at the end)."""
+    took = report.duration if report.when == "call" else 0.0
+    if took >= SLOW_SECONDS:
+        print(f"\n[slow] {report.nodeid}: {took:.0f} s ({report.outcome}; {time.monotonic() - _began:.0f} s into the run)")
