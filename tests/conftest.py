@@ -3,10 +3,9 @@ tests/support."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from pathlib import Path
-
-import time
 
 import pytest
 
@@ -100,4 +99,5 @@ def pytest_runtest_logreport(report):
     still shows where the time went (the durations table comes only at the end)."""
     took = report.duration if report.when == "call" else 0.0
     if took >= SLOW_SECONDS:
-        print(f"\n[slow] {report.nodeid}: {took:.0f} s ({report.outcome}; {time.monotonic() - _began:.0f} s into the run)")
+        into = time.monotonic() - _began
+        print(f"\n[slow] {report.nodeid}: {took:.0f} s ({report.outcome}; {into:.0f} s into the run)")

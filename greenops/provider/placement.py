@@ -81,13 +81,24 @@ from greenops.placing.lifecycle import (
     from_outputs,
     next_change,
 )
-from greenops.placing.planner import Waiting
+from greenops.placing.planner import PlacementError, Waiting
+from greenops.placing.scheduler_client import SchedulerRefused
 from greenops.policies.client import OpaClient
 from greenops.provider import heartbeat
 from greenops.provider.heartbeat import mark_stack_seen
 from greenops.provider.traced import traced
 from greenops.renderers import Rendered, RenderSettings, render_set
 from greenops.renderers.user_data import report_script
+
+
+class NotPlaced(GreenOpsError):
+    """A workload the pass could not place; ``final`` when policy or the scheduler refused it (not
+    when one of them could not be asked)."""
+
+    def __init__(self, message: str, final: bool):
+        super().__init__(message)
+        self.final = final
+
 
 # Credentials for OPA, the scheduler and the cluster: kept as secrets in the state.
 # A workload waiting in the scheduler's queue (greenops.scheduler.queueing): not a lifecycle phase
@@ -256,6 +267,8 @@ class PlacementProvider(ResourceProvider):
             return DiffResult(changes=True, replaces=["workload"], delete_before_replace=False)
         if olds.get("phase") == PENDING:
             return DiffResult(changes=True, replaces=[])  # every pass asks whether the queue admitted it
+        if olds.get("phase") == Phase.FAILED.value and not olds.get("decision"):
+            return DiffResult(changes=False)  # it left the queue unplaced: Failed stays, as a placed one's does
         if not olds.get("decision"):
             return DiffResult(changes=True, replaces=["workload"])
         settings_changed = any(olds.get(k) != news.get(k) for k in SETTINGS_KEYS)
@@ -275,7 +288,12 @@ class PlacementProvider(ResourceProvider):
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         if olds.get("phase") == PENDING:
             now = self.pass_now(news)
-            return UpdateResult(outs=self._first_placement(news, _workload(news, now, check_deadline=False), now))
+            try:
+                return UpdateResult(outs=self._first_placement(news, _workload(news, now, check_deadline=False), now))
+            except NotPlaced as exc:
+                if not exc.final:
+                    raise  # the scheduler or OPA did not answer: the next pass asks again
+                return UpdateResult(outs=self._left_queue(olds, news, str(exc), now))
         news = _carried(olds, news)
         now, workload, decision, before, step, reported = self._this_pass(olds, news)
         if step.replace:
@@ -339,6 +357,30 @@ class PlacementProvider(ResourceProvider):
                     f"workload {_name(props)!r}: its reservation {key} was not released: {exc}"
                 ) from None
 
+    def _left_queue(self, olds: dict[str, Any], news: dict[str, Any], why: str, now: datetime) -> dict[str, Any]:
+        """A waiting workload that can no longer be placed (its deadline passed while it waited, or
+        policy now refuses it): Failed, with the reason, and its queued request withdrawn so that
+        the queue never places what the stack has given up on. Nothing was decided, nothing runs."""
+        key = reservation_key(news)
+        reason = f"left the scheduler's queue unplaced: {why}"
+        with self._scheduler(news) as scheduler:
+            scheduler.release(key, reason[:1024], tenant=_tenant(news))
+        events = [
+            *((olds.get("lifecycle") or {}).get("events") or []),
+            {"at": stamp(now), "phase": "Failed", "reason": reason},
+        ]
+        return {
+            **news,
+            "decision": None,
+            "phase": Phase.FAILED.value,
+            "lifecycle": {"phase": Phase.FAILED.value, "reason": reason, "events": events},
+            "nextChangeAt": None,
+            "manifests": [],
+            "resolved": {},
+            "held": [],
+            "reservation": {"key": key, "phase": Phase.FAILED.value},
+        }
+
     # -- the pieces ---------------------------------------------------------------------------
     def _seen(self, props: dict[str, Any]) -> None:
         """This pass runs over the placement's stack: the record's orphan sweep leaves it alone."""
@@ -358,7 +400,8 @@ class PlacementProvider(ResourceProvider):
         try:
             return place(workload, opa, scheduler, earliest_start=now, key=reservation_key(props))
         except GreenOpsError as exc:
-            raise GreenOpsError(f"workload {workload.name!r} was not placed: {exc}") from None
+            final = isinstance(exc, (PlacementError, SchedulerRefused))
+            raise NotPlaced(f"workload {workload.name!r} was not placed: {exc}", final=final) from None
         finally:
             opa.close()
             scheduler.close()

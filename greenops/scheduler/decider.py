@@ -240,8 +240,15 @@ class Decider:
             authorize(row)
         if not req.dry_run and (done := replay(row, request)):
             return answered(done)
-        if not req.dry_run and row is not None and row["phase"] == PENDING and row["spec_hash"] == spec_hash(request):
-            # a retry of a request that waits: its place is kept
+        if (
+            not req.dry_run
+            and row is not None
+            and row["phase"] == PENDING
+            and row["spec_hash"] == spec_hash(request)
+            and queueing.can_still_run(row, self.clock())
+        ):
+            # a retry of a request that waits: its place is kept (one whose run no longer fits before
+            # its deadline is answered as a fresh request would be, not told to go on waiting)
             return queueing.still_waiting(self.store, row, self.clock())
         window = self._window(req)
         if isinstance(window, JSONResponse):

@@ -161,13 +161,17 @@ def still_waiting(store: ReservationStore, row: dict[str, Any], now: datetime) -
     )
 
 
+def can_still_run(row: dict[str, Any], now: datetime) -> bool:
+    """Whether a waiting request's run still fits between ``now`` and its deadline."""
+    return now + timedelta(hours=float(row["request"]["duration"])) <= stored_utc(row["end_at"])
+
+
 def _skipped(hopeless: Hopeless, row: dict[str, Any], now: datetime) -> bool:
     """Whether this round skips ``row``: what it asks for found no room already. One whose run no
     longer fits is tried all the same (the attempt fails it, with the reason), and so is one whose
     recorded request cannot be read (the attempt fails it too, saying why)."""
     try:
-        late = now + timedelta(hours=float(row["request"]["duration"])) > stored_utc(row["end_at"])
-        return not late and hopeless.covers(row)
+        return can_still_run(row, now) and hopeless.covers(row)
     except (KeyError, TypeError, ValueError):
         return False
 

@@ -6,12 +6,12 @@ it and the next pass places it as any other; its delete while it waits withdraws
 from __future__ import annotations
 
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 
-from greenops.common.clock import stamp
+from greenops.common.clock import parse_time, set_clock_file, stamp
 from greenops.provider.placement import PlacementProvider, reservation_key
 from tests.provider.test_placement_provider import Clock, placement_servers, props
 
@@ -21,11 +21,22 @@ TENANT = "research"  # its quota is 256 vCPU in the packaged policy settings
 
 
 @pytest.fixture
-def servers():
-    with placement_servers(scheduler={"env": {"GREENOPS_SCHEDULER_QUEUE_SECONDS": "0"}}) as both:
+def servers(tmp_path):
+    clock = tmp_path / "scheduler-clock"  # the scheduler's clock, which a test moves with the pass's
+    set_clock_file(clock, datetime.now(UTC))
+    env = {"GREENOPS_SCHEDULER_QUEUE_SECONDS": "0", "GREENOPS_CLOCK_FILE": str(clock)}
+    with placement_servers(scheduler={"env": env}) as both:
         opa, scheduler = both
         scheduler.stack_token = scheduler.issue("research-stack", [TENANT], paths=["pulumi"])
+        scheduler.clock_file = clock
         yield both
+
+
+def same_clock(scheduler) -> Clock:
+    """The pass's clock, at the scheduler's instant."""
+    clock = Clock()
+    clock.now = parse_time(scheduler.clock_file.read_text().strip())
+    return clock
 
 
 def fill_quota(scheduler, clock: Clock) -> tuple[str, str]:
@@ -52,7 +63,7 @@ def row(scheduler, key: str) -> dict:
 
 def test_a_workload_over_its_quota_waits_pending_and_is_placed_once_admitted(servers):
     _, scheduler = servers
-    clock = Clock()
+    clock = same_clock(scheduler)
     provider = PlacementProvider(clock)
     token, big = fill_quota(scheduler, clock)
     p = props(servers, tenant=TENANT) | {"stack": "dev"}
@@ -80,14 +91,16 @@ def test_a_workload_over_its_quota_waits_pending_and_is_placed_once_admitted(ser
         time.sleep(0.1)
     admitted = row(scheduler, key)
     placed = provider.update("greenvm-etl", again, p).outs
-    assert placed["phase"] == "Scheduled" and placed["decision"]["zone"] == admitted["zone"]
-    assert placed["reservation"] == {"key": key, "phase": "Scheduled"}
+    assert placed["decision"]["zone"] == admitted["zone"]
+    assert placed["decision"]["schedulingTime"] == admitted["start"].replace("+00:00", "Z")
+    # it runs now (the best window is now), so this pass opens its gate as any placement's would
+    assert placed["reservation"] == {"key": key, "phase": placed["phase"]} and placed["phase"] != "Pending"
     assert row(scheduler, key)["revision"] == admitted["revision"]  # the admission's booking, replayed
 
 
 def test_a_waiting_workloads_delete_withdraws_it(servers):
     _, scheduler = servers
-    clock = Clock()
+    clock = same_clock(scheduler)
     provider = PlacementProvider(clock)
     fill_quota(scheduler, clock)
     p = props(servers, tenant=TENANT) | {"stack": "dev"}
@@ -95,3 +108,30 @@ def test_a_waiting_workloads_delete_withdraws_it(servers):
     provider.delete("greenvm-etl", waiting)
     released = row(scheduler, reservation_key(p))
     assert released["phase"] == "Released" and released["reason"] == "workload etl removed from stack dev"
+
+
+def test_a_workload_whose_deadline_passes_while_it_waits_is_failed_and_withdrawn(servers):
+    """Its deadline passes in the queue: the pass records it Failed (the update succeeds, saying
+    why), withdraws its queued request, and later passes leave it Failed without asking again."""
+    _, scheduler = servers
+    clock = same_clock(scheduler)
+    provider = PlacementProvider(clock)
+    fill_quota(scheduler, clock)
+    p = props(servers, tenant=TENANT) | {"stack": "dev"}
+    key = reservation_key(p)
+    waiting = provider.create(p).outs
+    assert waiting["phase"] == "Pending"
+
+    clock.now += timedelta(days=3)  # past its deadline (two days ahead), for the pass and the scheduler
+    set_clock_file(scheduler.clock_file, clock.now)
+    assert provider.diff("greenvm-etl", waiting, p).changes
+    failed = provider.update("greenvm-etl", waiting, p).outs
+    assert failed["phase"] == "Failed" and failed["decision"] is None and failed["manifests"] == []
+    assert failed["nextChangeAt"] is None
+    assert failed["reservation"] == {"key": key, "phase": "Failed"}
+    reason = failed["lifecycle"]["reason"]
+    assert reason.startswith("left the scheduler's queue unplaced: workload 'etl' was not placed: ")
+    assert [e["phase"] for e in failed["lifecycle"]["events"]] == ["Pending", "Failed"]
+    withdrawn = row(scheduler, key)
+    assert withdrawn["phase"] == "Released" and withdrawn["reason"] == reason
+    assert not provider.diff("greenvm-etl", failed, p).changes  # Failed stays Failed
