@@ -45,7 +45,8 @@ def acting_unled(p: ControllerProcess) -> list[str]:
 
 
 def confirmed(row) -> bool:
-    return row["held_until"] is None and row["phase"] == "Scheduled"
+    # a run whose best window is now has its gate opened by the same pass: Provisioning is confirmed too
+    return row["held_until"] is None and row["phase"] in ("Scheduled", "Provisioning", "Running")
 
 
 def released(row) -> bool:
