@@ -9,8 +9,9 @@
 # malformed specs, strings that break their rule (spec_fields.rego), a spec.namespace other than the
 # object's own and scheduler failures (quota included: the scheduler counts both paths) are denied
 # with a reason (fail closed). A workload with no room now that could run before its deadline once
-# room frees is admitted Pending (queued in the scheduler, no decision yet). A dry run books nothing. A CREATE books only a key that is new (or
-# replays the same review): it never changes a reservation already made. A DELETE is allowed and
+# room frees is admitted Pending (queued in the scheduler, no decision yet). A dry run books
+# nothing. A CREATE books only a key that is new (or replays the same review): it never changes a
+# reservation already made. A DELETE is allowed and
 # releases nothing: a review is not proof that the object is gone, so the cluster path's controller
 # releases the reservation once it observes the deletion on the API server. Any other kind or
 # operation passes unchanged. Served as system.main (see system.rego), by the webhook's own OPA
@@ -99,7 +100,10 @@ else := _patch(
 _waiting(p) := substring(
 	sprintf(
 		"%v waits in the scheduler's queue at position %v (priority class %v), placed when room frees before %v: %v",
-		[_subject, object.get(p, "position", "?"), object.get(p, "priority_class", "?"), object.get(p, "deadline", "?"), object.get(p, "reason", "")],
+		[
+			_subject, object.get(p, "position", "?"), object.get(p, "priority_class", "?"),
+			object.get(p, "deadline", "?"), object.get(p, "reason", ""),
+		],
 	),
 	0, 480,
 )

@@ -66,12 +66,6 @@ mock(req) := echo_any(req) if data.test.scheduler == "echo"
 
 mock(req) := mock_queued(req) if data.test.scheduler == "queued"
 
-# The scheduler's queue took the request: no room now, room before its deadline once some frees.
-mock_queued(req) := {"status_code": 202, "body": {
-	"phase": "Pending", "key": req.body.key, "position": 3, "priority_class": "standard",
-	"deadline": "2030-01-02T00:00:00Z", "reason": "no window with room for 2 vCPU before the deadline",
-}}
-
 # The scheduler answers a zone it was not asked for, and is gone when its booking is released.
 mock(req) := mock_us(req) if {
 	data.test.scheduler == "us, then down"
@@ -93,6 +87,12 @@ mock(req) := echo_any(req) if {
 	data.test.scheduler == "us, then echo"
 	req.method == "DELETE"
 }
+
+# The scheduler's queue took the request: no room now, room before its deadline once some frees.
+mock_queued(req) := {"status_code": 202, "body": {
+	"phase": "Pending", "key": req.body.key, "position": 3, "priority_class": "standard",
+	"deadline": "2030-01-02T00:00:00Z", "reason": "no window with room for 2 vCPU before the deadline",
+}}
 
 # Fails every call on purpose, reporting what it was sent.
 echo_any(req) := {"status_code": 418, "body": {"detail": sprintf(
