@@ -169,7 +169,7 @@ def test_scheduled_provisioning_running_completed_with_every_time_recorded(clust
         gate = start - LEAD
         # kubectl get vmplacements: the phase and the place, from the record, on an object of its own
         shown = placement_shows(cluster, "team-a", "whole-life", "Scheduled")
-        assert list(shown) == ["Name", "Phase", "Provider", "Region", "Start", "Expected", "Age"]
+        assert list(shown) == ["Name", "Phase", "Position", "Provider", "Region", "Start", "Expected", "Age"]
         assert (shown["Provider"], shown["Region"], shown["Start"]) == (
             "azure",
             obj["spec"]["schedulingLocation"],
