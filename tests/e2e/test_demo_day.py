@@ -167,8 +167,8 @@ def test_the_demo_plays_a_simulated_day(tmp_path):
     # kubectl get vmplacements: every VmTemplate of the cluster path, with its phase and place (the
     # start as the record's API shows it: rounded up to the second)
     table = out.split("kubectl get vmplacements -n demo", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
-    assert table[0].split() == ["NAME", "PHASE", "PROVIDER", "REGION", "START", "EXPECTED", "AGE"], table
-    shown = {line.split()[0]: line.split()[1:6] for line in table[1:]}
+    assert table[0].split() == ["NAME", "PHASE", "POSITION", "PROVIDER", "REGION", "START", "EXPECTED", "AGE"], table
+    shown = {line.split()[0]: line.split()[1:6] for line in table[1:]}  # POSITION is empty once placed
     assert set(shown) == set(lives), (shown, lives)
     for name, (phase, _, start) in lives.items():
         begins = datetime.fromisoformat(start).replace(tzinfo=UTC)
