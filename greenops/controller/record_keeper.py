@@ -31,13 +31,13 @@ from greenops.common.clock import stamp
 from greenops.common.errors import one_line
 
 from .metrics import ControllerMetrics
-from .progress import Progress
+from .progress import PENDING, Progress
 from .record import Record, RecordRefused, RecordUnavailable, held_until
 from .watch import key_of
 
 RESERVATION_ANNOTATION = "greenops.io/reservation"  # written by admission (policies/rego/admission.rego)
 # the phases of a reservation its object holds: a queued one (Pending) included
-HELD_PHASES = ("Pending", "Scheduled", "Provisioning", "Running")
+HELD_PHASES = (PENDING, "Scheduled", "Provisioning", "Running")
 log = logging.getLogger(__name__)
 passes = logging.getLogger("greenops.controller.passes")
 
