@@ -25,6 +25,7 @@ from greenops.common.clock import parse_time, stamp
 from greenops.models.decision import Decision
 from greenops.models.duration import format_duration
 from greenops.models.workload import Workload, _Model
+from greenops.placing.failover import Failover
 from greenops.renderers.user_data import RUN_LOG
 
 MAX_EVENTS = 20  # the newest transitions kept in state: enough to explain a run, bounded in size
@@ -66,7 +67,8 @@ class Lifecycle(_Model):
     running_since: AwareDatetime | None = Field(default=None, description="the actual start")
     completed_at: AwareDatetime | None = Field(default=None, description="when the run was retired")
     failed_at: AwareDatetime | None = None
-    replacements: int = Field(default=0, description="how often a missed window was placed again")
+    replacements: int = Field(default=0, description="how often it was placed again (a missed window, a failover)")
+    failovers: tuple[Failover, ...] = Field(default=(), description="the attempts given up (greenops.placing.failover)")
     events: tuple[Event, ...] = ()
 
     @field_serializer("gate_opened_at", "running_since", "completed_at", "failed_at")
@@ -74,13 +76,18 @@ class Lifecycle(_Model):
         return None if v is None else stamp(v)
 
     @classmethod
-    def placed(cls, now: datetime, reason: str, earlier: Lifecycle | None = None) -> Lifecycle:
-        """A fresh Scheduled record; a re-placement keeps the earlier events and counts itself."""
+    def placed(
+        cls, now: datetime, reason: str, earlier: Lifecycle | None = None, failover: Failover | None = None
+    ) -> Lifecycle:
+        """A fresh Scheduled record; a re-placement keeps the earlier events and failovers (with
+        ``failover`` when it is one) and counts itself."""
         base = earlier.events if earlier else ()
         count = earlier.replacements + 1 if earlier else 0
+        failovers = (earlier.failovers if earlier else ()) + ((failover,) if failover else ())
         return cls(
             reason=reason,
             replacements=count,
+            failovers=failovers,
             events=(base + (Event(at=now, phase=Phase.SCHEDULED, reason=reason),))[-MAX_EVENTS:],
         )
 
@@ -110,6 +117,8 @@ class Window:
     ends_itself: bool = False
     # what the run reported of its end (greenops.reservations.completion), as the record holds it
     reported: Reported | None = None
+    # attempts it may fail over to after the first (greenops.placing.failover); 0: a terminal error fails it
+    failover_cap: int = 0
 
     @property
     def gate(self) -> datetime:
@@ -120,9 +129,16 @@ class Window:
         return self.deadline - self.duration
 
     @classmethod
-    def of(cls, workload: Workload, decision: Decision, lead: timedelta) -> Window:
+    def of(cls, workload: Workload, decision: Decision, lead: timedelta, failover_cap: int = 0) -> Window:
         """The window a placement is judged against: its decided start and the workload's bounds."""
-        return cls(decision.scheduling_time, workload.duration, lead, workload.deadline, workload.run is not None)
+        return cls(
+            decision.scheduling_time,
+            workload.duration,
+            lead,
+            workload.deadline,
+            workload.run is not None,
+            failover_cap=failover_cap,
+        )
 
 
 @dataclass(frozen=True)
@@ -159,6 +175,7 @@ class Observation:
 class Step:
     lifecycle: Lifecycle
     replace: str | None = None  # set when the window was missed with room left: place again, this is why
+    failover: str | None = None  # set (with replace) when it must go elsewhere: what ended this attempt
 
 
 @dataclass(frozen=True)
@@ -229,7 +246,7 @@ def _provisioning(lc: Lifecycle, w: Window, now: datetime, obs: Observation | No
     if obs is None:
         return _then_running(lc.to(Phase.RUNNING, now, f"running: {APPLIED}", running_since=now), w, now)
     if obs.failure:
-        return Step(lc.to(Phase.FAILED, now, f"the operator reports a terminal error: {obs.failure}", failed_at=now))
+        return fail_over(lc, w, now, f"the operator reports a terminal error: {obs.failure}")
     if obs.missing:
         return Step(
             lc.to(
@@ -293,7 +310,7 @@ def _running(lc: Lifecycle, w: Window, now: datetime, obs: Observation | None) -
             )
         )
     if obs and obs.failure:
-        return Step(lc.to(Phase.FAILED, now, f"the operator reports a terminal error: {obs.failure}", failed_at=now))
+        return fail_over(lc, w, now, f"the operator reports a terminal error: {obs.failure}")
     if obs and obs.stopped and w.ends_itself:
         # The stop is seen by this pass; when exactly the VM went off, no operator says.
         return Step(
@@ -317,6 +334,23 @@ def _running(lc: Lifecycle, w: Window, now: datetime, obs: Observation | None) -
             )
         )
     return Step(lc)
+
+
+def fail_over(lc: Lifecycle, w: Window, now: datetime, why: str) -> Step:
+    """This attempt cannot go on (``why``): placed again elsewhere while an attempt is left
+    (``w.failover_cap``) and the deadline leaves room for the whole run from now; Failed otherwise,
+    saying which of the two ran out. A run fails over from the start: its hours there are lost."""
+    made = len(lc.failovers)
+    if made < w.failover_cap and now + w.duration <= w.deadline:
+        return Step(lc, replace=f"failover: {why}", failover=why)
+    if w.failover_cap == 0:
+        return Step(lc.to(Phase.FAILED, now, why, failed_at=now))
+    left = (
+        f"no failover is left ({made} of {w.failover_cap} made)"
+        if made >= w.failover_cap
+        else f"the deadline {stamp(w.deadline)} leaves no room for {format_duration(w.duration)} elsewhere"
+    )
+    return Step(lc.to(Phase.FAILED, now, f"{why}; {left}", failed_at=now))
 
 
 def _ended_by_report(lc: Lifecycle, r: Reported, now: datetime) -> Lifecycle:

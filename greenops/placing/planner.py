@@ -43,16 +43,18 @@ def place(
     catalog: Catalog | None = None,
     earliest_start: datetime | None = None,
     key: str | None = None,
+    avoid: frozenset[str] = frozenset(),
 ) -> Decision:
     """Ask OPA for the eligible zones, the scheduler for zone and time (not before
     ``earliest_start``, the caller's clock), OPA again to map the zone back to a provider region
     and size; the image comes from the catalog. With ``key`` the scheduler books it as that
     reservation, counted against the tenant's quota from policy, and it may wait in the scheduler's
-    queue (Waiting) when no window has room now. Raises PlacementError (or the clients' errors) and
+    queue (Waiting) when no window has room now. ``avoid`` names provider/regions it must not go to
+    (where earlier attempts failed: greenops.placing.failover). Raises PlacementError (or the clients' errors) and
     creates nothing."""
     attributes = {spans.WORKLOAD: workload.name, spans.TENANT: workload.tenant, **({spans.KEY: key} if key else {})}
     with tracing.tracer(__name__).start_as_current_span(spans.PLACE, attributes=attributes) as span:
-        decision = _place(workload, opa, scheduler, catalog or load_catalog(), earliest_start, key)
+        decision = _place(workload, opa, scheduler, catalog or load_catalog(), earliest_start, key, avoid)
         span.set_attributes(
             {spans.PROVIDER_NAME: decision.provider, spans.REGION: decision.region, spans.ZONE: decision.zone}
         )
@@ -66,12 +68,20 @@ def _place(
     catalog: Catalog,
     earliest_start: datetime | None,
     key: str | None,
+    avoid: frozenset[str] = frozenset(),
 ) -> Decision:
     spec = workload.spec()
     try:
         decision = opa.require_allowed(spec)
     except PolicyDenied as exc:
         raise PlacementError(f"policy refused it: {exc}") from None
+    zone_regions = decision.get("zoneRegions") or {}
+    zones = [z for z in decision["zones"] if zone_regions.get(z) not in avoid]
+    if not zones:
+        raise PlacementError(
+            f"every zone policy allows is in a region it failed in before ({', '.join(sorted(avoid))}): "
+            "no other region is eligible"
+        )
     origin = _origin_zone(catalog, workload.origin_region)
     reservation = (
         None
@@ -88,7 +98,7 @@ def _place(
         )
     )
     answer = scheduler.schedule(
-        decision["zones"],
+        zones,
         workload.deadline,
         workload.duration_hours,
         workload.cpu,

@@ -120,6 +120,10 @@ class SchedulerClient(RetryingClient):
         """Tell the record that a Pulumi pass over ``stack`` runs now (greenops.reservations.orphans)."""
         self._answer(self.request("PUT", f"/stacks/{quote(stack, safe='/')}", params={"tenant": tenant}))
 
+    def outages(self) -> list[dict[str, Any]]:
+        """The provider regions an admin declared unavailable (greenops.scheduler.api.outages)."""
+        return list(self._answer(self.request("GET", "/outages")).get("outages") or [])
+
     def _answer(self, r: httpx.Response | None) -> dict[str, Any]:
         if r is not None and r.status_code in (200, 202):  # 202: a request waiting in the queue
             answer: dict[str, Any] = r.json()

@@ -69,7 +69,17 @@ from greenops.models import Decision, Provisioning, Workload, spec_digest
 from greenops.models.workload import DEFAULT_TENANT
 from greenops.observability import spans
 from greenops.placing import SchedulerClient, place
+from greenops.placing.failover import (
+    DEFAULT_MAX_FAILOVERS,
+    Failover,
+    Outages,
+    avoided,
+    outage_reason,
+    priced,
+    region_of,
+)
 from greenops.placing.lifecycle import (
+    MAX_EVENTS,
     Lifecycle,
     Observation,
     Phase,
@@ -78,6 +88,7 @@ from greenops.placing.lifecycle import (
     Voice,
     Window,
     advance,
+    fail_over,
     from_outputs,
     next_change,
 )
@@ -100,6 +111,8 @@ class NotPlaced(GreenOpsError):
         self.final = final
 
 
+# The declared outages, read once per interval for every placement this process serves.
+OUTAGES = Outages()
 # Credentials for OPA, the scheduler and the cluster: kept as secrets in the state.
 # A workload waiting in the scheduler's queue (greenops.scheduler.queueing): not a lifecycle phase
 # (nothing is decided yet), the Placement's own until the queue admits it; each pass asks again, and
@@ -122,6 +135,7 @@ SETTINGS_KEYS = (
     "kubeContext",
     "caCertificate",
     "provisioning",
+    "maxFailovers",
 )
 # What a workload that has not been declared in this pass is seen as by the lifecycle (direct mode).
 NOT_DECLARED = Observation(ready=False, detail="the VM is declared on the next pass, from this placement's record")
@@ -194,10 +208,12 @@ class PlacementProvider(ResourceProvider):
     # every checkpoint of the state encrypts again.
     serialize_as_secret_always = False
 
-    def __init__(self, clock: Callable[[], datetime] | None = None):
+    def __init__(self, clock: Callable[[], datetime] | None = None, outages: Outages | None = None):
         super().__init__()
-        # Only direct tests inject a clock; the engine path uses system_clock (GREENOPS_NOW).
+        # Only direct tests inject a clock (or a copy of the outages that is never stale); the
+        # engine path uses system_clock (GREENOPS_NOW) and this process's copy.
         self._clock = clock
+        self._outages = outages
 
     def now(self) -> datetime:
         return (self._clock or system_clock)()
@@ -297,13 +313,28 @@ class PlacementProvider(ResourceProvider):
         news = _carried(olds, news)
         now, workload, decision, before, step, reported = self._this_pass(olds, news)
         if step.replace:
-            # The window passed with nothing provisioned and the deadline still leaves room: a new
-            # policy and scheduler call, from now; the old decision is kept in the events.
-            decision = self._place(news, workload, now)
+            # The window passed with nothing provisioned, or this attempt failed over, and the
+            # deadline still leaves room: a new policy and scheduler call, from now; the old
+            # decision is kept in the events (and a failover's in the lifecycle's failovers).
+            failover = _failover(step, before, decision, now)
+            try:
+                placed_now = self._place(news, workload, now, _avoid(before, failover))
+            except NotPlaced as exc:
+                if failover is None or not exc.final:
+                    raise  # a missed window keeps failing the pass; a dependency down is asked again
+                return UpdateResult(outs=self._no_room(olds, news, workload, decision, before, failover, exc, now))
+            except Waiting as waiting:
+                if failover is None:
+                    raise
+                return UpdateResult(outs=_waiting_outputs(news, waiting, now, before))
+            failover = failover and priced(failover, workload, decision, placed_now)
+            decision = placed_now
+            done = "failed over" if failover else "re-placed"
             placed = Lifecycle.placed(
                 now,
-                f"re-placed: {step.replace}; now {decision.provider}/{decision.region} from {_stamp(decision)}",
+                f"{done}: {step.replace}; now {decision.provider}/{decision.region} from {_stamp(decision)}",
                 earlier=before,
+                failover=failover,
             )
             news = {**news, "report": None} if "report" in news else news  # a new decision, a new token
             step, reported = self._advance(news, workload, decision, placed, now, manifests=[], just_placed=True)
@@ -337,7 +368,26 @@ class PlacementProvider(ResourceProvider):
         step, reported = self._advance(
             news, workload, decision, before, now, olds.get("manifests") or [], olds.get("resolved")
         )
-        return now, workload, decision, before, step, reported
+        return now, workload, decision, before, self._outage_step(news, decision, before, step, now), reported
+
+    def _outage_step(
+        self, props: dict[str, Any], decision: Decision, before: Lifecycle, step: Step, now: datetime
+    ) -> Step:
+        """``step``, unless an admin declared the placement's region unavailable: then it fails over
+        (greenops.placing.failover). When the scheduler cannot say, the pass goes on as placed."""
+        window = _window(props, _workload(props, now, check_deadline=False), decision)
+        if step.replace is not None or step.lifecycle.phase.terminal or window.failover_cap == 0:
+            return step
+        try:
+            declared = (self._outages or OUTAGES).of(
+                str(props["schedulerUrl"]), self._scheduler(props, heartbeat.TIMEOUT_SECONDS, 1).outages
+            ).get(region_of(decision))
+        except GreenOpsError as exc:
+            pulumi.log.warn(
+                f"workload {_name(props)!r}: the declared outages were not read ({exc}); nothing fails over"
+            )
+            return step
+        return step if declared is None else fail_over(before, window, now, outage_reason(declared))
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         # Refresh keeps the record: what happened is not re-derived from the clock.
@@ -356,6 +406,24 @@ class PlacementProvider(ResourceProvider):
                 raise GreenOpsError(
                     f"workload {_name(props)!r}: its reservation {key} was not released: {exc}"
                 ) from None
+
+    def _no_room(
+        self,
+        olds: dict[str, Any],
+        news: dict[str, Any],
+        workload: Workload,
+        decision: Decision,
+        before: Lifecycle,
+        failover: Failover,
+        exc: NotPlaced,
+        now: datetime,
+    ) -> dict[str, Any]:
+        """A failover that found nowhere to go: Failed with both reasons, and its booking given back."""
+        failed = before.model_copy(update={"failovers": (*before.failovers, failover)}).to(
+            Phase.FAILED, now, f"{failover.reason}; no room elsewhere: {exc}", failed_at=now
+        )
+        recorded = self._report(news, failed, _recorded(olds))
+        return self._outputs(news, workload, decision, failed, recorded, {}, olds.get("held") or [])
 
     def _left_queue(self, olds: dict[str, Any], news: dict[str, Any], why: str, now: datetime) -> dict[str, Any]:
         """A waiting workload that can no longer be placed (its deadline passed while it waited, or
@@ -386,7 +454,9 @@ class PlacementProvider(ResourceProvider):
         """This pass runs over the placement's stack: the record's orphan sweep leaves it alone."""
         mark_stack_seen(props, _tenant(props), lambda: self._scheduler(props, heartbeat.TIMEOUT_SECONDS, 1))
 
-    def _place(self, props: dict[str, Any], workload: Workload, now: datetime) -> Decision:
+    def _place(
+        self, props: dict[str, Any], workload: Workload, now: datetime, avoid: frozenset[str] = frozenset()
+    ) -> Decision:
         timeout = float(props.get("timeoutSeconds") or endpoints.TIMEOUT_SECONDS)
         attempts = int(props.get("attempts") or endpoints.ATTEMPTS)
         opa = OpaClient(
@@ -398,7 +468,7 @@ class PlacementProvider(ResourceProvider):
         )
         scheduler = self._scheduler(props)
         try:
-            return place(workload, opa, scheduler, earliest_start=now, key=reservation_key(props))
+            return place(workload, opa, scheduler, earliest_start=now, key=reservation_key(props), avoid=avoid)
         except GreenOpsError as exc:
             final = isinstance(exc, (PlacementError, SchedulerRefused))
             raise NotPlaced(f"workload {workload.name!r} was not placed: {exc}", final=final) from None
@@ -519,10 +589,14 @@ class PlacementProvider(ResourceProvider):
         }
 
 
-def _waiting_outputs(props: dict[str, Any], waiting: Waiting, now: datetime) -> dict[str, Any]:
+def _waiting_outputs(
+    props: dict[str, Any], waiting: Waiting, now: datetime, earlier: Lifecycle | None = None
+) -> dict[str, Any]:
     """A workload waiting in the scheduler's queue: no decision and no objects yet, its position and
-    reason recorded, and due again soon (the next pass finds it admitted, or still waiting)."""
+    reason recorded, and due again soon (the next pass finds it admitted, or still waiting). One
+    that failed over into the queue keeps its ``earlier`` events."""
     reason = waiting.describe()
+    events = [e.model_dump(mode="json") for e in earlier.events] if earlier else []
     return {
         **props,
         "decision": None,
@@ -530,7 +604,7 @@ def _waiting_outputs(props: dict[str, Any], waiting: Waiting, now: datetime) -> 
         "lifecycle": {
             "phase": PENDING,
             "reason": reason,
-            "events": [{"at": stamp(now), "phase": PENDING, "reason": reason}],
+            "events": [*events, {"at": stamp(now), "phase": PENDING, "reason": reason}][-MAX_EVENTS:],
         },
         "nextChangeAt": stamp(now + QUEUE_POLL),
         "manifests": [],
@@ -682,7 +756,36 @@ def _recorded(outputs: dict[str, Any]) -> str | None:
 
 
 def _window(props: dict[str, Any], workload: Workload, decision: Decision) -> Window:
-    return Window.of(workload, decision, _lead(props))
+    return Window.of(workload, decision, _lead(props), _failover_cap(props))
+
+
+def _failover_cap(props: dict[str, Any]) -> int:
+    """How many times a placement may fail over; none in direct mode, whose VM the program declares
+    from the record (its verdict is reached without one)."""
+    if _direct(props):
+        return 0
+    given = props.get("maxFailovers")
+    return DEFAULT_MAX_FAILOVERS if given is None else int(given)
+
+
+def _failover(step: Step, before: Lifecycle, decision: Decision, now: datetime) -> Failover | None:
+    """The attempt ``step`` gives up, when it fails over (not when a missed window is placed again)."""
+    if step.failover is None:
+        return None
+    ran = (now - before.running_since).total_seconds() / 3600 if before.running_since else 0.0
+    return Failover(
+        at=now,
+        region=region_of(decision),
+        zone=decision.zone,
+        phase=before.phase.value,
+        reason=step.failover,
+        ran_hours=round(ran, 4),
+        intensity_before=decision.expected_intensity,
+    )
+
+
+def _avoid(before: Lifecycle, failover: Failover | None) -> frozenset[str]:
+    return avoided((*before.failovers, failover)) if failover else frozenset()
 
 
 def _stamp(decision: Decision) -> str:

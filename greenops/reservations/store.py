@@ -36,6 +36,7 @@ from sqlalchemy import (
     bindparam,
     case,
     create_engine,
+    delete,
     event,
     func,
     insert,
@@ -56,7 +57,7 @@ from .errors import Conflict, NotPlaced, QueueFull, QuotaExceeded, UnknownReserv
 from .held import Held, Mode
 from .held import options as held_modes
 from .listing import ListingFilter
-from .tables import reservations, slot_usage, stacks, stored_utc, tenants
+from .tables import outages, reservations, slot_usage, stacks, stored_utc, tenants
 
 if TYPE_CHECKING:
     import sqlite3
@@ -159,6 +160,8 @@ class ReservationStore:
         # told after each transaction that ended a reservation or gave zone-hours back: the queue's
         # admitter is woken by it (greenops.scheduler.queueing)
         self.freed: Callable[[], None] = lambda: None
+        self._outages: builtins.list[dict[str, Any]] = []
+        self._outages_read_at = 0.0
 
     @property
     def dialect(self) -> str:
@@ -459,6 +462,38 @@ class ReservationStore:
         insert = _UPSERT_STACK[self.dialect]
         with self._write("stack_seen") as conn:
             conn.execute(insert, {"tenant": tenant, "stack": stack, "at": now})
+
+    def declare_outage(self, provider: str, region: str, reason: str, by: str, now: datetime) -> dict[str, Any]:
+        """Record ``provider/region`` as unavailable; declaring it again keeps when it was first
+        declared and takes the new reason. Returns the declaration as stored."""
+        with self._write("declare_outage") as conn:
+            where = and_(outages.c.provider == provider, outages.c.region == region)
+            if conn.execute(select(outages.c.region).where(where)).first() is None:
+                values = {"provider": provider, "region": region, "declared_at": now}
+                conn.execute(insert(outages).values(**values, reason=reason[:1024], declared_by=by))
+            else:
+                conn.execute(update(outages).where(where).values(reason=reason[:1024], declared_by=by))
+        self._outages_read_at = 0.0
+        return next(o for o in self.outages() if (o["provider"], o["region"]) == (provider, region))
+
+    def lift_outage(self, provider: str, region: str) -> bool:
+        """Forget the declaration of ``provider/region``; False when there was none."""
+        with self._write("lift_outage") as conn:
+            where = and_(outages.c.provider == provider, outages.c.region == region)
+            gone = conn.execute(delete(outages).where(where)).rowcount > 0
+        self._outages_read_at = 0.0
+        return gone
+
+    def outages(self, max_age: float = 0.0) -> builtins.list[dict[str, Any]]:
+        """The declared outages, oldest first. ``max_age`` > 0 lets a booking use a copy read at most
+        that many seconds ago (every replica sees a declaration within it)."""
+        if max_age and time.monotonic() - self._outages_read_at < max_age:
+            return self._outages
+        with self._read_one("outages") as conn:
+            rows = conn.execute(select(outages).order_by(outages.c.declared_at, outages.c.provider)).mappings()
+            found = [{**dict(r), "declared_at": stored_utc(r["declared_at"])} for r in rows]
+        self._outages, self._outages_read_at = found, time.monotonic()
+        return found
 
     def enqueue(self, q: Queued, seen: Seen, now: datetime) -> dict[str, Any]:
         """Record ``q`` as its tenant's Pending reservation of its key, replacing the version ``seen``

@@ -86,6 +86,20 @@ stacks = Table(
     PrimaryKeyConstraint("tenant", "stack", name="stacks_pkey"),
 )
 
+# The provider regions an admin declared unavailable (an outage, a stock-out the provider
+# announced): no booking is made in them while declared, and what is placed there fails over
+# (greenops.reservations.outages). Lifting the declaration deletes the row.
+outages = Table(
+    "outages",
+    metadata,
+    Column("provider", String(16), nullable=False),
+    Column("region", String(64), nullable=False),
+    Column("reason", String(1024), nullable=False),
+    Column("declared_by", String(128), nullable=False),  # the principal's name
+    Column("declared_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("provider", "region", name="outages_pkey"),
+)
+
 # One row per tenant, locked while a booking of that tenant checks its quota.
 tenants = Table(
     "tenants",

@@ -62,6 +62,8 @@ MAX_HORIZON = timedelta(days=366)
 # One request's search is jobs x zones x hours of horizon; past this it would hold the calendar's
 # lock long enough to stall every other caller (10 000 jobs x 10 zones x 1 year took 84 s).
 MAX_WORK = 2_000_000
+# How stale a replica's copy of the declared outages may be when it books (one read per interval).
+OUTAGE_MAX_AGE = 5.0
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,30 @@ def _ask(
         priority=priority,
         admitted=admitted,
     )
+
+
+def _in_outage(row: dict[str, Any] | None, out: dict[str, dict[str, Any]]) -> bool:
+    """The booking ``row`` is in a region declared unavailable: a retry of it is booked anew."""
+    return row is not None and f"{row.get('provider')}/{row.get('region')}" in out
+
+
+def _outside(req: SchedulingRequest, out: dict[str, dict[str, Any]]) -> SchedulingRequest | JSONResponse:
+    """``req`` searched only in zones outside the declared outages (a zone maps to its region by the
+    request's ``regions``), or the 409 naming the outages when it leaves no zone."""
+    if not out:
+        return req
+    kept = [z for z in req.eligible_regions if req.regions.get(z) not in out]
+    if len(kept) == len(req.eligible_regions):
+        return req
+    if not kept:
+        named = sorted({req.regions[z] for z in req.eligible_regions})
+        said = "; ".join(
+            f"{r} since {out[r]['declared_at'].isoformat(timespec='seconds')}: {out[r]['reason']}" for r in named
+        )
+        return field_error(
+            "eligible_regions", f"every eligible zone is in a region declared unavailable ({said})", code=409
+        )
+    return req.model_copy(update={"eligible_regions": kept})
 
 
 class _NotWaiting(Exception):
@@ -238,7 +264,8 @@ class Decider:
         row = self.store.get(tenant, key)
         if row is not None:
             authorize(row)
-        if not req.dry_run and (done := replay(row, request)):
+        out = self._outages()
+        if not req.dry_run and (done := replay(row, request)) and not _in_outage(row, out):
             return answered(done)
         if (
             not req.dry_run
@@ -250,6 +277,10 @@ class Decider:
             # a retry of a request that waits: its place is kept (one whose run no longer fits before
             # its deadline is answered as a fresh request would be, not told to go on waiting)
             return queueing.still_waiting(self.store, row, self.clock())
+        outside = _outside(req, out)
+        if isinstance(outside, JSONResponse):
+            return outside
+        req = outside
         window = self._window(req)
         if isinstance(window, JSONResponse):
             return window
@@ -524,6 +555,10 @@ class Decider:
             tenant_rules.check(self.policy.rules(tenant), tenant, req)
         except Forbidden as exc:
             return leave("refused", f"refused while it waited in the queue: {exc}")
+        outside = _outside(req, self._outages())
+        if isinstance(outside, JSONResponse):
+            return queueing.NO_ROOM  # every zone of it is in a declared outage: it keeps its place
+        req = outside
         ask = _ask(req, window, key, row["request"], tenant, path, quota, row["priority"], admitted=True)
         give_up_at = time.monotonic() + req.req_timeout
         try:
@@ -544,6 +579,10 @@ class Decider:
         self.metrics.left_queue(path, "admitted", waited)
         self.metrics.placed(path, req.cpu, req.memory, req.duration, done.answer, req.regions)
         return queueing.LEFT
+
+    def _outages(self) -> dict[str, dict[str, Any]]:
+        """The declared outages by ``provider/region``, as read at most OUTAGE_MAX_AGE ago."""
+        return {f"{o['provider']}/{o['region']}": o for o in self.store.outages(max_age=OUTAGE_MAX_AGE)}
 
     def _refusal(self, exc: Exception, req: SchedulingRequest, tally: Tally) -> JSONResponse:
         """What the caller gets when the decision cannot be made or booked."""

@@ -38,6 +38,7 @@ from greenops.scheduler.api import (
     credentials,
     forecast,
     health,
+    outages,
     prometheus,
     reservations,
     scheduling,
@@ -145,6 +146,7 @@ def create_app(
     app.include_router(completion.router)  # its own credential: the run's completion token
     app.include_router(credentials.router)
     app.include_router(stacks.router)
+    app.include_router(outages.router)
     app.include_router(forecast.router, dependencies=[Depends(requires("read"))])
     app.include_router(prometheus.router)  # a read credential for every tenant (api/prometheus.py)
     app.add_api_route(
