@@ -379,9 +379,11 @@ class PlacementProvider(ResourceProvider):
         if step.replace is not None or step.lifecycle.phase.terminal or window.failover_cap == 0:
             return step
         try:
-            declared = (self._outages or OUTAGES).of(
-                str(props["schedulerUrl"]), self._scheduler(props, heartbeat.TIMEOUT_SECONDS, 1).outages
-            ).get(region_of(decision))
+            declared = (
+                (self._outages or OUTAGES)
+                .of(str(props["schedulerUrl"]), self._scheduler(props, heartbeat.TIMEOUT_SECONDS, 1).outages)
+                .get(region_of(decision))
+            )
         except GreenOpsError as exc:
             pulumi.log.warn(
                 f"workload {_name(props)!r}: the declared outages were not read ({exc}); nothing fails over"

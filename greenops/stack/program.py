@@ -103,6 +103,7 @@ def placement_row(
         "completedAt": lc.get("completedAt"),
         "failedAt": lc.get("failedAt"),
         "replacements": lc.get("replacements"),
+        "failovers": lc.get("failovers", []),  # the attempts given up, each with why and its cost in carbon
         "nextChangeAt": next_change_at,
         "events": lc.get("events", []),
         "deadline": stamp(w.deadline),

@@ -148,7 +148,8 @@ def test_up_gate_operator_verdicts_reconcile_destroy(cluster, tmp_path, crd_sche
             {first, second} if rows[first]["phase"] == "Running" else {second}
         )
 
-        # A terminal error from the operator: Failed with its message, and the objects are removed.
+        # A terminal error from the operator: it would fail over, but its only eligible region is the
+        # one that failed, so it is Failed with the operator's message and why, and its objects are removed.
         act_as_operator(
             cp,
             second,
@@ -162,10 +163,12 @@ def test_up_gate_operator_verdicts_reconcile_destroy(cluster, tmp_path, crd_sche
         )
         rows = reconcile(s2 + timedelta(minutes=5))
         assert rows[second]["phase"] == "Failed"
-        assert rows[second]["reason"] == (
+        assert rows[second]["reason"].startswith(
             f"the operator reports a terminal error: VirtualMachine {second}: Ready=False "
-            "(Error, BadRequest): SkuNotAvailable: Standard_D4as_v4 is not available in canadaeast"
+            "(Error, BadRequest): SkuNotAvailable: Standard_D4as_v4 is not available in canadaeast; "
+            "no room elsewhere: "
         )
+        assert "it failed in before (azure/canadaeast)" in rows[second]["reason"], rows[second]["reason"]
         assert second not in vms_in_cluster(cp)["virtualmachines"]
 
         # A VM object deleted by hand while Running is reported Failed, never silently recreated.

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from greenops.common.clock import stamp
+from greenops.placing.failover import Failover
 from greenops.placing.lifecycle import Lifecycle, Observation, Phase, Reported, Window, advance, from_outputs
 
 T0 = datetime(2027, 1, 10, 3, 0, tzinfo=UTC)
@@ -193,3 +194,40 @@ def test_the_runs_own_report_ends_it_completed_or_failed_at_the_reported_time():
     assert early.lifecycle.phase is Phase.COMPLETED and early.lifecycle.running_since == W.gate + M
     assert Reported.of({"exitStatus": 1, "reportedAt": "2027-01-10T04:00:00Z"}) == Reported(1, T0 + H)
     assert Reported.of(None) is None
+
+
+FAILURE = Observation(ready=False, failure="VirtualMachine x: Ready=False (Error, SkuNotAvailable): no capacity")
+
+
+def test_a_terminal_error_fails_over_while_an_attempt_and_the_deadline_leave_room():
+    capped = replace(W, failover_cap=2)
+    opened = advance(placed(), capped, W.gate, observer(Observation(ready=False))).lifecycle
+    step = advance(opened, capped, T0, observer(FAILURE))
+    assert step.lifecycle == opened  # nothing recorded yet: the provider records the new attempt
+    assert step.failover == f"the operator reports a terminal error: {FAILURE.failure}"
+    assert step.replace == f"failover: {step.failover}"
+    # a running VM fails over too: its run starts again elsewhere
+    running = advance(opened, capped, T0, observer(Observation(ready=True, ready_since=T0))).lifecycle
+    assert advance(running, capped, T0 + H, observer(FAILURE)).failover is not None
+
+
+def test_a_terminal_error_fails_once_the_attempts_or_the_deadline_run_out():
+    capped = replace(W, failover_cap=1)
+    opened = advance(placed(), capped, W.gate, observer(Observation(ready=False))).lifecycle
+    spent = opened.model_copy(
+        update={"failovers": (Failover(at=T0, region="gcp/europe-west9", zone="FR", phase="Running", reason="x"),)}
+    )
+    out = advance(spent, capped, T0, observer(FAILURE))
+    assert out.replace is None and out.lifecycle.phase is Phase.FAILED
+    assert out.lifecycle.reason.endswith("; no failover is left (1 of 1 made)")
+    late = T0 + 8 * H + M  # two hours no longer fit before the deadline
+    out = advance(opened, capped, late, observer(FAILURE))
+    assert out.lifecycle.phase is Phase.FAILED
+    assert out.lifecycle.reason.endswith(f"the deadline {stamp(W.deadline)} leaves no room for 2h elsewhere")
+
+
+def test_without_a_failover_cap_a_terminal_error_fails_as_before():
+    opened = advance(placed(), W, W.gate, observer(Observation(ready=False))).lifecycle
+    out = advance(opened, W, T0, observer(FAILURE))
+    assert out.failover is None and out.lifecycle.phase is Phase.FAILED
+    assert out.lifecycle.reason == f"the operator reports a terminal error: {FAILURE.failure}"
