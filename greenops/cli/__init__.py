@@ -346,6 +346,31 @@ def cmd_token(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_outage(args: argparse.Namespace) -> int:
+    """greenops outage declare|lift|list: the regions declared unavailable, as the scheduler's admin."""
+    import json
+
+    from greenops.identity import admin
+
+    endpoints = parse_stack_config(_stack_raw(args.stack), root=REPO).endpoints
+    url = args.scheduler_url or str(endpoints.scheduler_url)
+    with admin.admin_client(url, endpoints.ca_certificate) as client:
+        if args.action == "declare":
+            rows = [admin.declare_outage(client, args.region, args.reason)]
+        elif args.action == "lift":
+            done = admin.lift_outage(client, args.region)
+            print(f"{done['provider']}/{done['region']}: lifted")
+            return 0
+        else:
+            rows = admin.outages(client)
+    if args.output == "json":
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        print(f"{r['provider']}/{r['region']}  since {r['declaredAt']}  by {r['declaredBy']}: {r['reason']}")
+    return 0
+
+
 def cmd_placements(args: argparse.Namespace) -> int:
     import os
 
@@ -692,6 +717,38 @@ def build_parser() -> argparse.ArgumentParser:
             a.add_argument("--expires", type=_utc, help="refused after this instant, e.g. 2027-01-01T00:00:00Z")
         if action == "revoke":
             a.add_argument("id", help="the token's id (tok_...), from issue or list")
+    p = _command(
+        sub,
+        "outage",
+        "declare a provider region unavailable, lift it, or list the declarations (as the scheduler's admin of "
+        "every tenant: GREENOPS_SCHEDULER_ADMIN_TOKEN); while declared nothing is booked there, and each pass "
+        "fails the placements there over to another region",
+        [
+            'greenops outage declare azure/westeurope --reason "provider incident 4711"',
+            "greenops outage list -o json",
+            "greenops outage lift azure/westeurope",
+        ],
+    )
+    actions = p.add_subparsers(dest="action", required=True)
+    for action, text in [
+        ("declare", "declare REGION unavailable, with the reason recorded beside it"),
+        ("lift", "make REGION bookable again"),
+        ("list", "the declared outages: region, since when, by whom and why"),
+    ]:
+        a = _command(
+            actions,
+            action,
+            text,
+            [f"greenops outage {action} azure/westeurope" if action != "list" else "greenops outage list"],
+        )
+        a.add_argument("--stack", default="dev", help="whose scheduler (default: dev)")
+        a.add_argument("--scheduler-url", help="instead of the stack's greenops:endpoints.schedulerUrl")
+        a.add_argument("-o", "--output", choices=["text", "json"], default="text")
+        a.set_defaults(func=cmd_outage)
+        if action != "list":
+            a.add_argument("region", help="provider/region, e.g. azure/westeurope")
+        if action == "declare":
+            a.add_argument("--reason", required=True, help="what is known of it: shown with every failover it causes")
     p = _command(
         sub,
         "dashboard",

@@ -45,3 +45,26 @@ def listing(client: RetryingClient) -> list[dict[str, Any]]:
 def revoke(client: RetryingClient, token_id: str) -> dict[str, Any]:
     answer: dict[str, Any] = _answer(client, client.request("DELETE", f"/credentials/{quote(token_id, safe='')}"))
     return answer
+
+
+def declare_outage(client: RetryingClient, region: str, reason: str) -> dict[str, Any]:
+    """Declare ``provider/region`` unavailable (greenops.scheduler.api.outages)."""
+    answer: dict[str, Any] = _answer(client, client.request("PUT", f"/outages/{_region(region)}", {"reason": reason}))
+    return answer
+
+
+def lift_outage(client: RetryingClient, region: str) -> dict[str, Any]:
+    answer: dict[str, Any] = _answer(client, client.request("DELETE", f"/outages/{_region(region)}"))
+    return answer
+
+
+def outages(client: RetryingClient) -> list[dict[str, Any]]:
+    answer: list[dict[str, Any]] = _answer(client, client.request("GET", "/outages"))["outages"]
+    return answer
+
+
+def _region(region: str) -> str:
+    provider, _, name = region.partition("/")
+    if not provider or not name:
+        raise GreenOpsError(f"region {region!r}: give it as provider/region, e.g. azure/westeurope")
+    return f"{quote(provider, safe='')}/{quote(name, safe='')}"

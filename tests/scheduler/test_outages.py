@@ -5,6 +5,7 @@ is refused naming the outage. Lifting it makes the region bookable again."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -97,3 +98,21 @@ def test_a_declared_region_gets_no_booking_and_a_booking_there_moves_on_its_retr
     # lifted: the region is bookable again (a copy of the outages is at most a few seconds old)
     back = book(service, "media/etl/4", ["FR"])
     assert back.status_code == 200 and back.json()["scheduling_location"] == "FR", back.text
+
+
+def test_the_cli_declares_lists_and_lifts_an_outage(service, monkeypatch, capsys):
+    from greenops.cli import main
+
+    monkeypatch.setenv("GREENOPS_SCHEDULER_ADMIN_TOKEN", service.admin_token)
+    at = ["--scheduler-url", service.url]
+    assert main(["outage", "declare", "gcp/europe-west9", "--reason", "provider incident 4711", *at]) == 0
+    assert "gcp/europe-west9  since " in capsys.readouterr().out
+    assert main(["outage", "list", "-o", "json", *at]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(o["region"], o["reason"]) for o in listed] == [("europe-west9", "provider incident 4711")]
+    assert main(["outage", "lift", "gcp/europe-west9", *at]) == 0
+    assert capsys.readouterr().out.strip() == "gcp/europe-west9: lifted"
+    assert main(["outage", "lift", "gcp/europe-west9", *at]) != 0  # nothing left to lift: a clear error
+    assert "no outage of gcp/europe-west9" in capsys.readouterr().err
+    assert main(["outage", "lift", "europe-west9", *at]) != 0
+    assert "give it as provider/region" in capsys.readouterr().err
