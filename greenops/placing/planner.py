@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from greenops.catalog import Catalog, load_catalog
@@ -12,7 +12,7 @@ from greenops.models import Decision, Workload
 from greenops.observability import spans, tracing
 from greenops.policies.client import OpaClient, PolicyDenied
 
-from .scheduler_client import Reservation, SchedulerClient
+from .scheduler_client import Reservation, SchedulerClient, SchedulerRefused
 
 
 class PlacementError(GreenOpsError):
@@ -158,3 +158,65 @@ def _origin_zone(catalog: Catalog, region: str) -> str | None:
         if r.zone and catalog.profile(r.zone) is not None:
             return r.zone
     return None
+
+
+# Providers whose operator changes a running VM's size in place: ASO applies a new
+# hardwareProfile.vmSize to the same VM (Azure stops, resizes and starts it). Config Connector
+# needs its allow-stopping-for-update annotation, which the objects do not carry, and ACK's Instance
+# is not resized here: a size change there places the workload again.
+IN_PLACE = frozenset({"azure"})
+# How late the scheduler may start a booking that must start now (its clock and ours differ).
+_NOW_SLACK_SECONDS = 300
+
+
+def resize_in_place(
+    workload: Workload,
+    opa: OpaClient,
+    scheduler: SchedulerClient,
+    decision: Decision,
+    key: str,
+    now: datetime,
+    hours: float,
+) -> Decision | str:
+    """The decision of ``workload`` (its new size) on the same VM: the same provider, region and
+    zone, booked under ``key`` for the ``hours`` it still has to run, from now. Why not, when it
+    cannot be (policy now refuses it, the zone maps elsewhere for this size, no room there now)."""
+    if decision.provider not in IN_PLACE:
+        return f"{decision.provider}'s operator does not resize a VM in place here"
+    spec = workload.spec()
+    try:
+        allowed = opa.require_allowed(spec)
+    except PolicyDenied as exc:
+        raise PlacementError(f"policy refused the new size: {exc}") from None
+    if decision.zone not in allowed["zones"]:
+        return f"policy no longer allows zone {decision.zone} for the new size"
+    selection = opa.decision(spec, zone=decision.zone).get("selection") or {}
+    if (selection.get("provider"), selection.get("region")) != (decision.provider, decision.region):
+        return f"zone {decision.zone} maps to another provider region for the new size"
+    reservation = Reservation(
+        key=key,
+        tenant=workload.tenant,
+        path="pulumi",
+        quota_vcpu=allowed.get("tenantQuotaVcpu"),
+        regions={decision.zone: f"{decision.provider}/{decision.region}"},
+        workload={k: v for k, v in spec.items() if k != "run"},
+        explanation=None,
+    )
+    try:
+        answer = scheduler.schedule(
+            [decision.zone],
+            min(workload.deadline, now + timedelta(hours=hours, seconds=_NOW_SLACK_SECONDS)),
+            hours,
+            workload.cpu,
+            workload.memory,
+            earliest_start=now,
+            reservation=reservation,
+        )
+    except SchedulerRefused as exc:
+        return f"zone {decision.zone} has no room for it now: {exc}"
+    return decision.model_copy(
+        update={
+            "vm_size": selection["vmSize"],
+            "expected_intensity": answer.get("expected_intensity"),
+        }
+    )

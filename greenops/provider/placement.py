@@ -66,6 +66,7 @@ from greenops.common.endpoints import OPA_TOKEN_VARIABLE
 from greenops.common.errors import GreenOpsError, field_errors
 from greenops.direct.records import observation, pass_instant
 from greenops.models import Decision, Provisioning, Workload, spec_digest
+from greenops.models.duration import format_duration
 from greenops.models.workload import DEFAULT_TENANT
 from greenops.observability import spans
 from greenops.placing import SchedulerClient, place
@@ -92,7 +93,7 @@ from greenops.placing.lifecycle import (
     from_outputs,
     next_change,
 )
-from greenops.placing.planner import PlacementError, Waiting
+from greenops.placing.planner import IN_PLACE, PlacementError, Waiting, resize_in_place
 from greenops.placing.scheduler_client import SchedulerRefused
 from greenops.policies.client import OpaClient
 from greenops.provider import heartbeat
@@ -280,6 +281,8 @@ class PlacementProvider(ResourceProvider):
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         self._seen(news)
         if olds.get("workload") != news.get("workload"):
+            if _resizable(olds, news):
+                return DiffResult(changes=True, replaces=[])  # the same VM, resized (update: _resized)
             return DiffResult(changes=True, replaces=["workload"], delete_before_replace=False)
         if olds.get("phase") == PENDING:
             return DiffResult(changes=True, replaces=[])  # every pass asks whether the queue admitted it
@@ -310,6 +313,8 @@ class PlacementProvider(ResourceProvider):
                 if not exc.final:
                     raise  # the scheduler or OPA did not answer: the next pass asks again
                 return UpdateResult(outs=self._left_queue(olds, news, str(exc), now))
+        if olds.get("workload") != news.get("workload"):
+            return UpdateResult(outs=self._resized(olds, _carried(olds, news)))
         news = _carried(olds, news)
         now, workload, decision, before, step, reported = self._this_pass(olds, news)
         if step.replace:
@@ -409,6 +414,54 @@ class PlacementProvider(ResourceProvider):
                     f"workload {_name(props)!r}: its reservation {key} was not released: {exc}"
                 ) from None
 
+    def _resized(self, olds: dict[str, Any], news: dict[str, Any]) -> dict[str, Any]:
+        """A Provisioning or Running workload whose size changed, resized in place: the same VM on the
+        same provider, region and zone, with the new size; its run keeps its start and the hours
+        already run, and the rest is booked under the new spec's key before the old booking is
+        released, saying so. When it cannot be done in place, nothing changes and the pass says why."""
+        now = self.pass_now(news)
+        workload, was = _workload(news, now, check_deadline=False), _workload(olds, now, check_deadline=False)
+        decision = Decision.from_document(olds["decision"])
+        before = advance(from_outputs(olds, _window(olds, was, decision)), _window(olds, was, decision), now)
+        lc = before.lifecycle
+        ran = (now - lc.running_since) if lc.running_since else timedelta(0)
+        left = workload.duration - ran
+        what = _size_change(was, workload)
+        if not lc.phase.materialised or left <= timedelta(0):
+            raise GreenOpsError(
+                f"workload {workload.name!r} is {lc.phase.value} after {format_duration(ran)} of its run: {what} "
+                "was not applied (nothing changed); change it back, or remove and declare it again"
+            )
+        key, old_key = reservation_key(news), (olds.get("reservation") or {}).get("key") or reservation_key(olds)
+        opa, scheduler = self._opa(news), self._scheduler(news)
+        try:
+            resized = resize_in_place(workload, opa, scheduler, decision, key, now, left.total_seconds() / 3600)
+        except GreenOpsError as exc:
+            raise GreenOpsError(
+                f"workload {workload.name!r}: {what} was not applied (nothing changed): {exc}"
+            ) from None
+        finally:
+            opa.close()
+        if isinstance(resized, str):
+            scheduler.close()
+            raise GreenOpsError(
+                f"workload {workload.name!r} is {lc.phase.value} on {decision.provider}/{decision.region}: {what} "
+                f"cannot be made in place ({resized}); nothing changed: change it back, or wait until its run ends"
+            )
+        kept = f"{format_duration(ran)} of {format_duration(workload.duration)} run kept"
+        reason = (
+            f"resized in place: {what}; the VM is stopped, resized to {resized.vm_size} and started again on "
+            f"{decision.provider}/{decision.region}, {kept}"
+        )
+        with scheduler:
+            scheduler.release(old_key, f"{reason}; it continues as {key}"[:1024], tenant=_tenant(news))
+        lifecycle = lc.to(lc.phase, now, reason)
+        recorded = self._report(news, lifecycle, Phase.SCHEDULED.value)
+        step, reported = self._advance(
+            news, workload, resized, lifecycle, now, olds.get("manifests") or [], olds.get("resolved")
+        )
+        return self._outputs(news, workload, resized, step.lifecycle, recorded, reported, olds.get("held") or [])
+
     def _no_room(
         self,
         olds: dict[str, Any],
@@ -459,16 +512,7 @@ class PlacementProvider(ResourceProvider):
     def _place(
         self, props: dict[str, Any], workload: Workload, now: datetime, avoid: frozenset[str] = frozenset()
     ) -> Decision:
-        timeout = float(props.get("timeoutSeconds") or endpoints.TIMEOUT_SECONDS)
-        attempts = int(props.get("attempts") or endpoints.ATTEMPTS)
-        opa = OpaClient(
-            props["opaUrl"],
-            timeout=timeout,
-            attempts=attempts,
-            token=props.get("opaToken") or os.environ.get(OPA_TOKEN_VARIABLE),
-            ca_certificate=props.get("caCertificate"),
-        )
-        scheduler = self._scheduler(props)
+        opa, scheduler = self._opa(props), self._scheduler(props)
         try:
             return place(workload, opa, scheduler, earliest_start=now, key=reservation_key(props), avoid=avoid)
         except GreenOpsError as exc:
@@ -477,6 +521,16 @@ class PlacementProvider(ResourceProvider):
         finally:
             opa.close()
             scheduler.close()
+
+    @staticmethod
+    def _opa(props: dict[str, Any]) -> OpaClient:
+        return OpaClient(
+            props["opaUrl"],
+            timeout=float(props.get("timeoutSeconds") or endpoints.TIMEOUT_SECONDS),
+            attempts=int(props.get("attempts") or endpoints.ATTEMPTS),
+            token=props.get("opaToken") or os.environ.get(OPA_TOKEN_VARIABLE),
+            ca_certificate=props.get("caCertificate"),
+        )
 
     @staticmethod
     def _scheduler(props: dict[str, Any], timeout: float | None = None, attempts: int | None = None) -> SchedulerClient:
@@ -759,6 +813,30 @@ def _recorded(outputs: dict[str, Any]) -> str | None:
 
 def _window(props: dict[str, Any], workload: Workload, decision: Decision) -> Window:
     return Window.of(workload, decision, _lead(props), _failover_cap(props))
+
+
+def _resizable(olds: dict[str, Any], news: dict[str, Any]) -> bool:
+    """Only the size changed, of a workload whose VM exists on a provider that resizes it in place
+    (operator mode; not one whose run reports its end, whose VM's user-data names the old booking):
+    an update of the same Placement, not a replacement that would start its run again."""
+    was, now = olds.get("workload") or {}, news.get("workload") or {}
+    sized = {"cpu", "memory"}
+    if not olds.get("decision") or _direct(olds) or _direct(news) or olds.get("report"):
+        return False
+    if olds.get("phase") not in (Phase.PROVISIONING.value, Phase.RUNNING.value):
+        return False
+    if (olds["decision"] or {}).get("provider") not in IN_PLACE:
+        return False
+    return {k: v for k, v in was.items() if k not in sized} == {k: v for k, v in now.items() if k not in sized}
+
+
+def _size_change(was: Workload, now: Workload) -> str:
+    changes = [
+        f"{field} {getattr(was, field):g}{unit} -> {getattr(now, field):g}{unit}"
+        for field, unit in (("cpu", " vCPU"), ("memory", " GB"))
+        if getattr(was, field) != getattr(now, field)
+    ]
+    return "the size change (" + ", ".join(changes) + ")"
 
 
 def _failover_cap(props: dict[str, Any]) -> int:
