@@ -59,6 +59,8 @@ class Endpoints:
     kube_context: str | None = None
     ca_certificate: str | None = None  # the platform's CA, trusted for OPA and the scheduler
     completion_url: str | None = None  # the scheduler as the VMs reach it: a run reports its end there
+    drift: str = "restore"  # an edit by hand of its objects: restore (re-apply as declared) or leave (record only)
+    max_failovers: int = 3  # attempts elsewhere after a terminal error or a declared outage (placing.failover)
 
 
 @dataclass
@@ -120,6 +122,8 @@ class GreenWorkload(pulumi.ComponentResource):
             "kubeconfig": e.kubeconfig,
             "kubeContext": e.kube_context,
             "caCertificate": e.ca_certificate,
+            "drift": e.drift,
+            "maxFailovers": e.max_failovers,
             "stack": pulumi.get_stack(),  # the reservation's key is stack/workload/spec
         }
         if e.completion_url and args.workload.run is not None and args.provisioning is Provisioning.OPERATOR:

@@ -14,7 +14,7 @@ and every run gets its full duration from its actual start:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
@@ -58,6 +58,18 @@ class Event(_Model):
         return stamp(v)
 
 
+class Drift(_Model):
+    """Declared fields a pass found edited by hand on the workload's objects, and what it did."""
+
+    at: AwareDatetime
+    found: tuple[str, ...]
+    restored: bool = Field(description="re-applied as declared (else left, as the stack says, and recorded)")
+
+    @field_serializer("at")
+    def _ser(self, v: datetime) -> str:
+        return stamp(v)
+
+
 class Lifecycle(_Model):
     """The recorded life of one placement, kept in Placement's state."""
 
@@ -69,6 +81,7 @@ class Lifecycle(_Model):
     failed_at: AwareDatetime | None = None
     replacements: int = Field(default=0, description="how often it was placed again (a missed window, a failover)")
     failovers: tuple[Failover, ...] = Field(default=(), description="the attempts given up (greenops.placing.failover)")
+    drift: tuple[Drift, ...] = Field(default=(), description="edits by hand found on the objects, newest last")
     events: tuple[Event, ...] = ()
 
     @field_serializer("gate_opened_at", "running_since", "completed_at", "failed_at")
@@ -119,6 +132,8 @@ class Window:
     reported: Reported | None = None
     # attempts it may fail over to after the first (greenops.placing.failover); 0: a terminal error fails it
     failover_cap: int = 0
+    # an edit by hand of its objects is restored (re-applied as declared); else only recorded
+    restore_drift: bool = True
 
     @property
     def gate(self) -> datetime:
@@ -129,7 +144,9 @@ class Window:
         return self.deadline - self.duration
 
     @classmethod
-    def of(cls, workload: Workload, decision: Decision, lead: timedelta, failover_cap: int = 0) -> Window:
+    def of(
+        cls, workload: Workload, decision: Decision, lead: timedelta, failover_cap: int = 0, restore_drift: bool = True
+    ) -> Window:
         """The window a placement is judged against: its decided start and the workload's bounds."""
         return cls(
             decision.scheduling_time,
@@ -138,6 +155,7 @@ class Window:
             workload.deadline,
             workload.run is not None,
             failover_cap=failover_cap,
+            restore_drift=restore_drift,
         )
 
 
@@ -168,6 +186,7 @@ class Observation:
     # every object read back, "Kind/name" -> its status: what a held object of the set waits for
     reported: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     stopped: bool = False  # the VM is powered off: a workload with a run has ended it
+    drift: tuple[str, ...] = ()  # declared fields the cluster holds otherwise: edited by hand (observe.drift_of)
     rendered: bool = False  # the VM's object exists: what was asked for at the gate has been rendered
 
 
@@ -209,8 +228,23 @@ def advance(
         return _scheduled(lc, window, now, observe, voice)
     obs = observe() if observe else None
     if lc.phase is Phase.PROVISIONING:
-        return _provisioning(lc, window, now, obs, voice)
-    return _running(lc, window, now, obs)
+        step = _provisioning(lc, window, now, obs, voice)
+    else:
+        step = _running(lc, window, now, obs)
+    return _with_drift(step, window, now, obs)
+
+
+def _with_drift(step: Step, window: Window, now: datetime, obs: Observation | None) -> Step:
+    """``step`` with the edits by hand this pass found recorded, while its objects still exist. Left
+    edits are recorded once; restored ones each time they are found again (each is re-applied)."""
+    lc = step.lifecycle
+    if obs is None or not obs.drift or step.replace is not None or not lc.phase.materialised:
+        return step
+    last = lc.drift[-1] if lc.drift else None
+    if not window.restore_drift and last is not None and last.found == obs.drift:
+        return step
+    seen = Drift(at=now, found=obs.drift, restored=window.restore_drift)
+    return replace(step, lifecycle=lc.model_copy(update={"drift": (*lc.drift, seen)[-MAX_EVENTS:]}))
 
 
 def _scheduled(

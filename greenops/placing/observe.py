@@ -9,6 +9,7 @@ ends it as Failed. The per-provider condition rules live with the renderers
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -80,7 +81,9 @@ class ClusterObserver:
                 f"workload {workload!r}: cannot read its objects back from the cluster: {type(exc).__name__}: {exc}"
             ) from None
         missing = tuple(f"{m['kind']} {m['metadata']['name']}" for m, got in live if got is None)
-        return verdict(provider, [got for _, got in live if got is not None], missing)
+        seen = verdict(provider, [got for _, got in live if got is not None], missing)
+        drift = tuple(d for m, got in live if got is not None for d in drift_of(m, got))
+        return replace(seen, drift=drift) if drift else seen
 
 
 def verdict(provider: str, found: list[dict[str, Any]], missing: tuple[str, ...] = ()) -> Observation:
@@ -111,6 +114,49 @@ def verdict(provider: str, found: list[dict[str, Any]], missing: tuple[str, ...]
         detail=f"{vm['kind']} {vm['metadata']['name']}: {state.detail}" if state.detail else "",
         reported=reported,
     )
+
+
+# Paths whose values are never shown in a drift message: they carry the run's script or credentials.
+_HIDDEN = ("userdata", "customdata", "user-data", "password", "secret", "token", "key")
+_SHOWN_CHARS = 64
+
+
+def drift_of(declared: dict[str, Any], live: dict[str, Any]) -> list[str]:
+    """What the cluster holds of ``declared`` that differs from it: each declared leaf of its spec and
+    of its labels whose live value is another (a field only the cluster set is not drift: operators
+    and defaulting add them). Each as ``Kind name: path is <live>, declared <declared>``."""
+    found: list[str] = []
+    name = f"{declared['kind']} {declared['metadata']['name']}"
+
+    def walk(want: Any, got: Any, path: str) -> None:
+        if isinstance(want, dict):
+            if not isinstance(got, dict):
+                found.append(f"{name}: {path} is {_shown(path, got)}, declared {_shown(path, want)}")
+                return
+            for k, v in want.items():
+                walk(v, got.get(k), f"{path}.{k}")
+        elif isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
+            for i, (w, g) in enumerate(zip(want, got, strict=True)):
+                walk(w, g, f"{path}[{i}]")
+        elif want != got:
+            found.append(f"{name}: {path} is {_shown(path, got)}, declared {_shown(path, want)}")
+
+    walk(declared.get("spec") or {}, live.get("spec") or {}, "spec")
+    walk(
+        (declared.get("metadata") or {}).get("labels") or {},
+        (live.get("metadata") or {}).get("labels") or {},
+        "metadata.labels",
+    )
+    return found
+
+
+def _shown(path: str, value: Any) -> str:
+    if value is None:
+        return "absent"
+    text = repr(value)
+    if any(word in path.lower() for word in _HIDDEN) or len(text) > _SHOWN_CHARS:
+        return "another value (not shown)"
+    return text
 
 
 def _time(text: str | None) -> datetime | None:

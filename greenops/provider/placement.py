@@ -112,6 +112,8 @@ class NotPlaced(GreenOpsError):
         self.final = final
 
 
+# Counts the re-applies after edits by hand (greenops.placing.observe.drift_of) on each object.
+RESTORED_ANNOTATION = "greenops.io/restored"
 # The declared outages, read once per interval for every placement this process serves.
 OUTAGES = Outages()
 # Credentials for OPA, the scheduler and the cluster: kept as secrets in the state.
@@ -137,6 +139,7 @@ SETTINGS_KEYS = (
     "caCertificate",
     "provisioning",
     "maxFailovers",
+    "drift",
 )
 # What a workload that has not been declared in this pass is seen as by the lifecycle (direct mode).
 NOT_DECLARED = Observation(ready=False, detail="the VM is declared on the next pass, from this placement's record")
@@ -737,7 +740,18 @@ def _materialised(
     direct mode, whose VM is the program's to declare."""
     if not lifecycle.phase.materialised or _direct(props):
         return Rendered([], [], {})
-    return _render(props, workload, decision, reported)
+    rendered = _render(props, workload, decision, reported)
+    restored = sum(1 for d in lifecycle.drift if d.restored)
+    return replace(rendered, objects=[_restoring(o, restored) for o in rendered.objects]) if restored else rendered
+
+
+def _restoring(obj: dict[str, Any], restored: int) -> dict[str, Any]:
+    """``obj`` as re-applied after edits by hand were found ``restored`` times: the count changes the
+    objects, so the ConfigGroup applies them again, and patchForce makes Pulumi's server-side apply
+    take back the fields the edit's field manager took (without it the apply stops at a conflict)."""
+    meta = obj.get("metadata") or {}
+    notes = {**(meta.get("annotations") or {}), RESTORED_ANNOTATION: str(restored), "pulumi.com/patchForce": "true"}
+    return {**obj, "metadata": {**meta, "annotations": notes}}
 
 
 def _direct_step(
@@ -812,7 +826,7 @@ def _recorded(outputs: dict[str, Any]) -> str | None:
 
 
 def _window(props: dict[str, Any], workload: Workload, decision: Decision) -> Window:
-    return Window.of(workload, decision, _lead(props), _failover_cap(props))
+    return Window.of(workload, decision, _lead(props), _failover_cap(props), props.get("drift") != "leave")
 
 
 def _resizable(olds: dict[str, Any], news: dict[str, Any]) -> bool:

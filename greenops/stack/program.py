@@ -104,6 +104,7 @@ def placement_row(
         "failedAt": lc.get("failedAt"),
         "replacements": lc.get("replacements"),
         "failovers": lc.get("failovers", []),  # the attempts given up, each with why and its cost in carbon
+        "drift": lc.get("drift", []),  # edits by hand found on its objects, and whether each was restored
         "nextChangeAt": next_change_at,
         "events": lc.get("events", []),
         "deadline": stamp(w.deadline),
@@ -323,6 +324,8 @@ def run(
         kube_context=config.kubernetes.context if watched else None,
         ca_certificate=e.ca_certificate,
         completion_url=e.completion_url,
+        drift=config.reconcile.drift,
+        max_failovers=config.reconcile.max_failovers,
     )
     direct_ones = [w for w in config.workloads if config.provisioning_of(w) is Provisioning.DIRECT]
     previous = PreviousPass()

@@ -94,6 +94,14 @@ class ReconcileConfig(_Section):
 
     interval_seconds: int = Field(default=240, ge=10, le=86400)
     provisioning_margin_seconds: int = Field(default=60, ge=0, le=86400)
+    drift: Literal["restore", "leave"] = Field(
+        default="restore",
+        description="an edit by hand of a workload's objects (cluster mode, readiness operator) is recorded and "
+        "re-applied as declared (restore), or only recorded (leave)",
+    )
+    max_failovers: int = Field(
+        default=3, ge=0, le=10, description="how often a workload may fail over to another region; 0: never"
+    )
 
     @property
     def minimum_lead(self) -> int:

@@ -138,6 +138,29 @@ def test_up_gate_operator_verdicts_reconcile_destroy(cluster, tmp_path, crd_sche
         )
         rows = reconcile(now + timedelta(minutes=20))
         assert rows[first]["phase"] == "Running" and rows[first]["runningSince"] == iso(ready_at)
+        assert rows[first]["drift"] == []
+
+        # The running VM's size edited by hand: the next pass finds it, records it, and re-applies the
+        # declared size (Pulumi's server-side apply takes the field back from the edit's manager).
+        declared = rows[first]["size"]
+        vm_path = f"/apis/compute.azure.com/v1api20220301/namespaces/greenops/virtualmachines/{first}"
+        with cp.client() as k:
+            r = k.patch(
+                vm_path,
+                json={"spec": {"hardwareProfile": {"vmSize": "Standard_E64s_v5"}}},
+                headers={"Content-Type": "application/merge-patch+json"},
+            )
+            assert r.status_code == 200, r.text
+        rows = reconcile(now + timedelta(minutes=25))
+        assert rows[first]["phase"] == "Running"
+        (seen,) = rows[first]["drift"]
+        assert seen["restored"] and seen["found"] == [
+            f"VirtualMachine {first}: spec.hardwareProfile.vmSize is 'Standard_E64s_v5', declared {declared!r}"
+        ]
+        with cp.client() as k:
+            assert k.get(vm_path).json()["spec"]["hardwareProfile"]["vmSize"] == declared
+        rows = reconcile(now + timedelta(minutes=26))  # restored: nothing more is found
+        assert len(rows[first]["drift"]) == 1
 
         # The second gate opens at its start; the first, which came up late, still has its full 2 h.
         s2 = datetime.fromisoformat(rows[second]["start"].replace("Z", "+00:00"))

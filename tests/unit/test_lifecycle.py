@@ -231,3 +231,24 @@ def test_without_a_failover_cap_a_terminal_error_fails_as_before():
     out = advance(opened, W, T0, observer(FAILURE))
     assert out.failover is None and out.lifecycle.phase is Phase.FAILED
     assert out.lifecycle.reason == f"the operator reports a terminal error: {FAILURE.failure}"
+
+
+def test_an_edit_by_hand_is_recorded_each_time_it_is_restored_and_once_when_left():
+    edited = Observation(
+        ready=True, ready_since=T0, drift=("VirtualMachine x: spec.hardwareProfile.vmSize is 'B', declared 'A'",)
+    )
+    running = advance(
+        advance(placed(), W, W.gate, observer(Observation(ready=False))).lifecycle,
+        W,
+        T0,
+        observer(Observation(ready=True, ready_since=T0)),
+    ).lifecycle
+    assert running.drift == ()
+    once = advance(running, W, T0 + H, observer(edited)).lifecycle
+    assert once.phase is Phase.RUNNING and [(d.found, d.restored) for d in once.drift] == [(edited.drift, True)]
+    again = advance(once, W, T0 + H + M, observer(edited)).lifecycle  # found again: re-applied again
+    assert len(again.drift) == 2
+    left = replace(W, restore_drift=False)
+    kept = advance(running, left, T0 + H, observer(edited)).lifecycle
+    assert [d.restored for d in kept.drift] == [False]
+    assert advance(kept, left, T0 + H + M, observer(edited)).lifecycle == kept  # the same edit: recorded once
