@@ -63,6 +63,9 @@ def test_only_an_admin_of_every_tenant_declares_or_lifts_an_outage(service):
         assert declare(service, service.admin_token, bad).status_code == 422
     r = httpx.put(f"{service.url}/outages/azure/westeurope", json={}, headers=service.admin_headers, timeout=15)
     assert r.status_code == 422 and "reason" in r.text
+    for reason in ("storm\x00", "x" * 1025):  # a NUL byte PostgreSQL cannot store; longer than its column
+        r = declare(service, service.admin_token, "azure/westeurope", reason)
+        assert r.status_code == 422 and "reason" in r.text, r.text
     assert SchedulerClient(service.url, token=service.writer).outages() == []  # nothing was declared
 
 

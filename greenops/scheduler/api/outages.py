@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from greenops.identity import Forbidden
 from greenops.identity.principal import Principal
+from greenops.reservations.text import Text
 from greenops.scheduler.auth import Admin, Reader
 from greenops.scheduler.state import ClockDep, StoreDep
 
@@ -32,7 +33,8 @@ router = APIRouter(prefix="/outages", tags=["outages"])
 class OutageDeclaration(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    reason: str = Field(min_length=1, max_length=1024, description="what the platform team knows of it")
+    # free text but for the NUL byte, which PostgreSQL cannot store (a 422, not a 500)
+    reason: Text = Field(min_length=1, max_length=1024, description="what the platform team knows of it")
 
 
 def described(row: dict[str, Any]) -> dict[str, Any]:
