@@ -76,6 +76,12 @@ QUEUE_LEFT = Metric(
     "Requests that left the queue, by path and outcome (" + ", ".join(QUEUE_OUTCOMES) + ")",
     ("path", "outcome"),
 )
+PREEMPTED = Metric(
+    "greenops_scheduler_preempted",
+    "counter",
+    "Scheduled bookings sent back to the queue for a request of a higher priority class, by the booking's path",
+    ("path",),
+)
 CAPACITY_USED = Metric(
     "greenops_scheduler_capacity_used_ratio",
     "gauge",

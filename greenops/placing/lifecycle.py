@@ -195,6 +195,7 @@ class Step:
     lifecycle: Lifecycle
     replace: str | None = None  # set when the window was missed with room left: place again, this is why
     failover: str | None = None  # set (with replace) when it must go elsewhere: what ended this attempt
+    preempted: bool = False  # set (with replace) when the record gave its hours to a higher class
 
 
 @dataclass(frozen=True)

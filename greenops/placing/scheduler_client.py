@@ -98,10 +98,13 @@ class SchedulerClient(RetryingClient):
             return token
         return str(self._answer(r)["token"])
 
+    def reservation(self, key: str, *, tenant: str) -> dict[str, Any]:
+        """The reservation as the record holds it now (its phase, zone, start, reason, ...)."""
+        return self._answer(self.request("GET", _keyed(key), params={"tenant": tenant}))
+
     def completion(self, key: str, *, tenant: str) -> dict[str, Any] | None:
         """What the reservation's run reported of its end, as the record holds it; None: nothing yet."""
-        answer = self._answer(self.request("GET", _keyed(key), params={"tenant": tenant}))
-        completion: dict[str, Any] | None = answer.get("completion")
+        completion: dict[str, Any] | None = self.reservation(key, tenant=tenant).get("completion")
         return completion
 
     def release(self, key: str, reason: str, *, tenant: str) -> None:

@@ -67,6 +67,17 @@ class PolicySettings(BaseModel):
         description="the queue's priority classes and their values: a higher value is admitted first",
     )
     default_priority_class: str = Field(default="standard", description="the class of a tenant without one")
+    preemption: Literal["off", "waiting"] = Field(
+        default="off",
+        description="waiting: a request with no room takes the hours of Scheduled bookings of lower classes "
+        "that have not begun (they wait in the queue again, recorded with the reason); off: never",
+    )
+    preemption_notice_minutes: int = Field(
+        default=30,
+        ge=5,
+        le=1440,
+        description="a booking starting sooner than this is never preempted (its gate may be opening)",
+    )
 
     @model_validator(mode="after")
     def _classes_known(self) -> PolicySettings:

@@ -61,7 +61,7 @@ from pydantic import ValidationError
 
 from greenops.catalog import load_catalog
 from greenops.common import endpoints
-from greenops.common.clock import stamp, system_clock
+from greenops.common.clock import parse_time, stamp, system_clock
 from greenops.common.endpoints import OPA_TOKEN_VARIABLE
 from greenops.common.errors import GreenOpsError, field_errors
 from greenops.direct.records import observation, pass_instant
@@ -332,7 +332,7 @@ class PlacementProvider(ResourceProvider):
                     raise  # a missed window keeps failing the pass; a dependency down is asked again
                 return UpdateResult(outs=self._no_room(olds, news, workload, decision, before, failover, exc, now))
             except Waiting as waiting:
-                if failover is None:
+                if failover is None and not step.preempted:
                     raise
                 return UpdateResult(outs=_waiting_outputs(news, waiting, now, before))
             failover = failover and priced(failover, workload, decision, placed_now)
@@ -376,7 +376,31 @@ class PlacementProvider(ResourceProvider):
         step, reported = self._advance(
             news, workload, decision, before, now, olds.get("manifests") or [], olds.get("resolved")
         )
-        return now, workload, decision, before, self._outage_step(news, decision, before, step, now), reported
+        step = self._preempted_step(news, decision, before, self._outage_step(news, decision, before, step, now))
+        return now, workload, decision, before, step, reported
+
+    def _preempted_step(self, props: dict[str, Any], decision: Decision, before: Lifecycle, step: Step) -> Step:
+        """``step``, unless its gate opens now and the record no longer holds this decision's hours (a
+        request of a higher class took them: greenops.scheduler.preemption): then it is placed again,
+        which finds it waiting in the queue, or placed elsewhere by it. When the record cannot say,
+        the gate waits for the next pass: a VM is never brought up on hours that may be gone."""
+        if before.phase is not Phase.SCHEDULED or step.lifecycle.phase is Phase.SCHEDULED or step.replace:
+            return step
+        key = reservation_key(props)
+        try:
+            with self._scheduler(props) as scheduler:
+                held = scheduler.reservation(key, tenant=_tenant(props))
+        except GreenOpsError as exc:
+            pulumi.log.warn(f"workload {_name(props)!r}: its gate waits: the reservation {key} was not read ({exc})")
+            return Step(before)
+        start = parse_time(str(held["start"])) if held.get("start") else None
+        booked = start is not None and abs((start - decision.scheduling_time).total_seconds()) < 1
+        if held.get("phase") == Phase.SCHEDULED.value and booked and held.get("zone") == decision.zone:
+            return step
+        if held.get("phase") not in (PENDING, Phase.SCHEDULED.value):
+            return step  # ended or moved on by its own report: this pass's step says what happened
+        why = held.get("reason") or f"the record books it at {held.get('zone')} from {held.get('start')}"
+        return Step(before, replace=f"its booking changed in the record: {why}", preempted=True)
 
     def _outage_step(
         self, props: dict[str, Any], decision: Decision, before: Lifecycle, step: Step, now: datetime

@@ -21,7 +21,7 @@ import contextlib
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -395,19 +395,60 @@ class ReservationStore:
 
     # --- writes ----------------------------------------------------------------------------
 
-    def commit(self, booking: Booking, seen: Seen, capacity_milli: int, now: datetime) -> dict[str, Any]:
-        """Store ``booking`` as its tenant's reservation of its key, replacing its previous booking. Raises
-        Conflict (search again) or QuotaExceeded; on any error nothing is changed."""
+    def commit(
+        self,
+        booking: Booking,
+        seen: Seen,
+        capacity_milli: int,
+        now: datetime,
+        preempted: Sequence[tuple[Queued, Seen]] = (),
+    ) -> dict[str, Any]:
+        """Store ``booking`` as its tenant's reservation of its key, replacing its previous booking;
+        in the same transaction each ``preempted`` Scheduled booking (at the revision seen) goes back
+        to the queue as its Queued, giving its hours to this one. Raises Conflict (search again) or
+        QuotaExceeded; on any error nothing is changed."""
         deltas = zone_hours.deltas(booking.placements, booking.milli_cpu)
-        if seen.active:
-            for slot, delta in zone_hours.deltas(seen.placements, -seen.milli_cpu).items():
+        given_back = [(seen.placements, seen.milli_cpu)] if seen.active else []
+        given_back += [(s.placements, s.milli_cpu) for _, s in preempted]
+        for placements, milli_cpu in given_back:
+            for slot, delta in zone_hours.deltas(placements, -milli_cpu).items():
                 deltas[slot] += delta
         with _conflicts(booking.key, booking.tenant), self._write("commit") as conn:
+            for q, s in sorted(preempted, key=lambda v: (v[0].tenant, v[0].key)):  # locks in one order
+                self._requeue(conn, q, s, now)
             self._claim_key(conn, booking, seen, now)
             self._check_quota(conn, booking, now)
             zone_hours.apply(conn, deltas, capacity_milli)
         self._maybe_prune(now)
+        if preempted:
+            self.freed()  # the queue tries the preempted at once: another window may have room
         return booking.answer
+
+    def preemptible(
+        self, zones: Collection[str], below: int, after: datetime, until: datetime, limit: int
+    ) -> builtins.list[dict[str, Any]]:
+        """Scheduled bookings of the Pulumi and API paths, of a priority below ``below``, that start after ``after``
+        (nothing of them has begun) and before ``until``, with a job in one of ``zones``: lowest
+        class first, then the most recently booked (greenops.scheduler.preemption)."""
+        q = (
+            select(reservations)
+            .where(
+                and_(
+                    reservations.c.phase == "Scheduled",
+                    # a cluster-path decision lives in its VmTemplate, which only admission writes
+                    reservations.c.path != HELD_PATH,
+                    reservations.c.held_until.is_(None),
+                    reservations.c.priority < below,
+                    reservations.c.start_at > after,
+                    reservations.c.start_at < until,
+                )
+            )
+            .order_by(reservations.c.priority, reservations.c.updated_at.desc(), reservations.c.key)
+        )
+        wanted = set(zones)
+        with self._read("preemptible") as conn:
+            rows = [dict(r) for r in conn.execute(q).mappings()]
+        return [r for r in rows if any(p["zone"] in wanted for p in r["placements"])][:limit]
 
     def report(
         self,
@@ -499,7 +540,34 @@ class ReservationStore:
         """Record ``q`` as its tenant's Pending reservation of its key, replacing the version ``seen``
         (an active one gives its zone-hours back). Raises Conflict (the key changed meanwhile: decide
         again) or QueueFull; on any error nothing is changed."""
-        values = {
+        # an admission's request waits as a hold too: released if its VmTemplate is never stored
+        values = self._pending(q, now, held=q.path == HELD_PATH)
+        with _conflicts(q.key, q.tenant), self._write("enqueue") as conn:
+            self._write_key(conn, q.key, q.tenant, seen, now, values)
+            if seen.active:  # a changed request gives its booking's hours back while it waits
+                zone_hours.apply(conn, zone_hours.deltas(seen.placements, -seen.milli_cpu), capacity_milli=0)
+            self._lock_tenant(conn, q.tenant)  # the tenant's enqueues count in turn
+            waiting = conn.execute(_TENANT_WAITING, {"tenant": q.tenant}).scalar_one()
+            if waiting > q.max_per_tenant:
+                raise QueueFull(
+                    f"tenant {q.tenant} has {q.max_per_tenant} requests waiting in the queue, its most: "
+                    "this one is refused until some are placed"
+                )
+        if seen.active:
+            self.freed()
+        return values
+
+    # --- inside a write transaction --------------------------------------------------------
+
+    def _requeue(self, conn: Connection, q: Queued, seen: Seen, now: datetime) -> None:
+        """A preempted booking back in the queue, only if still Scheduled at the revision ``seen`` (its
+        hours are given back by the commit's deltas). Its object was seen stored: no hold."""
+        changed = {"b_key": q.key, "b_seen": seen.revision, "b_tenant": q.tenant, "revision": (seen.revision or 0) + 1}
+        if conn.execute(_STILL_SCHEDULED, {**changed, **self._pending(q, now, held=False)}).rowcount != 1:
+            raise Conflict(f"key {q.key} of tenant {q.tenant} changed before it could be preempted")
+
+    def _pending(self, q: Queued, now: datetime, held: bool) -> dict[str, Any]:
+        return {
             "tenant": q.tenant,
             "path": q.path,
             "phase": PENDING,
@@ -521,25 +589,8 @@ class ReservationStore:
             "completion": None,
             "priority": q.priority,
             "queued_at": now,
-            # an admission's request waits as a hold too: released if its VmTemplate is never stored
-            "held_until": now + self.hold if q.path == HELD_PATH else None,
+            "held_until": now + self.hold if held else None,
         }
-        with _conflicts(q.key, q.tenant), self._write("enqueue") as conn:
-            self._write_key(conn, q.key, q.tenant, seen, now, values)
-            if seen.active:  # a changed request gives its booking's hours back while it waits
-                zone_hours.apply(conn, zone_hours.deltas(seen.placements, -seen.milli_cpu), capacity_milli=0)
-            self._lock_tenant(conn, q.tenant)  # the tenant's enqueues count in turn
-            waiting = conn.execute(_TENANT_WAITING, {"tenant": q.tenant}).scalar_one()
-            if waiting > q.max_per_tenant:
-                raise QueueFull(
-                    f"tenant {q.tenant} has {q.max_per_tenant} requests waiting in the queue, its most: "
-                    "this one is refused until some are placed"
-                )
-        if seen.active:
-            self.freed()
-        return values
-
-    # --- inside a write transaction --------------------------------------------------------
 
     def _claim_key(self, conn: Connection, b: Booking, seen: Seen, now: datetime) -> None:
         first = min(b.placements, key=lambda p: (p[1], p[0]))
@@ -635,6 +686,7 @@ _NEXT_REVISION = update(reservations).where(
         reservations.c.revision == bindparam("b_seen"),
     )
 )
+_STILL_SCHEDULED = _NEXT_REVISION.where(reservations.c.phase == "Scheduled")
 _TENANT_USE = select(func.coalesce(func.sum(reservations.c.milli_cpu * reservations.c.jobs), 0)).where(
     and_(
         reservations.c.tenant == bindparam("tenant"),

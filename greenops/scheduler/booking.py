@@ -13,14 +13,14 @@ import hashlib
 import json
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from greenops.common.clock import parse_time
 from greenops.observability import spans, tracing
-from greenops.reservations import ACTIVE, Booking, Conflict, ReservationStore, milli
+from greenops.reservations import ACTIVE, Booking, Conflict, Queued, ReservationStore, Seen, milli
 from greenops.reservations.slots import SLOT
 from greenops.search.algorithm import Assignment, CapacityLedger, DecisionTimeout
 
@@ -93,11 +93,13 @@ def book(
     answer_of: Callable[[list[Assignment]], dict[str, Any]],
     authorize: Callable[[dict[str, Any]], None] = lambda row: None,
     retried: Callable[[], None] = lambda: None,
+    preempted: Callable[[list[Assignment]], Sequence[tuple[Queued, Seen]]] = lambda _: (),
 ) -> Outcome:
     """``row`` is the tenant's record of the key as the caller read it; after a conflict it is read again, and
     ``authorize`` (which raises to refuse) judges every version of it the booking could replace:
     the commit only replaces the revision that was judged. ``retried`` is told of every commit
-    that met a conflict and is tried again."""
+    that met a conflict and is tried again. ``preempted`` names the bookings the search's placements
+    take the hours of (greenops.scheduler.preemption): they go back to the queue in the commit."""
     digest = spec_hash(ask.request)
     first_slot, last_slot = int(ask.begin // SLOT), int(-(-ask.deadline // SLOT))
     capacity_milli = milli(capacity_vcpu) if capacity_vcpu != float("inf") else 2**62
@@ -138,7 +140,8 @@ def book(
             with tracing.tracer(__name__).start_as_current_span(
                 spans.COMMIT, attributes={spans.KEY: ask.key, spans.TENANT: ask.tenant, spans.ZONE: placements[0].zone}
             ):
-                return Outcome(store.commit(booking, seen, capacity_milli, now), replayed=False)
+                taken = preempted(placements)
+                return Outcome(store.commit(booking, seen, capacity_milli, now, taken), replayed=False)
         except Conflict as exc:
             last_conflict = str(exc)
             if time.monotonic() > give_up_at or attempt == MAX_ATTEMPTS - 1:

@@ -31,9 +31,9 @@ from greenops.intensity.base import Bands, CarbonSource, SourceUnavailable, Unkn
 from greenops.intensity.series import Series, to_epoch
 from greenops.models.workload import DEFAULT_TENANT
 from greenops.policies.settings import PolicySettings
-from greenops.reservations import PENDING, Conflict, QueueFull, QuotaExceeded, ReservationStore
+from greenops.reservations import PENDING, Conflict, Queued, QueueFull, QuotaExceeded, ReservationStore, Seen
 from greenops.reservations.tables import stored_utc
-from greenops.scheduler import queueing, tenant_rules
+from greenops.scheduler import preemption, queueing, tenant_rules
 from greenops.scheduler.answer import answered, field_error, response, rfc3339
 from greenops.scheduler.booking import Ask, Outcome, book, replay, spec_hash
 from greenops.scheduler.contract import SchedulingRequest
@@ -287,7 +287,15 @@ class Decider:
         ask = _ask(req, window, key, request, tenant, path, quota, klass[1])
         try:
             forecasts = self._forecast(req, window, give_up_at)
-            done = self._search_and_book(req, ask, row, authorize, window, forecasts, give_up_at)
+            try:
+                done = self._search_and_book(req, ask, row, authorize, window, forecasts, give_up_at)
+            except NoFeasibleWindow as no_room:
+                if self.policy.preemption == "off":
+                    raise
+                who = preemption.Preemptor(
+                    klass, req.eligible_regions, req.deadline, timedelta(minutes=self.policy.preemption_notice_minutes)
+                )
+                done = self._search_and_book(req, ask, row, authorize, window, forecasts, give_up_at, (who, no_room))
         except (NoFeasibleWindow, QuotaExceeded) as exc:
             if req.queue and self._could_fit(req, ask, window, forecasts, give_up_at):
                 return self._enqueue(req, ask, authorize, window, str(exc), klass)
@@ -389,15 +397,41 @@ class Decider:
         window: Window,
         forecasts: Forecasts,
         give_up_at: float,
+        preempting: tuple[preemption.Preemptor, NoFeasibleWindow] | None = None,
     ) -> Outcome:
         """Search the calendar and book the result; the record runs the search again if another
-        booking took the slot first (greenops.scheduler.booking)."""
+        booking took the slot first (greenops.scheduler.booking). ``preempting``: who may take the
+        hours of lower classes' bookings (greenops.scheduler.preemption), and why it must."""
         job = Job(req.cpu, req.memory, window.duration)
         weighed: list[Assignment] = []  # what the latest search's first job weighed, for its answer
+        weighed_on: list[tuple[CapacityLedger, list[dict[str, Any]]]] = []  # the latest search's calendar, candidates
+        taken_now: list[dict[str, Any]] = []  # the bookings the latest commit took the hours of
 
         price = self.price.at(window.now_dt) if self.price is not None and req.rule == "point" else None
 
         def search(ledger: CapacityLedger) -> list[Assignment]:
+            if preempting is not None:
+                who, no_room = preempting
+                rows = [
+                    r
+                    for r in preemption.candidates(self.store, who, window.now_dt)
+                    if (r["tenant"], r["key"]) != (ask.tenant, ask.key)  # its own booking is not in the calendar
+                ]
+                if not rows:
+                    raise no_room
+                weighed_on[:] = [(ledger, rows)]
+                ledger = preemption.without(ledger, rows)
+            return searched(ledger)
+
+        def preempted(placements: list[Assignment]) -> list[tuple[Queued, Seen]]:
+            if preempting is None:
+                return []
+            (ledger, rows), who = weighed_on[0], preempting[0]
+            names = {v: k for k, v in sorted(self.policy.priority_classes.items(), reverse=True)}
+            taken_now[:] = preemption.taken(ledger, placements, req.cpu, window.duration, rows)
+            return [preemption.requeued(row, names, who, window.now_dt) for row in taken_now]
+
+        def searched(ledger: CapacityLedger) -> list[Assignment]:
             if req.rule == "point":
                 placements, weighed[:] = self.searches.place(
                     window.work,
@@ -444,7 +478,7 @@ class Decider:
         # search between them is small (it runs here, in a millisecond or so); a large one runs
         # for seconds, and would keep that connection out of the pool meanwhile.
         with self.store.held() if window.work <= SMALL_WORK else contextlib.nullcontext():
-            return book(
+            done = book(
                 self.store,
                 ask,
                 row,
@@ -455,7 +489,13 @@ class Decider:
                 answer_of,
                 authorize=authorize,
                 retried=self.metrics.retries.labels("commit").inc,
+                preempted=preempted,
             )
+        if preempting is not None and not done.replayed and not req.dry_run:
+            for row in taken_now:
+                log.info("scheduling.preempted", key=row["key"], tenant=row["tenant"], by_class=preempting[0].klass[0])
+                self.metrics.preempted.labels(row["path"]).inc()
+        return done
 
     def _priority(self, tenant: str, asked: str | None) -> tuple[str, int] | JSONResponse:
         """The request's priority class and its value (greenops.policies.settings.priority_of)."""

@@ -85,6 +85,7 @@ class SchedulerMetrics:
         self.retries = counter(names.DATABASE_RETRIES, self.registry)
         self.queue_wait = histogram(names.QUEUE_WAIT_SECONDS, self.registry, QUEUE_BUCKETS)
         self.queue_left = counter(names.QUEUE_LEFT, self.registry)
+        self.preempted = counter(names.PREEMPTED, self.registry)
         self._power = power_model()
 
     def measured(self, source: CarbonSource) -> CarbonSource:

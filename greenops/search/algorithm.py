@@ -118,6 +118,13 @@ class CapacityLedger:
             else:
                 row.pop(slot, None)
 
+    def copy(self) -> CapacityLedger:
+        return CapacityLedger(self.capacity_vcpu, defaultdict(dict, {z: dict(r) for z, r in self._used.items()}))
+
+    def at(self, zone: str, slot: int) -> float:
+        """vCPUs reserved in one hour of ``zone``."""
+        return self._used.get(zone, {}).get(slot, 0.0)
+
     def fits(self, zone: str, start: float, duration: float, cpu: float) -> bool:
         """Whether one run from ``start`` has room in every hour it overlaps."""
         return bool(_feasible(self, zone, np.array([start]), duration, cpu)[0])

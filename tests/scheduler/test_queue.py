@@ -39,7 +39,8 @@ tenant_rules:
 class Record:
     """One reservation record, served by scheduler processes started at whatever time a step needs."""
 
-    def __init__(self, policy: str = POLICY) -> None:
+    def __init__(self, policy: str = POLICY, database: str | None = None) -> None:
+        self.database = database
         self.folder = Path(tempfile.mkdtemp(prefix="greenops-queue-"))
         self.file = self.folder / "record.db"
         (self.folder / "policy.yaml").write_text(policy)
@@ -58,7 +59,7 @@ class Record:
         self.now = now
         set_clock_file(self.clock, now)
         return SchedulerServer(
-            database=f"sqlite:///{self.file}",
+            database=self.database or f"sqlite:///{self.file}",
             admin_token=self.admin,
             capacity_vcpu=capacity,
             env={
