@@ -30,6 +30,11 @@ class Decision(_Model):
         description="the instant the decision was made: the baseline run starts then (none in "
         "decisions recorded before it was kept)",
     )
+    preemptible: bool = Field(
+        default=False,
+        description="the scheduler may give its hours to a request of a higher class until shortly "
+        "before its start (policy preemption: waiting): its gate checks the record first",
+    )
 
     @field_validator("scheduling_time", "decided_at", mode="after")
     @classmethod
@@ -55,4 +60,7 @@ class Decision(_Model):
 
     def document(self) -> dict[str, Any]:
         """The decision as JSON with camelCase keys, including ``savingPercent``."""
-        return self.model_dump(mode="json", by_alias=True)
+        doc = self.model_dump(mode="json", by_alias=True)
+        if not self.preemptible:
+            del doc["preemptible"]  # as every decision made where preemption is off always was
+        return doc

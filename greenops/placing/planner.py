@@ -129,6 +129,7 @@ def _place(
         expected_intensity=answer.get("expected_intensity"),
         baseline_intensity=answer.get("baseline_intensity"),
         decided_at=_searched_from(answer, earliest_start),
+        preemptible=bool(answer.get("preemptible")),
     )
 
 

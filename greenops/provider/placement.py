@@ -380,11 +380,13 @@ class PlacementProvider(ResourceProvider):
         return now, workload, decision, before, step, reported
 
     def _preempted_step(self, props: dict[str, Any], decision: Decision, before: Lifecycle, step: Step) -> Step:
-        """``step``, unless its gate opens now and the record no longer holds this decision's hours (a
-        request of a higher class took them: greenops.scheduler.preemption): then it is placed again,
+        """``step``, unless its gate opens now, its decision is preemptible, and the record no longer holds
+        its hours (a request of a higher class took them: greenops.scheduler.preemption): placed again,
         which finds it waiting in the queue, or placed elsewhere by it. When the record cannot say,
         the gate waits for the next pass: a VM is never brought up on hours that may be gone."""
-        if before.phase is not Phase.SCHEDULED or step.lifecycle.phase is Phase.SCHEDULED or step.replace:
+        if not decision.preemptible or step.replace:
+            return step  # booked where preemption is off, or for a class nothing is above
+        if before.phase is not Phase.SCHEDULED or step.lifecycle.phase is Phase.SCHEDULED:
             return step
         key = reservation_key(props)
         try:

@@ -448,7 +448,9 @@ class ReservationStore:
         wanted = set(zones)
         with self._read("preemptible") as conn:
             rows = [dict(r) for r in conn.execute(q).mappings()]
-        return [r for r in rows if any(p["zone"] in wanted for p in r["placements"])][:limit]
+        # only a booking told it could be (its answer says so): one made while preemption was off never is
+        told = [r for r in rows if (r["answer"] or {}).get("preemptible")]
+        return [r for r in told if any(p["zone"] in wanted for p in r["placements"])][:limit]
 
     def report(
         self,

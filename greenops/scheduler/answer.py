@@ -38,6 +38,7 @@ def response(
     begin: float,
     considered: list[tuple[Assignment, float]],
     rule: Rule = "point",
+    preemptible: bool = False,
 ) -> dict[str, Any]:
     first = placements[0]
     mean_expected = sum(p.mean_intensity for p in placements) / len(placements)
@@ -53,6 +54,7 @@ def response(
         searched_from=rfc3339(begin),
         rule=rule,
         considered=[Considered(**placed(p), run_now_intensity=round(now, 2)) for p, now in considered],
+        preemptible=preemptible,
     ).model_dump(mode="json")
 
 

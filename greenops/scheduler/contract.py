@@ -152,6 +152,11 @@ class SchedulingResponse(PlacementOut):
         description="each eligible zone's best window with room, best first: the alternatives the "
         "(first) job's placement beat; absent from answers recorded before it was kept",
     )
+    preemptible: bool = Field(
+        default=False,
+        description="a request of a higher class may take these hours until preemption_notice_minutes "
+        "before the start (policy preemption: waiting); read the reservation before starting",
+    )
 
 
 class PendingResponse(BaseModel):

@@ -32,6 +32,7 @@ from greenops.intensity.series import Series, to_epoch
 from greenops.models.workload import DEFAULT_TENANT
 from greenops.policies.settings import PolicySettings
 from greenops.reservations import PENDING, Conflict, Queued, QueueFull, QuotaExceeded, ReservationStore, Seen
+from greenops.reservations.store import HELD_PATH
 from greenops.reservations.tables import stored_utc
 from greenops.scheduler import preemption, queueing, tenant_rules
 from greenops.scheduler.answer import answered, field_error, response, rfc3339
@@ -472,6 +473,7 @@ class Decider:
                 ask.begin,
                 considered,
                 req.rule,
+                self._preemptible(ask),
             )
 
         # The calendar's read, the commit and any retry share one pooled connection when the
@@ -496,6 +498,15 @@ class Decider:
                 log.info("scheduling.preempted", key=row["key"], tenant=row["tenant"], by_class=preempting[0].klass[0])
                 self.metrics.preempted.labels(row["path"]).inc()
         return done
+
+    def _preemptible(self, ask: Ask) -> bool:
+        """Whether a request of a higher class may take this booking's hours (greenops.scheduler.preemption)."""
+        return (
+            self.policy.preemption == "waiting"
+            and ask.path != HELD_PATH
+            and ask.priority is not None
+            and ask.priority < max(self.policy.priority_classes.values())
+        )
 
     def _priority(self, tenant: str, asked: str | None) -> tuple[str, int] | JSONResponse:
         """The request's priority class and its value (greenops.policies.settings.priority_of)."""

@@ -69,6 +69,7 @@ def test_a_preempted_workload_waits_at_its_gate_and_takes_the_queues_new_decisio
     held = hold(scheduler, zones, t + timedelta(minutes=1), 3, "first")
     placed = provider.create(p).outs
     assert placed["phase"] == "Scheduled" and start_of(placed) >= free_from, placed["decision"]
+    assert placed["decision"]["preemptible"] is True  # standard, where the policy preempts
     assert held  # and stays held: once preempted, it has no earlier window either
     zone, start = placed["decision"]["zone"], start_of(placed)
 

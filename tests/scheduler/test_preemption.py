@@ -37,7 +37,8 @@ def test_a_higher_class_takes_the_hours_of_a_waiting_booking_which_queues_and_is
     record = Record(PREEMPTING, database)
     with record.at(T0) as s:
         tok = {t: record.token(s, t) for t in ("alpha", "gold", "beta")}
-        assert later(record, s, tok["alpha"], "etl", 2, queue=True).status_code == 200
+        first = later(record, s, tok["alpha"], "etl", 2, queue=True)
+        assert first.status_code == 200 and first.json()["preemptible"] is True, first.text
         etl = reservation(s, "etl", "alpha")
         assert etl["phase"] == "Scheduled" and etl["revision"] == 1
         # the same class takes nothing: alpha's second request is refused as before
@@ -48,6 +49,7 @@ def test_a_higher_class_takes_the_hours_of_a_waiting_booking_which_queues_and_is
         urgent = later(record, s, tok["gold"], "urgent", 2)
         assert urgent.status_code == 200, urgent.text
         assert urgent.json()["scheduling_location"] == "FR"
+        assert urgent.json()["preemptible"] is False  # nothing is above critical
         etl = reservation(s, "etl", "alpha")
         assert etl["phase"] == "Pending" and etl["zone"] == "" and etl["revision"] == 2, etl
         assert etl["priority_class"] == "standard" and etl["position"] == 1
@@ -95,7 +97,8 @@ def test_with_preemption_off_a_higher_class_waits_and_nothing_is_taken():
     record = Record()  # the default policy: preemption off
     with record.at(T0) as s:
         tok = {t: record.token(s, t) for t in ("alpha", "gold")}
-        assert later(record, s, tok["alpha"], "etl", 2).status_code == 200
+        etl = later(record, s, tok["alpha"], "etl", 2)
+        assert etl.status_code == 200 and etl.json()["preemptible"] is False, etl.text
         urgent = later(record, s, tok["gold"], "urgent", 2, queue=True)
         assert urgent.status_code == 202 and urgent.json()["position"] == 1, urgent.text
         assert reservation(s, "etl", "alpha")["phase"] == "Scheduled"
