@@ -162,10 +162,11 @@ def _origin_zone(catalog: Catalog, region: str) -> str | None:
 
 
 # Providers whose operator changes a running VM's size in place: ASO applies a new
-# hardwareProfile.vmSize to the same VM (Azure stops, resizes and starts it). Config Connector
-# needs its allow-stopping-for-update annotation, which the objects do not carry, and ACK's Instance
-# is not resized here: a size change there places the workload again.
-IN_PLACE = frozenset({"azure"})
+# hardwareProfile.vmSize to the same VM (Azure stops, resizes and starts it); Config Connector
+# applies a new machineType to the same instance, stopping and starting it, as the instance's
+# allow-stopping-for-update annotation lets it (greenops.renderers.providers.gcp). ACK's Instance is
+# not resized here: a size change there places the workload again.
+IN_PLACE = frozenset({"azure", "gcp"})
 # How late the scheduler may start a booking that must start now (its clock and ours differ).
 _NOW_SLACK_SECONDS = 300
 

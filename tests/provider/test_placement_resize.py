@@ -1,5 +1,5 @@
-"""Resizing a running workload, against a real OPA and a real scheduler on loopback: on Azure the
-same Placement is updated, not replaced; its VM keeps its provider, region and zone with the new
+"""Resizing a running workload, against a real OPA and a real scheduler on loopback: on Azure and
+GCP the same Placement is updated, not replaced; its VM keeps its provider, region and zone with the new
 size, its run keeps its actual start and the hours already run (it completes at the original start
 plus its duration), the rest is booked under the new spec's key, and the old booking is released
 saying what happened. Where the size cannot change in place, the workload is replaced as before."""
@@ -40,15 +40,25 @@ def running(provider: PlacementProvider, clock: Clock, p: dict) -> dict:
 
 
 def vm_sizes(outs: dict) -> list[str]:
-    return [m["spec"]["hardwareProfile"]["vmSize"] for m in outs["manifests"] if m["kind"] == "VirtualMachine"]
+    """The size of each VM object: ASO's VirtualMachine, Config Connector's ComputeInstance."""
+    sizes = []
+    for m in outs["manifests"]:
+        if m["kind"] == "VirtualMachine":
+            sizes.append(m["spec"]["hardwareProfile"]["vmSize"])
+        elif m["kind"] == "ComputeInstance":
+            # Config Connector stops the instance to apply the new machineType, then starts it
+            assert m["metadata"]["annotations"]["cnrm.cloud.google.com/allow-stopping-for-update"] == "true"
+            sizes.append(m["spec"]["machineType"])
+    return sizes
 
 
-def test_a_running_azure_workload_is_resized_in_place_and_keeps_its_hours(servers):
+@pytest.mark.parametrize("cloud", ["azure", "gcp"])
+def test_a_running_workload_is_resized_in_place_and_keeps_its_hours(servers, cloud):
     _, scheduler = servers
     clock = Clock()
     provider = PlacementProvider(clock)
     deadline = stamp(datetime.now(UTC) + timedelta(hours=5))
-    p = props(servers, name="etl", cpu=2, memory=4, deadline=deadline, eligibleProviders=["azure"])
+    p = props(servers, name="etl", cpu=2, memory=4, deadline=deadline, eligibleProviders=[cloud])
     before = running(provider, clock, p)
     since = before["lifecycle"]["runningSince"]
     old_key = reservation_key(before)

@@ -203,9 +203,14 @@ def test_skip_await_and_project_annotations(make_workload, decide):
     w = make_workload()
     s = RenderSettings(skip_await=True, gcp_project="acme-green")
     for o in render(w, decide(w, "gcp", "europe-west9"), s):
+        # the instance alone may be stopped by Config Connector to take a new machineType (a resize)
+        resizable = (
+            {"cnrm.cloud.google.com/allow-stopping-for-update": "true"} if o["kind"] == "ComputeInstance" else {}
+        )
         assert o["metadata"]["annotations"] == {
             "cnrm.cloud.google.com/project-id": "acme-green",
             "pulumi.com/skipAwait": "true",
+            **resizable,
         }
 
 

@@ -24,9 +24,14 @@ def workload_labels(ctx: RenderContext) -> dict[str, str]:
     return {k.replace("greenops.io/", "greenops-"): v.lower() for k, v in ctx.labels.items()}
 
 
-def _metadata(ctx: RenderContext, name: str) -> dict[str, Any]:
-    notes = {"cnrm.cloud.google.com/project-id": ctx.settings.gcp_project} if ctx.settings.gcp_project else None
-    meta = ctx.metadata(name, notes)
+# Lets Config Connector stop the instance to apply a new machineType, then start it again: a
+# workload resized while it runs keeps its VM (greenops.placing.planner.IN_PLACE).
+STOP_FOR_UPDATE = {"cnrm.cloud.google.com/allow-stopping-for-update": "true"}
+
+
+def _metadata(ctx: RenderContext, name: str, extra: dict[str, str] | None = None) -> dict[str, Any]:
+    notes = {"cnrm.cloud.google.com/project-id": ctx.settings.gcp_project} if ctx.settings.gcp_project else {}
+    meta = ctx.metadata(name, {**notes, **(extra or {})} or None)
     meta["labels"] = workload_labels(ctx)
     return meta
 
@@ -67,7 +72,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
         {
             "apiVersion": API,
             "kind": "ComputeInstance",
-            "metadata": _metadata(ctx, instance),
+            "metadata": _metadata(ctx, instance, STOP_FOR_UPDATE),
             "spec": {
                 "zone": zones[0],  # [1] first compute zone of the chosen region
                 "machineType": d.vm_size,  # [2]

@@ -110,6 +110,7 @@ labels:
 {{- if and (eq .root.Values.provider "gcp") .root.Values.gcpProject -}}{{- $_ := set $notes "cnrm.cloud.google.com/project-id" .root.Values.gcpProject -}}{{- end -}}
 {{- if eq .root.Values.provider "aws" -}}{{- $_ := set $notes "services.k8s.aws/region" .root.Values.schedulingLocation -}}{{- end -}}
 {{- if .root.Values.skipAwait -}}{{- $_ := set $notes "pulumi.com/skipAwait" "true" -}}{{- end -}}
+{{- range $k, $v := (.notes | default dict) -}}{{- $_ := set $notes $k $v -}}{{- end -}}
 {{- if $notes }}
 annotations:
   {{- range $k, $v := $notes }}
