@@ -335,7 +335,7 @@ room_problem(spec, now_ns, rules) := sprintf(
 duration_hours(d, contract) := d if {
 	is_number(d)
 	_duration_form(d, contract)
-} else := to_number(d) if {
+} else := _number(d) if {
 	is_string(d)
 	regex.match(`^[0-9]+(\.[0-9]+)?$`, d)
 } else := sum([_part_hours(p) | some p in regex.find_all_string_submatch_n(`([0-9.]+)([hm])`, d, -1)]) if {
@@ -354,9 +354,13 @@ _duration_form(d, contract) if {
 	regex.match(contract.duration.pattern, d)
 }
 
-_part_hours([_, n, "h"]) := to_number(n)
+_part_hours([_, n, "h"]) := _number(n)
 
-_part_hours([_, n, "m"]) := to_number(n) / 60
+_part_hours([_, n, "m"]) := _number(n) / 60
+
+# to_number keeps the string's literal: "01" would be sent to the scheduler as the JSON number 01,
+# which is no JSON (http.send refuses the body). Arithmetic gives the number its canonical form.
+_number(s) := to_number(s) + 0
 
 # deadline_ns(d, contract): the deadline written in the contract's form, in ns since the epoch.
 deadline_ns(d, contract) := ns if {

@@ -14,6 +14,14 @@ test_duration_forms if {
 	workload.duration_hours("0.5h", testdata.workload_contract) == 0.5
 }
 
+# A leading zero is the same number, and the scheduler's request body is JSON all the same (a
+# literal 01 would make http.send refuse it).
+test_leading_zeros_are_sent_as_json_numbers if {
+	every d in ["01", "01h", "060m", "0h060m"] {
+		json.marshal(workload.duration_hours(d, testdata.workload_contract)) == "1"
+	}
+}
+
 # The contract's one written form: no case folding, no spaces, hours before minutes, whole hours
 # as a number (the CRD types the field integer-or-string).
 test_malformed_durations_are_undefined if {
