@@ -3,15 +3,24 @@ tests/support."""
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from greenops.catalog import load_catalog, select_size
 from greenops.models import Decision, Workload
 from tests.support.common import NOW, SHARED
+
+# CI runs the property tests on the same examples every time (a failure there is the commit's, never
+# the draw's); a developer's run draws new ones, which is how new failing inputs are found: each
+# found is kept as a test of its own.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("explore", print_blob=True)
+settings.load_profile(os.environ.get("GREENOPS_HYPOTHESIS_PROFILE", "explore"))
 
 
 @pytest.fixture(scope="session")
