@@ -266,14 +266,26 @@ class PlacementProvider(ResourceProvider):
             outs=self._first_placement(props, workload, now),
         )
 
-    def _first_placement(self, props: dict[str, Any], workload: Workload, now: datetime) -> dict[str, Any]:
+    def _first_placement(
+        self, props: dict[str, Any], workload: Workload, now: datetime, queued: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """The outputs of a first decision: placed (Scheduled, and on through its gate when due), or
-        waiting in the scheduler's queue (Pending: each later pass asks again, until it is admitted)."""
+        waiting in the scheduler's queue (Pending: each later pass asks again, until it is admitted).
+        ``queued``: the lifecycle of the pass before, while it waited (its placement goes on from
+        the lifecycle it had before it waited, if any)."""
         try:
             decision = self._place(props, workload, now)
         except Waiting as waiting:
-            return _waiting_outputs(props, waiting, now)
-        lifecycle = Lifecycle.placed(now, f"placed: {decision.provider}/{decision.region} from {_stamp(decision)}")
+            return _waiting_outputs(props, waiting, now, queued=queued)
+        where = f"{decision.provider}/{decision.region} from {_stamp(decision)}"
+        entered = next((e for e in (queued or {}).get("events") or [] if e.get("phase") == PENDING), None)
+        said = (
+            f"placed from the queue, where it waited from {entered['at']} ({entered['reason']}): {where}"
+            if entered
+            else f"placed: {where}"
+        )
+        before = (queued or {}).get("earlier")
+        lifecycle = Lifecycle.placed(now, said, earlier=Lifecycle.from_document(before) if before else None)
         step, reported = self._advance(props, workload, decision, lifecycle, now, manifests=[], just_placed=True)
         props = self._with_report(props, step.lifecycle)
         recorded = self._report(props, step.lifecycle, Phase.SCHEDULED.value)
@@ -311,7 +323,8 @@ class PlacementProvider(ResourceProvider):
         if olds.get("phase") == PENDING:
             now = self.pass_now(news)
             try:
-                return UpdateResult(outs=self._first_placement(news, _workload(news, now, check_deadline=False), now))
+                workload = _workload(news, now, check_deadline=False)
+                return UpdateResult(outs=self._first_placement(news, workload, now, olds.get("lifecycle")))
             except NotPlaced as exc:
                 if not exc.final:
                     raise  # the scheduler or OPA did not answer: the next pass asks again
@@ -334,7 +347,9 @@ class PlacementProvider(ResourceProvider):
             except Waiting as waiting:
                 if failover is None and not step.preempted:
                     raise
-                return UpdateResult(outs=_waiting_outputs(news, waiting, now, before))
+                # the attempt given up counts while it waits (its carbon is priced once it is placed: unknown yet)
+                gave_up = before.model_copy(update={"failovers": (*before.failovers, failover)}) if failover else before
+                return UpdateResult(outs=_waiting_outputs(news, waiting, now, gave_up))
             failover = failover and priced(failover, workload, decision, placed_now)
             decision = placed_now
             done = "failed over" if failover else "re-placed"
@@ -675,22 +690,37 @@ class PlacementProvider(ResourceProvider):
 
 
 def _waiting_outputs(
-    props: dict[str, Any], waiting: Waiting, now: datetime, earlier: Lifecycle | None = None
+    props: dict[str, Any],
+    waiting: Waiting,
+    now: datetime,
+    earlier: Lifecycle | None = None,
+    queued: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A workload waiting in the scheduler's queue: no decision and no objects yet, its position and
     reason recorded, and due again soon (the next pass finds it admitted, or still waiting). One
-    that failed over into the queue keeps its ``earlier`` events."""
+    that went into the queue from a placement (a failover, a preemption) keeps that ``earlier``
+    lifecycle, and each later pass what the one before it ``queued``: its events, and the earlier
+    lifecycle its placement from the queue goes on from (its failovers still count)."""
     reason = waiting.describe()
-    events = [e.model_dump(mode="json") for e in earlier.events] if earlier else []
+    pending = {"at": stamp(now), "phase": PENDING, "reason": reason}
+    events: list[dict[str, Any]]
+    before: dict[str, Any] | None
+    if earlier is not None:
+        events, before = [*(e.model_dump(mode="json") for e in earlier.events), pending], earlier.document()
+    elif queued:
+        events, before = list(queued.get("events") or []), queued.get("earlier")
+        if not events or events[-1].get("phase") != PENDING:
+            events.append(pending)  # its position moves on every pass: only its entry is an event
+    else:
+        events, before = [pending], None
+    lifecycle: dict[str, Any] = {"phase": PENDING, "reason": reason, "events": events[-MAX_EVENTS:]}
+    if before:
+        lifecycle["earlier"] = before
     return {
         **props,
         "decision": None,
         "phase": PENDING,
-        "lifecycle": {
-            "phase": PENDING,
-            "reason": reason,
-            "events": [*events, {"at": stamp(now), "phase": PENDING, "reason": reason}][-MAX_EVENTS:],
-        },
+        "lifecycle": lifecycle,
         "nextChangeAt": stamp(now + QUEUE_POLL),
         "manifests": [],
         "resolved": {},
