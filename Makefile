@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test-deps release-tools release audit cloud-init lint test-fast scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo docs docs-reference
+.PHONY: test-deps release-tools node release audit cloud-init lint test-fast scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo docs docs-reference
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver, prometheus, promtool) -> .tools/bin
@@ -63,6 +63,13 @@ browser:
 	bash tools/install-deb.sh chromium /usr/bin/chromium
 	bash tools/install-deb.sh chromium-driver /usr/bin/chromedriver
 
+# A real node of the loopback cluster (greenops/local/node.py): Debian's containerd (its ctr and
+# runc shim), runc and the CNI plugins (bridge, host-local, loopback)
+node:
+	bash tools/install-deb.sh containerd /usr/bin/containerd
+	bash tools/install-deb.sh runc /usr/sbin/runc
+	bash tools/install-deb.sh containernetworking-plugins /usr/lib/cni/bridge
+
 # Debian's tools of the release (release/): mmdebstrap (the images' root filesystem), umoci (OCI
 # layouts), skopeo (push and pull by digest), docker-registry (a real registry on loopback), runc
 # (the images started as a kubelet's runtime would), busybox-static (bundle-init's one binary)
@@ -87,7 +94,7 @@ audit: setup
 	$(VENV)/bin/pip-audit --disable-pip --require-hashes -r release/mlserver.lock
 
 # everything the suite needs installed (CI times it apart from the tests)
-test-deps: setup tools mlserver scanner postgres ingress browser cloud-init release-tools
+test-deps: setup tools mlserver scanner postgres ingress browser cloud-init release-tools node
 
 test: test-deps
 	$(PY) -m pytest

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the pinned Go tools (Pulumi CLI, the Kubernetes provider plugin, OPA, Regal, helm, etcd,
-# kube-apiserver, kube-controller-manager, prometheus, promtool) from the Go module proxy into .tools/bin.
+# kube-apiserver, kube-controller-manager, a node's kubelet, kube-proxy and kube-scheduler, prometheus,
+# promtool, cosign, syft) from the Go module proxy into .tools/bin.
 #
 #   tools/install.sh            build what is missing (or stale), reuse the rest
 #   tools/install.sh opa helm   only these
@@ -39,9 +40,14 @@ module_dir() {
     echo "$dir"
 }
 
+# A tool built from another tool's wrapper module (the same pins, other main packages).
+declare -A WRAPPER_OF=([kubelet]=kubernetes)
+wrapper() { echo "$WRAPPERS/${WRAPPER_OF[$1]:-$1}"; }
+
 cache_key() {
-    cat "$WRAPPERS/$1/go.mod" "$WRAPPERS/$1/go.sum" "$WRAPPERS/$1"/*.go <(echo "$GO_VERSION $2") \
-        | sha256sum | cut -c1-16
+    local w
+    w=$(wrapper "$1")
+    cat "$w/go.mod" "$w/go.sum" "$w"/*.go <(echo "$GO_VERSION $1 $2") | sha256sum | cut -c1-16
 }
 
 # build_tool NAME LABEL -- builds into $CACHE/NAME-KEY via build_NAME, then links the outputs
@@ -58,7 +64,7 @@ build_tool() {
         # Not inside `if`: errexit must stay in force in the build function.
         local rc=0
         set +e
-        (set -e; cd "$WRAPPERS/$name" && "build_$name" "$dir.tmp" "$label") >"$CACHE/$name.log" 2>&1
+        (set -e; cd "$(wrapper "$name")" && "build_$name" "$dir.tmp" "$label") >"$CACHE/$name.log" 2>&1
         rc=$?
         set -e
         if [ "$rc" -ne 0 ]; then
@@ -136,15 +142,35 @@ build_etcd() {
     go build -trimpath -o "$1/etcd" -ldflags "-s -w" go.etcd.io/etcd/server/v3
 }
 
-build_kubernetes() {
-    local v=$2 minor pkg flags
+k8s_flags() {
+    local v=$1 minor pkg flags
     minor=$(echo "$v" | cut -d. -f2)
     flags="-s -w"
     for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
         flags="$flags -X $pkg.gitVersion=$v -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
     done
+    echo "$flags"
+}
+
+build_kubernetes() {
+    local flags
+    flags=$(k8s_flags "$2")
     go build -trimpath -o "$1/kube-apiserver" -ldflags "$flags" k8s.io/kubernetes/cmd/kube-apiserver
     go build -trimpath -o "$1/kube-controller-manager" -ldflags "$flags" k8s.io/kubernetes/cmd/kube-controller-manager
+}
+
+# A node of the loopback cluster (greenops/local/node.py): the same pins as the control plane.
+build_kubelet() {
+    local flags cmd
+    flags=$(k8s_flags "$2")
+    for cmd in kubelet kube-proxy kube-scheduler; do
+        go build -trimpath -o "$1/$cmd" -ldflags "$flags" "k8s.io/kubernetes/cmd/$cmd"
+    done
+}
+
+# The loopback node's sandbox process (tools/go/pause): no upstream module, our own few lines.
+build_pause() {
+    go build -trimpath -o "$1/pause" -ldflags "-s -w" .
 }
 
 # Prometheus module versions v0.3XX.Y are the releases 3.XX.Y; the release's own number (its VERSION
@@ -190,11 +216,13 @@ declare -A LABEL=(
     [helm]="$(pinned helm helm.sh/helm/v3)"
     [etcd]="$(pinned etcd go.etcd.io/etcd/server/v3)"
     [kubernetes]="$(pinned kubernetes k8s.io/kubernetes)"
+    [kubelet]="$(pinned kubernetes k8s.io/kubernetes)"
+    [pause]="v1"
     [prometheus]="$(pinned prometheus github.com/prometheus/prometheus)"
     [cosign]="$(pinned cosign github.com/sigstore/cosign/v3)"
     [syft]="$(pinned syft github.com/anchore/syft)"
 )
-ORDER=(opa regal helm etcd pulumi pulumi-kubernetes kubernetes prometheus cosign syft)
+ORDER=(opa regal helm etcd pulumi pulumi-kubernetes kubernetes kubelet pause prometheus cosign syft)
 [ $# -gt 0 ] && ORDER=("$@")
 
 for name in "${ORDER[@]}"; do
@@ -226,6 +254,7 @@ say "versions:"
 [ -x "$BIN/helm" ] && say "  helm              $("$BIN/helm" version --short)"
 [ -x "$BIN/etcd" ] && say "  etcd              $("$BIN/etcd" --version | sed -n 's/^etcd Version: //p')"
 [ -x "$BIN/kube-apiserver" ] && say "  kube-apiserver    $("$BIN/kube-apiserver" --version)"
+[ -x "$BIN/kubelet" ] && say "  kubelet           $("$BIN/kubelet" --version)"
 [ -x "$BIN/prometheus" ] && say "  prometheus        $("$BIN/prometheus" --version | head -n 1)"
 [ -x "$BIN/promtool" ] && say "  promtool          $("$BIN/promtool" --version | head -n 1)"
 exit 0

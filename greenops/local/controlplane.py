@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from greenops.common.errors import GreenOpsError
 from greenops.common.toolpaths import tool_path
+from greenops.local.pki import Authority
 from greenops.local.service import LoopbackService
 from greenops.policies.webhook import admission_configuration, webhook_kubeconfig
 
@@ -62,6 +63,7 @@ class LocalControlPlane(LoopbackService):
     # configures a self-managed API server for the webhook's OPA.
     webhook_tokens: dict[str, str] = field(default_factory=dict)
     _procs: list[_Proc] = field(default_factory=list)
+    authority: Authority | None = None  # the client CA, once started (a node's kubelet is its client)
     api_port: int = 0
     etcd_port: int = 0
 
@@ -105,6 +107,7 @@ class LocalControlPlane(LoopbackService):
         tokens = self.workdir / "tokens.csv"
         tokens.write_text(f'{self.token},{ADMIN_TOKEN_USER},{ADMIN_TOKEN_USER},"system:masters"\n')
         self.api_port = free_port()
+        self.authority = Authority(self.workdir / "client-ca")
         self._spawn(
             "kube-apiserver",
             [
@@ -121,8 +124,13 @@ class LocalControlPlane(LoopbackService):
                 str(self.workdir / "pki"),
                 "--token-auth-file",
                 str(tokens),
+                # a node's kubelet presents a certificate of this authority (greenops.local.node)
+                "--client-ca-file",
+                str(self.authority.cert_path),
                 "--authorization-mode",
-                "RBAC",
+                "Node,RBAC",
+                "--enable-admission-plugins",
+                "NodeRestriction",
                 "--service-account-issuer",
                 "https://kubernetes.default.svc",
                 "--service-account-key-file",
