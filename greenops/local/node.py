@@ -15,6 +15,7 @@ tools/go/pause, and imported)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -38,6 +39,7 @@ CGROUP_V1 = Path("/sys/fs/cgroup")
 NETNS = Path("/var/run/netns")
 SANDBOX_IMAGE = "greenops.local/pause:1"
 NEEDED = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "umoci")
+STATE = "node.json"
 
 
 def missing() -> list[str]:
@@ -66,7 +68,7 @@ class LocalNode:
     _netns_before: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        tag = self.name.removeprefix("node-")[:6]
+        tag = hashlib.sha256(self.name.encode()).hexdigest()[:6]
         self.bridge = f"gno{tag}"  # at most 15 characters (IFNAMSIZ)
         self.cgroup_root = f"/greenops-{tag}"
         # a /24 of 10.200.0.0/16 not routed here already: its own pod CIDR
@@ -95,7 +97,12 @@ class LocalNode:
     def start(self) -> None:
         if lacks := missing():
             raise ControlPlaneError(f"a node cannot run here: missing {', '.join(lacks)}")
+        reap_stale(self.workdir.parent)
         self._netns_before = set(os.listdir(NETNS)) if NETNS.exists() else set()
+        # what a later run needs to take this node down if this process is killed before its stop
+        self.workdir.joinpath(STATE).write_text(
+            json.dumps({"owner": os.getpid(), "name": self.name, "netns_before": sorted(self._netns_before)})
+        )
         self._cgroups(create=True)
         self._containerd()
         self._import_sandbox_image()
@@ -377,7 +384,9 @@ state = "{state}/state"
     def _own_netns(self) -> list[str]:
         if not NETNS.exists():
             return []
-        return [n for n in os.listdir(NETNS) if n.startswith("cni-") and n not in self._netns_before]
+        new = [n for n in os.listdir(NETNS) if n.startswith("cni-") and n not in self._netns_before]
+        # another node's pod holds its own: only a namespace no process is in is left over
+        return [n for n in new if not _netns_pids(n)]
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         with (self.workdir / f"{name}.log").open("wb") as log:  # the child keeps its own descriptor
@@ -400,6 +409,32 @@ state = "{state}/state"
             time.sleep(0.5)
         tails = {n: (self.workdir / f"{n}.log").read_text(errors="replace")[-1500:] for n in self._procs}
         raise ControlPlaneError(f"{what} was not ready within {self.startup_timeout:.0f}s: {tails}")
+
+
+def reap_stale(parent: Path) -> list[Path]:
+    """Take down the nodes under ``parent`` whose owner process is gone (a test run killed before
+    its stop ran): the same stop, from what each one wrote when it started. The folders reaped."""
+    reaped = []
+    for folder in parent.glob("greenops-node-*"):
+        try:
+            state = json.loads(folder.joinpath(STATE).read_text())
+            os.kill(int(state["owner"]), 0)
+            continue  # its owner still runs: its own stop is to come
+        except ProcessLookupError:
+            pass
+        except (OSError, ValueError, KeyError):
+            continue  # not started (no state yet), or not ours to judge
+        node = LocalNode.__new__(LocalNode)
+        node.cp, node.name, node.workdir = None, state["name"], folder  # type: ignore[assignment]
+        node._procs, node._netns_before = {}, set(state.get("netns_before") or [])
+        node.__post_init__()
+        node.stop()
+        reaped.append(folder)
+    return reaped
+
+
+def _netns_pids(name: str) -> str:
+    return subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True, check=False).stdout.strip()
 
 
 def _controllers() -> list[Path]:

@@ -4,12 +4,17 @@ the Pod Security `restricted` profile runs as the kubelet was asked, which the h
 container's own process: UID 65532, a read-only root, no capability, no new privileges, seccomp
 filtering. The API server judges the kubelet as a node (it may not touch another node's objects),
 and once the node is stopped nothing of it is left on the machine: no process, mount, netns,
-bridge or cgroup."""
+bridge or cgroup; nor when the run that started it was killed, once the next run starts."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import signal
 import ssl
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,7 +22,7 @@ import httpx
 import pytest
 
 from greenops.local.controlplane import LocalControlPlane
-from greenops.local.node import NETNS, SANDBOX_IMAGE, LocalNode, missing
+from greenops.local.node import NETNS, SANDBOX_IMAGE, LocalNode, missing, reap_stale
 from tests.support.common import missing as unavailable
 
 pytestmark = pytest.mark.integration
@@ -139,3 +144,54 @@ def test_a_stopped_node_leaves_nothing_on_the_machine():
         assert node.leftover_cgroups() == []
         assert (set(os.listdir(NETNS)) if NETNS.exists() else set()) == before_netns
         assert not node.workdir.exists()
+
+
+CHILD = """
+import json, sys, time, httpx
+from greenops.local.controlplane import LocalControlPlane
+from greenops.local.node import LocalNode
+sys.path.insert(0, %(repo)r)
+from tests.node.test_real_node import RESTRICTED, pod, wait_ready
+cp = LocalControlPlane()
+cp.start()
+node = LocalNode(cp)
+node.start()
+with cp.client() as k:
+    body = pod("busy", RESTRICTED)
+    body["spec"]["nodeName"] = node.name
+    k.post("/api/v1/namespaces/default/pods", json=body)
+    wait_ready(k, "default", "busy")
+print(json.dumps({"node": str(node.workdir), "cp": str(cp.workdir), "name": node.name}), flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_node_whose_run_was_killed_is_taken_down_by_the_next():
+    if lacks := missing():
+        unavailable(f"a real node needs {', '.join(lacks)}")
+    before_netns = set(os.listdir(NETNS)) if NETNS.exists() else set()
+    repo = str(Path(__file__).resolve().parents[2])
+    child = subprocess.Popen([sys.executable, "-c", CHILD % {"repo": repo}], stdout=subprocess.PIPE, cwd=repo)
+    try:
+        started = json.loads(child.stdout.readline())
+    finally:
+        child.kill()  # kill -9: no stop, no finally of its own
+        child.wait()
+    folder = Path(started["node"])
+    stale = LocalNode.__new__(LocalNode)
+    stale.name, stale.workdir = started["name"], folder
+    stale.__post_init__()
+    try:
+        assert stale.leftover_processes() and stale.leftover_links(), "the killed run left its node running"
+        assert reap_stale(folder.parent) == [folder]
+        assert stale.leftover_processes() == [] and stale.leftover_mounts() == []
+        assert stale.leftover_links() == [] and stale.leftover_cgroups() == [] and not folder.exists()
+        assert (set(os.listdir(NETNS)) if NETNS.exists() else set()) == before_netns
+    finally:
+        for pid in [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]:  # its control plane
+            try:
+                if started["cp"].encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    os.kill(pid, signal.SIGKILL)
+            except OSError:
+                continue
+        shutil.rmtree(started["cp"], ignore_errors=True)
