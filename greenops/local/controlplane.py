@@ -1,7 +1,9 @@
-"""A throw-away Kubernetes control plane on loopback: etcd + kube-apiserver (+ controller-manager).
+"""A throw-away Kubernetes control plane on loopback: etcd + kube-apiserver (+ controller-manager,
++ kube-scheduler).
 
-No kubelet runs, so pods never start; CRDs, custom objects, namespaces and admission webhooks work
-as in a real cluster. Used by the smoke and end-to-end tests and by ``greenops demo``.
+No kubelet runs unless a node joins (greenops.local.node), so pods never start otherwise; CRDs,
+custom objects, namespaces and admission webhooks work as in a real cluster. Used by the smoke and
+end-to-end tests and by ``greenops demo``.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class LocalControlPlane(LoopbackService):
     """Start with ``with LocalControlPlane() as cp:``; everything lives under one temp folder."""
 
     with_controller_manager: bool = False
+    with_scheduler: bool = False  # kube-scheduler: pods without a nodeName go to a node (greenops.local.node)
     startup_timeout: float = 90.0
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-cp-")))
     token: str = field(default_factory=lambda: os.urandom(16).hex())
@@ -161,9 +164,27 @@ class LocalControlPlane(LoopbackService):
                     "--secure-port",
                     str(free_port()),
                     "--controllers",
-                    "namespace,garbagecollector",
+                    # with a node, the node lifecycle controller lifts its not-ready taint once Ready
+                    "namespace,garbagecollector" + (",nodelifecycle" if self.with_scheduler else ""),
                     "--service-account-private-key-file",
                     str(key),
+                    "--leader-elect=false",
+                    "--v",
+                    "1",
+                ],
+            )
+
+        if self.with_scheduler:
+            self._spawn(
+                "kube-scheduler",
+                [
+                    tool_path("kube-scheduler"),
+                    "--kubeconfig",
+                    str(self.kubeconfig_path),
+                    "--bind-address",
+                    "127.0.0.1",
+                    "--secure-port",
+                    str(free_port()),
                     "--leader-elect=false",
                     "--v",
                     "1",

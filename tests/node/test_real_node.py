@@ -43,7 +43,7 @@ RESTRICTED = {
 def cluster():
     if lacks := missing():
         unavailable(f"a real node needs {', '.join(lacks)}")
-    with LocalControlPlane() as cp, LocalNode(cp) as node:
+    with LocalControlPlane(with_scheduler=True, with_controller_manager=True) as cp, LocalNode(cp) as node:
         yield cp, node
 
 
@@ -89,10 +89,10 @@ def test_a_restricted_pod_runs_on_the_node_as_the_kubelet_was_asked(cluster):
         loose = {k2: v for k2, v in RESTRICTED.items() if k2 not in ("runAsNonRoot", "runAsUser", "runAsGroup")}
         refused = k.post(f"/api/v1/namespaces/{ns}/pods", json=pod("loose", loose))
         assert refused.status_code == 403 and "restricted" in refused.text, refused.text
-        body = pod("worker", RESTRICTED)
-        body["spec"]["nodeName"] = node.name
-        assert k.post(f"/api/v1/namespaces/{ns}/pods", json=body).status_code == 201
+        # no nodeName: kube-scheduler binds it to the node
+        assert k.post(f"/api/v1/namespaces/{ns}/pods", json=pod("worker", RESTRICTED)).status_code == 201
         ready = wait_ready(k, ns, "worker")
+    assert ready["spec"]["nodeName"] == node.name
     ip = ready["status"]["podIP"]
     assert ip.startswith(node.pod_cidr.rsplit(".", 1)[0] + "."), (ip, node.pod_cidr)
 
