@@ -47,7 +47,8 @@ wrapper() { echo "$WRAPPERS/${WRAPPER_OF[$1]:-$1}"; }
 cache_key() {
     local w
     w=$(wrapper "$1")
-    cat "$w/go.mod" "$w/go.sum" "$w"/*.go <(echo "$GO_VERSION $1 $2") | sha256sum | cut -c1-16
+    # a tool built from another's wrapper adds its own name (its binaries are not that tool's)
+    cat "$w/go.mod" "$w/go.sum" "$w"/*.go <(echo "$GO_VERSION $2${WRAPPER_OF[$1]:+ $1}") | sha256sum | cut -c1-16
 }
 
 # build_tool NAME LABEL -- builds into $CACHE/NAME-KEY via build_NAME, then links the outputs
