@@ -153,43 +153,22 @@ class LocalControlPlane(LoopbackService):
         self._wait(f"{self.server}/readyz", "kube-apiserver")
         self.write_kubeconfig()
         if self.with_controller_manager:
-            self._spawn(
+            self._component(
                 "kube-controller-manager",
-                [
-                    tool_path("kube-controller-manager"),
-                    "--kubeconfig",
-                    str(self.kubeconfig_path),
-                    "--bind-address",
-                    "127.0.0.1",
-                    "--secure-port",
-                    str(free_port()),
-                    "--controllers",
-                    # with a node, the node lifecycle controller lifts its not-ready taint once Ready
-                    "namespace,garbagecollector" + (",nodelifecycle" if self.with_scheduler else ""),
-                    "--service-account-private-key-file",
-                    str(key),
-                    "--leader-elect=false",
-                    "--v",
-                    "1",
-                ],
+                "--controllers",
+                # with a node, the node lifecycle controller lifts its not-ready taint once Ready
+                "namespace,garbagecollector" + (",nodelifecycle" if self.with_scheduler else ""),
+                "--service-account-private-key-file",
+                str(key),
             )
-
         if self.with_scheduler:
-            self._spawn(
-                "kube-scheduler",
-                [
-                    tool_path("kube-scheduler"),
-                    "--kubeconfig",
-                    str(self.kubeconfig_path),
-                    "--bind-address",
-                    "127.0.0.1",
-                    "--secure-port",
-                    str(free_port()),
-                    "--leader-elect=false",
-                    "--v",
-                    "1",
-                ],
-            )
+            self._component("kube-scheduler")
+
+    def _component(self, name: str, *flags: str) -> None:
+        """A control-plane component that talks to the API server as its admin, on loopback, alone."""
+        common = ["--kubeconfig", str(self.kubeconfig_path), "--bind-address", "127.0.0.1"]
+        common += ["--secure-port", str(free_port()), "--leader-elect=false", "--v", "1"]
+        self._spawn(name, [tool_path(name), *common, *flags])
 
     def _admission_config(self) -> list[str]:
         """The flag giving the admission webhooks their credentials, when any is set."""

@@ -33,6 +33,7 @@ import yaml
 
 from greenops.common.toolpaths import tool_path
 from greenops.local.controlplane import ControlPlaneError, LocalControlPlane, free_port
+from greenops.local.service import LoopbackService
 
 CNI_BIN = Path("/usr/lib/cni")
 CGROUP_V1 = Path("/sys/fs/cgroup")
@@ -57,7 +58,7 @@ def missing() -> list[str]:
 
 
 @dataclass
-class LocalNode:
+class LocalNode(LoopbackService):
     """``with LocalNode(cp) as node:`` a Ready node of ``cp``; pods bound to it run."""
 
     cp: LocalControlPlane
@@ -79,17 +80,6 @@ class LocalNode:
         self.pod_cidr = f"10.200.{third % 250}.0/24"
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def __enter__(self) -> LocalNode:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
-
     @property
     def socket(self) -> Path:
         return self.workdir / "containerd.sock"
@@ -267,13 +257,10 @@ state = "{state}/state"
             ["umoci", "config", "--image", image, "--config.entrypoint=/pause", "--config.user=65535:65535"],
         ):
             subprocess.run(argv, check=True, capture_output=True)
-        archive = build / "pause.tar"
-        with tarfile.open(archive, "w") as tar:
-            for entry in layout.iterdir():
-                tar.add(entry, arcname=entry.name)
-        done = self._ctr("images", "import", "--base-name", SANDBOX_IMAGE.rsplit(":", 1)[0], str(archive))
-        if done.returncode != 0 or SANDBOX_IMAGE not in self._ctr("images", "ls", "-q").stdout:
-            raise ControlPlaneError(f"the sandbox image was not imported: {done.stderr.strip() or done.stdout.strip()}")
+        name, tag = SANDBOX_IMAGE.rsplit(":", 1)
+        self.import_layout(layout, tag, name)
+        if SANDBOX_IMAGE not in self._ctr("images", "ls", "-q").stdout:
+            raise ControlPlaneError(f"the sandbox image {SANDBOX_IMAGE} is not in containerd after its import")
 
     def import_layout(self, layout: Path, tag: str, name: str) -> None:
         """An OCI layout's image ``tag`` imported as ``name:tag`` (an image built here)."""
