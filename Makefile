@@ -64,11 +64,14 @@ browser:
 	bash tools/install-deb.sh chromium-driver /usr/bin/chromedriver
 
 # A real node of the loopback cluster (greenops/local/node.py): Debian's containerd (its ctr and
-# runc shim), runc and the CNI plugins (bridge, host-local, loopback)
+# runc shim), runc, the CNI plugins (bridge, host-local, loopback), and iptables with conntrack for
+# kube-proxy's rules
 node:
 	bash tools/install-deb.sh containerd /usr/bin/containerd
 	bash tools/install-deb.sh runc /usr/sbin/runc
 	bash tools/install-deb.sh containernetworking-plugins /usr/lib/cni/bridge
+	bash tools/install-deb.sh iptables /usr/sbin/iptables
+	bash tools/install-deb.sh conntrack /usr/sbin/conntrack
 
 # Debian's tools of the release (release/): mmdebstrap (the images' root filesystem), umoci (OCI
 # layouts), skopeo (push and pull by digest), docker-registry (a real registry on loopback), runc

@@ -20,6 +20,9 @@ from release.spec import (
     GREENOPS_VENV,
     MLSERVER_VENV,
     NONROOT,
+    POSTGRESQL,
+    POSTGRESQL_ENTRYPOINT,
+    POSTGRESQL_PACKAGES,
     Source,
     bundle_init_spec,
     mlserver_spec,
@@ -230,3 +233,44 @@ def build_mlserver(work: Path, source: Source) -> Built:
             ),
         ]
         return pack(mlserver_spec(mlserver_version()), layers, work / "oci" / "mlserver-forecasters", source)
+
+
+# The first start makes the cluster in $PGDATA (an empty volume) as this user, with the password
+# from a mounted file and the database the client names; every later start serves what is there.
+# Password (SCRAM) for every client over TCP; the socket lives in /tmp (the root is read-only).
+_POSTGRESQL_START = """#!/bin/sh
+set -eu
+if [ ! -s "$PGDATA/PG_VERSION" ]; then
+    initdb --pgdata="$PGDATA" --username="$POSTGRES_USER" --pwfile="$POSTGRES_PASSWORD_FILE" \\
+        --auth-local=trust --auth-host=scram-sha-256 --encoding=UTF8 --no-instructions
+    echo "host all all 0.0.0.0/0 scram-sha-256" >> "$PGDATA/pg_hba.conf"
+    echo "CREATE DATABASE \\"$POSTGRES_DB\\"" | postgres --single -D "$PGDATA" postgres >/dev/null
+fi
+exec postgres -D "$PGDATA" -c listen_addresses='*' -c unix_socket_directories=/tmp
+"""
+
+
+def build_postgresql(work: Path, source: Source) -> Built:
+    """Debian with its PostgreSQL server (one cached base), NONROOT in passwd, and the start script."""
+    base = debian_base(packages=POSTGRESQL_PACKAGES)
+    with _scratch(work, "postgresql") as scratch:
+        root = scratch / "root"
+        etc = root / "etc"
+        etc.mkdir(parents=True)
+        for name, line in (
+            ("passwd", f"nonroot:x:{NONROOT}:{NONROOT}:nonroot:/tmp:/sbin/nologin\n"),
+            ("group", f"nonroot:x:{NONROOT}:\n"),
+        ):
+            etc.joinpath(name).write_text((base / "rootfs" / "etc" / name).read_text() + line)
+        script = root / POSTGRESQL_ENTRYPOINT.lstrip("/")
+        script.parent.mkdir(parents=True)
+        script.write_text(_POSTGRESQL_START)
+        script.chmod(0o755)
+        layers = [
+            Layer(
+                tar_layer(base / "rootfs", scratch / "debian.tar", DEBIAN_BASE_DATE),
+                "mmdebstrap bookworm minbase postgresql",
+            ),
+            Layer(tar_layer(root, scratch / "start.tar", source.epoch), "nonroot user, greenops-postgresql"),
+        ]
+        return pack(POSTGRESQL, layers, work / "oci" / POSTGRESQL.name, source)

@@ -21,15 +21,15 @@ _INCLUDES = ("/usr/share/doc/*/copyright",)
 _RECIPE = "apt-partial-root"
 
 
-def debian_base(refresh: bool = False) -> Path:
-    """A cached directory whose ``rootfs`` is a minbase Debian with BASE_PACKAGES, made with
+def debian_base(refresh: bool = False, packages: tuple[str, ...] = BASE_PACKAGES) -> Path:
+    """A cached directory whose ``rootfs`` is a minbase Debian with ``packages``, made with
     SOURCE_DATE_EPOCH at DEBIAN_BASE_DATE, and whose ``packages.txt`` lists every package and
     version in it.
 
     The cache is keyed by the suite, mirrors, packages and that date: Debian's updates reach the
     images when the date moves, or with ``refresh`` (the same key, made again from today's mirror)."""
     epoch = DEBIAN_BASE_DATE
-    key = key_of([DEBIAN_SUITE, *DEBIAN_MIRRORS, *BASE_PACKAGES, str(epoch), _RECIPE])
+    key = key_of([DEBIAN_SUITE, *DEBIAN_MIRRORS, *packages, str(epoch), _RECIPE])
 
     def make(out: Path) -> None:
         rootfs = out / "rootfs"
@@ -41,7 +41,7 @@ def debian_base(refresh: bool = False) -> Path:
             # a mirror's hiccup is retried, not a failed build
             '--aptopt=Acquire::Retries "5"',
             "--format=directory",
-            f"--include={','.join(BASE_PACKAGES)}",
+            f"--include={','.join(packages)}",
             *[f"--dpkgopt=path-exclude={p}" for p in _EXCLUDES],
             *[f"--dpkgopt=path-include={p}" for p in _INCLUDES],
             DEBIAN_SUITE,

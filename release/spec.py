@@ -79,6 +79,24 @@ GREENOPS = ImageSpec(
 )
 
 
+# Debian's PostgreSQL server, for a reservation record in a pod where no chart's image can be had
+# (the real node's suites); initdb and the server run as NONROOT, which needs a passwd entry.
+POSTGRESQL_MAJOR = "15"
+POSTGRESQL_PACKAGES = (f"postgresql-{POSTGRESQL_MAJOR}", "ca-certificates")
+POSTGRESQL_ENTRYPOINT = "/usr/local/bin/greenops-postgresql"
+POSTGRESQL = ImageSpec(
+    name="postgresql",
+    tag=POSTGRESQL_MAJOR,
+    title="PostgreSQL, Debian's server: the scheduler's reservation record in a pod",
+    entrypoint=(POSTGRESQL_ENTRYPOINT,),
+    env=(
+        ("PATH", f"/usr/lib/postgresql/{POSTGRESQL_MAJOR}/bin:{SYSTEM_PATH}"),
+        ("PGDATA", "/var/lib/postgresql/data"),
+    ),
+    workdir="/tmp",
+)
+
+
 def opa_spec(opa_version: str) -> ImageSpec:
     return ImageSpec(
         name="opa",

@@ -37,6 +37,33 @@ class ControlPlaneError(GreenOpsError):
     """The local control plane could not start; the message says which part and why."""
 
 
+# The canonical names of v1.36 (the short names of older releases are aliases only some keep)
+CONTROLLERS = ("namespace-controller", "garbage-collector-controller")
+NODE_CONTROLLERS = (
+    "node-lifecycle-controller",
+    "pod-garbage-collector-controller",
+    "deployment-controller",
+    "replicaset-controller",
+    "statefulset-controller",
+    "endpointslice-controller",
+    "serviceaccount-controller",
+    "serviceaccount-token-controller",
+    "root-ca-certificate-publisher-controller",
+)
+
+
+def host_address() -> str:
+    """The machine's own IPv4 address (the source of its default route): pods reach it through
+    their bridge's gateway, where they cannot reach the host's loopback."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("198.51.100.1", 9))  # no packet is sent: connect only picks the route's source
+        except OSError as e:
+            raise ControlPlaneError(f"a node's pods need the machine's own address, and it has none: {e}") from e
+        address: str = s.getsockname()[0]
+    return address
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -57,7 +84,12 @@ class LocalControlPlane(LoopbackService):
     """Start with ``with LocalControlPlane() as cp:``; everything lives under one temp folder."""
 
     with_controller_manager: bool = False
-    with_scheduler: bool = False  # kube-scheduler: pods without a nodeName go to a node (greenops.local.node)
+    # A node joins (greenops.local.node): kube-scheduler binds pods to it; the controller manager
+    # runs what pods need (Deployments, EndpointSlices for kube-proxy, ServiceAccounts and their
+    # tokens, the root CA in each namespace) and lifts the node's not-ready taint; the API server
+    # admits ServiceAccounts and listens where pods reach it (the machine's own address, which
+    # the `kubernetes` Service points at), not on loopback alone.
+    with_node: bool = False
     startup_timeout: float = 90.0
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="greenops-cp-")))
     token: str = field(default_factory=lambda: os.urandom(16).hex())
@@ -111,6 +143,12 @@ class LocalControlPlane(LoopbackService):
         tokens.write_text(f'{self.token},{ADMIN_TOKEN_USER},{ADMIN_TOKEN_USER},"system:masters"\n')
         self.api_port = free_port()
         self.authority = Authority(self.workdir / "client-ca")
+        # with a node, the API server proxies logs and exec to its kubelet, as a master
+        kubelet_client = (
+            self.authority.issue_client("kube-apiserver-kubelet-client", ("system:masters",), "apiserver-kubelet")
+            if self.with_node
+            else None
+        )
         self._spawn(
             "kube-apiserver",
             [
@@ -118,9 +156,9 @@ class LocalControlPlane(LoopbackService):
                 "--etcd-servers",
                 f"http://127.0.0.1:{self.etcd_port}",
                 "--bind-address",
-                "127.0.0.1",
+                "0.0.0.0" if self.with_node else "127.0.0.1",
                 "--advertise-address",
-                "127.0.0.1",
+                host_address() if self.with_node else "127.0.0.1",
                 "--secure-port",
                 str(self.api_port),
                 "--cert-dir",
@@ -143,8 +181,20 @@ class LocalControlPlane(LoopbackService):
                 "--service-cluster-ip-range",
                 "10.96.0.0/24",
                 "--enable-priority-and-fairness=false",
-                "--disable-admission-plugins",
-                "ServiceAccount",
+                *([] if self.with_node else ["--disable-admission-plugins", "ServiceAccount"]),
+                *(
+                    [
+                        "--kubelet-client-certificate",
+                        str(kubelet_client.cert),
+                        "--kubelet-client-key",
+                        str(kubelet_client.key),
+                        # a node's name is no DNS name here: its address is
+                        "--kubelet-preferred-address-types",
+                        "InternalIP",
+                    ]
+                    if kubelet_client
+                    else []
+                ),
                 *self._admission_config(),
                 "--v",
                 "1",
@@ -152,16 +202,17 @@ class LocalControlPlane(LoopbackService):
         )
         self._wait(f"{self.server}/readyz", "kube-apiserver")
         self.write_kubeconfig()
-        if self.with_controller_manager:
+        if self.with_controller_manager or self.with_node:
             self._component(
                 "kube-controller-manager",
                 "--controllers",
-                # with a node, the node lifecycle controller lifts its not-ready taint once Ready
-                "namespace,garbagecollector" + (",nodelifecycle" if self.with_scheduler else ""),
+                ",".join(CONTROLLERS + (NODE_CONTROLLERS if self.with_node else ())),
                 "--service-account-private-key-file",
                 str(key),
+                # the CA of the API server's serving certificate: what a pod's token volume carries
+                *(["--root-ca-file", str(self.workdir / "pki" / "apiserver.crt")] if self.with_node else []),
             )
-        if self.with_scheduler:
+        if self.with_node:
             self._component("kube-scheduler")
 
     def _component(self, name: str, *flags: str) -> None:
