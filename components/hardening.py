@@ -45,6 +45,17 @@ CONTAINER_SECURITY: dict = {
 }
 
 
+# The namespaces that hold only pods declared here (the scheduler's, the policy engine's): the API
+# server refuses any pod in them that is not `restricted`, whoever creates it.
+RESTRICTED_NAMESPACE_LABELS = {
+    f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")
+}
+
+
+def restricted_namespace(name: str) -> k8s.meta.v1.ObjectMetaArgs:
+    return k8s.meta.v1.ObjectMetaArgs(name=name, labels=RESTRICTED_NAMESPACE_LABELS)
+
+
 def pod_security_context() -> k8s.core.v1.PodSecurityContextArgs:
     return k8s.core.v1.PodSecurityContextArgs(
         run_as_non_root=POD_SECURITY["runAsNonRoot"],

@@ -30,6 +30,7 @@ from components.hardening import (
     digest_skips,
     pod_security_context,
     pull_policy,
+    restricted_namespace,
     scanner_skips,
 )
 from components.platform_config import PolicyEngineConfig
@@ -294,7 +295,7 @@ class PolicyEngine(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self._certificates(name, host=f"opa.{ns}.svc", child=child)
 
-        self.namespace = k8s.core.v1.Namespace(f"{name}-ns", metadata=k8s.meta.v1.ObjectMetaArgs(name=ns), opts=child)
+        self.namespace = k8s.core.v1.Namespace(f"{name}-ns", metadata=restricted_namespace(ns), opts=child)
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
         self.tls_secret = k8s.core.v1.Secret(
             f"{name}-tls",

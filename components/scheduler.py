@@ -26,6 +26,7 @@ from components.hardening import (
     digest_skips,
     pod_security_context,
     pull_policy,
+    restricted_namespace,
     scanner_skips,
     scratch,
 )
@@ -168,7 +169,7 @@ class GreenOpsScheduler(pulumi.ComponentResource):
         reviews = bool(service_accounts(c, args.platform_principals))
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-ns",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=c.namespace),
+            metadata=restricted_namespace(c.namespace),
             opts=pulumi.ResourceOptions(parent=self),
         )
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])

@@ -32,7 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("lock", help="re-resolve release/requirements.lock and release/mlserver.lock")
     build = sub.add_parser("build", help="build every artifact into --out")
-    build.add_argument("--only", action="append", choices=steps.IMAGES, help="only these images (repeatable)")
+    build.add_argument(
+        "--only", action="append", choices=steps.IMAGES + steps.EXTRA_IMAGES, help="only these images (repeatable)"
+    )
     build.add_argument("--refresh-base", action="store_true", help="rebuild the Debian root filesystem")
     for name in ("publish", "sign", "verify", "pin", "all"):
         p = sub.add_parser(name)

@@ -15,6 +15,8 @@ from greenops.catalog import load_catalog, select_size
 from greenops.models import Decision, Workload
 from tests.support.common import NOW, SHARED
 
+pytest_plugins = ["tests.support.release_fixtures"]
+
 # CI runs the property tests on the same examples every time (a failure there is the commit's, never
 # the draw's); a developer's run draws new ones, which is how new failing inputs are found: each
 # found is kept as a test of its own.

@@ -46,6 +46,7 @@ NODE_CONTROLLERS = (
     "replicaset-controller",
     "statefulset-controller",
     "endpointslice-controller",
+    "endpoints-controller",  # Endpoints too: what pulumi-kubernetes awaits a Service by
     "serviceaccount-controller",
     "serviceaccount-token-controller",
     "root-ca-certificate-publisher-controller",

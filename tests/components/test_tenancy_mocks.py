@@ -56,6 +56,18 @@ def test_every_declared_pod_meets_the_restricted_standard(declared, stack):
 
 
 @pytest.mark.parametrize("stack", STACKS)
+def test_the_namespaces_of_only_our_pods_enforce_restricted(declared, stack):
+    """The API server, not only this program, refuses a pod there that is not `restricted`
+    (the real node's suite shows it refusing one: tests/node/test_platform_pods.py)."""
+    labels = {
+        n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in kinds(declared(stack).objects, "Namespace")
+    }
+    for ns in ("opa", "greenops"):
+        for mode in ("enforce", "audit", "warn"):
+            assert labels[ns].get(f"pod-security.kubernetes.io/{mode}") == "restricted", (ns, mode)
+
+
+@pytest.mark.parametrize("stack", STACKS)
 def test_every_container_has_requests_and_limits_and_a_read_only_root_where_it_can(declared, stack):
     for label, pod in pod_specs(declared(stack).objects):
         for where, c in containers(pod):

@@ -1,10 +1,13 @@
 """One build of every artifact per test session (release.steps.build, as `make release` runs it),
-and a real registry on loopback for the suites that publish."""
+and a real registry on loopback for the suites that publish: shared by tests/release and the real
+node's suites (tests/node), which run the images it built (a plugin of tests/conftest.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -23,7 +26,11 @@ def release_tools() -> None:
 
 @pytest.fixture(scope="session")
 def built(release_tools, tmp_path_factory):
-    """Every artifact, built once: the release manifest (release.json) with its output folder."""
+    """Every artifact, built once: the release manifest (release.json) with its output folder.
+    GREENOPS_TEST_RELEASE=DIR reuses a developer's `python -m release --out DIR build` instead (what
+    it holds is what the suites see: tests/release then checks that build, not a new one)."""
+    if reuse := os.environ.get("GREENOPS_TEST_RELEASE"):
+        return Path(reuse), json.loads(Path(reuse, steps.MANIFEST).read_text())
     out = tmp_path_factory.mktemp("release")
     manifest = steps.build(out)
     return out, manifest

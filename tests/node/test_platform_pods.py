@@ -1,0 +1,215 @@
+"""The platform's own pods on the real node. The greenops and PostgreSQL images built here
+(release.steps) are pushed to a registry on loopback and pulled by the kubelet by digest; `pulumi up`
+installs the scheduler as the prod stack declares it (two replicas, a read-only root, UID 65532
+reading its mounted Secrets, probes, a namespace that enforces `restricted`) on a PostgreSQL pod
+behind a Service; and a scheduler pod deleted mid-burst loses and doubles no booking.
+
+What the platform deploys for its record in production (the Bitnami chart's images) cannot be had
+here: PostgreSQL runs from Debian's server in an image built here, and the scheduler is pointed at it
+as at an existing server (greenops:schedulerDatabaseUrl)."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+
+from greenops.common.endpoints import SCHEDULER_PORT, SCHEDULER_SERVICE
+from greenops.local.controlplane import LocalControlPlane
+from greenops.local.node import LocalNode, missing
+from release import images, registry
+from release.spec import source
+from tests.support.burst import CAPACITY, Issuer, assert_record_matches, burst, issue_tokens, request, retry_each
+from tests.support.common import missing as unavailable
+from tests.support.engine import engine_stack
+from tests.support.node_pods import NONROOT, RESTRICTED, create_namespace, wait_ready
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+DATA_NS, SCHED_NS = "greenops-data", "greenops-scheduler"
+DB_USER = DB_NAME = "greenops"
+PG_LABELS = {"app.kubernetes.io/name": "postgresql"}
+
+
+@pytest.fixture(scope="module")
+def pushed(built, local_registry, tmp_path_factory):
+    """name -> the image by digest in the loopback registry: greenops from the session's release
+    build, PostgreSQL built here (the release builds it only on request)."""
+    out, manifest = built
+    entries = dict(manifest["images"])
+    if "postgresql" not in entries:
+        made = images.build_postgresql(tmp_path_factory.mktemp("postgresql"), source())
+        entries["postgresql"] = {"layout": str(made.layout), "tag": made.spec.tag, "digest": made.digest}
+    refs = {}
+    for name in ("greenops", "postgresql"):
+        entry = entries[name]
+        registry.push(f"{entry['layout']}:{entry['tag']}", f"{local_registry}/{name}:{entry['tag']}")
+        refs[name] = f"{local_registry}/{name}@{entry['digest']}"
+    return refs
+
+
+@pytest.fixture(scope="module")
+def cluster(pushed, local_registry):
+    if lacks := missing():
+        unavailable(f"a real node needs {', '.join(lacks)}")
+    with LocalControlPlane(with_node=True) as cp, LocalNode(cp) as node:
+        node.trust_registry(local_registry)
+        yield cp, node
+
+
+def postgresql_pod(image: str) -> dict:
+    """Debian's server as UID 65532: its cluster in an emptyDir, its password from a Secret file."""
+    return {
+        "metadata": {"name": "postgresql", "labels": PG_LABELS},
+        "spec": {
+            "automountServiceAccountToken": False,
+            "securityContext": {"fsGroup": NONROOT, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [
+                {
+                    "name": "postgresql",
+                    "image": image,
+                    "env": [
+                        {"name": "POSTGRES_USER", "value": DB_USER},
+                        {"name": "POSTGRES_DB", "value": DB_NAME},
+                        {"name": "POSTGRES_PASSWORD_FILE", "value": "/var/run/secrets/db/password"},
+                        # a folder of the volume: initdb makes it 0700, which it cannot do to the mount
+                        {"name": "PGDATA", "value": "/var/lib/postgresql/data/cluster"},
+                    ],
+                    "ports": [{"name": "postgresql", "containerPort": 5432}],
+                    "readinessProbe": {"tcpSocket": {"port": 5432}, "periodSeconds": 1},
+                    "securityContext": RESTRICTED,
+                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+                    "volumeMounts": [
+                        {"name": "data", "mountPath": "/var/lib/postgresql/data"},
+                        {"name": "tmp", "mountPath": "/tmp"},
+                        {"name": "password", "mountPath": "/var/run/secrets/db", "readOnly": True},
+                    ],
+                }
+            ],
+            "volumes": [
+                {"name": "data", "emptyDir": {}},
+                {"name": "tmp", "emptyDir": {}},
+                {"name": "password", "secret": {"secretName": "postgresql", "defaultMode": 0o440}},
+            ],
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def database(cluster, pushed):
+    """The PostgreSQL pod and its Service: (the URL the scheduler pods use, the host's URL)."""
+    cp, _ = cluster
+    password = secrets.token_urlsafe(24)
+    with cp.client() as k:
+        create_namespace(k, DATA_NS)
+        secret = {"metadata": {"name": "postgresql"}, "stringData": {"password": password}}
+        assert k.post(f"/api/v1/namespaces/{DATA_NS}/secrets", json=secret).status_code == 201
+        made = k.post(f"/api/v1/namespaces/{DATA_NS}/pods", json=postgresql_pod(pushed["postgresql"]))
+        assert made.status_code == 201, made.text
+        service = {"metadata": {"name": "postgresql"}, "spec": {"selector": PG_LABELS, "ports": [{"port": 5432}]}}
+        assert k.post(f"/api/v1/namespaces/{DATA_NS}/services", json=service).status_code == 201
+        ready = wait_ready(k, DATA_NS, "postgresql", timeout=180)
+    in_cluster = f"postgresql+psycopg://{DB_USER}:{password}@postgresql.{DATA_NS}.svc:5432/{DB_NAME}"
+    from_host = f"postgresql+psycopg://{DB_USER}:{password}@{ready['status']['podIP']}:5432/{DB_NAME}"
+    return in_cluster, from_host
+
+
+@pytest.fixture(scope="module")
+def platform(cluster, pushed, database, tmp_path_factory):
+    """`pulumi up` of a stack that installs the scheduler (the rest of the platform off: its images
+    cannot be had here): the scheduler's URL through its Service and its bootstrap admin's token."""
+    cp, _ = cluster
+    admin = secrets.token_urlsafe(32)
+    config = {
+        "kubernetes": {"mode": "cluster"},
+        "workloads": [],
+        "platform": {
+            "krateo": {"enabled": False},
+            "policy": {"enabled": False},
+            "mlflow": {"enabled": False},
+            "kserve": {"enabled": False},
+            "certManager": {"enabled": False},
+            "scheduler": {
+                "namespace": SCHED_NS,
+                "image": pushed["greenops"],
+                "replicas": 2,
+                "capacityVcpu": CAPACITY,
+                "cpu": "200m",
+                "memory": "384Mi",
+            },
+        },
+    }
+    stack = engine_stack(
+        tmp_path_factory.mktemp("platform"),
+        "node",
+        datetime.now(UTC),
+        config,
+        {
+            "schedulerAdminToken": admin,
+            "schedulerDatabaseUrl": database[0],
+            "kubeconfig": cp.kubeconfig_path.read_text(),
+        },
+    )
+    began = time.monotonic()
+    result = stack.up(on_output=print)
+    print(f"\npulumi up on the node: {result.summary.result} in {time.monotonic() - began:.0f}s")
+    assert result.summary.result == "succeeded"
+    with cp.client() as k:
+        svc = k.get(f"/api/v1/namespaces/{SCHED_NS}/services/{SCHEDULER_SERVICE}").json()
+    return f"http://{svc['spec']['clusterIP']}:{SCHEDULER_PORT}", admin
+
+
+def scheduler_pods(k: httpx.Client) -> list[dict]:
+    selector = "app.kubernetes.io/name=greenops-scheduler"
+    return k.get(f"/api/v1/namespaces/{SCHED_NS}/pods", params={"labelSelector": selector}).json()["items"]
+
+
+def test_the_scheduler_pods_run_restricted_from_the_digest_pushed(cluster, pushed, platform):
+    cp, _ = cluster
+    with cp.client() as k:
+        ns = k.get(f"/api/v1/namespaces/{SCHED_NS}").json()
+        assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+        pods = scheduler_pods(k)
+        assert len(pods) == 2
+        for pod in pods:
+            assert all(c["type"] != "Ready" or c["status"] == "True" for c in pod["status"]["conditions"]), pod
+            (status,) = pod["status"]["containerStatuses"]
+            # the kubelet ran what was pushed: the image's own digest, pulled from the registry
+            assert status["imageID"].endswith(pushed["greenops"].split("@")[1]), status
+            assert status["ready"] and status["restartCount"] == 0, status
+        # a pod that is not `restricted` is refused in that namespace, whoever asks
+        rogue = {"metadata": {"name": "rogue"}, "spec": {"containers": [{"name": "c", "image": pushed["greenops"]}]}}
+        refused = k.post(f"/api/v1/namespaces/{SCHED_NS}/pods", json=rogue)
+        assert refused.status_code == 403 and "restricted" in refused.text, refused.text
+
+
+def test_a_scheduler_pod_deleted_mid_burst_loses_and_doubles_nothing(cluster, database, platform):
+    cp, _ = cluster
+    url, admin = platform
+    tokens = issue_tokens(Issuer(url, admin))
+    # the record's clock is the real one: the calendar is the next 12 h
+    deadline = (datetime.now(UTC) + timedelta(hours=12)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def make(i: int) -> dict:
+        return request(i, deadline)
+
+    answered: list[int] = []
+    with cp.client() as k, ThreadPoolExecutor(1) as runner:
+        pending = runner.submit(burst, [url], 300, 16, tokens, answered, make)
+        while len(answered) < 100:
+            assert not pending.done(), "the burst finished before the deletion"
+            time.sleep(0.01)
+        victim = scheduler_pods(k)[0]["metadata"]["name"]
+        gone = k.delete(f"/api/v1/namespaces/{SCHED_NS}/pods/{victim}", params={"gracePeriodSeconds": 0})
+        assert gone.status_code == 200, gone.text
+        deleted_at = len(answered)
+        got = pending.result()
+    placed = sum(r[-1].status_code == 200 for r in got.values())
+    print(f"\n{victim} deleted after {deleted_at} of 300 answers; {placed} placed, {300 - placed} refused")
+    assert len(got) == 300
+    assert_record_matches(database[1], got)
+    retry_each([url], got, tokens, make)
+    assert_record_matches(database[1], got)
