@@ -10,6 +10,7 @@ as at an existing server (greenops:schedulerDatabaseUrl)."""
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,11 +27,22 @@ from release.spec import source
 from tests.support.burst import CAPACITY, Issuer, assert_record_matches, burst, issue_tokens, request, retry_each
 from tests.support.common import missing as unavailable
 from tests.support.engine import engine_stack
-from tests.support.node_pods import NONROOT, RESTRICTED, create_namespace, wait_ready
+from tests.support.node_pods import (
+    NONROOT,
+    RESTRICTED,
+    create_namespace,
+    import_busybox,
+    logs,
+    restricted_pod,
+    wait_phase,
+    wait_ready,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 DATA_NS, SCHED_NS = "greenops-data", "greenops-scheduler"
 DB_USER = DB_NAME = "greenops"
+TENANT_NS = "tenant-a"
+TOKEN_DIR = "/var/run/secrets/greenops"
 PG_LABELS = {"app.kubernetes.io/name": "postgresql"}
 
 
@@ -52,11 +64,12 @@ def pushed(built, local_registry, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def cluster(pushed, local_registry):
+def cluster(pushed, local_registry, tmp_path_factory):
     if lacks := missing():
         unavailable(f"a real node needs {', '.join(lacks)}")
     with LocalControlPlane(with_node=True) as cp, LocalNode(cp) as node:
         node.trust_registry(local_registry)
+        import_busybox(node, tmp_path_factory.mktemp("busybox"))
         yield cp, node
 
 
@@ -139,6 +152,10 @@ def platform(cluster, pushed, database, tmp_path_factory):
                 "capacityVcpu": CAPACITY,
                 "cpu": "200m",
                 "memory": "384Mi",
+                # a tenant's CI pod, proven by its projected token (TokenReview), not by what it says
+                "serviceAccountPrincipals": [
+                    {"serviceAccount": f"{TENANT_NS}/ci", "role": "write", "tenants": ["tenant-a"], "paths": ["pulumi"]}
+                ],
             },
         },
     }
@@ -213,3 +230,45 @@ def test_a_scheduler_pod_deleted_mid_burst_loses_and_doubles_nothing(cluster, da
     assert_record_matches(database[1], got)
     retry_each([url], got, tokens, make)
     assert_record_matches(database[1], got)
+
+
+def asking_pod(name: str, audience: str | None, body: dict) -> dict:
+    """A pod of TENANT_NS/ci that posts ``body`` to the scheduler's Service with a token projected
+    for ``audience`` (None: the API server's own, the ServiceAccount's default token)."""
+    url = f"http://{SCHEDULER_SERVICE}.{SCHED_NS}.svc:{SCHEDULER_PORT}/scheduling"
+    token = f"{TOKEN_DIR}/token" if audience else "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    # busybox's wget prints the status line of a refusal on stderr, and exits 1
+    script = (
+        f'wget -S -O- --header "Authorization: Bearer $(cat {token})" '
+        f"--header 'Content-Type: application/json' --post-data '{json.dumps(body)}' {url} 2>&1; true"
+    )
+    pod = restricted_pod(name, ["sh", "-c", script], restartPolicy="Never", serviceAccountName="ci")
+    if audience:
+        projected = {"serviceAccountToken": {"audience": audience, "expirationSeconds": 600, "path": "token"}}
+        pod["spec"]["volumes"] = [{"name": "token", "projected": {"sources": [projected]}}]
+        pod["spec"]["containers"][0]["volumeMounts"] = [{"name": "token", "mountPath": TOKEN_DIR, "readOnly": True}]
+    return pod
+
+
+def test_the_scheduler_pods_accept_a_pods_projected_token_through_token_review(cluster, platform):
+    cp, _ = cluster
+    deadline = (datetime.now(UTC) + timedelta(hours=12)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    mine = {**request(0, deadline), "key": "ci/etl", "tenant": "tenant-a", "path": "pulumi"}
+    theirs = {**mine, "key": "ci/theirs", "tenant": "tenant-b"}
+    with cp.client() as k:
+        create_namespace(k, TENANT_NS)
+        account = {"metadata": {"name": "ci"}}
+        assert k.post(f"/api/v1/namespaces/{TENANT_NS}/serviceaccounts", json=account).status_code == 201
+        answers = {}
+        for name, audience, body in (
+            ("booked", "greenops-scheduler", mine),
+            ("not-its-tenant", "greenops-scheduler", theirs),
+            ("wrong-audience", None, mine),
+        ):
+            made = k.post(f"/api/v1/namespaces/{TENANT_NS}/pods", json=asking_pod(name, audience, body))
+            assert made.status_code == 201, made.text
+            wait_phase(k, TENANT_NS, name, {"Succeeded", "Failed"})
+            answers[name] = logs(k, TENANT_NS, name)
+    assert "200 OK" in answers["booked"] and '"placements"' in answers["booked"], answers["booked"]
+    assert "403" in answers["not-its-tenant"], answers["not-its-tenant"]
+    assert "401" in answers["wrong-audience"], answers["wrong-audience"]
