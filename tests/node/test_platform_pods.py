@@ -38,7 +38,8 @@ from tests.support.node_pods import (
     wait_ready,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+# the first test's set-up may be the session's release build (every image; tests/release shares it)
+pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(1800)]
 DATA_NS, SCHED_NS = "greenops-data", "greenops-scheduler"
 DB_USER = DB_NAME = "greenops"
 TENANT_NS = "tenant-a"
