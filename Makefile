@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test-deps release-tools node release audit cloud-init lint test-fast scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo docs docs-reference
+.PHONY: demo-node test-deps release-tools node release audit cloud-init lint test-fast scanner bench-reservations postgres ingress browser simulate reconcile setup tools mlserver forecast serve-forecasts bench-forecast test render catalog data bundle bench-policy scheduler eval bench-scheduler dev-up demo docs docs-reference
 setup: $(STAMP)
 
 # Pinned Go tools (Pulumi CLI + Kubernetes plugin, OPA, helm, etcd, kube-apiserver, prometheus, promtool) -> .tools/bin
@@ -186,6 +186,11 @@ simulate: setup tools
 # The main job: the whole system on loopback (API server, webhook, OPA, scheduler, dev stack), once
 demo: setup tools
 	$(VENV)/bin/greenops demo --once
+
+# The platform on a real node here (as root): its images built, the scheduler installed by `pulumi up`
+# on PostgreSQL in a pod, a day of bookings; prints the pods and the day (scripts/node_demo.py)
+demo-node: setup tools node release-tools
+	$(PY) scripts/node_demo.py
 
 # The documentation site (mkdocs.yml, docs/) -> build/site; --strict fails on a broken link or anchor
 docs: setup

@@ -11,7 +11,6 @@ as at an existing server (greenops:schedulerDatabaseUrl)."""
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -20,31 +19,26 @@ import httpx
 import pytest
 
 from greenops.common.endpoints import SCHEDULER_PORT, SCHEDULER_SERVICE
+from greenops.local import node_platform
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.node import LocalNode, missing
 from release import images, registry
 from release.spec import source
 from tests.support.burst import CAPACITY, Issuer, assert_record_matches, burst, issue_tokens, request, retry_each
 from tests.support.common import missing as unavailable
-from tests.support.engine import engine_stack
 from tests.support.node_pods import (
-    NONROOT,
-    RESTRICTED,
     create_namespace,
     import_busybox,
     logs,
     restricted_pod,
     wait_phase,
-    wait_ready,
 )
 
 # the first test's set-up may be the session's release build (every image; tests/release shares it)
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(1800)]
-DATA_NS, SCHED_NS = "greenops-data", "greenops-scheduler"
-DB_USER = DB_NAME = "greenops"
+SCHED_NS = node_platform.SCHEDULER_NS
 TENANT_NS = "tenant-a"
 TOKEN_DIR = "/var/run/secrets/greenops"
-PG_LABELS = {"app.kubernetes.io/name": "postgresql"}
 
 
 @pytest.fixture(scope="module")
@@ -74,110 +68,22 @@ def cluster(pushed, local_registry, tmp_path_factory):
         yield cp, node
 
 
-def postgresql_pod(image: str) -> dict:
-    """Debian's server as UID 65532: its cluster in an emptyDir, its password from a Secret file."""
-    return {
-        "metadata": {"name": "postgresql", "labels": PG_LABELS},
-        "spec": {
-            "automountServiceAccountToken": False,
-            "securityContext": {"fsGroup": NONROOT, "seccompProfile": {"type": "RuntimeDefault"}},
-            "containers": [
-                {
-                    "name": "postgresql",
-                    "image": image,
-                    "env": [
-                        {"name": "POSTGRES_USER", "value": DB_USER},
-                        {"name": "POSTGRES_DB", "value": DB_NAME},
-                        {"name": "POSTGRES_PASSWORD_FILE", "value": "/var/run/secrets/db/password"},
-                        # a folder of the volume: initdb makes it 0700, which it cannot do to the mount
-                        {"name": "PGDATA", "value": "/var/lib/postgresql/data/cluster"},
-                    ],
-                    "ports": [{"name": "postgresql", "containerPort": 5432}],
-                    "readinessProbe": {"tcpSocket": {"port": 5432}, "periodSeconds": 1},
-                    "securityContext": RESTRICTED,
-                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
-                    "volumeMounts": [
-                        {"name": "data", "mountPath": "/var/lib/postgresql/data"},
-                        {"name": "tmp", "mountPath": "/tmp"},
-                        {"name": "password", "mountPath": "/var/run/secrets/db", "readOnly": True},
-                    ],
-                }
-            ],
-            "volumes": [
-                {"name": "data", "emptyDir": {}},
-                {"name": "tmp", "emptyDir": {}},
-                {"name": "password", "secret": {"secretName": "postgresql", "defaultMode": 0o440}},
-            ],
-        },
-    }
-
-
 @pytest.fixture(scope="module")
 def database(cluster, pushed):
-    """The PostgreSQL pod and its Service: (the URL the scheduler pods use, the host's URL)."""
-    cp, _ = cluster
-    password = secrets.token_urlsafe(24)
-    with cp.client() as k:
-        create_namespace(k, DATA_NS)
-        secret = {"metadata": {"name": "postgresql"}, "stringData": {"password": password}}
-        assert k.post(f"/api/v1/namespaces/{DATA_NS}/secrets", json=secret).status_code == 201
-        made = k.post(f"/api/v1/namespaces/{DATA_NS}/pods", json=postgresql_pod(pushed["postgresql"]))
-        assert made.status_code == 201, made.text
-        service = {"metadata": {"name": "postgresql"}, "spec": {"selector": PG_LABELS, "ports": [{"port": 5432}]}}
-        assert k.post(f"/api/v1/namespaces/{DATA_NS}/services", json=service).status_code == 201
-        ready = wait_ready(k, DATA_NS, "postgresql", timeout=180)
-    in_cluster = f"postgresql+psycopg://{DB_USER}:{password}@postgresql.{DATA_NS}.svc:5432/{DB_NAME}"
-    from_host = f"postgresql+psycopg://{DB_USER}:{password}@{ready['status']['podIP']}:5432/{DB_NAME}"
-    return in_cluster, from_host
+    """The PostgreSQL pod and its Service: the scheduler pods' URL and the host's."""
+    return node_platform.start_postgresql(cluster[0], pushed["postgresql"])
 
 
 @pytest.fixture(scope="module")
 def platform(cluster, pushed, database, tmp_path_factory):
     """`pulumi up` of a stack that installs the scheduler (the rest of the platform off: its images
     cannot be had here): the scheduler's URL through its Service and its bootstrap admin's token."""
-    cp, _ = cluster
-    admin = secrets.token_urlsafe(32)
-    config = {
-        "kubernetes": {"mode": "cluster"},
-        "workloads": [],
-        "platform": {
-            "krateo": {"enabled": False},
-            "policy": {"enabled": False},
-            "mlflow": {"enabled": False},
-            "kserve": {"enabled": False},
-            "certManager": {"enabled": False},
-            "scheduler": {
-                "namespace": SCHED_NS,
-                "image": pushed["greenops"],
-                "replicas": 2,
-                "capacityVcpu": CAPACITY,
-                "cpu": "200m",
-                "memory": "384Mi",
-                # a tenant's CI pod, proven by its projected token (TokenReview), not by what it says
-                "serviceAccountPrincipals": [
-                    {"serviceAccount": f"{TENANT_NS}/ci", "role": "write", "tenants": ["tenant-a"], "paths": ["pulumi"]}
-                ],
-            },
-        },
-    }
-    stack = engine_stack(
-        tmp_path_factory.mktemp("platform"),
-        "node",
-        datetime.now(UTC),
-        config,
-        {
-            "schedulerAdminToken": admin,
-            "schedulerDatabaseUrl": database[0],
-            "kubeconfig": cp.kubeconfig_path.read_text(),
-        },
-    )
-    began = time.monotonic()
-    result = stack.up(on_output=print)
-    print(f"\npulumi up on the node: {result.summary.result} in {time.monotonic() - began:.0f}s")
-    assert result.summary.result == "succeeded"
-    with cp.client() as k:
-        svc = k.get(f"/api/v1/namespaces/{SCHED_NS}/services/{SCHEDULER_SERVICE}").json()
-    return f"http://{svc['spec']['clusterIP']}:{SCHEDULER_PORT}", admin
+    # a tenant's CI pod, proven by its projected token (TokenReview), not by what it says
+    ci = {"serviceAccount": f"{TENANT_NS}/ci", "role": "write", "tenants": ["tenant-a"], "paths": ["pulumi"]}
+    config = node_platform.stack_config(pushed["greenops"], CAPACITY, [ci])
+    installed = node_platform.install(cluster[0], tmp_path_factory.mktemp("platform"), config, database)
+    print(f"\npulumi up on the node: {installed.seconds:.0f}s")
+    return installed.url, installed.admin_token
 
 
 def scheduler_pods(k: httpx.Client) -> list[dict]:
@@ -228,9 +134,9 @@ def test_a_scheduler_pod_deleted_mid_burst_loses_and_doubles_nothing(cluster, da
     placed = sum(r[-1].status_code == 200 for r in got.values())
     print(f"\n{victim} deleted after {deleted_at} of 300 answers; {placed} placed, {300 - placed} refused")
     assert len(got) == 300
-    assert_record_matches(database[1], got)
+    assert_record_matches(database.from_host, got)
     retry_each([url], got, tokens, make)
-    assert_record_matches(database[1], got)
+    assert_record_matches(database.from_host, got)
 
 
 def asking_pod(name: str, audience: str | None, body: dict) -> dict:

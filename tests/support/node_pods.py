@@ -12,20 +12,12 @@ from pathlib import Path
 import httpx
 
 from greenops.local.node import SANDBOX_IMAGE, LocalNode
+from greenops.local.node_platform import CONTAINER_SECURITY, NONROOT, restricted_namespace
 
-NONROOT = 65532
 BUSYBOX_IMAGE = "greenops.local/busybox:1"
 # the applets a test pod runs (a server, a client over HTTP and HTTPS, a resolver)
 APPLETS = ("sh", "cat", "echo", "httpd", "wget", "ssl_client", "nslookup", "sleep")
-RESTRICTED = {
-    "runAsNonRoot": True,
-    "runAsUser": NONROOT,
-    "runAsGroup": NONROOT,
-    "readOnlyRootFilesystem": True,
-    "allowPrivilegeEscalation": False,
-    "capabilities": {"drop": ["ALL"]},
-    "seccompProfile": {"type": "RuntimeDefault"},
-}
+RESTRICTED = CONTAINER_SECURITY
 
 
 def import_busybox(node: LocalNode, work: Path) -> str:
@@ -54,19 +46,7 @@ def import_busybox(node: LocalNode, work: Path) -> str:
 
 
 def create_namespace(k: httpx.Client, name: str, timeout: float = 60) -> None:
-    """A namespace under the `restricted` profile, once its `default` ServiceAccount exists (the
-    serviceaccount controller makes it; until then ServiceAccount admission refuses every pod)."""
-    labels = {"pod-security.kubernetes.io/enforce": "restricted"}
-    r = k.post("/api/v1/namespaces", json={"metadata": {"name": name, "labels": labels}})
-    assert r.status_code == 201, r.text
-    wait_default_account(k, name, timeout)
-
-
-def wait_default_account(k: httpx.Client, namespace: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while k.get(f"/api/v1/namespaces/{namespace}/serviceaccounts/default").status_code != 200:
-        assert time.monotonic() < deadline, f"namespace {namespace}: no default ServiceAccount after {timeout}s"
-        time.sleep(0.2)
+    restricted_namespace(k, name, timeout)
 
 
 def pause_pod(name: str, security: dict) -> dict:
@@ -116,18 +96,6 @@ def wait_phase(k: httpx.Client, namespace: str, name: str, phases: set[str], tim
             return got
         time.sleep(0.5)
     raise AssertionError(f"pod {namespace}/{name} never reached {phases}: {got.get('status')}")
-
-
-def wait_ready(k: httpx.Client, namespace: str, name: str, timeout: float = 90) -> dict:
-    deadline = time.monotonic() + timeout
-    got: dict = {}
-    while time.monotonic() < deadline:
-        got = k.get(f"/api/v1/namespaces/{namespace}/pods/{name}").json()
-        conditions = (got.get("status") or {}).get("conditions") or []
-        if any(c["type"] == "Ready" and c["status"] == "True" for c in conditions):
-            return got
-        time.sleep(0.5)
-    raise AssertionError(f"pod {namespace}/{name} not Ready: {got.get('status')}")
 
 
 def logs(k: httpx.Client, namespace: str, name: str) -> str:

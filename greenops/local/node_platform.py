@@ -1,0 +1,213 @@
+"""The platform on the loopback cluster's real node, as the node's suites and its demo install it:
+PostgreSQL in a pod (Debian's server, from an image built here) behind a Service, and a stack that
+installs the scheduler by `pulumi up` as the prod stack declares it, pointed at that server as at an
+existing one (greenops:schedulerDatabaseUrl). The parts whose images cannot be had here are off
+(docs/operations/install.md, "Installed on a real node here")."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from greenops.common.endpoints import SCHEDULER_PORT, SCHEDULER_SERVICE
+from greenops.local.controlplane import ControlPlaneError, LocalControlPlane
+
+NONROOT = 65532
+DATA_NS, SCHEDULER_NS = "greenops-data", "greenops-scheduler"
+DB_USER = DB_NAME = "greenops"
+PG_LABELS = {"app.kubernetes.io/name": "postgresql"}
+RESTRICTED_LABELS = {"pod-security.kubernetes.io/enforce": "restricted"}
+CONTAINER_SECURITY = {
+    "runAsNonRoot": True,
+    "runAsUser": NONROOT,
+    "runAsGroup": NONROOT,
+    "readOnlyRootFilesystem": True,
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+@dataclass(frozen=True)
+class Database:
+    in_cluster: str  # the scheduler pods' URL: the Service's DNS name
+    from_host: str  # the host's: the pod's address on the bridge
+
+
+@dataclass(frozen=True)
+class Installed:
+    url: str  # the scheduler through its Service's ClusterIP (kube-proxy's rules, from the host)
+    admin_token: str
+    seconds: float  # how long `pulumi up` took
+
+
+def restricted_namespace(k: httpx.Client, name: str, timeout: float = 60) -> None:
+    """A namespace that enforces `restricted`, once its `default` ServiceAccount exists (until then
+    ServiceAccount admission refuses every pod)."""
+    r = k.post("/api/v1/namespaces", json={"metadata": {"name": name, "labels": RESTRICTED_LABELS}})
+    if r.status_code != 201:
+        raise ControlPlaneError(f"namespace {name}: {r.status_code} {r.text[:300]}")
+    deadline = time.monotonic() + timeout
+    while k.get(f"/api/v1/namespaces/{name}/serviceaccounts/default").status_code != 200:
+        if time.monotonic() > deadline:
+            raise ControlPlaneError(f"namespace {name}: no default ServiceAccount after {timeout:.0f}s")
+        time.sleep(0.2)
+
+
+def postgresql_pod(image: str) -> dict[str, Any]:
+    """Debian's server as UID 65532: its cluster in an emptyDir, its password from a Secret file."""
+    return {
+        "metadata": {"name": "postgresql", "labels": PG_LABELS},
+        "spec": {
+            "automountServiceAccountToken": False,
+            "securityContext": {"fsGroup": NONROOT, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [
+                {
+                    "name": "postgresql",
+                    "image": image,
+                    "env": [
+                        {"name": "POSTGRES_USER", "value": DB_USER},
+                        {"name": "POSTGRES_DB", "value": DB_NAME},
+                        {"name": "POSTGRES_PASSWORD_FILE", "value": "/var/run/secrets/db/password"},
+                        # a folder of the volume: initdb makes it 0700, which it cannot do to the mount
+                        {"name": "PGDATA", "value": "/var/lib/postgresql/data/cluster"},
+                    ],
+                    "ports": [{"name": "postgresql", "containerPort": 5432}],
+                    "readinessProbe": {"tcpSocket": {"port": 5432}, "periodSeconds": 1},
+                    "securityContext": CONTAINER_SECURITY,
+                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+                    "volumeMounts": [
+                        {"name": "data", "mountPath": "/var/lib/postgresql/data"},
+                        {"name": "tmp", "mountPath": "/tmp"},
+                        {"name": "password", "mountPath": "/var/run/secrets/db", "readOnly": True},
+                    ],
+                }
+            ],
+            "volumes": [
+                {"name": "data", "emptyDir": {}},
+                {"name": "tmp", "emptyDir": {}},
+                {"name": "password", "secret": {"secretName": "postgresql", "defaultMode": 0o440}},
+            ],
+        },
+    }
+
+
+def start_postgresql(cp: LocalControlPlane, image: str, timeout: float = 180) -> Database:
+    """The PostgreSQL pod and its Service in DATA_NS, once it accepts connections."""
+    password = secrets.token_urlsafe(24)
+    with cp.client() as k:
+        restricted_namespace(k, DATA_NS)
+        secret = {"metadata": {"name": "postgresql"}, "stringData": {"password": password}}
+        for path, body in (
+            ("secrets", secret),
+            ("pods", postgresql_pod(image)),
+            (
+                "services",
+                {"metadata": {"name": "postgresql"}, "spec": {"selector": PG_LABELS, "ports": [{"port": 5432}]}},
+            ),
+        ):
+            r = k.post(f"/api/v1/namespaces/{DATA_NS}/{path}", json=body)
+            if r.status_code != 201:
+                raise ControlPlaneError(f"{DATA_NS}/{path}: {r.status_code} {r.text[:300]}")
+        pod = wait_ready(k, DATA_NS, "postgresql", timeout)
+    return Database(
+        f"postgresql+psycopg://{DB_USER}:{password}@postgresql.{DATA_NS}.svc:5432/{DB_NAME}",
+        f"postgresql+psycopg://{DB_USER}:{password}@{pod['status']['podIP']}:5432/{DB_NAME}",
+    )
+
+
+def wait_ready(k: httpx.Client, namespace: str, name: str, timeout: float = 90) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    got: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        got = k.get(f"/api/v1/namespaces/{namespace}/pods/{name}").json()
+        conditions = (got.get("status") or {}).get("conditions") or []
+        if any(c["type"] == "Ready" and c["status"] == "True" for c in conditions):
+            return got
+        time.sleep(0.5)
+    raise ControlPlaneError(f"pod {namespace}/{name} not Ready after {timeout:.0f}s: {got.get('status')}")
+
+
+def stack_config(image: str, capacity_vcpu: float, principals: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """greenops:* config of a stack installing the scheduler (two replicas) and nothing upstream."""
+    return {
+        "kubernetes": {"mode": "cluster"},
+        "workloads": [],
+        "platform": {
+            "krateo": {"enabled": False},
+            "policy": {"enabled": False},
+            "mlflow": {"enabled": False},
+            "kserve": {"enabled": False},
+            "certManager": {"enabled": False},
+            "scheduler": {
+                "namespace": SCHEDULER_NS,
+                "image": image,
+                "replicas": 2,
+                "capacityVcpu": capacity_vcpu,
+                "cpu": "200m",
+                "memory": "384Mi",
+                "serviceAccountPrincipals": principals or [],
+            },
+        },
+    }
+
+
+def install(
+    cp: LocalControlPlane, work: Path, config: dict[str, Any], database: Database, stream: bool = False
+) -> Installed:
+    """`pulumi up` of ``config`` (stack_config) on ``cp``, through the Automation API, with a file
+    backend in ``work``; the scheduler's bootstrap admin token is made here."""
+    from pulumi import automation as auto
+
+    from greenops.common.clock import system_clock
+    from greenops.engine import automation
+    from greenops.stack import program
+
+    (work / "state").mkdir(parents=True)
+    env = {"PULUMI_BACKEND_URL": f"file://{work / 'state'}"}
+    # the node's record runs on the real clock, and so does the pass
+    def run_program() -> None:
+        program.run(now=system_clock({}))
+
+    stack = automation.inline_stack("node", run_program, work, env)
+    stack.set_all_config({f"greenops:{k}": auto.ConfigValue(json.dumps(v)) for k, v in config.items()})
+    admin = secrets.token_urlsafe(32)
+    credentials = {
+        "schedulerAdminToken": admin,
+        "schedulerDatabaseUrl": database.in_cluster,
+        "kubeconfig": cp.kubeconfig_path.read_text(),
+    }
+    stack.set_all_config({f"greenops:{k}": auto.ConfigValue(v, secret=True) for k, v in credentials.items()})
+    began = time.monotonic()
+    result = automation.run(stack, "up", stream=stream)
+    if result.summary.result != "succeeded":
+        raise ControlPlaneError(f"pulumi up on the node: {result.summary.result}")
+    with cp.client() as k:
+        svc = k.get(f"/api/v1/namespaces/{SCHEDULER_NS}/services/{SCHEDULER_SERVICE}").json()
+    return Installed(f"http://{svc['spec']['clusterIP']}:{SCHEDULER_PORT}", admin, time.monotonic() - began)
+
+
+def pods_table(cp: LocalControlPlane) -> list[dict[str, str]]:
+    """Every pod as `kubectl get pods -A` lists it: namespace, name, ready, status, restarts, node."""
+    with cp.client() as k:
+        items = k.get("/api/v1/pods").json()["items"]
+    rows = []
+    for p in sorted(items, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])):
+        statuses = p["status"].get("containerStatuses") or []
+        rows.append(
+            {
+                "NAMESPACE": p["metadata"]["namespace"],
+                "NAME": p["metadata"]["name"],
+                "READY": f"{sum(s['ready'] for s in statuses)}/{len(p['spec']['containers'])}",
+                "STATUS": p["status"].get("phase", ""),
+                "RESTARTS": str(sum(s["restartCount"] for s in statuses)),
+                "NODE": p["spec"].get("nodeName", ""),
+            }
+        )
+    return rows
