@@ -12,7 +12,9 @@ from pathlib import Path
 import httpx
 
 from greenops.local.node import SANDBOX_IMAGE, LocalNode
-from greenops.local.node_platform import CONTAINER_SECURITY, NONROOT, restricted_namespace
+from greenops.local.node_platform import CONTAINER_SECURITY, restricted_namespace
+from greenops.local.node_platform import NONROOT as NONROOT  # re-exported: the suites import them from here
+from greenops.local.node_platform import wait_ready as wait_ready
 
 BUSYBOX_IMAGE = "greenops.local/busybox:1"
 # the applets a test pod runs (a server, a client over HTTP and HTTPS, a resolver)
