@@ -171,6 +171,7 @@ def install(
 
     (work / "state").mkdir(parents=True)
     env = {"PULUMI_BACKEND_URL": f"file://{work / 'state'}"}
+
     # the node's record runs on the real clock, and so does the pass
     def run_program() -> None:
         program.run(now=system_clock({}))
