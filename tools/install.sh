@@ -262,6 +262,7 @@ say "versions:"
 [ -x "$BIN/etcd" ] && say "  etcd              $("$BIN/etcd" --version | sed -n 's/^etcd Version: //p')"
 [ -x "$BIN/kube-apiserver" ] && say "  kube-apiserver    $("$BIN/kube-apiserver" --version)"
 [ -x "$BIN/kubelet" ] && say "  kubelet           $("$BIN/kubelet" --version)"
+[ -x "$BIN/coredns" ] && say "  coredns           $("$BIN/coredns" -version | head -n 1)"
 [ -x "$BIN/prometheus" ] && say "  prometheus        $("$BIN/prometheus" --version | head -n 1)"
 [ -x "$BIN/promtool" ] && say "  promtool          $("$BIN/promtool" --version | head -n 1)"
 exit 0
