@@ -404,6 +404,7 @@ state = "{state}/state"
 
     def _kubelet(self) -> None:
         assert self.cp.authority is not None
+        address = host_address()
         cert = self.cp.authority.issue_client(f"system:node:{self.name}", ("system:nodes",), f"kubelet-{self.name}")
         kubeconfig_path = self.workdir / "kubelet.kubeconfig"
         kubeconfig_path.write_text(yaml.safe_dump(self._kubeconfig("kubelet", cert)))
@@ -412,7 +413,7 @@ state = "{state}/state"
             "kind": "KubeletConfiguration",
             # the node's address (a kubelet refuses a loopback one): the API server reaches it for
             # logs and exec; every request to it is authenticated (no anonymous, no read-only port)
-            "address": host_address(),
+            "address": address,
             "port": free_port(),
             "readOnlyPort": 0,
             "healthzBindAddress": "127.0.0.1",
@@ -462,7 +463,7 @@ state = "{state}/state"
                 "--hostname-override",
                 self.name,
                 "--node-ip",
-                host_address(),
+                address,
                 "--v",
                 "1",
             ],

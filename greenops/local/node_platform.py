@@ -15,23 +15,18 @@ from typing import Any
 
 import httpx
 
+from components.hardening import CONTAINER_SECURITY as HARDENED_CONTAINER
+from components.hardening import NON_ROOT_ID, POD_SECURITY, RESTRICTED_NAMESPACE_LABELS
 from greenops.common.endpoints import SCHEDULER_PORT, SCHEDULER_SERVICE
 from greenops.local.controlplane import ControlPlaneError, LocalControlPlane
 
-NONROOT = 65532
 DATA_NS, SCHEDULER_NS = "greenops-data", "greenops-scheduler"
 DB_USER = DB_NAME = "greenops"
 PG_LABELS = {"app.kubernetes.io/name": "postgresql"}
-RESTRICTED_LABELS = {"pod-security.kubernetes.io/enforce": "restricted"}
-CONTAINER_SECURITY = {
-    "runAsNonRoot": True,
-    "runAsUser": NONROOT,
-    "runAsGroup": NONROOT,
-    "readOnlyRootFilesystem": True,
-    "allowPrivilegeEscalation": False,
-    "capabilities": {"drop": ["ALL"]},
-    "seccompProfile": {"type": "RuntimeDefault"},
-}
+NONROOT = NON_ROOT_ID
+# the platform's own container hardening, with the user set on the container (a test pod has no
+# pod-level securityContext)
+CONTAINER_SECURITY = {**HARDENED_CONTAINER, "runAsUser": NON_ROOT_ID, "runAsGroup": NON_ROOT_ID}
 
 
 @dataclass(frozen=True)
@@ -47,10 +42,10 @@ class Installed:
     seconds: float  # how long `pulumi up` took
 
 
-def restricted_namespace(k: httpx.Client, name: str, timeout: float = 60) -> None:
+def create_restricted_namespace(k: httpx.Client, name: str, timeout: float = 60) -> None:
     """A namespace that enforces `restricted`, once its `default` ServiceAccount exists (until then
     ServiceAccount admission refuses every pod)."""
-    r = k.post("/api/v1/namespaces", json={"metadata": {"name": name, "labels": RESTRICTED_LABELS}})
+    r = k.post("/api/v1/namespaces", json={"metadata": {"name": name, "labels": RESTRICTED_NAMESPACE_LABELS}})
     if r.status_code != 201:
         raise ControlPlaneError(f"namespace {name}: {r.status_code} {r.text[:300]}")
     deadline = time.monotonic() + timeout
@@ -66,7 +61,7 @@ def postgresql_pod(image: str) -> dict[str, Any]:
         "metadata": {"name": "postgresql", "labels": PG_LABELS},
         "spec": {
             "automountServiceAccountToken": False,
-            "securityContext": {"fsGroup": NONROOT, "seccompProfile": {"type": "RuntimeDefault"}},
+            "securityContext": POD_SECURITY,
             "containers": [
                 {
                     "name": "postgresql",
@@ -102,7 +97,7 @@ def start_postgresql(cp: LocalControlPlane, image: str, timeout: float = 180) ->
     """The PostgreSQL pod and its Service in DATA_NS, once it accepts connections."""
     password = secrets.token_urlsafe(24)
     with cp.client() as k:
-        restricted_namespace(k, DATA_NS)
+        create_restricted_namespace(k, DATA_NS)
         secret = {"metadata": {"name": "postgresql"}, "stringData": {"password": password}}
         for path, body in (
             ("secrets", secret),

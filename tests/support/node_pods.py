@@ -12,8 +12,9 @@ from pathlib import Path
 import httpx
 
 from greenops.local.node import SANDBOX_IMAGE, LocalNode
-from greenops.local.node_platform import CONTAINER_SECURITY, restricted_namespace
+from greenops.local.node_platform import CONTAINER_SECURITY
 from greenops.local.node_platform import NONROOT as NONROOT  # re-exported: the suites import them from here
+from greenops.local.node_platform import create_restricted_namespace as create_namespace  # noqa: F401
 from greenops.local.node_platform import wait_ready as wait_ready
 
 BUSYBOX_IMAGE = "greenops.local/busybox:1"
@@ -45,10 +46,6 @@ def import_busybox(node: LocalNode, work: Path) -> str:
     name, tag = BUSYBOX_IMAGE.rsplit(":", 1)
     node.import_layout(layout, tag, name)
     return BUSYBOX_IMAGE
-
-
-def create_namespace(k: httpx.Client, name: str, timeout: float = 60) -> None:
-    restricted_namespace(k, name, timeout)
 
 
 def pause_pod(name: str, security: dict) -> dict:
