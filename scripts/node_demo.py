@@ -27,6 +27,7 @@ from greenops.common.errors import GreenOpsError
 from greenops.local import node_platform
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.node import LocalNode, missing
+from greenops.local.scheduler import issue_credential
 
 ROOT = Path(__file__).resolve().parents[1]
 # the release tooling (not in the wheel) from the checkout this script belongs to
@@ -76,15 +77,9 @@ def main() -> int:
 
 def day(installed: node_platform.Installed) -> list[dict]:
     """The tenant's bookings through the Service, then the record read back from the scheduler pods."""
-    admin = {"Authorization": f"Bearer {installed.admin_token}"}
+    token = issue_credential(installed.url, installed.admin_token, "acme-ci", ["acme"], paths=["pulumi"])
+    tenant = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=installed.url, timeout=30) as s:
-        issued = s.post(
-            "/credentials",
-            headers=admin,
-            json={"name": "acme-ci", "role": "write", "tenants": ["acme"], "paths": ["pulumi"]},
-        )
-        issued.raise_for_status()
-        tenant = {"Authorization": f"Bearer {issued.json()['token']}"}
         now = datetime.now(UTC)
         for name, cpu, hours, within in DAY:
             body = {

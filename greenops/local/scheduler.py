@@ -77,8 +77,21 @@ class SchedulerServer(ProcessService):
     ) -> str:
         """A new API token for ``tenants`` (None: every tenant, for read and admin), as
         ``greenops token issue`` makes one."""
-        body = {"name": name, "role": role, "tenants": None if tenants is None else list(tenants), "paths": list(paths)}
-        r = httpx.post(f"{self.url}/credentials", json=body, headers=self.admin_headers, timeout=10)
-        r.raise_for_status()
-        token: str = r.json()["token"]
-        return token
+        return issue_credential(self.url, self.admin_token, name, tenants, paths, role)
+
+
+def issue_credential(
+    url: str,
+    admin_token: str,
+    name: str,
+    tenants: Sequence[str] | None,
+    paths: Sequence[str] = ("pulumi", "api"),
+    role: str = "write",
+) -> str:
+    """A new API token from the scheduler at ``url``, asked as its bootstrap admin: for a scheduler
+    started here or one running anywhere else (in a pod, behind its Service)."""
+    body = {"name": name, "role": role, "tenants": None if tenants is None else list(tenants), "paths": list(paths)}
+    r = httpx.post(f"{url}/credentials", json=body, headers={"Authorization": f"Bearer {admin_token}"}, timeout=10)
+    r.raise_for_status()
+    token: str = r.json()["token"]
+    return token

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from greenops.local.scheduler import SchedulerServer
+from greenops.local.scheduler import SchedulerServer, issue_credential
 from greenops.reservations import ACTIVE, ListingFilter, ReservationStore
 from greenops.reservations.slots import slots_of
 
@@ -45,13 +45,7 @@ class Issuer:
         self.url, self.admin_token = url, admin_token
 
     def issue(self, name: str, tenants: list[str] | None, paths: list[str], role: str = "write") -> str:
-        body = {"name": name, "role": role, "tenants": tenants, "paths": paths}
-        r = httpx.post(
-            f"{self.url}/credentials", json=body, headers={"Authorization": f"Bearer {self.admin_token}"}, timeout=15
-        )
-        r.raise_for_status()
-        token: str = r.json()["token"]
-        return token
+        return issue_credential(self.url, self.admin_token, name, tenants, paths, role)
 
 
 Tokens = dict[str, str]  # "cluster" -> OPA's token; tenant -> that tenant's Pulumi-path token
