@@ -39,6 +39,7 @@ class PlatformSecrets:
     scheduler_database_url: pulumi.Input[str] | None = None  # greenops:schedulerDatabaseUrl: an existing PostgreSQL
     scheduler_db_password: pulumi.Input[str] | None = None  # greenops:schedulerDbPassword: or the platform's own
     metrics_token: pulumi.Input[str] | None = None  # greenops:metricsToken: Prometheus's, with monitoring
+    opa_serving_key: pulumi.Input[str] | None = None  # greenops:opaServingKey: with policy.servingCert
 
 
 @dataclass
@@ -114,6 +115,7 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                     scheduler_token=args.secrets.opa_scheduler_token,
                     query_token=args.secrets.opa_token,
                     admin_token=args.secrets.opa_admin_token,
+                    serving_key=args.secrets.opa_serving_key,
                     otlp_endpoint=c.otlp_endpoint,
                 ),
                 child,

@@ -13,6 +13,7 @@ from pydantic.alias_generators import to_camel
 from components.pins import VERSIONS_FILE as VERSIONS_FILE  # re-exported: tests name the file from here
 from components.pins import PinnedVersions, pinned_versions
 from greenops.common import endpoints
+from greenops.common.pem import certificates
 from greenops.identity.principal import Role
 from greenops.models.forecast_names import DEFAULT_STORAGE_PREFIX
 from greenops.observability.tracing import opa_distributed_tracing
@@ -83,11 +84,34 @@ class PolicyEngineConfig(_Section):
         default=None, description="call OPA at this URL instead of its Service (local API server)"
     )
     webhook_timeout_seconds: int = Field(default=10, ge=1, le=30)
+    # Your own PKI (a corporate CA, or one where the pulumi-tls plugin cannot be had): without these
+    # the stack makes a CA and OPA's serving certificate itself and keeps them in state.
+    ca_bundle: str | None = Field(
+        default=None, description="PEM of the CA that signed servingCert: the webhook's caBundle (with servingCert)"
+    )
+    serving_cert: str | None = Field(
+        default=None,
+        description="PEM of OPA's serving certificate, for opa.<namespace>.svc; its key is the secret "
+        "greenops:opaServingKey (with caBundle)",
+    )
     scheduler_url: str = endpoints.in_cluster_scheduler_url()
     # OPA's container; the optimized store (GOGC=400) trades memory for decision latency
     cpu: str = "250m"
     memory: str = "1Gi"
     cpu_limit: str = "1"
+
+
+    @field_validator("ca_bundle", "serving_cert")
+    @classmethod
+    def _pem(cls, v: str | None) -> str | None:
+        return v if v is None else certificates(v)
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> PolicyEngineConfig:
+        if (self.ca_bundle is None) != (self.serving_cert is None):
+            given, missing = ("caBundle", "servingCert") if self.serving_cert is None else ("servingCert", "caBundle")
+            raise ValueError(f"{given} is given without {missing}: your own certificate needs both")
+        return self
 
 
 class ServiceAccountPrincipal(_Section):

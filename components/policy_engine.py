@@ -96,6 +96,7 @@ class PolicyEngineArgs:
     # greenops:opaAdminToken for kube-mgmt's writes. Both or neither.
     query_token: pulumi.Input[str] | None = None
     admin_token: pulumi.Input[str] | None = None
+    serving_key: pulumi.Input[str] | None = None  # greenops:opaServingKey, with the config's servingCert
     otlp_endpoint: str | None = None  # greenops:platform.otlpEndpoint
 
 
@@ -123,6 +124,12 @@ def opa_config(c: PolicyEngineConfig, otlp_endpoint: str | None = None) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class ServingIdentity:
+    cert_pem: pulumi.Input[str]
+    key_pem: pulumi.Input[str]
+
+
 @dataclass
 class ApiTokens:
     """What OPA's API tokens add to the pod: OPA's flags and variables, and kube-mgmt's token file.
@@ -143,7 +150,8 @@ class BundleSource:
     filled by an init container, when a bundle service sends newer ones; else straight from the
     ConfigMap with --bundle."""
 
-    opa_arg: str
+    # OPA's --bundle is a switch ("load the paths as bundles"), the paths come after every flag
+    opa_args: tuple[str, ...]
     mounts: dict[str, k8s.core.v1.VolumeMountArgs]  # by OPA container: each persists bundles apart
     volumes: list[k8s.core.v1.VolumeArgs]
     init: list[k8s.core.v1.ContainerArgs]
@@ -170,7 +178,7 @@ def bundle_source(c: PolicyEngineConfig, init_image: str) -> BundleSource:
     if not c.bundle_service_url:
         shared = _mount("shipped-bundle", SHIPPED_DIR, read_only=True)
         return BundleSource(
-            opa_arg=f"--bundle={SHIPPED_DIR}/bundle.tar.gz",
+            opa_args=("--bundle", f"{SHIPPED_DIR}/bundle.tar.gz"),
             mounts={name: shared for name in OPA_CONTAINERS},
             volumes=[shipped],
             init=[],
@@ -196,7 +204,7 @@ def bundle_source(c: PolicyEngineConfig, init_image: str) -> BundleSource:
         security_context=container_security_context(),
     )
     return BundleSource(
-        opa_arg=CONFIG_ARG,
+        opa_args=(CONFIG_ARG,),
         mounts={name: _mount(volume, PERSIST_DIR) for name, volume in persist.items()},
         volumes=[
             shipped,
@@ -237,9 +245,9 @@ def opa_container(
             "--log-format=json",
             *DECISION_LOG_FLAGS,  # on stdout, masked by the bundle's system.log
             *tokens.opa_args,
-            bundle.opa_arg,
             # the configuration is read for the bundle service, else for tracing alone
-            *([CONFIG_ARG] if args.otlp_endpoint and bundle.opa_arg != CONFIG_ARG else []),
+            *([CONFIG_ARG] if args.otlp_endpoint and CONFIG_ARG not in bundle.opa_args else []),
+            *bundle.opa_args,
         ],
         env=[
             k8s.core.v1.EnvVarArgs(name="SCHEDULER_URL", value=args.config.scheduler_url),
@@ -293,7 +301,7 @@ class PolicyEngine(pulumi.ComponentResource):
         c = args.config
         ns = c.namespace
         child = pulumi.ResourceOptions(parent=self)
-        self._certificates(name, host=f"opa.{ns}.svc", child=child)
+        serving = self._serving_identity(name, args, host=f"opa.{ns}.svc", child=child)
 
         self.namespace = k8s.core.v1.Namespace(f"{name}-ns", metadata=restricted_namespace(ns), opts=child)
         in_ns = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
@@ -301,7 +309,7 @@ class PolicyEngine(pulumi.ComponentResource):
             f"{name}-tls",
             metadata=k8s.meta.v1.ObjectMetaArgs(name="opa-server-tls", namespace=ns),
             type="kubernetes.io/tls",
-            string_data={"tls.crt": self.cert.cert_pem, "tls.key": self.key.private_key_pem},
+            string_data={"tls.crt": serving.cert_pem, "tls.key": serving.key_pem},
             opts=in_ns,
         )
         self.config_map = k8s.core.v1.ConfigMap(
@@ -374,11 +382,27 @@ class PolicyEngine(pulumi.ComponentResource):
         )
         self.register_outputs(
             {
-                "caCert": self.ca.cert_pem,
+                "caCert": self.ca_pem,
                 "webhook": self.webhook.metadata["name"],
                 "apiServerAdmissionKubeconfig": self.admission_kubeconfig,
             }
         )
+
+    def _serving_identity(
+        self, name: str, args: PolicyEngineArgs, host: str, child: pulumi.ResourceOptions
+    ) -> ServingIdentity:
+        """OPA's serving certificate and key, and the CA the webhook trusts (``self.ca_pem``): the
+        platform team's own when the config gives them, else made here and kept in state."""
+        c = args.config
+        if c.serving_cert is None or c.ca_bundle is None:
+            self._certificates(name, host, child)
+            self.ca_pem = self.ca.cert_pem
+            return ServingIdentity(self.cert.cert_pem, self.key.private_key_pem)
+        if args.serving_key is None:
+            # greenops.stack.program refuses this at preview by key; a direct caller of the component too
+            raise pulumi.RunError("policy.servingCert is given without its key: set greenops:opaServingKey")
+        self.ca_pem = pulumi.Output.from_input(c.ca_bundle)
+        return ServingIdentity(pulumi.Output.from_input(c.serving_cert), pulumi.Output.secret(args.serving_key))
 
     def _certificates(self, name: str, host: str, child: pulumi.ResourceOptions) -> None:
         """A CA and a serving certificate kept in state: stable across `up` runs, secret in state."""
@@ -548,7 +572,7 @@ class PolicyEngine(pulumi.ComponentResource):
         )
         hook = webhook_configuration(
             client_config,
-            self.ca.cert_pem.apply(lambda pem: base64.b64encode(pem.encode()).decode()),
+            self.ca_pem.apply(lambda pem: base64.b64encode(pem.encode()).decode()),
             c.webhook_timeout_seconds,
             exclude_namespaces=["kube-system", c.namespace],
         )

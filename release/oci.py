@@ -53,15 +53,34 @@ def pack(spec: ImageSpec, layers: list[Layer], layout: Path, source: Source, use
     for layer in layers:
         history = ["--history.created", created, "--history.created_by", layer.created_by]
         sh(f"layer {layer.tar.name}", ["umoci", "raw", "add-layer", "--image", image, *history, layer.tar])
+    sh("oci config", _config(image, spec, source, user))
+    sh("oci gc", ["umoci", "gc", "--layout", layout])
+    return Built(spec, layout, manifest_digest(layout, spec.tag))
+
+
+def derive(base: Built, spec: ImageSpec, layout: Path, source: Source, user: int = NONROOT) -> Built:
+    """A fresh layout at ``layout`` holding ``spec`` over ``base``'s layers, none added: the same
+    files under another entrypoint (the base's variables are kept unless ``spec`` sets them)."""
+    if layout.exists():
+        shutil.rmtree(layout)
+    shutil.copytree(base.layout, layout)
+    sh("oci config", [*_config(f"{layout}:{base.spec.tag}", spec, source, user), "--tag", spec.tag])
+    if spec.tag != base.spec.tag:
+        sh("oci untag", ["umoci", "rm", "--image", f"{layout}:{base.spec.tag}"])
+    sh("oci gc", ["umoci", "gc", "--layout", layout])
+    return Built(spec, layout, manifest_digest(layout, spec.tag))
+
+
+def _config(image: str, spec: ImageSpec, source: Source, user: int) -> list[str]:
+    """umoci's config of ``image`` as ``spec`` says, with the source's fixed time."""
+    created = source.created
     config = ["umoci", "config", "--image", image, "--no-history", "--created", created, "--author", "greenops"]
     config += ["--config.user", f"{user}:{user}", "--config.workingdir", spec.workdir]
     config += [f"--config.entrypoint={part}" for part in spec.entrypoint]
     config += [f"--config.cmd={part}" for part in spec.cmd] or ["--clear=config.cmd"]
     config += [f"--config.env={k}={v}" for k, v in spec.env]
     config += [f"--config.label={k}={v}" for k, v in spec.labels(source.revision, created).items()]
-    sh("oci config", config)
-    sh("oci gc", ["umoci", "gc", "--layout", layout])
-    return Built(spec, layout, manifest_digest(layout, spec.tag))
+    return config
 
 
 def manifest_digest(layout: Path, tag: str) -> str:

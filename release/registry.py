@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -70,6 +71,13 @@ def push(layout_ref: str, reference: str) -> None:
     """``oci:<layout>:<tag>`` to ``docker://<reference>``, byte for byte (the digest stays)."""
     argv = ["skopeo", "copy", "--quiet", "--preserve-digests", *_tls(reference, "dest-tls-verify")]
     sh(f"push {reference}", [*argv, f"oci:{layout_ref}", f"docker://{reference}"])
+
+
+def push_pinned(entry: dict[str, Any], to: str, name: str) -> str:
+    """A release manifest's ``entry`` (layout, tag, digest) pushed as ``to/name:tag``; the
+    reference by digest that pulls exactly what was built."""
+    push(f"{entry['layout']}:{entry['tag']}", f"{to}/{name}:{entry['tag']}")
+    return f"{to}/{name}@{entry['digest']}"
 
 
 def remote_digest(reference: str) -> str:

@@ -79,6 +79,18 @@ GREENOPS = ImageSpec(
 )
 
 
+# kube-mgmt cannot be had here (its image is on Docker Hub only, its module not on the Go proxy):
+# the real node's OPA pods run greenops.local.kube_mgmt, which takes its flags, from the greenops
+# image's own layers under another entrypoint (built on request only, for those suites)
+KUBE_MGMT_STANDIN = ImageSpec(
+    name="kube-mgmt-standin",
+    tag=__version__,
+    title="a stand-in for kube-mgmt: greenops.local.kube_mgmt, for the real node's suites only",
+    entrypoint=(f"{GREENOPS_VENV}/bin/python", "-m", "greenops.local.kube_mgmt"),
+    env=GREENOPS.env,
+)
+
+
 # Debian's PostgreSQL server, for a reservation record in a pod where no chart's image can be had
 # (the real node's suites); initdb and the server run as NONROOT, which needs a passwd entry.
 POSTGRESQL_MAJOR = "15"

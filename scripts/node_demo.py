@@ -56,17 +56,14 @@ def main() -> int:
         manifest = steps.build(work / "release", only=["greenops", "postgresql"])
         console.print(f"  built in {time.monotonic() - began:.0f}s")
         with registry.local_registry(work / "registry") as host:
-            refs = {}
-            for name, entry in manifest["images"].items():
-                registry.push(f"{entry['layout']}:{entry['tag']}", f"{host}/{name}:{entry['tag']}")
-                refs[name] = f"{host}/{name}@{entry['digest']}"
+            refs = {name: registry.push_pinned(entry, host, name) for name, entry in manifest["images"].items()}
             console.print("starting the control plane and the node ...")
             with LocalControlPlane(with_node=True) as cp, LocalNode(cp) as node:
                 node.trust_registry(host)
                 database = node_platform.start_postgresql(cp, refs["postgresql"])
                 console.print("pulumi up: the scheduler, two replicas, on PostgreSQL in a pod ...")
                 installed = node_platform.install(
-                    cp, work / "stack", node_platform.stack_config(refs["greenops"], 64), database
+                    cp, work / "stack", node_platform.stack_config(refs, 64), database
                 )
                 console.print(f"  installed in {installed.seconds:.0f}s")
                 rows = day(installed)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +17,14 @@ import httpx
 
 from components.hardening import CONTAINER_SECURITY as HARDENED_CONTAINER
 from components.hardening import NON_ROOT_ID, POD_SECURITY, RESTRICTED_NAMESPACE_LABELS
-from greenops.common.endpoints import SCHEDULER_PORT, SCHEDULER_SERVICE
+from components.platform_config import PolicyEngineConfig
+from components.policy_engine import webhook_address
+from greenops.common.endpoints import SCHEDULER_PORT, SCHEDULER_SERVICE, in_cluster_scheduler_url
 from greenops.local.controlplane import ControlPlaneError, LocalControlPlane
+from greenops.local.webhook import ServingPems, serving_pems
+from greenops.policies import webhook_token
 
-DATA_NS, SCHEDULER_NS = "greenops-data", "greenops-scheduler"
+DATA_NS, SCHEDULER_NS, POLICY_NS = "greenops-data", "greenops-scheduler", "greenops-policy"
 DB_USER = DB_NAME = "greenops"
 PG_LABELS = {"app.kubernetes.io/name": "postgresql"}
 NONROOT = NON_ROOT_ID
@@ -35,6 +39,42 @@ class Database:
     from_host: str  # the host's: the pod's address on the bridge
 
 
+def _token() -> str:
+    return secrets.token_hex(32)
+
+
+@dataclass(frozen=True)
+class PolicyKeys:
+    """OPA's three tokens (greenops:opaAdminToken, opaToken, opaSchedulerToken), made before the
+    control plane starts: the API server reads the token it presents to the webhook's OPA (derived
+    from the admin token) once, at its start, as a platform team's API server does."""
+
+    admin: str = field(default_factory=_token)
+    query: str = field(default_factory=_token)
+    scheduler: str = field(default_factory=_token)
+    # OPA's serving certificate, from a CA of the suite's own: the pulumi-tls plugin, which would
+    # make them in state, cannot be had here (policy.caBundle / servingCert, greenops:opaServingKey)
+    serving: ServingPems = field(
+        default_factory=lambda: serving_pems(
+            tuple(f"opa.{POLICY_NS}.svc{suffix}" for suffix in ("", ".cluster.local")), ("127.0.0.1",)
+        )
+    )
+
+    @property
+    def webhook_tokens(self) -> dict[str, str]:
+        """``LocalControlPlane(webhook_tokens=...)``: the webhook by its Service's name, as the
+        component's output apiServerAdmissionKubeconfig gives it."""
+        return {webhook_address(PolicyEngineConfig(namespace=POLICY_NS)): webhook_token(self.admin)}
+
+    def secrets(self) -> dict[str, str]:
+        return {
+            "opaAdminToken": self.admin,
+            "opaToken": self.query,
+            "opaSchedulerToken": self.scheduler,
+            "opaServingKey": self.serving.key_pem.decode(),
+        }
+
+
 @dataclass(frozen=True)
 class Installed:
     url: str  # the scheduler through its Service's ClusterIP (kube-proxy's rules, from the host)
@@ -42,10 +82,13 @@ class Installed:
     seconds: float  # how long `pulumi up` took
 
 
-def create_restricted_namespace(k: httpx.Client, name: str, timeout: float = 60) -> None:
-    """A namespace that enforces `restricted`, once its `default` ServiceAccount exists (until then
-    ServiceAccount admission refuses every pod)."""
-    r = k.post("/api/v1/namespaces", json={"metadata": {"name": name, "labels": RESTRICTED_NAMESPACE_LABELS}})
+def create_restricted_namespace(
+    k: httpx.Client, name: str, timeout: float = 60, labels: dict[str, str] | None = None
+) -> None:
+    """A namespace that enforces `restricted` (with ``labels`` besides), once its `default`
+    ServiceAccount exists (until then ServiceAccount admission refuses every pod)."""
+    metadata = {"name": name, "labels": {**(labels or {}), **RESTRICTED_NAMESPACE_LABELS}}
+    r = k.post("/api/v1/namespaces", json={"metadata": metadata})
     if r.status_code != 201:
         raise ControlPlaneError(f"namespace {name}: {r.status_code} {r.text[:300]}")
     deadline = time.monotonic() + timeout
@@ -129,35 +172,58 @@ def wait_ready(k: httpx.Client, namespace: str, name: str, timeout: float = 90) 
     raise ControlPlaneError(f"pod {namespace}/{name} not Ready after {timeout:.0f}s: {got.get('status')}")
 
 
-def stack_config(image: str, capacity_vcpu: float, principals: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """greenops:* config of a stack installing the scheduler (two replicas) and nothing upstream."""
-    return {
-        "kubernetes": {"mode": "cluster"},
-        "workloads": [],
-        "platform": {
-            "krateo": {"enabled": False},
-            "policy": {"enabled": False},
-            "mlflow": {"enabled": False},
-            "kserve": {"enabled": False},
-            "certManager": {"enabled": False},
-            "scheduler": {
-                "namespace": SCHEDULER_NS,
-                "image": image,
-                "replicas": 2,
-                "capacityVcpu": capacity_vcpu,
-                "cpu": "200m",
-                "memory": "384Mi",
-                "serviceAccountPrincipals": principals or [],
-            },
+def stack_config(
+    images: dict[str, str],
+    capacity_vcpu: float,
+    principals: list[dict[str, Any]] | None = None,
+    keys: PolicyKeys | None = None,
+) -> dict[str, Any]:
+    """greenops:* config of a stack installing the scheduler (two replicas) from ``images["greenops"]``
+    and, with ``keys``, OPA (two pods, from ``images["opa"]`` with ``images["kube-mgmt-standin"]``
+    as its sidecar) and the controller (two replicas, one leading): nothing upstream. The requests
+    are smaller than the prod stack's, for a node of two CPUs; the Lease is short, so a takeover
+    is seen in seconds."""
+    platform: dict[str, Any] = {
+        "krateo": {"enabled": False},
+        "policy": {"enabled": False},
+        "mlflow": {"enabled": False},
+        "kserve": {"enabled": False},
+        "certManager": {"enabled": False},
+        "scheduler": {
+            "namespace": SCHEDULER_NS,
+            "image": images["greenops"],
+            "replicas": 2,
+            "capacityVcpu": capacity_vcpu,
+            "cpu": "200m",
+            "memory": "384Mi",
+            "serviceAccountPrincipals": principals or [],
         },
     }
+    if keys:
+        platform["policy"] = {
+            "namespace": POLICY_NS,
+            "caBundle": keys.serving.ca_pem.decode(),
+            "servingCert": keys.serving.cert_pem.decode(),
+            "schedulerUrl": in_cluster_scheduler_url(SCHEDULER_NS),
+            "cpu": "50m",
+            "memory": "256Mi",
+        }
+        # no cloud operator runs here: a VM counts as running once its objects exist
+        platform["controller"] = {"readiness": "applied", "leaseSeconds": 6, "cpu": "50m", "resyncSeconds": 5}
+        platform["versions"] = {"opa_image": images["opa"], "kube_mgmt_image": images["kube-mgmt-standin"]}
+    return {"kubernetes": {"mode": "cluster"}, "workloads": [], "platform": platform}
 
 
 def install(
-    cp: LocalControlPlane, work: Path, config: dict[str, Any], database: Database, stream: bool = False
+    cp: LocalControlPlane,
+    work: Path,
+    config: dict[str, Any],
+    database: Database,
+    keys: PolicyKeys | None = None,
+    stream: bool = False,
 ) -> Installed:
     """`pulumi up` of ``config`` (stack_config) on ``cp``, through the Automation API, with a file
-    backend in ``work``; the scheduler's bootstrap admin token is made here."""
+    backend in ``work``; the scheduler's bootstrap admin token is made here, OPA's are ``keys``."""
     from pulumi import automation as auto
 
     from greenops.common.clock import system_clock
@@ -178,6 +244,7 @@ def install(
         "schedulerAdminToken": admin,
         "schedulerDatabaseUrl": database.in_cluster,
         "kubeconfig": cp.kubeconfig_path.read_text(),
+        **(keys.secrets() if keys else {}),
     }
     stack.set_all_config({f"greenops:{k}": auto.ConfigValue(v, secret=True) for k, v in credentials.items()})
     began = time.monotonic()

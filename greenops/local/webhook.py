@@ -59,8 +59,15 @@ class TlsIdentity:
     key_file: Path
 
 
-def loopback_tls(folder: Path) -> TlsIdentity:
-    """A throw-away CA and a serving certificate for 127.0.0.1 / localhost."""
+@dataclass(frozen=True)
+class ServingPems:
+    ca_pem: bytes
+    cert_pem: bytes
+    key_pem: bytes
+
+
+def serving_pems(dns_names: tuple[str, ...] = ("localhost",), ips: tuple[str, ...] = ("127.0.0.1",)) -> ServingPems:
+    """A throw-away CA and a serving certificate for ``dns_names`` and ``ips``, as PEM."""
     now = dt.datetime.now(dt.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "greenops-local-ca")])
@@ -76,28 +83,35 @@ def loopback_tls(folder: Path) -> TlsIdentity:
         .sign(ca_key, hashes.SHA256())
     )
     key = ec.generate_private_key(ec.SECP256R1())
+    names: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
+    names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
     cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, (ips or dns_names)[0])]))
         .issuer_name(ca_name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + dt.timedelta(days=2))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
+    return ServingPems(
+        ca.public_bytes(serialization.Encoding.PEM),
+        cert.public_bytes(serialization.Encoding.PEM),
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
+    )
+
+
+def loopback_tls(folder: Path) -> TlsIdentity:
+    """A throw-away CA and a serving certificate for 127.0.0.1 / localhost, written to ``folder``."""
+    pems = serving_pems()
     folder.mkdir(parents=True, exist_ok=True)
     cert_file, key_file = folder / "tls.crt", folder / "tls.key"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
+    cert_file.write_bytes(pems.cert_pem)
+    key_file.write_bytes(pems.key_pem)
     key_file.chmod(0o600)
-    return TlsIdentity(ca.public_bytes(serialization.Encoding.PEM), cert_file, key_file)
+    return TlsIdentity(pems.ca_pem, cert_file, key_file)
 
 
 # The schema keywords carried into the CRD as they are: the string rules (pattern, maxLength, the

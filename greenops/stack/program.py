@@ -132,6 +132,7 @@ def missing_credentials(platform_config: PlatformConfig, secrets: PlatformSecret
         "opaToken": c.policy.enabled,  # decision queries (Placement's)
         "opaAdminToken": c.policy.enabled,  # kube-mgmt's writes
         "metricsToken": c.monitoring.enabled and c.scheduler.enabled,  # Prometheus's: the metrics name tenants
+        "opaServingKey": c.policy.enabled and c.policy.serving_cert is not None,  # your own certificate's
     }
     given = {
         "schedulerAdminToken": secrets.scheduler_admin_token,
@@ -139,6 +140,7 @@ def missing_credentials(platform_config: PlatformConfig, secrets: PlatformSecret
         "opaToken": secrets.opa_token,
         "opaAdminToken": secrets.opa_admin_token,
         "metricsToken": secrets.metrics_token,
+        "opaServingKey": secrets.opa_serving_key,
     }
     missing = [f"greenops:{k}" for k, wanted in needed.items() if wanted and given[k] is None]
     if not missing:
@@ -191,6 +193,7 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
         scheduler_database_url=cfg.get_secret("schedulerDatabaseUrl"),
         scheduler_db_password=cfg.get_secret("schedulerDbPassword"),
         metrics_token=cfg.get_secret("metricsToken"),
+        opa_serving_key=cfg.get_secret("opaServingKey"),
     )
     if missing := missing_credentials(platform_config, secrets):
         raise pulumi.RunError(missing)

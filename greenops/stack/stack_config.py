@@ -11,6 +11,7 @@ from pydantic.alias_generators import to_camel
 
 from greenops.common import endpoints
 from greenops.common.errors import GreenOpsError, field_errors, quote, shown
+from greenops.common.pem import certificates
 from greenops.common.shard_names import shard_of
 from greenops.direct.base import NEEDS, missing_settings
 from greenops.models import Provisioning, Workload
@@ -76,15 +77,7 @@ class EndpointsConfig(_Section):
     @field_validator("ca_certificate")
     @classmethod
     def _pem(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        from cryptography import x509
-
-        try:
-            x509.load_pem_x509_certificates(v.encode())
-        except ValueError as exc:
-            raise ValueError(f"not a PEM certificate ({exc})") from None
-        return v
+        return v if v is None else certificates(v)
 
 
 class ReconcileConfig(_Section):

@@ -668,7 +668,8 @@ def test_opa_boots_from_the_bundle_shipped_with_the_release():
     # without one: OPA loads the shipped bundle itself; there is no state in which it has no policy
     bare = opa_pod(collect({**PROD, "policy": {"webhookTimeoutSeconds": 10}}))
     assert "initContainers" not in bare["spec"]
-    assert "--bundle=/shipped/bundle.tar.gz" in bare["spec"]["containers"][0]["args"]
+    # OPA's --bundle is a switch: the path is the last argument, after every flag
+    assert bare["spec"]["containers"][0]["args"][-2:] == ["--bundle", "/shipped/bundle.tar.gz"]
     assert {"name": "shipped-bundle", "mountPath": "/shipped", "readOnly": True} in bare["spec"]["containers"][0][
         "volumeMounts"
     ]

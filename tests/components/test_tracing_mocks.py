@@ -41,7 +41,7 @@ def test_an_endpoint_turns_on_opas_and_the_schedulers_traces():
     bare = collect({**PROD, "otlpEndpoint": COLLECTOR, "policy": {"webhookTimeoutSeconds": 10}})
     assert set(opa_settings(bare)) == {"distributed_tracing"}
     args = opa_pod(bare)["spec"]["containers"][0]["args"]
-    assert "--bundle=/shipped/bundle.tar.gz" in args and "--config-file=/config/config.json" in args
+    assert args[-2:] == ["--bundle", "/shipped/bundle.tar.gz"] and "--config-file=/config/config.json" in args
 
 
 def test_no_endpoint_no_traces():

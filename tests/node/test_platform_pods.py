@@ -11,7 +11,9 @@ as at an existing server (greenops:schedulerDatabaseUrl)."""
 from __future__ import annotations
 
 import json
+import ssl
 import time
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
@@ -22,9 +24,13 @@ from greenops.common.endpoints import SCHEDULER_PORT, SCHEDULER_SERVICE
 from greenops.local import node_platform
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.node import LocalNode, missing
+from greenops.local.webhook import GROUP, VERSION, vmtemplate_crd
+from greenops.policies.webhook import TENANT_LABEL
 from release import images, registry
-from release.spec import source
+from release.oci import Built
+from release.spec import GREENOPS, source
 from tests.support.burst import CAPACITY, Issuer, assert_record_matches, burst, issue_tokens, request, retry_each
+from tests.support.cluster_path import template
 from tests.support.common import missing as unavailable
 from tests.support.node_pods import (
     create_namespace,
@@ -38,33 +44,48 @@ from tests.support.node_pods import (
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(1800)]
 SCHED_NS = node_platform.SCHEDULER_NS
 TENANT_NS = "tenant-a"
+TENANTS = (TENANT_NS, "tenant-b")
 TOKEN_DIR = "/var/run/secrets/greenops"
 
 
 @pytest.fixture(scope="module")
 def pushed(built, local_registry, tmp_path_factory):
-    """name -> the image by digest in the loopback registry: greenops from the session's release
-    build, PostgreSQL built here (the release builds it only on request)."""
+    """name -> the image by digest in the loopback registry: greenops and OPA from the session's
+    release build; PostgreSQL and the kube-mgmt stand-in built here (the release builds them only on
+    request; the stand-in is the greenops image's layers under another entrypoint)."""
     out, manifest = built
     entries = dict(manifest["images"])
+    made: list[Built] = []
     if "postgresql" not in entries:
-        made = images.build_postgresql(tmp_path_factory.mktemp("postgresql"), source())
-        entries["postgresql"] = {"layout": str(made.layout), "tag": made.spec.tag, "digest": made.digest}
-    refs = {}
-    for name in ("greenops", "postgresql"):
-        entry = entries[name]
-        registry.push(f"{entry['layout']}:{entry['tag']}", f"{local_registry}/{name}:{entry['tag']}")
-        refs[name] = f"{local_registry}/{name}@{entry['digest']}"
-    return refs
+        made.append(images.build_postgresql(tmp_path_factory.mktemp("postgresql"), source()))
+    if "kube-mgmt-standin" not in entries:
+        greenops = entries["greenops"]
+        base = Built(GREENOPS, Path(greenops["layout"]), greenops["digest"])
+        made.append(images.build_kube_mgmt_standin(tmp_path_factory.mktemp("kube-mgmt"), base, source()))
+    for image in made:
+        entries[image.spec.name] = {"layout": str(image.layout), "tag": image.spec.tag, "digest": image.digest}
+    names = ("greenops", "opa", "postgresql", "kube-mgmt-standin")
+    return {name: registry.push_pinned(entries[name], local_registry, name) for name in names}
 
 
 @pytest.fixture(scope="module")
-def cluster(pushed, local_registry, tmp_path_factory):
+def keys():
+    return node_platform.PolicyKeys()
+
+
+@pytest.fixture(scope="module")
+def cluster(pushed, local_registry, keys, tmp_path_factory):
     if lacks := missing():
         unavailable(f"a real node needs {', '.join(lacks)}")
-    with LocalControlPlane(with_node=True) as cp, LocalNode(cp) as node:
+    with LocalControlPlane(with_node=True, webhook_tokens=keys.webhook_tokens) as cp, LocalNode(cp) as node:
         node.trust_registry(local_registry)
         import_busybox(node, tmp_path_factory.mktemp("busybox"))
+        cp.create_crd(vmtemplate_crd())  # as Krateo would generate it from the chart (Krateo is off)
+        with cp.client() as k:
+            for tenant in TENANTS:
+                create_namespace(k, tenant, labels={TENANT_LABEL: tenant})
+            account = {"metadata": {"name": "ci"}}
+            assert k.post(f"/api/v1/namespaces/{TENANT_NS}/serviceaccounts", json=account).status_code == 201
         yield cp, node
 
 
@@ -75,13 +96,14 @@ def database(cluster, pushed):
 
 
 @pytest.fixture(scope="module")
-def platform(cluster, pushed, database, tmp_path_factory):
-    """`pulumi up` of a stack that installs the scheduler (the rest of the platform off: its images
-    cannot be had here): the scheduler's URL through its Service and its bootstrap admin's token."""
+def platform(cluster, pushed, keys, database, tmp_path_factory):
+    """`pulumi up` of a stack that installs the scheduler, OPA and the controller (the rest of the
+    platform off: its images cannot be had here): the scheduler's URL through its Service and its
+    bootstrap admin's token."""
     # a tenant's CI pod, proven by its projected token (TokenReview), not by what it says
     ci = {"serviceAccount": f"{TENANT_NS}/ci", "role": "write", "tenants": ["tenant-a"], "paths": ["pulumi"]}
-    config = node_platform.stack_config(pushed["greenops"], CAPACITY, [ci])
-    installed = node_platform.install(cluster[0], tmp_path_factory.mktemp("platform"), config, database)
+    config = node_platform.stack_config(pushed, CAPACITY, [ci], keys)
+    installed = node_platform.install(cluster[0], tmp_path_factory.mktemp("platform"), config, database, keys)
     print(f"\npulumi up on the node: {installed.seconds:.0f}s")
     return installed.url, installed.admin_token
 
@@ -164,9 +186,6 @@ def test_the_scheduler_pods_accept_a_pods_projected_token_through_token_review(c
     mine = {**request(0, deadline), "key": "ci/etl", "tenant": "tenant-a", "path": "pulumi"}
     theirs = {**mine, "key": "ci/theirs", "tenant": "tenant-b"}
     with cp.client() as k:
-        create_namespace(k, TENANT_NS)
-        account = {"metadata": {"name": "ci"}}
-        assert k.post(f"/api/v1/namespaces/{TENANT_NS}/serviceaccounts", json=account).status_code == 201
         answers = {}
         for name, audience, body in (
             ("booked", "greenops-scheduler", mine),
@@ -180,3 +199,150 @@ def test_the_scheduler_pods_accept_a_pods_projected_token_through_token_review(c
     assert "200 OK" in answers["booked"] and '"placements"' in answers["booked"], answers["booked"]
     assert "403" in answers["not-its-tenant"], answers["not-its-tenant"]
     assert "401" in answers["wrong-audience"], answers["wrong-audience"]
+
+
+# -- OPA's pods and the controller's: the cluster path through pods ------------------------------
+
+POLICY_NS = node_platform.POLICY_NS
+LEASE_PATH = f"/apis/coordination.k8s.io/v1/namespaces/{SCHED_NS}/leases/greenops-controller"
+LEASE_SECONDS = 6  # node_platform.stack_config's controller.leaseSeconds
+
+
+def pods_of(k: httpx.Client, namespace: str, app: str) -> list[dict]:
+    selector = f"app.kubernetes.io/name={app}"
+    items = k.get(f"/api/v1/namespaces/{namespace}/pods", params={"labelSelector": selector}).json()["items"]
+    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+def wait_all_ready(k: httpx.Client, namespace: str, app: str, count: int, timeout: float = 240) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    pods: list[dict] = []
+    while time.monotonic() < deadline:
+        pods = pods_of(k, namespace, app)
+        ready = [p for p in pods if all(s["ready"] for s in p["status"].get("containerStatuses") or [{"ready": 0}])]
+        if len(ready) == count == len(pods):
+            return pods
+        time.sleep(1)
+    raise AssertionError(f"{app}: not {count} Ready pods after {timeout:.0f}s: {[p['status'] for p in pods]}")
+
+
+def tenant_client(cp: LocalControlPlane, user: str, namespace: str) -> httpx.Client:
+    """``user``'s own credential (a client certificate), whose RBAC covers VmTemplates in
+    ``namespace`` only, as a platform team hands a tenant its kubeconfig."""
+    rules = [{"apiGroups": [GROUP], "resources": ["vmtemplates"], "verbs": ["create", "get", "list", "delete"]}]
+    binding = {
+        "metadata": {"name": user},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "vmtemplates"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    }
+    with cp.client() as k:
+        rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}"
+        k.post(f"{rbac}/roles", json={"metadata": {"name": "vmtemplates"}, "rules": rules})
+        assert k.post(f"{rbac}/rolebindings", json=binding).status_code in (201, 409)
+    cert = cp.authority.issue_client(user, (), f"user-{user}")
+    tls = ssl.create_default_context()
+    tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE  # the API server's serving cert is self-signed
+    tls.load_cert_chain(cert.cert, cert.key)
+    return httpx.Client(base_url=cp.server, verify=tls, timeout=30)
+
+
+def vmtemplates(namespace: str) -> str:
+    return f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/vmtemplates"
+
+
+def reservation(platform, key: str) -> dict | None:
+    url, admin = platform
+    r = httpx.get(f"{url}/reservations/{key}", headers={"Authorization": f"Bearer {admin}"}, timeout=15)
+    return None if r.status_code == 404 else r.json()
+
+
+def wait_confirmed(platform, key: str, timeout: float = 90) -> dict:
+    """The controller pod confirmed admission's hold: no hold left, and a phase past it."""
+    deadline, row = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        row = reservation(platform, key)
+        if row and row["held_until"] is None and row["phase"] in ("Scheduled", "Provisioning", "Running"):
+            return row
+        time.sleep(1)
+    raise AssertionError(f"{key} not confirmed by a controller pod within {timeout:.0f}s: {row}")
+
+
+def test_opa_and_the_controller_run_restricted_from_the_digests_pushed(cluster, pushed, platform):
+    cp, _ = cluster
+    with cp.client() as k:
+        ns = k.get(f"/api/v1/namespaces/{POLICY_NS}").json()
+        assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+        expected = {"opa": "opa", "opa-webhook": "opa", "kube-mgmt": "kube-mgmt-standin"}
+        for pod in wait_all_ready(k, POLICY_NS, "opa", 2):
+            statuses = {s["name"]: s for s in pod["status"]["containerStatuses"]}
+            assert set(statuses) == set(expected), statuses
+            for container, image in expected.items():
+                assert statuses[container]["imageID"].endswith(pushed[image].split("@")[1]), statuses[container]
+        for pod in wait_all_ready(k, SCHED_NS, "greenops-controller", 2):
+            (status,) = pod["status"]["containerStatuses"]
+            assert status["imageID"].endswith(pushed["greenops"].split("@")[1]), status
+        # the API server calls the webhook by its Service, with the CA the stack keeps in state
+        hook = k.get("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations").json()["items"]
+        (config,) = [w["clientConfig"] for h in hook for w in h["webhooks"]]
+        assert config["service"]["namespace"] == POLICY_NS and "url" not in config and config["caBundle"], config
+
+
+def test_a_tenants_vmtemplate_is_admitted_by_the_opa_pod_and_confirmed_by_a_controller_pod(cluster, platform):
+    cp, _ = cluster
+    with cp.client() as k:
+        wait_all_ready(k, POLICY_NS, "opa", 2)
+    with tenant_client(cp, "alice", TENANT_NS) as alice:
+        made = alice.post(vmtemplates(TENANT_NS), json=template("etl", TENANT_NS))
+        assert made.status_code == 201, made.text
+        key = made.json()["metadata"]["annotations"]["greenops.io/reservation"]
+        # RBAC: her credential covers her namespace only
+        assert alice.post(vmtemplates("tenant-b"), json=template("etl", "tenant-b")).status_code == 403
+        # the OPA pod's tenancy policy, on the namespaces its kube-mgmt replicated: her namespace is
+        # tenant-a's, whatever the spec claims
+        claimed = alice.post(vmtemplates(TENANT_NS), json=template("theirs", "tenant-b"))
+        assert claimed.status_code in (400, 403) and "tenant" in claimed.text, claimed.text
+        assert alice.get(f"{vmtemplates(TENANT_NS)}/theirs").status_code == 404
+    booked = reservation(platform, key)
+    assert booked is not None and booked["tenant"] == TENANT_NS and booked["path"] == "cluster", booked
+    row = wait_confirmed(platform, key)
+    assert row["revision"] == booked["revision"]  # confirming is not a new booking
+
+
+def test_one_controller_pod_leads_and_another_takes_over_when_it_is_deleted(cluster, platform):
+    cp, _ = cluster
+    with cp.client() as k, tenant_client(cp, "alice", TENANT_NS) as alice:
+        pods = {p["metadata"]["name"] for p in wait_all_ready(k, SCHED_NS, "greenops-controller", 2)}
+        leader = k.get(LEASE_PATH).json()["spec"]["holderIdentity"]
+        assert leader in pods, (leader, pods)
+        made = alice.post(vmtemplates(TENANT_NS), json=template("before", TENANT_NS))
+        assert made.status_code == 201, made.text
+        before = made.json()["metadata"]["annotations"]["greenops.io/reservation"]
+        wait_confirmed(platform, before)
+
+        gone = k.delete(f"/api/v1/namespaces/{SCHED_NS}/pods/{leader}", params={"gracePeriodSeconds": 0})
+        assert gone.status_code == 200, gone.text
+        deleted = time.monotonic()
+        # meanwhile a tenant goes on: admission books, whichever controller leads confirms
+        made = alice.post(vmtemplates(TENANT_NS), json=template("during", TENANT_NS))
+        assert made.status_code == 201, made.text
+        during = made.json()["metadata"]["annotations"]["greenops.io/reservation"]
+        while (holder := k.get(LEASE_PATH).json()["spec"]["holderIdentity"]) == leader:
+            assert time.monotonic() - deleted < 3 * LEASE_SECONDS, "nobody took the Lease over"
+            time.sleep(0.2)
+        took = time.monotonic() - deleted
+        print(f"\n{leader} deleted; {holder} leads after {took:.1f}s (Lease {LEASE_SECONDS}s)")
+        assert holder in {p["metadata"]["name"] for p in pods_of(k, SCHED_NS, "greenops-controller")}
+        assert took <= 2 * LEASE_SECONDS
+        row = wait_confirmed(platform, during)
+    # nothing lost, nothing twice: one reservation per VmTemplate, each booked once
+    url, admin = platform
+    listed = httpx.get(
+        f"{url}/reservations",
+        params={"tenant": TENANT_NS, "path": "cluster", "all": "true"},
+        headers={"Authorization": f"Bearer {admin}"},
+        timeout=15,
+    ).json()["reservations"]
+    keys = [r["key"] for r in listed]
+    assert keys.count(before) == keys.count(during) == 1, keys
+    assert reservation(platform, before)["phase"] == wait_confirmed(platform, before)["phase"]
+    assert row["held_until"] is None
