@@ -179,7 +179,7 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                     c.policy.namespace if policy else None,
                     controller="controller" in self.parts,
                     metrics_token=args.secrets.metrics_token or "",
-                    opa_ca_pem=policy.ca.cert_pem if isinstance(policy, PolicyEngine) else None,
+                    opa_ca_pem=policy.ca_pem if isinstance(policy, PolicyEngine) else None,
                     interval_seconds=args.reconcile_interval_seconds,
                 ),
                 pulumi.ResourceOptions(parent=self, depends_on=list(self.parts.values())),
@@ -193,7 +193,7 @@ class GreenOpsPlatform(pulumi.ComponentResource):
                     opa=opa_backend(c.policy.namespace, policy.service.metadata["name"], OPA_SERVICE_PORT),
                     scheduler=Backend(c.scheduler.namespace, scheduler.service.metadata["name"], SCHEDULER_PORT),
                     ca_key_pem=policy.ca_key.private_key_pem,
-                    ca_cert_pem=policy.ca.cert_pem,
+                    ca_cert_pem=policy.ca_pem,
                 ),
                 child,
             )

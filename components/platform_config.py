@@ -100,7 +100,6 @@ class PolicyEngineConfig(_Section):
     memory: str = "1Gi"
     cpu_limit: str = "1"
 
-
     @field_validator("ca_bundle", "serving_cert")
     @classmethod
     def _pem(cls, v: str | None) -> str | None:

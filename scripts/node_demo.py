@@ -62,9 +62,7 @@ def main() -> int:
                 node.trust_registry(host)
                 database = node_platform.start_postgresql(cp, refs["postgresql"])
                 console.print("pulumi up: the scheduler, two replicas, on PostgreSQL in a pod ...")
-                installed = node_platform.install(
-                    cp, work / "stack", node_platform.stack_config(refs, 64), database
-                )
+                installed = node_platform.install(cp, work / "stack", node_platform.stack_config(refs, 64), database)
                 console.print(f"  installed in {installed.seconds:.0f}s")
                 rows = day(installed)
                 show_pods(console, node_platform.pods_table(cp))

@@ -110,7 +110,9 @@ def sync_once(
         body = json.dumps(tree, sort_keys=True)
         if last.get(r.plural) == body:
             continue
-        opa.put(f"/data/{PATH}/{r.plural}", content=body, headers={"Content-Type": "application/json"}).raise_for_status()
+        opa.put(
+            f"/data/{PATH}/{r.plural}", content=body, headers={"Content-Type": "application/json"}
+        ).raise_for_status()
         last[r.plural] = body
         writes += 1
     return writes

@@ -216,7 +216,7 @@ def platform(cfg: pulumi.Config, provider: k8s.Provider, config: StackConfig) ->
     if "policy" in installed.parts:
         # the CA a workloads stack trusts for OPA: greenops:endpoints.caCertificate
         policy = cast(PolicyEngine, installed.parts["policy"])
-        pulumi.export("opaCaCertificate", policy.ca.cert_pem)
+        pulumi.export("opaCaCertificate", policy.ca_pem)
         # the API server's credential for the webhook (its --admission-control-config-file's
         # kubeConfigFile), a secret: `pulumi stack output apiServerAdmissionKubeconfig --show-secrets`
         pulumi.export("apiServerAdmissionKubeconfig", policy.admission_kubeconfig)

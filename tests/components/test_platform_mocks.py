@@ -717,3 +717,33 @@ def test_the_api_servers_webhook_credential_names_the_webhooks_address():
     assert webhook_address(PolicyEngineConfig(webhook_url="https://10.0.0.5:8444/")) == "10.0.0.5:8444"
     config = webhook_kubeconfig({"opa.opa.svc:8444": webhook_token("A9z-admin-s3cret")})
     assert config["users"] == [{"name": "opa.opa.svc:8444", "user": {"token": webhook_token("A9z-admin-s3cret")}}]
+
+
+def test_a_platform_teams_own_webhook_certificate_replaces_the_one_made_in_state():
+    from pydantic import ValidationError
+
+    from components.platform_config import PolicyEngineConfig
+    from greenops.local.webhook import serving_pems
+    from greenops.stack import program
+
+    pems = serving_pems(("opa.opa.svc",), ())
+    own = {"caBundle": pems.ca_pem.decode(), "servingCert": pems.cert_pem.decode()}
+    m = run_platform({**PROD, "policy": own}, extra={"greenops:opaServingKey": pems.key_pem.decode()})
+    pulumi.runtime.test(program.run)()
+    assert not [r for r in m.resources if r.typ.startswith("tls:")]  # no CA of the stack's own
+    [hook] = of(m, "kubernetes:admissionregistration.k8s.io/v1:MutatingWebhookConfiguration")
+    assert base64.b64decode(hook.inputs["webhooks"][0]["clientConfig"]["caBundle"]) == pems.ca_pem
+    [tls] = [r for r in of(m, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "opa-server-tls"]
+    data = unwrap(tls.inputs["stringData"])
+    assert data["tls.crt"] == pems.cert_pem.decode() and data["tls.key"] == pems.key_pem.decode()
+    assert SECRET_SIG in tls.inputs["stringData"]  # the key stays secret in state
+    # without its key it is refused by name, before anything is declared
+    m = run_platform({**PROD, "policy": own})
+    with pytest.raises(pulumi.RunError, match="greenops:opaServingKey"):
+        program.run()
+    assert not [r for r in m.resources if r.typ.startswith("kubernetes:")]
+    # half a certificate, or text that is not one, is refused with the field's name
+    with pytest.raises(ValidationError, match="caBundle is given without servingCert"):
+        PolicyEngineConfig.model_validate({"caBundle": own["caBundle"]})
+    with pytest.raises(ValidationError, match="not a PEM certificate"):
+        PolicyEngineConfig.model_validate({**own, "servingCert": "hello"})

@@ -63,7 +63,9 @@ def test_it_replicates_namespaces_and_vmtemplates_where_kube_mgmt_does(opa_binar
                 assert spaces["metadata"]["labels"]["greenops.io/tenant"] == "acme"
                 assert "managedFields" not in spaces["metadata"]
                 with cp.client() as k:
-                    made = k.post(f"/apis/{GROUP}/{VERSION}/namespaces/team-a/vmtemplates", json=template("etl", "acme"))
+                    made = k.post(
+                        f"/apis/{GROUP}/{VERSION}/namespaces/team-a/vmtemplates", json=template("etl", "acme")
+                    )
                     assert made.status_code == 201, made.text
                     vm = eventually(lambda: data(opa, "vmtemplates").get("team-a", {}).get("etl"))
                     assert vm["spec"]["tenant"] == "acme"
