@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import ssl
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from components.platform_config import PolicyEngineConfig
 from components.policy_engine import webhook_address
 from greenops.common.endpoints import SCHEDULER_PORT, SCHEDULER_SERVICE, in_cluster_scheduler_url
 from greenops.local.controlplane import ControlPlaneError, LocalControlPlane
-from greenops.local.webhook import ServingPems, serving_pems
+from greenops.local.webhook import GROUP, ServingPems, serving_pems
 from greenops.policies import webhook_token
 
 DATA_NS, SCHEDULER_NS, POLICY_NS = "greenops-data", "greenops-scheduler", "greenops-policy"
@@ -274,3 +275,27 @@ def pods_table(cp: LocalControlPlane) -> list[dict[str, str]]:
             }
         )
     return rows
+
+
+def tenant_client(cp: LocalControlPlane, user: str, namespace: str) -> httpx.Client:
+    """``user``'s own credential (a client certificate of the cluster's CA), whose RBAC covers
+    VmTemplates in ``namespace`` only, as a platform team hands a tenant its kubeconfig."""
+    if cp.authority is None:
+        raise ControlPlaneError("the control plane is not started: it has no client CA yet")
+    rules = [{"apiGroups": [GROUP], "resources": ["vmtemplates"], "verbs": ["create", "get", "list", "delete"]}]
+    binding = {
+        "metadata": {"name": user},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "vmtemplates"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    }
+    with cp.client() as k:
+        rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}"
+        for path, body in (("roles", {"metadata": {"name": "vmtemplates"}, "rules": rules}), ("rolebindings", binding)):
+            r = k.post(f"{rbac}/{path}", json=body)
+            if r.status_code not in (201, 409):  # 409: made for an earlier client of the same user
+                raise ControlPlaneError(f"{namespace}/{path} for {user}: {r.status_code} {r.text[:300]}")
+    cert = cp.authority.issue_client(user, (), f"user-{user}")
+    tls = ssl.create_default_context()
+    tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE  # the API server's serving cert is self-signed
+    tls.load_cert_chain(cert.cert, cert.key)
+    return httpx.Client(base_url=cp.server, verify=tls, timeout=30)

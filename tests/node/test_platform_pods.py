@@ -1,17 +1,20 @@
-"""The platform's own pods on the real node. The greenops and PostgreSQL images built here
-(release.steps) are pushed to a registry on loopback and pulled by the kubelet by digest; `pulumi up`
-installs the scheduler as the prod stack declares it (two replicas, a read-only root, UID 65532
-reading its mounted Secrets, probes, a namespace that enforces `restricted`) on a PostgreSQL pod
-behind a Service; and a scheduler pod deleted mid-burst loses and doubles no booking.
+"""The platform's own pods on the real node. The greenops and OPA images of the release build, a
+PostgreSQL image and the kube-mgmt stand-in built here (release.steps) are pushed to a registry on
+loopback and pulled by the kubelet by digest; `pulumi up` installs, as the prod stack declares them,
+the scheduler (two replicas, a read-only root, UID 65532 reading its mounted Secrets, probes, a
+namespace that enforces `restricted`) on a PostgreSQL pod behind a Service, OPA (two pods: its two
+processes and the sidecar) with the webhook by its Service, and the controller (two replicas, one
+leading). A scheduler pod deleted mid-burst loses and doubles no booking; a tenant's VmTemplate is
+admitted by the OPA pod and confirmed by a controller pod; the leader's pod deleted, the other leads.
 
 What the platform deploys for its record in production (the Bitnami chart's images) cannot be had
 here: PostgreSQL runs from Debian's server in an image built here, and the scheduler is pointed at it
-as at an existing server (greenops:schedulerDatabaseUrl)."""
+as at an existing server (greenops:schedulerDatabaseUrl). Nor can kube-mgmt or the pulumi-tls plugin:
+see docs/operations/install.md, "Installed on a real node here"."""
 
 from __future__ import annotations
 
 import json
-import ssl
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -226,26 +229,6 @@ def wait_all_ready(k: httpx.Client, namespace: str, app: str, count: int, timeou
     raise AssertionError(f"{app}: not {count} Ready pods after {timeout:.0f}s: {[p['status'] for p in pods]}")
 
 
-def tenant_client(cp: LocalControlPlane, user: str, namespace: str) -> httpx.Client:
-    """``user``'s own credential (a client certificate), whose RBAC covers VmTemplates in
-    ``namespace`` only, as a platform team hands a tenant its kubeconfig."""
-    rules = [{"apiGroups": [GROUP], "resources": ["vmtemplates"], "verbs": ["create", "get", "list", "delete"]}]
-    binding = {
-        "metadata": {"name": user},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "vmtemplates"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-    }
-    with cp.client() as k:
-        rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}"
-        k.post(f"{rbac}/roles", json={"metadata": {"name": "vmtemplates"}, "rules": rules})
-        assert k.post(f"{rbac}/rolebindings", json=binding).status_code in (201, 409)
-    cert = cp.authority.issue_client(user, (), f"user-{user}")
-    tls = ssl.create_default_context()
-    tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE  # the API server's serving cert is self-signed
-    tls.load_cert_chain(cert.cert, cert.key)
-    return httpx.Client(base_url=cp.server, verify=tls, timeout=30)
-
-
 def vmtemplates(namespace: str) -> str:
     return f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/vmtemplates"
 
@@ -291,7 +274,7 @@ def test_a_tenants_vmtemplate_is_admitted_by_the_opa_pod_and_confirmed_by_a_cont
     cp, _ = cluster
     with cp.client() as k:
         wait_all_ready(k, POLICY_NS, "opa", 2)
-    with tenant_client(cp, "alice", TENANT_NS) as alice:
+    with node_platform.tenant_client(cp, "alice", TENANT_NS) as alice:
         made = alice.post(vmtemplates(TENANT_NS), json=template("etl", TENANT_NS))
         assert made.status_code == 201, made.text
         key = made.json()["metadata"]["annotations"]["greenops.io/reservation"]
@@ -310,7 +293,7 @@ def test_a_tenants_vmtemplate_is_admitted_by_the_opa_pod_and_confirmed_by_a_cont
 
 def test_one_controller_pod_leads_and_another_takes_over_when_it_is_deleted(cluster, platform):
     cp, _ = cluster
-    with cp.client() as k, tenant_client(cp, "alice", TENANT_NS) as alice:
+    with cp.client() as k, node_platform.tenant_client(cp, "alice", TENANT_NS) as alice:
         pods = {p["metadata"]["name"] for p in wait_all_ready(k, SCHED_NS, "greenops-controller", 2)}
         leader = k.get(LEASE_PATH).json()["spec"]["holderIdentity"]
         assert leader in pods, (leader, pods)
