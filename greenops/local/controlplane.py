@@ -310,10 +310,11 @@ class LocalControlPlane(LoopbackService):
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = self.workdir / f"{name}.log"
         self.workdir.mkdir(parents=True, exist_ok=True)
-        fh = log.open("wb")
-        popen = subprocess.Popen(
-            argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-        )
+        # the child writes through its own copy of the descriptor: this process keeps none open
+        with log.open("wb") as fh:
+            popen = subprocess.Popen(
+                argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
         self._procs.append(_Proc(name, popen, log, argv))
 
     def _wait(self, url: str, name: str, headers: dict[str, str] | None = None) -> None:

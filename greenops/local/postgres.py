@@ -79,26 +79,28 @@ class PostgresServer(LoopbackService):
             as_user,
         )
         (self.workdir / "pw").unlink()
-        self._proc = subprocess.Popen(
-            [
-                str(bindir / "postgres"),
-                "-D",
-                str(data),
-                "-p",
-                str(self.port),
-                "-k",
-                str(self.workdir),
-                "-c",
-                "listen_addresses=127.0.0.1",
-                "-c",
-                f"max_connections={self.max_connections}",
-            ],
-            stdout=log.open("ab"),
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            **as_user,
-        )
+        # the child writes through its own copy of the descriptor: this process keeps none open
+        with log.open("ab") as out:
+            self._proc = subprocess.Popen(
+                [
+                    str(bindir / "postgres"),
+                    "-D",
+                    str(data),
+                    "-p",
+                    str(self.port),
+                    "-k",
+                    str(self.workdir),
+                    "-c",
+                    "listen_addresses=127.0.0.1",
+                    "-c",
+                    f"max_connections={self.max_connections}",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                **as_user,
+            )
         self._wait_ready(bindir, log)
         self._run(
             [

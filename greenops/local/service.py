@@ -54,14 +54,11 @@ class ProcessService(LoopbackService):
 
     def _launch(self, argv: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.log = log
-        self._proc = subprocess.Popen(
-            argv,
-            stdout=log.open("ab"),
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-        )
+        # the child writes through its own copy of the descriptor: this process keeps none open
+        with log.open("ab") as out:
+            self._proc = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+            )
 
     def _wait_ready(self, url: str) -> None:
         proc = self._proc

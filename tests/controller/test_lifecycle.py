@@ -31,12 +31,13 @@ from greenops.renderers.user_data import REPORT_KEY, REPORT_SECRET_SUFFIX
 from greenops.validation.crd import default_crd_dir
 from tests.support.cloud_init import moved
 from tests.support.cluster_path import controller_process, template
-from tests.support.krateo import KrateoStandIn
+from tests.support.krateo import ASO_VM, KrateoStandIn
+from tests.support.krateo import aso_vm_of as vm_of
 from tests.support.upstream_crds import local_crd
 
 pytestmark = [pytest.mark.integration, pytest.mark.tools, pytest.mark.crds]
 
-VM = ("compute.azure.com", "v1api20220301", "virtualmachines")
+VM = ASO_VM
 LEAD = timedelta(seconds=300)
 RESYNC = 0.3  # the controller's --resync-seconds here (LEAD above is the chart's default provisioningLeadSeconds)
 KRATEO_RESYNC = 120.0  # far longer than any test here: only a new generation renders in time
@@ -76,20 +77,6 @@ def render_note(cluster, ns: str, name: str) -> str | None:
     """What the controller last asked Krateo for: ``spec.render`` (a spec field, so a new generation)."""
     with cluster.cp.client() as k:
         return k.get(cluster.path(ns, name)).json()["spec"].get("render")
-
-
-def vm_of(obj: dict) -> dict:
-    """The VirtualMachine the chart renders for VmTemplate ``obj``, marked as Helm marks its release's objects."""
-    ns, release = obj["metadata"]["namespace"], obj["metadata"]["name"]
-    return {
-        "apiVersion": f"{VM[0]}/{VM[1]}",
-        "kind": "VirtualMachine",
-        "metadata": {
-            "name": f"{release}-vm",
-            "annotations": {"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": ns},
-        },
-        "spec": {"location": obj["spec"]["schedulingLocation"], "owner": {"name": "greenops-workloads"}},
-    }
 
 
 def act_as_krateo(cluster, obj: dict) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ class KrateoStandIn:
         templates_path: str,
         vm_path: str,
         vm_object: Callable[[dict[str, Any]], dict[str, Any]],
-        clock: Path,
+        clock: Path | None,
         resync: float,
         poll: float = 0.1,
     ):
@@ -82,7 +82,8 @@ class KrateoStandIn:
             return
         start = parse_time(spec["schedulingTime"])
         lead = timedelta(seconds=spec.get("provisioningLeadSeconds", PROVISIONING_LEAD_SECONDS))
-        now: datetime = clock_file_time(str(self.clock))
+        # the controller's clock: a file a test plays forward, or the real one (None: the node's pods)
+        now: datetime = clock_file_time(str(self.clock)) if self.clock else datetime.now(UTC)
         inside = start - lead <= now < start + parse_duration(spec["duration"])
         vm = self.vm_object(obj)
         path = self.vm_path.format(ns=ns)
@@ -91,3 +92,21 @@ class KrateoStandIn:
             k.post(path, json=vm).raise_for_status()
         elif not inside and exists:
             k.delete(f"{path}/{vm['metadata']['name']}")
+
+
+# ASO's VirtualMachine (group, version, plural): the kind the chart renders for an Azure placement
+ASO_VM = ("compute.azure.com", "v1api20220301", "virtualmachines")
+
+
+def aso_vm_of(obj: dict[str, Any]) -> dict[str, Any]:
+    """The VirtualMachine the chart renders for VmTemplate ``obj``, marked as Helm marks its release's objects."""
+    ns, release = obj["metadata"]["namespace"], obj["metadata"]["name"]
+    return {
+        "apiVersion": f"{ASO_VM[0]}/{ASO_VM[1]}",
+        "kind": "VirtualMachine",
+        "metadata": {
+            "name": f"{release}-vm",
+            "annotations": {"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": ns},
+        },
+        "spec": {"location": obj["spec"]["schedulingLocation"], "owner": {"name": "greenops-workloads"}},
+    }
