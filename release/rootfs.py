@@ -56,4 +56,7 @@ def debian_base(refresh: bool = False, packages: tuple[str, ...] = BASE_PACKAGES
         listing = sh("package list", ["chroot", rootfs, "dpkg-query", "-W", "-f", "${Package} ${Version}\\n"])
         out.joinpath("packages.txt").write_text("".join(sorted(listing.splitlines(keepends=True))))
 
-    return cached("debian", key, make, refresh)
+    # one kind per package set: each keeps its newest entry, and the base with python3 and the
+    # one with PostgreSQL's server no longer evict each other, build after build
+    kind = "debian" if packages == BASE_PACKAGES else "debian-" + "+".join(sorted(packages))
+    return cached(kind, key, make, refresh)

@@ -70,6 +70,9 @@ TERMINAL = ("Completed", "Failed", "Released")
 # Not active (it holds no zone-hours and counts against no quota), not ended: listed with the active.
 PENDING = "Pending"
 LISTED = (*ACTIVE, PENDING)
+# A run that has begun is listed until its final phase is recorded, even past its booked end: a VM
+# whose gate opened late runs (and must be retired) after the end the booking counted.
+UNDER_WAY = ("Provisioning", "Running")
 PRUNE_EVERY = 600.0  # seconds between sweeps of zone-hours that have passed
 # How long an admission's booking waits for its VmTemplate to be stored: well above the API server's
 # webhook timeout (30 s at most) plus a controller's resync, so only a CREATE that never stored its
@@ -322,7 +325,7 @@ class ReservationStore:
         tenants: Collection[str] | None = None,
     ) -> list[dict[str, Any]]:
         """Rows by start, filtered in the database: the active and the Pending ones (still running,
-        or still able to, at ``now``, when given), or with ``where.all`` every phase, where
+        or still able to, at ``now``, when given; a run under way stays until its final phase), or with ``where.all`` every phase, where
         ``ended_after`` keeps the active ones and those whose run ends after it (a dashboard's recent
         history, not years of it). ``tenants`` keeps only those tenants' rows (a caller's scope;
         None: every tenant)."""
@@ -346,7 +349,7 @@ class ReservationStore:
         if not where.all:
             q = q.where(reservations.c.phase.in_(LISTED))
             if now is not None:
-                q = q.where(reservations.c.end_at > now)
+                q = q.where(or_(reservations.c.end_at > now, reservations.c.phase.in_(UNDER_WAY)))
         elif where.ended_after is not None:
             q = q.where(or_(reservations.c.phase.in_(LISTED), reservations.c.end_at > where.ended_after))
         with self._read("list") as conn:

@@ -269,3 +269,22 @@ def test_the_workload_is_served_back_as_sent(client):
     assert client.post("/scheduling", json=body(key="x", workload=sent)).status_code == 200
     assert client.get("/reservations/x").json()["workload"] == sent
     assert client.get("/reservations").json()["reservations"][0]["workload"] == sent
+
+
+def test_a_run_under_way_is_listed_past_its_booked_end_until_its_final_phase(store):
+    """A VM whose gate opened late runs after the end its booking counted: the listing (what the
+    controller's lifecycle pass reads) keeps it until it is recorded Completed, so it is retired."""
+    now = [NOW]
+    client = authorized(
+        create_app(ProfileSource(), capacity_vcpu=64, clock=lambda: now[0], store=store, admin_tokens=[ADMIN])
+    )
+    for key in ("late", "idle"):
+        assert client.post("/scheduling", json=body(key=key, cpu=2)).status_code == 200
+    assert client.patch("/reservations/late", json={"phase": "Provisioning"}).status_code == 200
+    assert client.patch("/reservations/late", json={"phase": "Running"}).status_code == 200
+    (late,) = [r for r in store.list(ListingFilter(all=True)) if r["key"] == "late"]
+    now[0] = late["end_at"].replace(tzinfo=UTC) + timedelta(minutes=5)  # past both bookings' end
+    listed = [r["key"] for r in client.get("/reservations").json()["reservations"]]
+    assert listed == ["late"]  # the Scheduled one whose window passed is not; the Running one is
+    assert client.patch("/reservations/late", json={"phase": "Completed"}).status_code == 200
+    assert client.get("/reservations").json()["reservations"] == []
