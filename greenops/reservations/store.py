@@ -325,10 +325,10 @@ class ReservationStore:
         tenants: Collection[str] | None = None,
     ) -> list[dict[str, Any]]:
         """Rows by start, filtered in the database: the active and the Pending ones (still running,
-        or still able to, at ``now``, when given; a run under way stays until its final phase), or with ``where.all`` every phase, where
-        ``ended_after`` keeps the active ones and those whose run ends after it (a dashboard's recent
-        history, not years of it). ``tenants`` keeps only those tenants' rows (a caller's scope;
-        None: every tenant)."""
+        or still able to, at ``now``, when given; a run under way stays until its final phase), or
+        with ``where.all`` every phase, where ``ended_after`` keeps the active ones and those whose
+        run ends after it (a dashboard's recent history, not years of it). ``tenants`` keeps only
+        those tenants' rows (a caller's scope; None: every tenant)."""
         where = ListingFilter() if where is None else where
         q = select(reservations).order_by(reservations.c.start_at, reservations.c.key, reservations.c.tenant)
         if tenants is not None:
