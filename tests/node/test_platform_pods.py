@@ -22,19 +22,24 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
 from greenops.common.endpoints import SCHEDULER_PORT, SCHEDULER_SERVICE
+from greenops.common.httpclient import RetryingClient
+from greenops.insight.record_rows import listed
 from greenops.local import node_platform
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.node import LocalNode, missing
 from greenops.local.webhook import GROUP, VERSION, vmtemplate_crd
 from greenops.policies.webhook import TENANT_LABEL
+from greenops.validation.crd import default_crd_dir
 from release import images, registry
 from release.oci import Built
 from release.spec import GREENOPS, source
 from tests.support.burst import CAPACITY, Issuer, assert_record_matches, burst, issue_tokens, request, retry_each
 from tests.support.cluster_path import template
 from tests.support.common import missing as unavailable
+from tests.support.krateo import ASO_VM, KrateoStandIn, aso_vm_of
 from tests.support.node_pods import (
     create_namespace,
     import_busybox,
@@ -42,6 +47,7 @@ from tests.support.node_pods import (
     restricted_pod,
     wait_phase,
 )
+from tests.support.upstream_crds import local_crd
 
 # the first test's set-up may be the session's release build (every image; tests/release shares it)
 pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(1800)]
@@ -330,3 +336,65 @@ def test_one_controller_pod_leads_and_another_takes_over_when_it_is_deleted(clus
     assert keys.count(before) == keys.count(during) == 1, keys
     assert reservation(platform, before)["phase"] == wait_confirmed(platform, before)["phase"]
     assert row["held_until"] is None
+
+
+def test_a_day_through_the_pods_gate_render_run_and_retire(cluster, platform):
+    """A tenant's VmTemplate, its only window now (a run of two minutes, due within the hour): the OPA
+    pod admits it, the leading controller pod opens its gate (a render asked, a new generation),
+    Krateo renders the VM (the stand-in, with Krateo's rules for when), the controller sees it and
+    the run starts, and at its end it is retired; the report reads each phase from the scheduler pods."""
+    cp, _ = cluster
+    url, admin = platform
+    crd = default_crd_dir() / "compute.azure.com_virtualmachines.yaml"
+    if not crd.is_file():
+        pytest.skip(f"upstream CRD {crd} is absent (see ../shared/crds)")
+    cp.create_crd(local_crd(yaml.safe_load(crd.read_text())))
+    vms = f"/apis/{ASO_VM[0]}/{ASO_VM[1]}/namespaces/{{ns}}/{ASO_VM[2]}"
+    due = datetime.now(UTC) + timedelta(minutes=50)
+    spec = {"duration": "2m", "eligibleProviders": ["azure"], "deadline": due.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    report = RetryingClient(url, token=admin)
+
+    def phase(key: str) -> str:
+        (row,) = [r for r in listed(report, path="cluster", tenant=TENANT_NS) if r["key"] == key]
+        return str(row["phase"])
+
+    def seen(key: str) -> str:
+        """What a failure says: the record's row, the VmTemplate, the renders, the controllers' logs."""
+        with cp.client() as k:
+            stored = k.get(f"{vmtemplates(TENANT_NS)}/nightly").json()
+            logs_ = {
+                p["metadata"]["name"]: logs(k, SCHED_NS, p["metadata"]["name"])[-1500:]
+                for p in pods_of(k, SCHED_NS, "greenops-controller")
+            }
+        return f"row {reservation(platform, key)}\nstored {stored}\nrenders {krateo.renders}\nlogs {logs_}"
+
+    def wait_for(key: str, wanted: str, timeout: float) -> float:
+        began = time.monotonic()
+        while (now := phase(key)) != wanted:
+            assert time.monotonic() - began < timeout, f"{key}: {now}, not {wanted}, after {timeout:.0f}s\n{seen(key)}"
+            time.sleep(1)
+        return time.monotonic() - began
+
+    with (
+        KrateoStandIn(cp.client, f"/apis/{GROUP}/{VERSION}/vmtemplates", vms, aso_vm_of, None, 600) as krateo,
+        node_platform.tenant_client(cp, "alice", TENANT_NS) as alice,
+        cp.client() as k,
+    ):
+        made = alice.post(vmtemplates(TENANT_NS), json=template("nightly", TENANT_NS, **spec))
+        assert made.status_code == 201, made.text
+        admitted = made.json()
+        key = admitted["metadata"]["annotations"]["greenops.io/reservation"]
+        assert admitted["spec"]["provider"] == "azure" and admitted["spec"]["schedulingTime"], admitted["spec"]
+        to_run = wait_for(key, "Running", 120)
+        vm = k.get(f"{vms.format(ns=TENANT_NS)}/nightly-vm")
+        assert vm.status_code == 200, vm.text  # what Krateo rendered is what the controller saw run
+        stored = k.get(f"{vmtemplates(TENANT_NS)}/nightly").json()
+        assert stored["metadata"]["generation"] > 1 and stored["spec"].get("render"), stored  # the gate's render
+        to_end = wait_for(key, "Completed", 240)
+        # retired: the controller asked for a render at the run's end, and Krateo removed the VM
+        assert k.get(f"{vms.format(ns=TENANT_NS)}/nightly-vm").status_code == 404
+        assert [why for name, _, why in krateo.renders if name == f"{TENANT_NS}/nightly"][-2:] == [
+            "generation 1 -> 2",
+            "generation 2 -> 3",
+        ]
+        print(f"\n{key}: Running after {to_run:.0f}s, Completed {to_end:.0f}s later; renders {krateo.renders}")
