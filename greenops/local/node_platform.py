@@ -22,8 +22,9 @@ from components.platform_config import PolicyEngineConfig
 from components.policy_engine import webhook_address
 from greenops.common.endpoints import SCHEDULER_PORT, SCHEDULER_SERVICE, in_cluster_scheduler_url
 from greenops.local.controlplane import ControlPlaneError, LocalControlPlane
-from greenops.local.webhook import GROUP, ServingPems, serving_pems
+from greenops.local.webhook import ServingPems, serving_pems
 from greenops.policies import webhook_token
+from greenops.policies.webhook import VMTEMPLATE_GROUP
 
 DATA_NS, SCHEDULER_NS, POLICY_NS = "greenops-data", "greenops-scheduler", "greenops-policy"
 DB_USER = DB_NAME = "greenops"
@@ -46,13 +47,14 @@ def _token() -> str:
 
 @dataclass(frozen=True)
 class PolicyKeys:
-    """OPA's three tokens (greenops:opaAdminToken, opaToken, opaSchedulerToken), made before the
-    control plane starts: the API server reads the token it presents to the webhook's OPA (derived
+    """OPA's three tokens (greenops:opaAdminToken, opaToken, opaSchedulerToken) and Prometheus's,
+    made before the control plane starts: the API server reads the token it presents to the webhook's OPA (derived
     from the admin token) once, at its start, as a platform team's API server does."""
 
     admin: str = field(default_factory=_token)
     query: str = field(default_factory=_token)
     scheduler: str = field(default_factory=_token)
+    metrics: str = field(default_factory=_token)  # Prometheus's at the scheduler (greenops:metricsToken)
     # OPA's serving certificate, from a CA of the suite's own: the pulumi-tls plugin, which would
     # make them in state, cannot be had here (policy.caBundle / servingCert, greenops:opaServingKey)
     serving: ServingPems = field(
@@ -73,6 +75,7 @@ class PolicyKeys:
             "opaToken": self.query,
             "opaSchedulerToken": self.scheduler,
             "opaServingKey": self.serving.key_pem.decode(),
+            "metricsToken": self.metrics,
         }
 
 
@@ -178,12 +181,14 @@ def stack_config(
     capacity_vcpu: float,
     principals: list[dict[str, Any]] | None = None,
     keys: PolicyKeys | None = None,
+    monitoring: bool = False,
 ) -> dict[str, Any]:
     """greenops:* config of a stack installing the scheduler (two replicas) from ``images["greenops"]``
     and, with ``keys``, OPA (two pods, from ``images["opa"]`` with ``images["kube-mgmt-standin"]``
     as its sidecar) and the controller (two replicas, one leading): nothing upstream. The requests
     are smaller than the prod stack's, for a node of two CPUs; the Lease is short, so a takeover
-    is seen in seconds."""
+    is seen in seconds. With ``monitoring`` (the Prometheus Operator's CRDs must be served) the
+    monitors, the alerts and the dashboard too, labelled as the prod stack labels them."""
     platform: dict[str, Any] = {
         "krateo": {"enabled": False},
         "policy": {"enabled": False},
@@ -212,6 +217,9 @@ def stack_config(
         # no cloud operator runs here: a VM counts as running once its objects exist
         platform["controller"] = {"readiness": "applied", "leaseSeconds": 6, "cpu": "50m", "resyncSeconds": 5}
         platform["versions"] = {"opa_image": images["opa"], "kube_mgmt_image": images["kube-mgmt-standin"]}
+    if monitoring:
+        labels = {"release": "kube-prometheus-stack"}
+        platform["monitoring"] = {"enabled": True, "prometheusLabels": labels, "scrapeInterval": "2s"}
     return {"kubernetes": {"mode": "cluster"}, "workloads": [], "platform": platform}
 
 
@@ -282,7 +290,8 @@ def tenant_client(cp: LocalControlPlane, user: str, namespace: str) -> httpx.Cli
     VmTemplates in ``namespace`` only, as a platform team hands a tenant its kubeconfig."""
     if cp.authority is None:
         raise ControlPlaneError("the control plane is not started: it has no client CA yet")
-    rules = [{"apiGroups": [GROUP], "resources": ["vmtemplates"], "verbs": ["create", "get", "list", "delete"]}]
+    verbs = ["create", "get", "list", "delete"]
+    rules = [{"apiGroups": [VMTEMPLATE_GROUP], "resources": ["vmtemplates"], "verbs": verbs}]
     binding = {
         "metadata": {"name": user},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "vmtemplates"},

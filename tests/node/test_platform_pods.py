@@ -5,7 +5,8 @@ the scheduler (two replicas, a read-only root, UID 65532 reading its mounted Sec
 namespace that enforces `restricted`) on a PostgreSQL pod behind a Service, OPA (two pods: its two
 processes and the sidecar) with the webhook by its Service, and the controller (two replicas, one
 leading). A scheduler pod deleted mid-burst loses and doubles no booking; a tenant's VmTemplate is
-admitted by the OPA pod and confirmed by a controller pod; the leader's pod deleted, the other leads.
+admitted by the OPA pod and confirmed by a controller pod; the leader's pod deleted, the other leads;
+a real Prometheus scrapes every pod the stack's monitors select.
 
 What the platform deploys for its record in production (the Bitnami chart's images) cannot be had
 here: PostgreSQL runs from Debian's server in an image built here, and the scheduler is pointed at it
@@ -31,6 +32,7 @@ from greenops.local import node_platform
 from greenops.local.controlplane import LocalControlPlane
 from greenops.local.node import LocalNode, missing
 from greenops.local.webhook import GROUP, VERSION, vmtemplate_crd
+from greenops.observability import alerts
 from greenops.policies.webhook import TENANT_LABEL
 from greenops.validation.crd import default_crd_dir
 from release import images, registry
@@ -40,6 +42,8 @@ from tests.support.burst import CAPACITY, Issuer, assert_record_matches, burst, 
 from tests.support.cluster_path import template
 from tests.support.common import missing as unavailable
 from tests.support.krateo import ASO_VM, KrateoStandIn, aso_vm_of
+from tests.support.monitors import API as MONITORING_API
+from tests.support.monitors import scrape_jobs
 from tests.support.node_pods import (
     create_namespace,
     import_busybox,
@@ -47,6 +51,7 @@ from tests.support.node_pods import (
     restricted_pod,
     wait_phase,
 )
+from tests.support.prometheus import PrometheusServer, by_label
 from tests.support.upstream_crds import local_crd
 
 # the first test's set-up may be the session's release build (every image; tests/release shares it)
@@ -55,6 +60,12 @@ SCHED_NS = node_platform.SCHEDULER_NS
 TENANT_NS = "tenant-a"
 TENANTS = (TENANT_NS, "tenant-b")
 TOKEN_DIR = "/var/run/secrets/greenops"
+# the Prometheus Operator's CRDs (../shared/crds): with them the stack installs its monitoring too
+MONITOR_CRDS = [
+    default_crd_dir() / f"monitoring.coreos.com_{p}.yaml" for p in ("servicemonitors", "podmonitors", "prometheusrules")
+]
+MONITORED = all(f.is_file() for f in MONITOR_CRDS)
+ALL_UP = {alerts.SCHEDULER: 2.0, alerts.OPA: 2.0, alerts.CONTROLLER: 2.0}  # two pods of each, every one scraped
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +101,8 @@ def cluster(pushed, local_registry, keys, tmp_path_factory):
         node.trust_registry(local_registry)
         import_busybox(node, tmp_path_factory.mktemp("busybox"))
         cp.create_crd(vmtemplate_crd())  # as Krateo would generate it from the chart (Krateo is off)
+        for crd in MONITOR_CRDS if MONITORED else []:
+            cp.create_crd(local_crd(yaml.safe_load(crd.read_text())))
         with cp.client() as k:
             for tenant in TENANTS:
                 create_namespace(k, tenant, labels={TENANT_LABEL: tenant})
@@ -111,7 +124,7 @@ def platform(cluster, pushed, keys, database, tmp_path_factory):
     bootstrap admin's token."""
     # a tenant's CI pod, proven by its projected token (TokenReview), not by what it says
     ci = {"serviceAccount": f"{TENANT_NS}/ci", "role": "write", "tenants": ["tenant-a"], "paths": ["pulumi"]}
-    config = node_platform.stack_config(pushed, CAPACITY, [ci], keys)
+    config = node_platform.stack_config(pushed, CAPACITY, [ci], keys, monitoring=MONITORED)
     installed = node_platform.install(cluster[0], tmp_path_factory.mktemp("platform"), config, database, keys)
     print(f"\npulumi up on the node: {installed.seconds:.0f}s")
     return installed.url, installed.admin_token
@@ -398,3 +411,42 @@ def test_a_day_through_the_pods_gate_render_run_and_retire(cluster, platform):
             "generation 2 -> 3",
         ]
         print(f"\n{key}: Running after {to_run:.0f}s, Completed {to_end:.0f}s later; renders {krateo.renders}")
+
+
+def test_prometheus_scrapes_every_pod_the_monitors_select_with_the_credentials_they_name(cluster, platform, tmp_path):
+    """The ServiceMonitor, the PodMonitors and the PrometheusRule the stack installed, as the
+    Prometheus Operator would give them to a real Prometheus (tests/support/monitors.py; the operator
+    cannot run here): it discovers the pods through the API server and scrapes both scheduler pods
+    with Prometheus's token, both OPA pods over TLS with OPA's scraper token and the CA in state, and
+    both controller pods; the alerts load and evaluate."""
+    if not MONITORED:
+        pytest.skip(f"the Prometheus Operator's CRDs are absent from {default_crd_dir()} (see ../shared/crds)")
+    cp, _ = cluster
+    token = tmp_path / "api-token"
+    token.write_text(cp.token)
+    token.chmod(0o600)
+    monitors = [
+        ("ServiceMonitor", SCHED_NS, "greenops-scheduler"),
+        ("PodMonitor", node_platform.POLICY_NS, "greenops-opa"),
+        ("PodMonitor", SCHED_NS, "greenops-controller"),
+    ]
+    with cp.client() as k:
+        jobs = [j for m in monitors for j in scrape_jobs(k, *m, cp.server, str(token), tmp_path / "mounted")]
+        rule = k.get(f"{MONITORING_API}/namespaces/{SCHED_NS}/prometheusrules/greenops-alerts")
+        assert rule.status_code == 200, rule.text
+    groups = rule.json()["spec"]["groups"]
+    rules = tmp_path / "greenops-alerts.yaml"
+    rules.write_text(json.dumps({"groups": groups}))
+    with PrometheusServer(jobs=jobs, workdir=tmp_path / "prometheus", rule_files=[rules]) as prom:
+        up = "count by (greenops_component) (up == 1)"
+        got = by_label(
+            prom.wait_for(up, lambda r: by_label(r, alerts.COMPONENT_LABEL) == ALL_UP, 60), alerts.COMPONENT_LABEL
+        )
+        assert got == ALL_UP, (
+            f"{got}; targets: {httpx.get(f'{prom.url}/api/v1/targets').json()['data']['activeTargets']}"
+        )
+        # the scheduler's own series, named by the part the relabeling sets
+        assert prom.query('count({__name__=~"greenops_scheduler_.+", greenops_component="scheduler"})')
+        loaded = httpx.get(f"{prom.url}/api/v1/rules").json()["data"]["groups"]
+    assert sorted(g["name"] for g in loaded) == sorted(g["name"] for g in groups)
+    assert all(r["health"] in ("ok", "unknown") for g in loaded for r in g["rules"]), loaded

@@ -34,6 +34,7 @@ class Target:
 @dataclass
 class PrometheusServer(ProcessService):
     targets: Sequence[Target] = ()
+    jobs: Sequence[dict[str, Any]] = ()  # scrape configs as they are (tests/support/monitors.py makes them)
     workdir: Path = field(default_factory=Path)
     scrape_interval: str = "1s"
     rule_files: Sequence[Path] = ()  # evaluated every scrape interval; their alerts are the ALERTS series
@@ -79,7 +80,7 @@ class PrometheusServer(ProcessService):
         return {
             "global": {"scrape_interval": interval, "evaluation_interval": interval},
             "rule_files": [str(f) for f in self.rule_files],
-            "scrape_configs": jobs,
+            "scrape_configs": [*jobs, *self.jobs],
         }
 
     def query(self, promql: str) -> list[dict[str, Any]]:
