@@ -20,6 +20,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from greenops.charts import PROVISIONING_LEAD_SECONDS
 from greenops.common.clock import clock_file_time, parse_time
 from greenops.models.duration import parse_duration
@@ -42,6 +44,9 @@ class KrateoStandIn:
         self.client, self.templates_path, self.vm_path, self.vm_object = client, templates_path, vm_path, vm_object
         self.clock, self.resync, self.poll = clock, resync, poll
         self.renders: list[tuple[str, int, str]] = []  # (namespace/name, generation, why), in order
+        # (namespace/name, why) of each render that failed, once each: it is tried again at the next
+        # poll, as Krateo retries, and a test reads them (a render that fails must not go unseen)
+        self.failures: list[tuple[str, str]] = []
         self._last: dict[str, tuple[int, float]] = {}  # namespace/name -> generation and monotonic time rendered
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -58,7 +63,14 @@ class KrateoStandIn:
         while not self._stop.wait(self.poll):
             with self.client() as k:
                 for obj in k.get(self.templates_path).json().get("items", []):
-                    self._maybe_render(k, obj)
+                    try:
+                        self._maybe_render(k, obj)
+                    except (httpx.HTTPError, KeyError, ValueError) as e:
+                        meta = obj["metadata"]
+                        key = f"{meta['namespace']}/{meta['name']}"
+                        failure = (key, f"{e}: {getattr(getattr(e, 'response', None), 'text', '')[:300]}")
+                        if failure not in self.failures:
+                            self.failures.append(failure)
 
     def _maybe_render(self, k: Any, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
@@ -72,9 +84,9 @@ class KrateoStandIn:
             why = "resync"
         else:
             return  # metadata alone changed, or nothing: no render
+        self._render(k, obj)  # raises when it fails: not recorded as rendered, so tried again
         self._last[key] = (generation, time.monotonic())
         self.renders.append((key, generation, why))
-        self._render(k, obj)
 
     def _render(self, k: Any, obj: dict[str, Any]) -> None:
         spec, ns = obj["spec"], obj["metadata"]["namespace"]
