@@ -48,8 +48,9 @@ def _token() -> str:
 @dataclass(frozen=True)
 class PolicyKeys:
     """OPA's three tokens (greenops:opaAdminToken, opaToken, opaSchedulerToken) and Prometheus's,
-    made before the control plane starts: the API server reads the token it presents to the webhook's OPA (derived
-    from the admin token) once, at its start, as a platform team's API server does."""
+    made before the control plane starts: the API server reads the token it presents to the
+    webhook's OPA (derived from the admin token) once, at its start, as a platform team's API
+    server does."""
 
     admin: str = field(default_factory=_token)
     query: str = field(default_factory=_token)

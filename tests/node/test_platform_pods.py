@@ -25,6 +25,7 @@ import httpx
 import pytest
 import yaml
 
+from greenops.common.clock import parse_time, stamp
 from greenops.common.endpoints import SCHEDULER_PORT, SCHEDULER_SERVICE
 from greenops.common.httpclient import RetryingClient
 from greenops.insight.record_rows import listed
@@ -361,7 +362,7 @@ def only_now_for(duration: timedelta) -> str:
     if hour - now < timedelta(minutes=3):
         time.sleep((hour - now).total_seconds() + 1)
         hour += timedelta(hours=1)
-    return (hour + duration - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return stamp(hour + duration - timedelta(seconds=1))
 
 
 def test_a_day_through_the_pods_gate_render_run_and_retire(cluster, platform):
@@ -413,7 +414,7 @@ def test_a_day_through_the_pods_gate_render_run_and_retire(cluster, platform):
         assert made.status_code == 201, made.text
         admitted = made.json()
         key = admitted["metadata"]["annotations"]["greenops.io/reservation"]
-        start = datetime.fromisoformat(admitted["spec"]["schedulingTime"].replace("Z", "+00:00"))
+        start = parse_time(admitted["spec"]["schedulingTime"])
         assert admitted["spec"]["provider"] == "azure", admitted["spec"]
         assert abs((start - datetime.now(UTC)).total_seconds()) < 90, admitted["spec"]  # its only window: now
         to_run = wait_for(key, "Running", 120)

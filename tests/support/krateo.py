@@ -62,15 +62,23 @@ class KrateoStandIn:
     def _run(self) -> None:
         while not self._stop.wait(self.poll):
             with self.client() as k:
-                for obj in k.get(self.templates_path).json().get("items", []):
+                try:
+                    items = k.get(self.templates_path).raise_for_status().json().get("items", [])
+                except (httpx.HTTPError, ValueError) as e:
+                    self._failed("(the list of VmTemplates)", e)
+                    continue
+                for obj in items:
                     try:
                         self._maybe_render(k, obj)
                     except (httpx.HTTPError, KeyError, ValueError) as e:
                         meta = obj["metadata"]
-                        key = f"{meta['namespace']}/{meta['name']}"
-                        failure = (key, f"{e}: {getattr(getattr(e, 'response', None), 'text', '')[:300]}")
-                        if failure not in self.failures:
-                            self.failures.append(failure)
+                        self._failed(f"{meta['namespace']}/{meta['name']}", e)
+
+    def _failed(self, what: str, e: Exception) -> None:
+        body = e.response.text[:300] if isinstance(e, httpx.HTTPStatusError) else ""
+        failure = (what, f"{e}: {body}")
+        if failure not in self.failures:
+            self.failures.append(failure)
 
     def _maybe_render(self, k: Any, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
